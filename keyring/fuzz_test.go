@@ -1,0 +1,67 @@
+package keyring
+
+import (
+	"bytes"
+	"context"
+	"testing"
+)
+
+// FuzzOpen feeds arbitrary bytes to the ciphertext parser and Open: they
+// must fail cleanly, never panic, and never return plaintext for input that
+// was not sealed.
+func FuzzOpen(f *testing.F) {
+	kr, _ := New(AES256GCM)
+	ct, _ := kr.Seal([]byte("seed value"), []byte("ctx"))
+	f.Add(ct, []byte("ctx"))
+	f.Add(ct[:HeaderSize], []byte(""))
+	f.Add([]byte{1, 3, 0, 0, 0, 1}, []byte("x"))
+	f.Fuzz(func(t *testing.T, data, context []byte) {
+		pt, err := kr.Open(data, context)
+		if err == nil && !(bytes.Equal(data, ct) && string(context) == "ctx") {
+			t.Fatalf("forged ciphertext opened: %q", pt)
+		}
+		if err != nil && pt != nil {
+			t.Fatal("plaintext returned with error")
+		}
+		if s := string(data); IsText(data) {
+			DecodeText(s)
+		}
+	})
+}
+
+// FuzzRoundTrip checks that every plaintext and context survives a round
+// trip, in binary and text form, under every algorithm.
+func FuzzRoundTrip(f *testing.F) {
+	rings := map[Algorithm]*Keyring{}
+	for _, a := range Algorithms() {
+		rings[a], _ = New(a)
+	}
+	f.Add([]byte("hello"), []byte("ctx"), uint8(1))
+	f.Fuzz(func(t *testing.T, pt, context []byte, a uint8) {
+		kr := rings[Algorithms()[int(a)%3]]
+		ct, err := kr.Seal(pt, context)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin, err := DecodeText(EncodeText(ct))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := kr.Open(bin, context)
+		if err != nil || !bytes.Equal(got, pt) {
+			t.Fatalf("round trip: %v", err)
+		}
+	})
+}
+
+// FuzzUnmarshal feeds arbitrary documents to the keyring loader.
+func FuzzUnmarshal(f *testing.F) {
+	mk := GenerateMasterKey()
+	kr, _ := New(AES256GCM)
+	data, _ := kr.Marshal(context.Background(), mk)
+	f.Add(data)
+	f.Add([]byte(`{"format":"ward-keyring/v1"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		Unmarshal(context.Background(), data, mk)
+	})
+}

@@ -1,0 +1,337 @@
+package keyring
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func mustNew(t testing.TB, alg Algorithm) *Keyring {
+	t.Helper()
+	kr, err := New(alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr
+}
+
+func TestRoundTripAllAlgorithms(t *testing.T) {
+	for _, alg := range Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			kr := mustNew(t, alg)
+			for _, size := range []int{0, 1, 500, 4096} {
+				pt := bytes.Repeat([]byte{'x'}, size)
+				ct, err := kr.Seal(pt, []byte("ctx"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(ct) != size+Overhead(alg) {
+					t.Fatalf("len = %d, want %d", len(ct), size+Overhead(alg))
+				}
+				got, err := kr.Open(ct, []byte("ctx"))
+				if err != nil || !bytes.Equal(got, pt) {
+					t.Fatalf("Open = %q, %v", got, err)
+				}
+				h, err := ParseHeader(ct)
+				if err != nil || h.KeyID != kr.Primary().ID || h.Algorithm != alg {
+					t.Fatalf("header %+v, %v", h, err)
+				}
+			}
+		})
+	}
+}
+
+func TestNoncesDiffer(t *testing.T) {
+	kr := mustNew(t, AES256GCM)
+	a, _ := kr.Seal([]byte("same"), nil)
+	b, _ := kr.Seal([]byte("same"), nil)
+	if bytes.Equal(a, b) {
+		t.Fatal("two seals of the same value are identical")
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	kr := mustNew(t, AES256GCM)
+	ctx := []byte("messages/body/42")
+	ct, _ := kr.Seal([]byte("hello, a longer message"), ctx)
+	other := mustNew(t, AES256GCM)
+
+	tampered := bytes.Clone(ct)
+	tampered[len(tampered)-1] ^= 1
+	badVersion := bytes.Clone(ct)
+	badVersion[0] = 2
+	badAlg := bytes.Clone(ct)
+	badAlg[1] = 3 // valid algorithm, wrong for this key
+	unknownAlg := bytes.Clone(ct)
+	unknownAlg[1] = 9
+	headerTampered := bytes.Clone(ct)
+	headerTampered[6] ^= 0xff // context check: reported as wrong context
+
+	for _, tc := range []struct {
+		name string
+		ct   []byte
+		ctx  []byte
+		kr   *Keyring
+		want error
+	}{
+		{"empty", nil, ctx, kr, ErrTruncated},
+		{"header only", ct[:HeaderSize], ctx, kr, ErrTruncated},
+		{"shorter than overhead", ct[:Overhead(AES256GCM)-1], ctx, kr, ErrTruncated},
+		{"one short", ct[:len(ct)-1], ctx, kr, ErrAuthentication},
+		{"tampered", tampered, ctx, kr, ErrAuthentication},
+		{"wrong context", ct, []byte("messages/body/43"), kr, ErrWrongContext},
+		{"wrong version", badVersion, ctx, kr, ErrUnsupportedVersion},
+		{"algorithm mismatch", badAlg, ctx, kr, ErrMalformed},
+		{"unknown algorithm", unknownAlg, ctx, kr, ErrMalformed},
+		{"unknown key", ct, ctx, other, ErrUnknownKey},
+		{"context check tampered", headerTampered, ctx, kr, ErrWrongContext},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pt, err := tc.kr.Open(tc.ct, tc.ctx)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if pt != nil {
+				t.Fatalf("plaintext %q returned with error", pt)
+			}
+		})
+	}
+	var ke *KeyError
+	if _, err := other.Open(ct, ctx); !errors.As(err, &ke) || ke.ID != kr.Primary().ID {
+		t.Fatalf("want KeyError naming %v, got %v", kr.Primary().ID, err)
+	}
+}
+
+func TestRotationLifecycle(t *testing.T) {
+	kr := mustNew(t, AES128GCM)
+	first := kr.Primary().ID
+	old, _ := kr.Seal([]byte("old"), nil)
+
+	added, err := kr.Add(AES256GCM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := kr.Lookup(added); info.State != DecryptOnly {
+		t.Fatalf("added key state %v", info.State)
+	}
+	if err := kr.Promote(added); err != nil {
+		t.Fatal(err)
+	}
+	if kr.Primary().ID != added {
+		t.Fatal("promote did not change primary")
+	}
+	if info, _ := kr.Lookup(first); info.State != DecryptOnly {
+		t.Fatalf("old primary state %v", info.State)
+	}
+	if _, err := kr.Open(old, nil); err != nil {
+		t.Fatalf("old value after rotation: %v", err)
+	}
+	if err := kr.Disable(added); !errors.Is(err, ErrPrimaryKey) {
+		t.Fatalf("disabling primary: %v", err)
+	}
+	if err := kr.Disable(first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kr.Open(old, nil); !errors.Is(err, ErrKeyDisabled) {
+		t.Fatalf("open under disabled key: %v", err)
+	}
+	if err := kr.Promote(first); !errors.Is(err, ErrKeyDisabled) {
+		t.Fatalf("promote disabled: %v", err)
+	}
+	if err := kr.Enable(first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kr.Open(old, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := kr.Promote(12345); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("promote unknown: %v", err)
+	}
+	primaries := 0
+	for _, k := range kr.Keys() {
+		if k.State == Primary {
+			primaries++
+		}
+	}
+	if primaries != 1 || len(kr.Keys()) != 2 {
+		t.Fatalf("keys %+v", kr.Keys())
+	}
+}
+
+// TestConcurrentRotation seals and opens from many goroutines while the
+// primary rotates: every value sealed must open afterwards.
+func TestConcurrentRotation(t *testing.T) {
+	kr := mustNew(t, AES256GCM)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var sealed [][]byte
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				ct, err := kr.Seal([]byte("v"), nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				sealed = append(sealed, ct)
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := 0; i < 20; i++ {
+		if _, err := kr.Rotate(AES256GCM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	for _, ct := range sealed {
+		if _, err := kr.Open(ct, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestTextForm(t *testing.T) {
+	kr := mustNew(t, AES256GCM)
+	ct, _ := kr.Seal([]byte("hi"), nil)
+	s := EncodeText(ct)
+	if !strings.HasPrefix(s, TextPrefix) || !IsText([]byte(s)) || IsText(ct) {
+		t.Fatalf("text form %q", s)
+	}
+	back, err := DecodeText(s)
+	if err != nil || !bytes.Equal(back, ct) {
+		t.Fatal(err)
+	}
+	if _, err := DecodeText("w2:AAAA"); !errors.Is(err, ErrUnsupportedVersion) {
+		t.Fatalf("w2: %v", err)
+	}
+	for _, bad := range []string{"", "hello", "w1:!!!", "w1:AAA="} {
+		if _, err := DecodeText(bad); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("%q: %v", bad, err)
+		}
+	}
+}
+
+func TestStorage(t *testing.T) {
+	ctx := context.Background()
+	kr := mustNew(t, AES256GCM)
+	kr.Rotate(XChaCha20Poly1305)
+	mk := GenerateMasterKey()
+	path := filepath.Join(t.TempDir(), "keyring.json")
+	if err := kr.Save(ctx, path, mk); err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := kr.Seal([]byte("secret"), []byte("c"))
+
+	back, err := Load(ctx, path, mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := back.Open(ct, []byte("c")); err != nil || string(got) != "secret" {
+		t.Fatalf("open after load: %q %v", got, err)
+	}
+	if fmt.Sprint(back.Keys()) != fmt.Sprint(kr.Keys()) {
+		t.Fatalf("keys differ:\n%v\n%v", back.Keys(), kr.Keys())
+	}
+	d1, _ := kr.Derive("x", 32)
+	d2, _ := back.Derive("x", 32)
+	if !bytes.Equal(d1, d2) {
+		t.Fatal("derivation root not preserved")
+	}
+
+	if _, err := Load(ctx, path, GenerateMasterKey()); !errors.Is(err, ErrWrongWrapper) {
+		t.Fatalf("wrong master key: %v", err)
+	}
+	data, _ := kr.Marshal(ctx, mk)
+	for _, tc := range []struct {
+		name string
+		edit func(string) string
+		want error
+	}{
+		{"not json", func(string) string { return "{" }, ErrCorruptKeyring},
+		{"format", func(s string) string { return strings.Replace(s, FileFormat, "ward-keyring/v9", 1) }, ErrUnsupportedVersion},
+		{"sealed flipped", func(s string) string {
+			i := strings.Index(s, `"sealed": "`) + 20
+			c := byte('A')
+			if s[i] == 'A' {
+				c = 'B'
+			}
+			return s[:i] + string(c) + s[i+1:]
+		}, ErrCorruptKeyring},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Unmarshal(ctx, []byte(tc.edit(string(data))), mk); !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if strings.Contains(string(data), mk.Encode()) {
+		t.Fatal("master key appears in stored keyring")
+	}
+}
+
+func TestMasterKeyParsing(t *testing.T) {
+	mk := GenerateMasterKey()
+	back, err := ParseMasterKey(" " + mk.Encode() + "\n")
+	if err != nil || back.KeyID() != mk.KeyID() {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"", "short", strings.Repeat("A", 40)} {
+		_, err := ParseMasterKey(bad)
+		if !errors.Is(err, ErrBadMasterKey) {
+			t.Fatalf("%q: %v", bad, err)
+		}
+	}
+	env := func(string) string { return mk.Encode() }
+	if got, err := LoadMasterKey("", env); err != nil || got.KeyID() != mk.KeyID() {
+		t.Fatal(err)
+	}
+	if _, err := LoadMasterKey("", func(string) string { return "" }); err == nil {
+		t.Fatal("no master key accepted")
+	}
+	if s := fmt.Sprintf("%v %+v", mk, mk); strings.Contains(s, mk.Encode()) {
+		t.Fatal("master key printed")
+	}
+}
+
+func TestKeyStringRedacted(t *testing.T) {
+	kr := mustNew(t, AES256GCM)
+	k := kr.load().primary
+	s := fmt.Sprintf("%v %+v %#v %s", k, k, k, k)
+	if strings.Contains(s, fmt.Sprint(k.material)) || !strings.Contains(s, "REDACTED") {
+		t.Fatalf("key printed: %s", s)
+	}
+}
+
+func TestParse(t *testing.T) {
+	if a, err := ParseAlgorithm("aes-128-gcm"); err != nil || a != AES128GCM {
+		t.Fatal(a, err)
+	}
+	if a, err := ParseAlgorithm("xchacha20poly1305"); err != nil || a != XChaCha20Poly1305 {
+		t.Fatal(a, err)
+	}
+	if _, err := ParseAlgorithm("des"); err == nil {
+		t.Fatal("des accepted")
+	}
+	if id, err := ParseKeyID("0x0000002a"); err != nil || id != 42 || id.String() != "0000002a" {
+		t.Fatal(id, err)
+	}
+	for _, bad := range []string{"", "0", "zz", "123456789"} {
+		if _, err := ParseKeyID(bad); err == nil {
+			t.Fatalf("%q accepted", bad)
+		}
+	}
+	if _, err := New(AlgorithmUnknown); err == nil {
+		t.Fatal("unknown algorithm accepted")
+	}
+	_ = time.Now
+}
