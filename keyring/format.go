@@ -77,11 +77,11 @@ func ParseHeader(ct []byte) (Header, error) {
 	return h, nil
 }
 
-func putHeader(dst []byte, alg Algorithm, id KeyID, context []byte) {
+func putHeader(dst []byte, alg Algorithm, id KeyID, contextCheck uint32) {
 	dst[0] = Version1
 	dst[1] = byte(alg)
 	binary.BigEndian.PutUint32(dst[2:6], uint32(id))
-	binary.BigEndian.PutUint32(dst[6:10], crc32.Checksum(context, castagnoli))
+	binary.BigEndian.PutUint32(dst[6:10], contextCheck)
 }
 
 // EncodeText returns the text form of a binary ciphertext.

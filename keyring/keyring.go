@@ -228,11 +228,15 @@ func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
 	ns := k.Algorithm.NonceSize()
 	total := HeaderSize + ns + len(plaintext) + TagSize
 	ret, out := sliceForAppend(dst, total)
-	putHeader(out, k.Algorithm, k.ID, context)
+	// The associated data is header || context. It is assembled in a pooled
+	// buffer first, and the checksum taken over that copy, so that context
+	// does not escape and callers can pass stack buffers.
+	adp := adPool.Get().(*[]byte)
+	ad := append(append((*adp)[:0], make([]byte, HeaderSize)...), context...)
+	putHeader(out, k.Algorithm, k.ID, crc32.Checksum(ad[HeaderSize:], castagnoli))
+	copy(ad, out[:HeaderSize])
 	nonce := out[HeaderSize : HeaderSize+ns]
 	rand.Read(nonce)
-	adp := adPool.Get().(*[]byte)
-	ad := append(append((*adp)[:0], out[:HeaderSize]...), context...)
 	k.aead.Seal(out[:HeaderSize+ns], nonce, plaintext, ad)
 	*adp = ad
 	adPool.Put(adp)
@@ -262,12 +266,14 @@ func (kr *Keyring) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
 	if k.Algorithm != h.Algorithm {
 		return dst, fmt.Errorf("%w: algorithm %v does not match key %v (%v)", ErrMalformed, h.Algorithm, k.ID, k.Algorithm)
 	}
-	if crc32.Checksum(context, castagnoli) != h.ContextCheck {
-		return dst, ErrWrongContext
-	}
 	ns := k.Algorithm.NonceSize()
 	adp := adPool.Get().(*[]byte)
 	ad := append(append((*adp)[:0], ciphertext[:HeaderSize]...), context...)
+	if crc32.Checksum(ad[HeaderSize:], castagnoli) != h.ContextCheck {
+		*adp = ad
+		adPool.Put(adp)
+		return dst, ErrWrongContext
+	}
 	out, err := k.aead.Open(dst, ciphertext[HeaderSize:HeaderSize+ns], ciphertext[HeaderSize+ns:], ad)
 	*adp = ad
 	adPool.Put(adp)

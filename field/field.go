@@ -1,0 +1,368 @@
+// Package field encrypts database columns in the application, before values
+// reach the database.
+//
+// A [Column] seals values with a [keyring.Keyring] and binds each one to
+// where it lives: table, column and row key. A ciphertext copied to another
+// row or column fails to open with [keyring.ErrWrongContext]. [Ciphertext]
+// implements [driver.Valuer] and [sql.Scanner], so application code passes
+// plaintext to Seal and gets plaintext back from Open while the database
+// only ever holds ciphertext. SQL NULL stays NULL; the empty string is
+// encrypted like any other value.
+//
+// [BlindIndex] supports equality search without decryption, and [Reencrypt]
+// moves a column to the keyring's primary key after rotation.
+//
+// Most users should create one Column per encrypted column at start-up and
+// share it; Columns are safe for concurrent use.
+package field
+
+import (
+	"database/sql"
+	"database/sql/driver"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/wardlab/ward/keyring"
+)
+
+// ErrNull is returned when a NULL value is opened into a destination that
+// cannot hold NULL.
+var ErrNull = errors.New("field: value is NULL")
+
+// Encoding selects how a Column stores ciphertexts.
+type Encoding uint8
+
+const (
+	// Binary stores the binary v1 form, for BLOB and BYTEA columns. It is
+	// the default.
+	Binary Encoding = iota
+	// Text stores the "w1:" base64url text form, for TEXT and VARCHAR
+	// columns. It is a third larger.
+	Text
+)
+
+// RowKey identifies a row in a ciphertext's context: usually the primary
+// key. Integer and string keys with the same decimal text are the same
+// RowKey, so RowInt(42) opens what RowString("42") sealed.
+type RowKey struct {
+	s     string
+	n     int64
+	isInt bool
+}
+
+// RowInt returns the RowKey of an integer primary key.
+func RowInt(n int64) RowKey { return RowKey{n: n, isInt: true} }
+
+// RowString returns the RowKey of a text primary key.
+func RowString(s string) RowKey { return RowKey{s: s} }
+
+// rowFromDB converts a primary-key value scanned from the database.
+func rowFromDB(v any) (RowKey, error) {
+	switch x := v.(type) {
+	case int64:
+		return RowInt(x), nil
+	case string:
+		return RowString(x), nil
+	case []byte:
+		return RowString(string(x)), nil
+	}
+	return RowKey{}, fmt.Errorf("field: unsupported primary key type %T", v)
+}
+
+func (r RowKey) appendTo(b []byte) []byte {
+	if r.isInt {
+		return strconv.AppendInt(b, r.n, 10)
+	}
+	return append(b, r.s...)
+}
+
+// String returns the row key's text.
+func (r RowKey) String() string { return string(r.appendTo(nil)) }
+
+// Column seals and opens the values of one database column.
+type Column struct {
+	kr     *keyring.Keyring
+	table  string
+	name   string
+	enc    Encoding
+	prefix []byte // context prefix: domain, table and column
+}
+
+// ColumnOption configures a Column.
+type ColumnOption func(*Column)
+
+// WithEncoding selects the storage encoding (default [Binary]).
+func WithEncoding(e Encoding) ColumnOption { return func(c *Column) { c.enc = e } }
+
+// contextDomain starts every field context, separating it from other uses
+// of the same keyring.
+const contextDomain = "ward/field/v1"
+
+// NewColumn returns a Column for table.column under kr. Table and column
+// names are part of every value's context: renaming either makes existing
+// values fail to open with [keyring.ErrWrongContext].
+func NewColumn(kr *keyring.Keyring, table, column string, opts ...ColumnOption) (*Column, error) {
+	if kr == nil {
+		return nil, errors.New("field: nil keyring")
+	}
+	if table == "" || column == "" {
+		return nil, errors.New("field: table and column names are required")
+	}
+	c := &Column{kr: kr, table: table, name: column}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.enc != Binary && c.enc != Text {
+		return nil, fmt.Errorf("field: unknown encoding %d", c.enc)
+	}
+	c.prefix = appendContextPrefix(nil, table, column)
+	return c, nil
+}
+
+// appendContextPrefix encodes the fixed part of a context:
+//
+//	"ward/field/v1" 0x00 uvarint(len(table)) table uvarint(len(column)) column
+//
+// followed, per value, by the row key's text.
+func appendContextPrefix(b []byte, table, column string) []byte {
+	b = append(b, contextDomain...)
+	b = append(b, 0)
+	b = binary.AppendUvarint(b, uint64(len(table)))
+	b = append(b, table...)
+	b = binary.AppendUvarint(b, uint64(len(column)))
+	return append(b, column...)
+}
+
+// Table returns the column's table name.
+func (c *Column) Table() string { return c.table }
+
+// Name returns the column's name.
+func (c *Column) Name() string { return c.name }
+
+// Keyring returns the keyring the column seals with.
+func (c *Column) Keyring() *keyring.Keyring { return c.kr }
+
+// Context returns the associated data a value in row is bound to. It is
+// exported for tools that seal outside this package (ward decrypt --table).
+func (c *Column) Context(row RowKey) []byte { return row.appendTo(append([]byte(nil), c.prefix...)) }
+
+func (c *Column) context(buf []byte, row RowKey) []byte {
+	return row.appendTo(append(buf[:0], c.prefix...))
+}
+
+// Seal encrypts plaintext for row.
+func (c *Column) Seal(row RowKey, plaintext []byte) (Ciphertext, error) {
+	var buf [128]byte
+	ct, err := c.kr.Seal(plaintext, c.context(buf[:], row))
+	if err != nil {
+		return Ciphertext{}, fmt.Errorf("field: sealing %s.%s: %w", c.table, c.name, err)
+	}
+	return Ciphertext{data: ct, valid: true, text: c.enc == Text}, nil
+}
+
+// AppendSeal appends the binary ciphertext of plaintext for row to dst,
+// for callers that reuse buffers (large values, batch jobs).
+func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, error) {
+	var buf [128]byte
+	out, err := c.kr.AppendSeal(dst, plaintext, c.context(buf[:], row))
+	if err != nil {
+		return dst, fmt.Errorf("field: sealing %s.%s: %w", c.table, c.name, err)
+	}
+	return out, nil
+}
+
+// AppendOpen appends the plaintext of a binary ciphertext for row to dst.
+// On error dst is returned unchanged.
+func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, error) {
+	var buf [128]byte
+	out, err := c.kr.AppendOpen(dst, ciphertext, c.context(buf[:], row))
+	if err != nil {
+		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
+	}
+	return out, nil
+}
+
+// SealString encrypts s for row.
+func (c *Column) SealString(row RowKey, s string) (Ciphertext, error) {
+	return c.Seal(row, []byte(s))
+}
+
+// SealNullString encrypts s for row, or returns a NULL Ciphertext when s is
+// not valid.
+func (c *Column) SealNullString(row RowKey, s sql.NullString) (Ciphertext, error) {
+	if !s.Valid {
+		return Ciphertext{text: c.enc == Text}, nil
+	}
+	return c.SealString(row, s.String)
+}
+
+// Open decrypts ct, which must have been sealed for row of this column. A
+// NULL ct returns [ErrNull]. Errors from the keyring ([keyring.ErrWrongContext],
+// [keyring.ErrAuthentication], …) are wrapped with the table and column.
+func (c *Column) Open(row RowKey, ct Ciphertext) ([]byte, error) {
+	if !ct.valid {
+		return nil, ErrNull
+	}
+	var buf [128]byte
+	pt, err := c.kr.Open(ct.data, c.context(buf[:], row))
+	if err != nil {
+		return nil, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
+	}
+	return pt, nil
+}
+
+// OpenString is like Open but returns a string.
+func (c *Column) OpenString(row RowKey, ct Ciphertext) (string, error) {
+	pt, err := c.Open(row, ct)
+	return string(pt), err
+}
+
+// OpenNullString opens ct, returning an invalid NullString for NULL.
+func (c *Column) OpenNullString(row RowKey, ct Ciphertext) (sql.NullString, error) {
+	if !ct.valid {
+		return sql.NullString{}, nil
+	}
+	s, err := c.OpenString(row, ct)
+	if err != nil {
+		return sql.NullString{}, err
+	}
+	return sql.NullString{String: s, Valid: true}, nil
+}
+
+// Scanner returns an [sql.Scanner] that decrypts the scanned value for row
+// into dest, which must be a *string, *[]byte or *sql.NullString. Use it
+// when the row key is known before the query runs:
+//
+//	db.QueryRow("SELECT body FROM messages WHERE id = ?", id).Scan(col.Scanner(field.RowInt(id), &body))
+func (c *Column) Scanner(row RowKey, dest any) sql.Scanner {
+	return &scanner{c: c, row: row, dest: dest}
+}
+
+type scanner struct {
+	c    *Column
+	row  RowKey
+	dest any
+}
+
+func (s *scanner) Scan(src any) error {
+	var ct Ciphertext
+	if err := ct.Scan(src); err != nil {
+		return err
+	}
+	switch d := s.dest.(type) {
+	case *sql.NullString:
+		v, err := s.c.OpenNullString(s.row, ct)
+		if err != nil {
+			return err
+		}
+		*d = v
+	case *string:
+		v, err := s.c.OpenString(s.row, ct)
+		if err != nil {
+			return err
+		}
+		*d = v
+	case *[]byte:
+		v, err := s.c.Open(s.row, ct)
+		if err != nil {
+			return err
+		}
+		*d = v
+	default:
+		return fmt.Errorf("field: cannot decrypt into %T (want *string, *[]byte or *sql.NullString)", s.dest)
+	}
+	return nil
+}
+
+// OpenError reports a value that failed to open, naming where it lives. It
+// unwraps to the keyring's error ([keyring.ErrWrongContext], …).
+type OpenError struct {
+	Table, Column, Row string
+	Err                error
+}
+
+func (e *OpenError) Error() string {
+	return fmt.Sprintf("field: %s.%s row %s: %v", e.Table, e.Column, e.Row, e.Err)
+}
+
+// Unwrap returns the underlying keyring error.
+func (e *OpenError) Unwrap() error { return e.Err }
+
+// Ciphertext is a sealed column value as stored in the database, or SQL
+// NULL. It implements [driver.Valuer] and [sql.Scanner]. The zero value is
+// NULL.
+type Ciphertext struct {
+	data  []byte // binary form
+	valid bool
+	text  bool // store as text
+}
+
+var (
+	_ driver.Valuer = Ciphertext{}
+	_ sql.Scanner   = (*Ciphertext)(nil)
+)
+
+// Valid reports whether the value is not NULL.
+func (c Ciphertext) Valid() bool { return c.valid }
+
+// Bytes returns the binary form (nil for NULL). The caller must not modify it.
+func (c Ciphertext) Bytes() []byte { return c.data }
+
+// Header parses the public header: algorithm and key ID.
+func (c Ciphertext) Header() (keyring.Header, error) {
+	if !c.valid {
+		return keyring.Header{}, ErrNull
+	}
+	return keyring.ParseHeader(c.data)
+}
+
+// Value implements [driver.Valuer]: nil for NULL, []byte for the binary
+// encoding, string for the text encoding.
+func (c Ciphertext) Value() (driver.Value, error) {
+	if !c.valid {
+		return nil, nil
+	}
+	if c.text {
+		return keyring.EncodeText(c.data), nil
+	}
+	return c.data, nil
+}
+
+// Scan implements [sql.Scanner]. It accepts NULL, the binary form (as
+// []byte) and the text form (as string or []byte), and copies the data, as
+// database/sql requires.
+func (c *Ciphertext) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*c = Ciphertext{}
+	case []byte:
+		if keyring.IsText(v) {
+			return c.Scan(string(v))
+		}
+		*c = Ciphertext{data: append([]byte(nil), v...), valid: true}
+	case string:
+		b, err := keyring.DecodeText(v)
+		if err != nil {
+			return fmt.Errorf("field: scanning ciphertext: %w", err)
+		}
+		*c = Ciphertext{data: b, valid: true, text: true}
+	default:
+		return fmt.Errorf("field: cannot scan %T into a Ciphertext", src)
+	}
+	return nil
+}
+
+// ParseCiphertext wraps a stored value (binary or text form) as a
+// Ciphertext without opening it.
+func ParseCiphertext(b []byte) (Ciphertext, error) {
+	var c Ciphertext
+	if err := c.Scan(b); err != nil {
+		return Ciphertext{}, err
+	}
+	if _, err := keyring.ParseHeader(c.data); err != nil {
+		return Ciphertext{}, fmt.Errorf("field: %w", err)
+	}
+	return c, nil
+}

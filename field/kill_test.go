@@ -1,0 +1,131 @@
+package field
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/wardlab/ward/keyring"
+)
+
+// The kill test re-executes the test binary as a child that runs
+// Reencrypt; these variables carry its arguments.
+const (
+	childEnv = "WARD_FIELD_REENCRYPT_CHILD"
+)
+
+// TestReencryptChild is the child process body; it does nothing unless
+// started by TestReencryptKilled.
+func TestReencryptChild(t *testing.T) {
+	if os.Getenv(childEnv) == "" {
+		t.Skip("helper process for TestReencryptKilled")
+	}
+	var (
+		driver  = os.Getenv("CHILD_DRIVER")
+		dsn     = os.Getenv("CHILD_DSN")
+		table   = os.Getenv("CHILD_TABLE")
+		krPath  = os.Getenv("CHILD_KEYRING")
+		dialect = SQLite
+	)
+	if driver == "pgx" {
+		dialect = Postgres
+	}
+	mk, err := keyring.LoadMasterKey("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := keyring.Load(context.Background(), krPath, mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	col := mustColumn(t, kr, table, "body")
+	pause, _ := time.ParseDuration(os.Getenv("CHILD_PAUSE"))
+	job := &Reencrypt{DB: db, Dialect: dialect, Column: col, Key: "id", BatchSize: 25, Pause: pause}
+	if _, err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReencryptKilled kills a real re-encryption process with SIGKILL in
+// the middle of its run, checks every row still opens, restarts it and
+// checks the job finishes with every row under the new key.
+func TestReencryptKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	forEachDB(t, func(t *testing.T, d testDB) {
+		kr := newKR(t)
+		oldID := kr.Primary().ID
+		col := mustColumn(t, kr, d.table(t, "killed"), "body")
+		const n = 2000
+		fillTable(t, d, col, n)
+		newID, _ := kr.Rotate(keyring.AES256GCM)
+		mk := keyring.GenerateMasterKey()
+		krPath := filepath.Join(t.TempDir(), "keyring.json")
+		if err := kr.Save(context.Background(), krPath, mk); err != nil {
+			t.Fatal(err)
+		}
+		want := func(id int64) string { return fmt.Sprintf("message %d", id) }
+
+		start := func(pause string) *exec.Cmd {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestReencryptChild$", "-test.v")
+			cmd.Env = append(os.Environ(), childEnv+"=1", keyring.MasterKeyEnv+"="+mk.Encode(),
+				"CHILD_DRIVER="+d.driver, "CHILD_DSN="+d.dsn, "CHILD_TABLE="+col.Table(),
+				"CHILD_KEYRING="+krPath, "CHILD_PAUSE="+pause)
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			return cmd
+		}
+		counts := func() map[keyring.KeyID]int {
+			c, err := (&Reencrypt{DB: d.db, Dialect: d.dialect, Column: col, Key: "id"}).Count(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c.PerKey
+		}
+
+		child := start("30ms")
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if c := counts(); c[newID] >= 200 {
+				break
+			}
+			if time.Now().After(deadline) {
+				child.Process.Kill()
+				t.Fatal("child made no progress")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := child.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		child.Wait()
+
+		mid := checkAll(t, d, col, want)
+		t.Logf("after SIGKILL: %d rows under the new key, %d under the old", mid[newID], mid[oldID])
+		if mid[newID] == 0 || mid[oldID] == 0 {
+			t.Fatalf("kill did not land mid-run: %v", mid)
+		}
+
+		child = start("0s")
+		if err := child.Wait(); err != nil {
+			t.Fatalf("restarted job: %v", err)
+		}
+		end := checkAll(t, d, col, want)
+		if end[oldID] != 0 || end[newID] != n-n/50 {
+			t.Fatalf("after restart: %v", end)
+		}
+	})
+}
