@@ -1,0 +1,118 @@
+// Command ward protects application data and measures what that costs.
+//
+// Usage:
+//
+//	ward keyring new|add|rotate|promote|disable|enable|list|gen-master-key
+//	ward encrypt|decrypt [--context S | --table T --column C --row R]
+//	ward rotate --db URL --table T --column C [--dry-run]
+//	ward bench [scenario...] [--quick] [--out DIR]
+//
+// Exit codes: 0 success; 1 a decryption or verification failed; 2 usage or
+// any other error. Errors go to stderr as "ward: error: …", with a "hint:"
+// line when the fix is known.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardlab/ward/lab"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitFailed   = 1 // decryption or verification failed
+	exitUsageErr = 2 // usage or other error
+)
+
+// app carries what every command needs; tests build their own.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	stdinIsTTY     func() bool
+
+	keyringPath   string
+	masterKeyFile string
+}
+
+// cliError is an error with an exit code and an optional hint.
+type cliError struct {
+	code int
+	err  error
+	hint string
+}
+
+func (e *cliError) Error() string { return e.err.Error() }
+func (e *cliError) Unwrap() error { return e.err }
+
+func failed(err error, hint string) error { return &cliError{code: exitFailed, err: err, hint: hint} }
+func usage(err error, hint string) error  { return &cliError{code: exitUsageErr, err: err, hint: hint} }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if served, err := lab.ServeChild(ctx, scenarios(), os.Args[1:]); served {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "ward: error:", err)
+			os.Exit(exitUsageErr)
+		}
+		os.Exit(exitOK)
+	}
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stdinIsTTY: stdinIsTerminal}
+	os.Exit(a.run(ctx, os.Args[1:]))
+}
+
+// run executes one command line and returns the exit code.
+func (a *app) run(ctx context.Context, args []string) int {
+	root := a.newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(a.stderr, "ward: error: %v\n", err)
+	var ce *cliError
+	if errors.As(err, &ce) {
+		if ce.hint != "" {
+			fmt.Fprintf(a.stderr, "hint: %s\n", ce.hint)
+		}
+		return ce.code
+	}
+	return exitUsageErr
+}
+
+func (a *app) newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "ward",
+		Short:         "Protect application data and measure what the protection costs",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.PersistentFlags().StringVar(&a.keyringPath, "keyring", "", "keyring file (default $WARD_KEYRING)")
+	root.PersistentFlags().StringVar(&a.masterKeyFile, "master-key-file", "", "file holding the base64 master key (default $WARD_MASTER_KEY)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err, "see ward --help") })
+	root.AddCommand(
+		a.newKeyringCmd(),
+		a.newEncryptCmd(),
+		a.newDecryptCmd(),
+		a.newRotateCmd(),
+		a.newBenchCmd(),
+	)
+	return root
+}
+
+func stdinIsTerminal() bool {
+	fi, err := os.Stdin.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
