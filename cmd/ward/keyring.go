@@ -27,6 +27,16 @@ func (a *app) keyringFile() (string, error) {
 }
 
 func (a *app) masterKey() (*keyring.MasterKey, error) {
+	if a.masterKeyFile == "" && a.getenv(keyring.MasterKeyEnv) == "" && a.prompt != nil {
+		if b, err := a.prompt("ward: master key (base64): "); err == nil {
+			defer clear(b)
+			mk, err := keyring.ParseMasterKey(string(b))
+			if err != nil {
+				return nil, usage(err, "")
+			}
+			return mk, nil
+		}
+	}
 	mk, err := keyring.LoadMasterKey(a.masterKeyFile, a.getenv)
 	if err != nil {
 		return nil, usage(err, "generate one with 'ward keyring gen-master-key --out FILE', then pass --master-key-file FILE or export "+keyring.MasterKeyEnv)

@@ -7,6 +7,9 @@
 //	ward rotate --db URL --table T --column C [--dry-run]
 //	ward bench [scenario...] [--quick] [--out DIR]
 //
+// Secrets come from files, the environment or a no-echo prompt on the
+// terminal, never from argv.
+//
 // Exit codes: 0 success; 1 a decryption or verification failed; 2 usage or
 // any other error. Errors go to stderr as "ward: error: …", with a "hint:"
 // line when the fix is known.
@@ -37,7 +40,8 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	stdinIsTTY     func() bool
+	// prompt reads a secret without echo; nil disables prompting.
+	prompt func(prompt string) ([]byte, error)
 
 	keyringPath   string
 	masterKeyFile string
@@ -66,7 +70,7 @@ func main() {
 		}
 		os.Exit(exitOK)
 	}
-	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stdinIsTTY: stdinIsTerminal}
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, prompt: promptSecret}
 	os.Exit(a.run(ctx, os.Args[1:]))
 }
 
@@ -110,9 +114,4 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newBenchCmd(),
 	)
 	return root
-}
-
-func stdinIsTerminal() bool {
-	fi, err := os.Stdin.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -96,3 +96,25 @@ func TestRedactURL(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// TestMasterKeyPrompt takes the master key from the prompt when neither
+// the environment nor a file gives one.
+func TestMasterKeyPrompt(t *testing.T) {
+	mk := keyring.GenerateMasterKey()
+	path := filepath.Join(t.TempDir(), "kr.json")
+	prompted := 0
+	var out, errb bytes.Buffer
+	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+		getenv: func(string) string { return "" },
+		prompt: func(string) ([]byte, error) { prompted++; return []byte(mk.Encode()), nil }}
+	if code := a.run(context.Background(), []string{"--keyring", path, "keyring", "new"}); code != 0 || prompted != 1 {
+		t.Fatalf("code %d, prompted %d: %s", code, prompted, errb.String())
+	}
+	if _, err := keyring.Load(context.Background(), path, mk); err != nil {
+		t.Fatal(err)
+	}
+	a.prompt = func(string) ([]byte, error) { return []byte("not a key"), nil }
+	if code := a.run(context.Background(), []string{"--keyring", path, "keyring", "list"}); code != 2 || strings.Contains(errb.String(), "not a key") {
+		t.Fatalf("bad prompt input: %d %s", code, errb.String())
+	}
+}
