@@ -133,4 +133,3 @@ func isHeadline(r lab.Result) bool {
 	}
 	return false
 }
-

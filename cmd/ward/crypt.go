@@ -16,7 +16,7 @@ import (
 const maxInput = 64 << 20
 
 type contextFlags struct {
-	context             string
+	context            string
 	table, column, row string
 }
 
