@@ -57,6 +57,24 @@ func readInput(r io.Reader) ([]byte, error) {
 	return b, nil
 }
 
+// cryptSetup loads the keyring, builds the context and reads stdin: what
+// encrypt and decrypt both need.
+func (a *app) cryptSetup(cmd *cobra.Command, cf *contextFlags) (*keyring.Keyring, []byte, []byte, error) {
+	kr, _, _, err := a.loadKeyring(cmd)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, err := cf.bytes(kr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	in, err := readInput(a.stdin)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return kr, ctx, in, nil
+}
+
 func (a *app) newEncryptCmd() *cobra.Command {
 	var cf contextFlags
 	var binary bool
@@ -69,15 +87,7 @@ The value is bound to --context (or to --table/--column/--row, exactly as the
 field layer binds database values) and opens only with the same context.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			kr, _, _, err := a.loadKeyring(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, err := cf.bytes(kr)
-			if err != nil {
-				return err
-			}
-			pt, err := readInput(a.stdin)
+			kr, ctx, pt, err := a.cryptSetup(cmd, &cf)
 			if err != nil {
 				return err
 			}
@@ -109,15 +119,7 @@ plaintext to stdout. Exits 1 if the ciphertext does not open (wrong context,
 tampered, unknown or disabled key).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			kr, _, _, err := a.loadKeyring(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, err := cf.bytes(kr)
-			if err != nil {
-				return err
-			}
-			in, err := readInput(a.stdin)
+			kr, ctx, in, err := a.cryptSetup(cmd, &cf)
 			if err != nil {
 				return err
 			}
