@@ -303,3 +303,20 @@ func sliceForAppend(in []byte, n int) (head, tail []byte) {
 	tail = head[len(in):]
 	return
 }
+
+// DeriveFromKey returns length bytes derived with HKDF-SHA-256 from the
+// material of the key with the given ID, for a named purpose. Unlike
+// Derive, the result changes when the key rotates, and the key ID recorded
+// next to its use tells which key to derive from later (package password
+// uses it for peppers). Disabled keys return [ErrKeyDisabled]. The result
+// is secret.
+func (kr *Keyring) DeriveFromKey(id KeyID, purpose string, length int) ([]byte, error) {
+	k, ok := kr.load().byID[id]
+	if !ok {
+		return nil, &KeyError{ID: id, Err: ErrUnknownKey}
+	}
+	if k.State == Disabled {
+		return nil, &KeyError{ID: id, Err: ErrKeyDisabled}
+	}
+	return hkdf.Key(sha256.New, k.material, nil, "ward keyring key-derive v1\x00"+purpose, length)
+}

@@ -111,6 +111,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newEncryptCmd(),
 		a.newDecryptCmd(),
 		a.newRotateCmd(),
+		a.newPasswordCmd(),
 		a.newBenchCmd(),
 	)
 	return root
