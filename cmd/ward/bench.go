@@ -11,11 +11,12 @@ import (
 
 	"github.com/wardlab/ward/lab"
 	"github.com/wardlab/ward/lab/aead"
+	"github.com/wardlab/ward/lab/hashing"
 )
 
 // scenarios lists the lab's scenarios in the order `ward bench` runs them.
 func scenarios() []lab.Scenario {
-	return []lab.Scenario{aead.Scenario{}}
+	return []lab.Scenario{aead.Scenario{}, hashing.Scenario{}}
 }
 
 type benchOptions struct {
@@ -127,6 +128,10 @@ func isHeadline(r lab.Result) bool {
 		return true
 	}
 	switch r.Metric {
+	case "hash_latency", "burst_vs_ideal", "ratio":
+		return true
+	case "burst_time":
+		return r.Params["concurrent"] == 10
 	case "hw_speedup", "field_overhead":
 		size, _ := r.Params["size"].(int)
 		return size == 500 || size == 1<<20
