@@ -4,6 +4,7 @@ go 1.27
 
 require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
+	github.com/cloudflare/circl v1.6.5
 	github.com/dustin/go-humanize v1.1.0
 	github.com/go-crypt/crypt v0.14.15
 	github.com/go-crypt/x v0.4.17

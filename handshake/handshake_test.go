@@ -1,0 +1,449 @@
+package handshake
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+)
+
+type keys struct{ all []*SigningKey }
+
+func serverKeys(t testing.TB) []*SigningKey {
+	t.Helper()
+	var out []*SigningKey
+	for _, s := range []Sig{MLDSA44, MLDSA65, MLDSA87} {
+		k, err := GenerateSigningKey(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// pair runs a client and a server over real TCP on loopback.
+func pair(t testing.TB, ccfg *ClientConfig, scfg *ServerConfig) (*Result, *Result, error, error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type out struct {
+		r   *Result
+		err error
+	}
+	ch := make(chan out, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			ch <- out{nil, err}
+			return
+		}
+		defer c.Close()
+		r, err := Server(context.Background(), c, scfg)
+		ch <- out{r, err}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, cerr := Client(context.Background(), c, ccfg)
+	c.Close()
+	so := <-ch
+	return cr, so.r, cerr, so.err
+}
+
+func keyFor(ks []*SigningKey, s Sig) *SigningKey {
+	for _, k := range ks {
+		if k.alg == s {
+			return k
+		}
+	}
+	return nil
+}
+
+// wantBytes is the byte-level accounting of README: primitives' sizes plus
+// framing (8 bytes per frame), the 1-byte flags and two 32-byte finished
+// messages.
+func wantBytes(s Suite, sendKey bool) (up, down int) {
+	lvl := s.KEX.mlkemLevel()
+	up = HeaderSize + 1 + HeaderSize + FinishedSize
+	down = HeaderSize + HeaderSize + FinishedSize
+	if lvl != 0 {
+		up += ekSize[lvl]
+		down += ctSize[lvl]
+	}
+	if s.KEX.hasX25519() {
+		up += 32
+		down += 32
+	}
+	if s.Sig != SigNone {
+		down += HeaderSize + sigSize[s.Sig]
+		if sendKey {
+			down += HeaderSize + pkSize[s.Sig]
+		}
+	}
+	return
+}
+
+func TestAllSuitesBothBackends(t *testing.T) {
+	ks := serverKeys(t)
+	for _, suite := range AllSuites() {
+		for _, b := range []Backend{Stdlib, Circl} {
+			for _, layout := range []Layout{Bundled, Separate} {
+				if layout == Separate && suite.Sig == SigNone {
+					continue
+				}
+				for _, pinFull := range []bool{false, true} {
+					if pinFull && suite.Sig == SigNone {
+						continue
+					}
+					name := suite.String() + "/" + b.String() + "/" + layout.String()
+					ccfg := &ClientConfig{Suite: suite, Backend: b, Layout: layout}
+					if k := keyFor(ks, suite.Sig); k != nil {
+						if pinFull {
+							ccfg.PinnedKey = k.PublicKey()
+						} else {
+							fp := k.Fingerprint()
+							ccfg.PinnedFingerprint = fp[:]
+						}
+					}
+					cr, sr, cerr, serr := pair(t, ccfg, &ServerConfig{Backend: b, Keys: ks})
+					if cerr != nil || serr != nil {
+						t.Fatalf("%s: client %v, server %v", name, cerr, serr)
+					}
+					if cr.Key != sr.Key || cr.Key == [32]byte{} {
+						t.Fatalf("%s: keys differ", name)
+					}
+					up, down := wantBytes(suite, !pinFull)
+					if cr.Stats.BytesSent != up || cr.Stats.BytesReceived != down || sr.Stats.BytesReceived != up || sr.Stats.BytesSent != down {
+						t.Fatalf("%s: bytes up %d/%d down %d/%d, want %d %d", name, cr.Stats.BytesSent, sr.Stats.BytesReceived,
+							cr.Stats.BytesReceived, sr.Stats.BytesSent, up, down)
+					}
+					wantWrites := 1
+					if layout == Separate {
+						wantWrites = 2
+						if !pinFull {
+							wantWrites = 3
+						}
+					}
+					if sr.Stats.Writes != wantWrites || cr.Stats.Writes != 2 {
+						t.Fatalf("%s: writes server %d client %d", name, sr.Stats.Writes, cr.Stats.Writes)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestOverheadBudget checks framing and confirmation stay within 128 bytes
+// of the primitives' own sizes, and that the seed's byte counts are
+// reproduced for the primitives.
+func TestOverheadBudget(t *testing.T) {
+	for _, s := range AllSuites() {
+		up, down := wantBytes(s, true)
+		prim := 0
+		if lvl := s.KEX.mlkemLevel(); lvl != 0 {
+			prim += ekSize[lvl] + ctSize[lvl]
+		}
+		if s.KEX.hasX25519() {
+			prim += 64
+		}
+		if s.Sig != SigNone {
+			prim += pkSize[s.Sig] + sigSize[s.Sig]
+		}
+		if over := up + down - prim; over > 128 {
+			t.Errorf("%v: %d bytes of overhead", s, over)
+		}
+	}
+}
+
+// TestCrossBackend: a stdlib client with a circl server and back, which
+// only works if both implement FIPS 203/204 identically.
+func TestCrossBackend(t *testing.T) {
+	ks := serverKeys(t)
+	for _, suite := range []Suite{{MLKEM768, SigNone}, {MLKEM1024, MLDSA87}, {X25519MLKEM768, MLDSA65}, {MLKEM512, MLDSA44}} {
+		for _, cb := range []Backend{Stdlib, Circl} {
+			sb := Circl
+			if cb == Circl {
+				sb = Stdlib
+			}
+			ccfg := &ClientConfig{Suite: suite, Backend: cb, InsecureSkipPin: true}
+			cr, sr, cerr, serr := pair(t, ccfg, &ServerConfig{Backend: sb, Keys: ks})
+			if cerr != nil || serr != nil || cr.Key != sr.Key {
+				t.Fatalf("%v client %v server %v: %v %v", suite, cb, sb, cerr, serr)
+			}
+		}
+	}
+	// The same seed gives the same ML-DSA public key in both backends.
+	for _, k := range ks {
+		_, cs, _ := sigParams(k.alg)
+		pub, _ := cs.DeriveKey(k.Seed())
+		b, _ := pub.MarshalBinary()
+		if !bytes.Equal(b, k.PublicKey()) {
+			t.Fatalf("%v: circl and crypto/mldsa derive different keys", k.alg)
+		}
+	}
+}
+
+func TestRejections(t *testing.T) {
+	ks := serverKeys(t)
+	other := serverKeys(t)
+	suite := Suite{MLKEM768, MLDSA65}
+	fp := keyFor(other, MLDSA65).Fingerprint()
+	// Wrong pinned fingerprint.
+	_, _, cerr, _ := pair(t, &ClientConfig{Suite: suite, PinnedFingerprint: fp[:]}, &ServerConfig{Keys: ks})
+	if !errors.Is(cerr, ErrUntrustedKey) {
+		t.Fatalf("wrong fingerprint: %v", cerr)
+	}
+	// Wrong pinned key: the signature does not verify.
+	_, _, cerr, _ = pair(t, &ClientConfig{Suite: suite, PinnedKey: keyFor(other, MLDSA65).PublicKey()}, &ServerConfig{Keys: ks})
+	if !errors.Is(cerr, ErrBadSignature) {
+		t.Fatalf("wrong pinned key: %v", cerr)
+	}
+	// A suite the server does not offer.
+	_, _, cerr, serr := pair(t, &ClientConfig{Suite: Suite{X25519, SigNone}}, &ServerConfig{Suites: []Suite{{MLKEM768, SigNone}}})
+	if !errors.Is(cerr, ErrUnsupportedSuite) || !errors.Is(serr, ErrUnsupportedSuite) {
+		t.Fatalf("unsupported suite: %v / %v", cerr, serr)
+	}
+	// No key for the signature level.
+	_, _, cerr, _ = pair(t, &ClientConfig{Suite: Suite{MLKEM768, MLDSA87}, InsecureSkipPin: true}, &ServerConfig{Keys: ks[:1]})
+	if !errors.Is(cerr, ErrUnsupportedSuite) {
+		t.Fatalf("missing key: %v", cerr)
+	}
+	// A signed suite without a pin is refused before connecting.
+	if _, err := Client(context.Background(), nil, &ClientConfig{Suite: suite}); err == nil {
+		t.Fatal("unpinned signed suite accepted")
+	}
+}
+
+// rawServer runs Server against bytes written by the test, and returns
+// its error.
+func rawServer(t *testing.T, cfg *ServerConfig, input []byte, closeAfter bool) error {
+	t.Helper()
+	c, s := net.Pipe()
+	defer c.Close()
+	errc := make(chan error, 1)
+	go func() { _, err := Server(context.Background(), s, cfg); s.Close(); errc <- err }()
+	go io.Copy(io.Discard, c)
+	c.Write(input)
+	if closeAfter {
+		c.Close()
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal("server hung")
+		return nil
+	}
+}
+
+func hdr(typ, version byte, suite uint16, n uint32) []byte {
+	b := []byte{typ, version, 0, 0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint16(b[2:], suite)
+	binary.BigEndian.PutUint32(b[4:], n)
+	return b
+}
+
+func TestServerBadInput(t *testing.T) {
+	cfg := &ServerConfig{Keys: serverKeys(t), Timeout: 2 * time.Second}
+	x := Suite{X25519, SigNone}.wire()
+	for _, tc := range []struct {
+		name  string
+		input []byte
+		want  error
+	}{
+		{"garbage", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), ErrUnsupportedVersion},
+		{"truncated header", []byte{1, 1, 1}, ErrTruncated},
+		{"oversized length", hdr(frameClientHello, Version, x, 1<<31), ErrFrameTooLarge},
+		{"unknown version", hdr(frameClientHello, 9, x, 33), ErrUnsupportedVersion},
+		{"unknown suite", hdr(frameClientHello, Version, 0x7777, 33), ErrUnsupportedSuite},
+		{"wrong first frame", hdr(frameClientFinished, Version, x, 32), ErrProtocol},
+		{"wrong length", hdr(frameClientHello, Version, x, 34), ErrProtocol},
+		{"truncated payload", append(hdr(frameClientHello, Version, x, 33), 0, 1, 2), ErrTruncated},
+		{"bad flags", append(hdr(frameClientHello, Version, x, 33), append([]byte{0x80}, make([]byte, 32)...)...), ErrProtocol},
+		{"low-order x25519 point", append(hdr(frameClientHello, Version, x, 33), make([]byte, 33)...), ErrProtocol},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := rawServer(t, cfg, tc.input, true)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestStalledPeers: a client that never answers, and a server that never
+// speaks, each end in ErrTimeout within the configured deadline.
+func TestStalledPeers(t *testing.T) {
+	c, s := net.Pipe()
+	defer c.Close()
+	defer s.Close()
+	start := time.Now()
+	_, err := Server(context.Background(), s, &ServerConfig{Timeout: 200 * time.Millisecond})
+	if !errors.Is(err, ErrTimeout) || time.Since(start) > 2*time.Second {
+		t.Fatalf("stalled client: %v after %v", err, time.Since(start))
+	}
+	c2, s2 := net.Pipe()
+	defer c2.Close()
+	defer s2.Close()
+	go io.Copy(io.Discard, s2)
+	start = time.Now()
+	_, err = Client(context.Background(), c2, &ClientConfig{Suite: Suite{X25519MLKEM768, SigNone}, Timeout: 200 * time.Millisecond})
+	if !errors.Is(err, ErrTimeout) || time.Since(start) > 2*time.Second {
+		t.Fatalf("stalled server: %v after %v", err, time.Since(start))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c3, s3 := net.Pipe()
+	defer c3.Close()
+	defer s3.Close()
+	go io.Copy(io.Discard, s3)
+	time.AfterFunc(100*time.Millisecond, cancel)
+	if _, err := Client(ctx, c3, &ClientConfig{Suite: Suite{X25519, SigNone}}); err == nil {
+		t.Fatal("cancelled context ignored")
+	}
+}
+
+// TestTamperedFinished flips one bit of the server's flight in transit:
+// key confirmation fails on the client.
+func TestTamperedFlight(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		Server(context.Background(), &flipConn{Conn: c}, &ServerConfig{Timeout: time.Second})
+	}()
+	c, _ := net.Dial("tcp", ln.Addr().String())
+	defer c.Close()
+	_, err := Client(context.Background(), c, &ClientConfig{Suite: Suite{X25519MLKEM768, SigNone}, Timeout: time.Second})
+	if !errors.Is(err, ErrBadFinished) {
+		t.Fatalf("tampered flight: %v", err)
+	}
+}
+
+// flipConn flips the last bit of the first write (the server finished).
+type flipConn struct {
+	net.Conn
+	done bool
+}
+
+func (f *flipConn) Write(p []byte) (int, error) {
+	if !f.done {
+		f.done = true
+		q := bytes.Clone(p)
+		q[len(q)-1] ^= 1
+		return f.Conn.Write(q)
+	}
+	return f.Conn.Write(p)
+}
+
+// TestServeNoLeak serves many handshakes and idle connections, cancels,
+// and checks every goroutine is gone.
+func TestServeNoLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- Serve(ctx, ln, &ServerConfig{Timeout: 300 * time.Millisecond}, 8, nil)
+	}()
+	var idle []net.Conn
+	for range 20 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	for range 5 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Client(context.Background(), c, &ClientConfig{Suite: Suite{X25519, SigNone}, Timeout: 5 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for runtime.NumGoroutine() > before+1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+1 {
+		t.Fatalf("%d goroutines before, %d after", before, n)
+	}
+}
+
+func TestParseSuite(t *testing.T) {
+	for _, s := range AllSuites() {
+		back, err := ParseSuite(s.String())
+		if err != nil || back != s {
+			t.Fatalf("%v: %v %v", s, back, err)
+		}
+		if w, ok := suiteFromWire(s.wire()); !ok || w != s {
+			t.Fatal(s)
+		}
+	}
+	for _, bad := range []string{"", "rsa", "mlkem768+rsa", "x25519+mldsa65+"} {
+		if _, err := ParseSuite(bad); err == nil {
+			t.Fatalf("%q accepted", bad)
+		}
+	}
+}
+
+// FuzzServer feeds arbitrary client bytes to the server: errors only,
+// never a panic or a hang.
+func FuzzServer(f *testing.F) {
+	ks := serverKeys(f)
+	cfg := &ServerConfig{Keys: ks, Timeout: 200 * time.Millisecond}
+	x := Suite{X25519, SigNone}.wire()
+	f.Add(append(hdr(frameClientHello, Version, x, 33), make([]byte, 33)...))
+	f.Add(hdr(frameClientHello, Version, Suite{MLKEM768, MLDSA65}.wire(), 1185))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c, s := net.Pipe()
+		defer c.Close()
+		done := make(chan struct{})
+		go func() { Server(context.Background(), s, cfg); s.Close(); close(done) }()
+		go io.Copy(io.Discard, c)
+		c.Write(in)
+		c.Close()
+		<-done
+	})
+}
+
+// FuzzClient feeds arbitrary server bytes to the client.
+func FuzzClient(f *testing.F) {
+	f.Add(hdr(frameServerKeyShare, Version, Suite{X25519, SigNone}.wire(), 32))
+	f.Add(append(hdr(frameAlert, Version, 0, 1), 2))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c, s := net.Pipe()
+		defer s.Close()
+		go func() {
+			io.ReadFull(s, make([]byte, HeaderSize+33))
+			s.Write(in)
+			s.Close()
+		}()
+		Client(context.Background(), c, &ClientConfig{Suite: Suite{X25519, SigNone}, Timeout: 200 * time.Millisecond})
+		c.Close()
+	})
+}
