@@ -1,11 +1,14 @@
 package handshake
 
 import (
+	"crypto/ecdh"
 	"crypto/mldsa"
 	"crypto/mlkem"
 	"crypto/rand"
+	"errors"
 	"fmt"
 
+	"github.com/cloudflare/circl/dh/x25519"
 	"github.com/cloudflare/circl/kem"
 	"github.com/cloudflare/circl/kem/mlkem/mlkem1024"
 	"github.com/cloudflare/circl/kem/mlkem/mlkem512"
@@ -232,4 +235,62 @@ func verify(alg Sig, b Backend, pub, msg, sig []byte) error {
 		return ErrBadSignature
 	}
 	return nil
+}
+
+// xdh is X25519 in one backend: crypto/ecdh, or circl's dh/x25519.
+type xdh interface {
+	generate() (priv, pub []byte, err error)
+	shared(priv, peer []byte) ([]byte, error)
+}
+
+func newXDH(b Backend) xdh {
+	if b == Circl {
+		return circlX25519{}
+	}
+	return stdX25519{}
+}
+
+type stdX25519 struct{}
+
+func (stdX25519) generate() ([]byte, []byte, error) {
+	k, err := ecdh.X25519().GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	return k.Bytes(), k.PublicKey().Bytes(), nil
+}
+
+func (stdX25519) shared(priv, peer []byte) ([]byte, error) {
+	k, err := ecdh.X25519().NewPrivateKey(priv)
+	if err != nil {
+		return nil, err
+	}
+	p, err := ecdh.X25519().NewPublicKey(peer)
+	if err != nil {
+		return nil, err
+	}
+	return k.ECDH(p) // rejects low-order points
+}
+
+type circlX25519 struct{}
+
+func (circlX25519) generate() ([]byte, []byte, error) {
+	var sk, pk x25519.Key
+	rand.Read(sk[:])
+	x25519.KeyGen(&pk, &sk)
+	return sk[:], pk[:], nil
+}
+
+func (circlX25519) shared(priv, peer []byte) ([]byte, error) {
+	if len(priv) != x25519.Size || len(peer) != x25519.Size {
+		return nil, errors.New("x25519: bad key length")
+	}
+	var sk, pk, ss x25519.Key
+	copy(sk[:], priv)
+	copy(pk[:], peer)
+	if !x25519.Shared(&ss, &sk, &pk) {
+		return nil, errors.New("x25519: low-order point")
+	}
+	clear(sk[:])
+	return ss[:], nil
 }

@@ -20,10 +20,8 @@ package handshake
 
 import (
 	"context"
-	"crypto/ecdh"
 	"crypto/hkdf"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -91,6 +89,10 @@ type Stats struct {
 	Writes        int           // Write calls on the connection
 	Flights       int           // protocol flights in both directions
 	CryptoTime    time.Duration // time spent in key generation, KEM, ECDH, signatures and HKDF
+	// Confirmed is, on the client, the time from the start of Client until
+	// the server's finished message verified: the key is final then. The
+	// client's own finished message is sent after it.
+	Confirmed time.Duration
 }
 
 // Fingerprint returns SHA-256 of an ML-DSA public key.
@@ -253,14 +255,16 @@ func Client(ctx context.Context, conn net.Conn, cfg *ClientConfig) (*Result, err
 		return nil, fmt.Errorf("handshake: pinned key has %d bytes, %v keys have %d", len(cfg.PinnedKey), cfg.Suite.Sig, pkSize[cfg.Suite.Sig])
 	}
 	defer deadline(ctx, conn, cfg.Timeout)()
+	start := time.Now()
 	s := &session{conn: conn, suite: cfg.Suite, th: sha256.New()}
 
 	var (
-		xkey *ecdh.PrivateKey
-		dk   decapsulator
-		ek   []byte
-		kem  kemImpl
+		xpriv, xpub []byte
+		dk          decapsulator
+		ek          []byte
+		kem         kemImpl
 	)
+	x := newXDH(cfg.Backend)
 	lvl := cfg.Suite.KEX.mlkemLevel()
 	err := s.timed(func() (err error) {
 		if lvl != 0 {
@@ -272,7 +276,7 @@ func Client(ctx context.Context, conn net.Conn, cfg *ClientConfig) (*Result, err
 			}
 		}
 		if cfg.Suite.KEX.hasX25519() {
-			xkey, err = ecdh.X25519().GenerateKey(rand.Reader)
+			xpriv, xpub, err = x.generate()
 		}
 		return err
 	})
@@ -285,10 +289,6 @@ func Client(ctx context.Context, conn net.Conn, cfg *ClientConfig) (*Result, err
 	}
 	if cfg.Layout == Separate {
 		flags |= flagSeparate
-	}
-	var xpub []byte
-	if xkey != nil {
-		xpub = xkey.PublicKey().Bytes()
 	}
 	if err := s.write(appendFrame(nil, frameClientHello, cfg.Suite.wire(), []byte{flags}, ek, xpub), true); err != nil {
 		return nil, err
@@ -333,12 +333,9 @@ func Client(ctx context.Context, conn net.Conn, cfg *ClientConfig) (*Result, err
 			secrets = append(secrets, ss)
 			share = share[ctSize[lvl]:]
 		}
-		if xkey != nil {
-			peer, err := ecdh.X25519().NewPublicKey(share)
-			if err != nil {
-				return err
-			}
-			ss, err := xkey.ECDH(peer)
+		if xpriv != nil {
+			ss, err := x.shared(xpriv, share)
+			clear(xpriv)
 			if err != nil {
 				return err
 			}
@@ -363,6 +360,7 @@ func Client(ctx context.Context, conn net.Conn, cfg *ClientConfig) (*Result, err
 		s.alert(alertFinished)
 		return nil, ErrBadFinished
 	}
+	s.stats.Confirmed = time.Since(start)
 	cf := ks.finished("client finished", s.th.Sum(nil))
 	if err := s.write(appendFrame(nil, frameClientFinished, cfg.Suite.wire(), cf), true); err != nil {
 		return nil, err
@@ -438,19 +436,17 @@ func Server(ctx context.Context, conn net.Conn, cfg *ServerConfig) (*Result, err
 			shares = shares[ekSize[lvl]:]
 		}
 		if suite.KEX.hasX25519() {
-			peer, err := ecdh.X25519().NewPublicKey(shares)
+			x := newXDH(cfg.Backend)
+			priv, pub, err := x.generate()
 			if err != nil {
 				return err
 			}
-			xk, err := ecdh.X25519().GenerateKey(rand.Reader)
+			ss, err := x.shared(priv, shares)
+			clear(priv)
 			if err != nil {
 				return err
 			}
-			ss, err := xk.ECDH(peer)
-			if err != nil {
-				return err
-			}
-			xpub = xk.PublicKey().Bytes()
+			xpub = pub
 			secrets = append(secrets, ss)
 		}
 		var err error

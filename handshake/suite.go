@@ -158,10 +158,10 @@ func (l Layout) String() string {
 type Backend uint8
 
 const (
-	// Stdlib uses crypto/mlkem and crypto/mldsa; ML-KEM-512, which the
-	// standard library lacks, comes from circl.
+	// Stdlib uses crypto/mlkem, crypto/mldsa and crypto/ecdh; ML-KEM-512,
+	// which the standard library lacks, comes from circl.
 	Stdlib Backend = iota
-	// Circl uses github.com/cloudflare/circl for ML-KEM and ML-DSA.
+	// Circl uses github.com/cloudflare/circl for ML-KEM, ML-DSA and X25519.
 	Circl
 )
 

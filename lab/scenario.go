@@ -39,6 +39,9 @@ type Env struct {
 	Sampling Sampling
 	// Log receives human-readable progress lines (never results).
 	Log io.Writer
+	// OutDir is the results folder, for scenarios that write extra files
+	// (such as per-run CSVs). Empty means none is kept.
+	OutDir string
 
 	scenario string
 	results  []Result

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -12,11 +13,12 @@ import (
 	"github.com/wardlab/ward/lab"
 	"github.com/wardlab/ward/lab/aead"
 	"github.com/wardlab/ward/lab/hashing"
+	"github.com/wardlab/ward/lab/kex"
 )
 
 // scenarios lists the lab's scenarios in the order `ward bench` runs them.
 func scenarios() []lab.Scenario {
-	return []lab.Scenario{aead.Scenario{}, hashing.Scenario{}}
+	return []lab.Scenario{aead.Scenario{}, hashing.Scenario{}, kex.Scenario{}}
 }
 
 type benchOptions struct {
@@ -75,6 +77,9 @@ func (a *app) bench(cmd *cobra.Command, names []string, o *benchOptions) error {
 		ran = append(ran, s.Name())
 	}
 	manifest := lab.NewManifest(profile, ran)
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
 	var results []lab.Result
 	for _, s := range run {
 		start := time.Now()
@@ -84,6 +89,7 @@ func (a *app) bench(cmd *cobra.Command, names []string, o *benchOptions) error {
 			log = nil
 		}
 		env := lab.NewEnv(s.Name(), o.quick, log, bar.set)
+		env.OutDir = o.out
 		err := s.Run(cmd.Context(), env)
 		bar.finish()
 		if err != nil {
