@@ -112,6 +112,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newDecryptCmd(),
 		a.newRotateCmd(),
 		a.newPasswordCmd(),
+		a.newHandshakeCmd(),
 		a.newBenchCmd(),
 	)
 	return root

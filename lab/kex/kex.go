@@ -20,7 +20,10 @@ import (
 )
 
 // Scenario is the "handshake" lab scenario.
-type Scenario struct{}
+type Scenario struct {
+	// Configs overrides the matrix (nil: Configs()).
+	Configs []Config
+}
 
 var _ lab.Scenario = Scenario{}
 
@@ -157,7 +160,7 @@ type run struct {
 }
 
 // Run measures every configuration.
-func (Scenario) Run(ctx context.Context, env *lab.Env) error {
+func (sc Scenario) Run(ctx context.Context, env *lab.Env) error {
 	runs := 60
 	if env.Quick {
 		runs = 3
@@ -186,7 +189,10 @@ func (Scenario) Run(ctx context.Context, env *lab.Env) error {
 			"suite", "backend", "layout", "pinned_key", "delay_model", "bandwidth_kbit", "jitter_ms", "run",
 			"connect_ms", "client_crypto_ms", "server_crypto_ms", "bytes_up", "bytes_down", "flights", "server_writes", "key_match"})
 	}
-	cfgs := Configs()
+	cfgs := sc.Configs
+	if cfgs == nil {
+		cfgs = Configs()
+	}
 	medians := map[string]float64{}
 	for i, c := range cfgs {
 		rs, err := measure(ctx, c, keys, runs)

@@ -1,0 +1,69 @@
+package kex
+
+import (
+	"context"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/wardlab/ward/handshake"
+	"github.com/wardlab/ward/lab"
+)
+
+// TestScenarioModels runs a few configurations end to end and checks the
+// delay models: under the seed model every write costs one delay, so the
+// separate layout (4 writes to a confirmed key) takes at least 4 delays
+// and the bundled one 2; the link model pipelines writes.
+func TestScenarioModels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs delayed handshakes")
+	}
+	d := 20 * time.Millisecond
+	signed := handshake.Suite{KEX: handshake.MLKEM768, Sig: handshake.MLDSA65}
+	cfgs := []Config{
+		{Suite: handshake.Suite{KEX: handshake.X25519MLKEM768}, Model: "seed", Delay: d},
+		{Suite: signed, Layout: handshake.Bundled, Model: "seed", Delay: d},
+		{Suite: signed, Layout: handshake.Separate, Model: "seed", Delay: d},
+		{Suite: signed, Layout: handshake.Separate, Model: "link", Delay: d},
+		{Suite: signed, Backend: handshake.Circl, Model: "link", Delay: d, Kbit: 1000},
+	}
+	env := lab.NewEnv("handshake", true, nil, nil)
+	env.OutDir = t.TempDir()
+	if err := (Scenario{Configs: cfgs}).Run(context.Background(), env); err != nil {
+		t.Fatal(err)
+	}
+	med := map[string]float64{}
+	for _, r := range env.Results() {
+		if r.Metric == "handshake_time" && r.Source == "" {
+			med[r.Case] = r.Median
+		}
+		if r.Metric == "wire_bytes" && r.Source == "" && r.Params["suite"] == "mlkem768+mldsa65" && r.Median != 7646 {
+			t.Errorf("%s: %v bytes", r.Case, r.Median)
+		}
+	}
+	ms := float64(d.Milliseconds())
+	if v := med["mlkem768+mldsa65/stdlib/seed/20ms/separate"]; v < 4*ms {
+		t.Errorf("separate under the seed model: %v ms, want at least %v", v, 4*ms)
+	}
+	if v := med["mlkem768+mldsa65/stdlib/seed/20ms/bundled"]; v < 2*ms || v > 4*ms {
+		t.Errorf("bundled under the seed model: %v ms, want 2 to 4 delays", v)
+	}
+	if v := med["mlkem768+mldsa65/stdlib/link/20ms/separate"]; v < 2*ms || v > 4*ms {
+		t.Errorf("separate over a link: %v ms, want about one round trip", v)
+	}
+	// 7.6 kB at 1 Mbit/s adds about 50 ms.
+	if v := med["mlkem768+mldsa65/circl/link/20ms/bundled/1000kbit"]; v < 2*ms+40 {
+		t.Errorf("1 Mbit/s: %v ms", v)
+	}
+	f, err := os.Open(filepath.Join(env.OutDir, RunsCSV))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) != 1+3*len(cfgs) || rows[0][0] != "mode" || rows[0][4] != "wire_bytes" {
+		t.Fatalf("runs CSV: %d rows, %v", len(rows), err)
+	}
+}
