@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/wardlab/ward/lab/aead"
 	"github.com/wardlab/ward/lab/hashing"
 	"github.com/wardlab/ward/lab/kex"
+	"github.com/wardlab/ward/lab/report"
 )
 
 // scenarios lists the lab's scenarios in the order `ward bench` runs them.
@@ -32,7 +34,8 @@ func (a *app) newBenchCmd() *cobra.Command {
 		Use:   "bench [scenario...]",
 		Short: "Run the lab: reproduce the seeds' experiments on this machine",
 		Long: `Run the lab's scenarios (all, or those named) and write results.csv,
-results.json and manifest.json into --out. --quick runs a short profile that
+results.json, manifest.json, an HTML report (report.html) and a Markdown
+summary (summary.md) into --out. --quick runs a short profile that
 finishes in a few minutes on 2 cores; the default is the full profile.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return a.bench(cmd, args, &o) },
 	}
@@ -103,8 +106,12 @@ func (a *app) bench(cmd *cobra.Command, names []string, o *benchOptions) error {
 	if err := lab.WriteDir(o.out, manifest, results); err != nil {
 		return err
 	}
+	htmlPath, mdPath, err := report.Write(o.out, manifest, results)
+	if err != nil {
+		return err
+	}
 	a.printSummary(results)
-	fmt.Fprintf(a.stdout, "\nresults: %s/%s, %s, %s\n", o.out, lab.ResultsCSV, lab.ResultsJSON, lab.ManifestJSON)
+	fmt.Fprintf(a.stdout, "\nresults: %s/%s, %s, %s\nsummary: %s\nreport:  %s\n", o.out, lab.ResultsCSV, lab.ResultsJSON, lab.ManifestJSON, mdPath, htmlPath)
 	return nil
 }
 
@@ -143,4 +150,46 @@ func isHeadline(r lab.Result) bool {
 		return size == 500 || size == 1<<20
 	}
 	return false
+}
+
+func (a *app) newReportCmd() *cobra.Command {
+	var compare bool
+	cmd := &cobra.Command{
+		Use:   "report DIR | report --compare DIR_A DIR_B",
+		Short: "Rebuild the HTML report of a results folder, or compare two runs",
+		Long: `Rebuild report.html and summary.md from a results folder written by
+'ward bench' (on this machine or another), or with --compare print, for every
+case measured in both, the ratio of B's median to A's.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if compare {
+				if len(args) != 2 {
+					return usage(errors.New("--compare takes two results folders"), "")
+				}
+				ma, ra, err := lab.ReadDir(args[0])
+				if err != nil {
+					return usage(err, "")
+				}
+				mb, rb, err := lab.ReadDir(args[1])
+				if err != nil {
+					return usage(err, "")
+				}
+				cs := report.Compare(ra, rb)
+				if len(cs) == 0 {
+					return usage(errors.New("the two folders share no measured case"), "")
+				}
+				return report.WriteComparison(a.stdout, ma, mb, cs)
+			}
+			if len(args) != 1 {
+				return usage(errors.New("report takes one results folder"), "")
+			}
+			h, m, err := report.Rebuild(args[0])
+			if err != nil {
+				return usage(err, "")
+			}
+			fmt.Fprintf(a.stdout, "summary: %s\nreport:  %s\n", m, h)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&compare, "compare", false, "compare two results folders")
+	return cmd
 }

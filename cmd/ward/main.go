@@ -6,6 +6,7 @@
 //	ward encrypt|decrypt [--context S | --table T --column C --row R]
 //	ward rotate --db URL --table T --column C [--dry-run]
 //	ward bench [scenario...] [--quick] [--out DIR]
+//	ward report DIR | ward report --compare DIR_A DIR_B
 //
 // Secrets come from files, the environment or a no-echo prompt on the
 // terminal, never from argv.
@@ -114,6 +115,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newPasswordCmd(),
 		a.newHandshakeCmd(),
 		a.newBenchCmd(),
+		a.newReportCmd(),
 	)
 	return root
 }
