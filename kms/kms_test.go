@@ -1,0 +1,324 @@
+package kms_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sdk "github.com/aws/aws-sdk-go-v2/service/kms"
+
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms"
+	"github.com/wardlab/ward/kms/awskms"
+	"github.com/wardlab/ward/kms/kmsurl"
+	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/kms/localkms"
+)
+
+// startKMS runs local-kms in process on 127.0.0.1 and creates a key with
+// an alias through the real AWS SDK.
+func startKMS(t *testing.T) (*localkms.Server, *awskms.Service) {
+	t.Helper()
+	srv, err := localkms.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	ctx := context.Background()
+	admin, err := awskms.New(ctx, awskms.Config{KeyID: "alias/ward", Endpoint: srv.Endpoint(), Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := admin.Client().CreateKey(ctx, &sdk.CreateKeyInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Client().CreateAlias(ctx, &sdk.CreateAliasInput{AliasName: aws.String("alias/ward"), TargetKeyId: k.KeyMetadata.KeyId}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := awskms.New(ctx, awskms.Config{KeyID: "alias/ward", Endpoint: srv.Endpoint(), Region: "us-east-1",
+		Timeout: 500 * time.Millisecond, MaxAttempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, svc
+}
+
+func providers(t *testing.T) map[string]kms.KeyService {
+	_, aws := startKMS(t)
+	return map[string]kms.KeyService{"local": local.New(keyring.GenerateMasterKey()), "awskms": aws}
+}
+
+var ec = map[string]string{"tenant": "42", "purpose": "chat"}
+
+func TestKeyServices(t *testing.T) {
+	ctx := context.Background()
+	for name, ks := range providers(t) {
+		t.Run(name, func(t *testing.T) {
+			ct, err := ks.Encrypt(ctx, []byte("data key"), ec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pt, err := ks.Decrypt(ctx, ct, ec)
+			if err != nil || string(pt) != "data key" {
+				t.Fatalf("%q %v", pt, err)
+			}
+			if _, err := ks.Decrypt(ctx, ct, map[string]string{"tenant": "43", "purpose": "chat"}); !errors.Is(err, kms.ErrInvalidCiphertext) {
+				t.Fatalf("other encryption context: %v", err)
+			}
+			bad := bytes.Clone(ct)
+			bad[len(bad)-1] ^= 1
+			if _, err := ks.Decrypt(ctx, bad, ec); !errors.Is(err, kms.ErrInvalidCiphertext) {
+				t.Fatalf("tampered: %v", err)
+			}
+		})
+	}
+}
+
+func TestEnvelope(t *testing.T) {
+	ctx := context.Background()
+	for name, ks := range providers(t) {
+		t.Run(name, func(t *testing.T) {
+			env := kms.NewEnvelope(ks, kms.EnvelopeOptions{})
+			var cts [][]byte
+			for i := range 50 {
+				ct, err := env.Seal(ctx, []byte("こんにちは"), []byte{byte(i)}, ec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cts = append(cts, ct)
+			}
+			for i, ct := range cts {
+				pt, err := env.Open(ctx, ct, []byte{byte(i)}, ec)
+				if err != nil || string(pt) != "こんにちは" {
+					t.Fatalf("%d: %v", i, err)
+				}
+			}
+			st := env.Stats()
+			if st.KMSCalls != 1 || st.SealMisses != 1 || st.SealHits != 49 || st.OpenHits != 50 {
+				t.Fatalf("one data key should serve all: %+v", st)
+			}
+			// A fresh Envelope (another process) unwraps once, then caches.
+			other := kms.NewEnvelope(ks, kms.EnvelopeOptions{})
+			for i, ct := range cts {
+				if _, err := other.Open(ctx, ct, []byte{byte(i)}, ec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if st := other.Stats(); st.KMSCalls != 1 || st.OpenMisses != 1 {
+				t.Fatalf("%+v", st)
+			}
+			// Context and encryption context are authenticated.
+			if _, err := env.Open(ctx, cts[0], []byte{9}, ec); !errors.Is(err, kms.ErrAuthentication) {
+				t.Fatalf("other context: %v", err)
+			}
+			if _, err := other.Open(ctx, cts[0], []byte{0}, map[string]string{"tenant": "43"}); err == nil {
+				t.Fatal("other encryption context opened")
+			}
+			// NoCache: one KMS call per seal and per open.
+			nc := kms.NewEnvelope(ks, kms.EnvelopeOptions{NoCache: true})
+			ct, _ := nc.Seal(ctx, []byte("x"), nil, ec)
+			nc.Open(ctx, ct, nil, ec)
+			nc.Seal(ctx, []byte("x"), nil, ec)
+			if st := nc.Stats(); st.KMSCalls != 3 {
+				t.Fatalf("no cache: %+v", st)
+			}
+		})
+	}
+}
+
+func TestCacheLimits(t *testing.T) {
+	ctx := context.Background()
+	ks := local.New(keyring.GenerateMasterKey())
+	env := kms.NewEnvelope(ks, kms.EnvelopeOptions{Limits: kms.CacheLimits{MaxMessages: 10, MaxBytes: 1 << 20, MaxAge: time.Hour}})
+	for range 25 {
+		env.Seal(ctx, []byte("m"), nil, ec)
+	}
+	if st := env.Stats(); st.KMSCalls != 3 || st.Evictions != 2 {
+		t.Fatalf("message limit: %+v", st)
+	}
+	env = kms.NewEnvelope(ks, kms.EnvelopeOptions{Limits: kms.CacheLimits{MaxBytes: 100}})
+	for range 3 {
+		env.Seal(ctx, make([]byte, 60), nil, ec)
+	}
+	if st := env.Stats(); st.KMSCalls != 3 {
+		t.Fatalf("byte limit: %+v", st)
+	}
+	env = kms.NewEnvelope(ks, kms.EnvelopeOptions{Limits: kms.CacheLimits{MaxAge: 20 * time.Millisecond}})
+	env.Seal(ctx, nil, nil, ec)
+	time.Sleep(40 * time.Millisecond)
+	env.Seal(ctx, nil, nil, ec)
+	if st := env.Stats(); st.KMSCalls != 2 {
+		t.Fatalf("age limit: %+v", st)
+	}
+	// Concurrent sealing respects the message limit.
+	env = kms.NewEnvelope(ks, kms.EnvelopeOptions{Limits: kms.CacheLimits{MaxMessages: 100}})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				env.Seal(ctx, []byte("m"), nil, ec)
+			}
+		}()
+	}
+	wg.Wait()
+	if st := env.Stats(); st.SealHits+st.SealMisses != 800 || st.SealMisses < 8 {
+		t.Fatalf("concurrent: %+v", st)
+	}
+}
+
+// TestOutage stops the KMS mid-run: sealing continues with the cached data
+// key until its limit, opening continues for cached keys, everything else
+// fails with ErrUnavailable within the deadline; after a restart all works.
+func TestOutage(t *testing.T) {
+	ctx := context.Background()
+	srv, svc := startKMS(t)
+	env := kms.NewEnvelope(svc, kms.EnvelopeOptions{Limits: kms.CacheLimits{MaxMessages: 20}})
+	first, err := env.Seal(ctx, []byte("before"), nil, ec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]string{"tenant": "7"}
+	otherCT, _ := env.Seal(ctx, []byte("other"), nil, other)
+	fresh := kms.NewEnvelope(svc, kms.EnvelopeOptions{})
+
+	srv.Stop()
+	for i := 1; i < 20; i++ { // the cached key has 19 messages left
+		if _, err := env.Seal(ctx, []byte("during"), nil, ec); err != nil {
+			t.Fatalf("seal %d with a valid cached key: %v", i, err)
+		}
+	}
+	start := time.Now()
+	if _, err := env.Seal(ctx, []byte("over the limit"), nil, ec); !errors.Is(err, kms.ErrUnavailable) {
+		t.Fatalf("seal past the limit: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("failure took %v", d)
+	}
+	if _, err := env.Open(ctx, first, nil, ec); err != nil {
+		t.Fatalf("open with a cached key: %v", err)
+	}
+	if _, err := fresh.Open(ctx, otherCT, nil, other); !errors.Is(err, kms.ErrUnavailable) {
+		t.Fatalf("open without a cached key: %v", err)
+	}
+
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Seal(ctx, []byte("after"), nil, ec); err != nil {
+		t.Fatalf("after restart: %v", err)
+	}
+	if pt, err := fresh.Open(ctx, otherCT, nil, other); err != nil || string(pt) != "other" {
+		t.Fatalf("after restart: %v", err)
+	}
+}
+
+// TestBadServers: a KMS that answers garbage, and one that hangs, give
+// typed errors within the caller's deadline.
+func TestBadServers(t *testing.T) {
+	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		w.Write([]byte("{{{{ not json"))
+	}))
+	defer garbage.Close()
+	hang := make(chan struct{})
+	hanging := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
+	defer hanging.Close()
+	defer close(hang)
+	for name, url := range map[string]string{"garbage": garbage.URL, "hanging": hanging.URL} {
+		svc, err := awskms.New(context.Background(), awskms.Config{KeyID: "alias/x", Endpoint: url, Region: "us-east-1", Timeout: 300 * time.Millisecond, MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = svc.Encrypt(context.Background(), []byte("k"), nil)
+		if err == nil || time.Since(start) > 2*time.Second {
+			t.Fatalf("%s: %v after %v", name, err, time.Since(start))
+		}
+		if name == "hanging" && !errors.Is(err, kms.ErrUnavailable) {
+			t.Fatalf("hanging: %v", err)
+		}
+	}
+	// Unknown key on a real server.
+	srv, _ := startKMS(t)
+	svc, _ := awskms.New(context.Background(), awskms.Config{KeyID: "alias/nope", Endpoint: srv.Endpoint(), Region: "us-east-1"})
+	if _, err := svc.Encrypt(context.Background(), []byte("k"), nil); !errors.Is(err, kms.ErrUnknownKey) {
+		t.Fatalf("unknown key: %v", err)
+	}
+}
+
+func TestEnvelopeParse(t *testing.T) {
+	ctx := context.Background()
+	env := kms.NewEnvelope(local.New(keyring.GenerateMasterKey()), kms.EnvelopeOptions{})
+	ct, _ := env.Seal(ctx, []byte("x"), nil, ec)
+	huge := bytes.Clone(ct)
+	binary.BigEndian.PutUint16(huge[1:3], 65535)
+	for name, in := range map[string][]byte{"empty": nil, "version": {0x01, 0, 1}, "absurd length": huge,
+		"zero length": {0x81, 0, 0}, "truncated": ct[:10]} {
+		if _, err := env.Open(ctx, in, nil, ec); !errors.Is(err, kms.ErrMalformed) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestKMSURL(t *testing.T) {
+	ctx := context.Background()
+	mk := keyring.GenerateMasterKey()
+	ks, err := kmsurl.Open(ctx, "local://", func(string) string { return mk.Encode() })
+	if err != nil || ks.KeyID() != mk.KeyID() {
+		t.Fatal(err)
+	}
+	srv, _ := startKMS(t)
+	ks, err = kmsurl.Open(ctx, "awskms://alias/ward?region=us-east-1&endpoint="+srv.Endpoint()+"&timeout=1s&attempts=2", nil)
+	if err != nil || ks.KeyID() != "alias/ward" {
+		t.Fatal(err)
+	}
+	if _, err := ks.Encrypt(ctx, []byte("k"), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"gcpkms://x", "awskms://", "awskms://k?timeout=x"} {
+		if _, err := kmsurl.Open(ctx, bad, nil); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// The keyring can be stored wrapped by a KMS key.
+func TestKeyringWrappedByKMS(t *testing.T) {
+	ctx := context.Background()
+	_, svc := startKMS(t)
+	kr, _ := keyring.New(keyring.AES256GCM)
+	data, err := kr.Marshal(ctx, kms.KeyringWrapper(svc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := keyring.Unmarshal(ctx, data, kms.KeyringWrapper(svc))
+	if err != nil || back.Primary().ID != kr.Primary().ID {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(`"provider": "awskms"`)) {
+		t.Fatalf("%s", data)
+	}
+}
+
+func FuzzEnvelopeOpen(f *testing.F) {
+	env := kms.NewEnvelope(local.New(keyring.GenerateMasterKey()), kms.EnvelopeOptions{})
+	ct, _ := env.Seal(context.Background(), []byte("seed"), nil, nil)
+	f.Add(ct)
+	f.Add([]byte{0x81, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		pt, err := env.Open(context.Background(), in, nil, nil)
+		if err == nil && !bytes.Equal(in, ct) {
+			t.Fatalf("forged envelope opened: %q", pt)
+		}
+	})
+}
