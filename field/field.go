@@ -148,6 +148,13 @@ func (c *Column) Keyring() *keyring.Keyring { return c.kr }
 // exported for tools that seal outside this package (ward decrypt --table).
 func (c *Column) Context(row RowKey) []byte { return row.appendTo(append([]byte(nil), c.prefix...)) }
 
+// ContextFor returns the context of table.column at row without a Column:
+// what Column.Context returns, for sealing with other mechanisms (such as
+// kms.Envelope).
+func ContextFor(table, column string, row RowKey) []byte {
+	return row.appendTo(appendContextPrefix(nil, table, column))
+}
+
 func (c *Column) context(buf []byte, row RowKey) []byte {
 	return row.appendTo(append(buf[:0], c.prefix...))
 }

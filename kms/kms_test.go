@@ -305,7 +305,7 @@ func TestKeyringWrappedByKMS(t *testing.T) {
 	if err != nil || back.Primary().ID != kr.Primary().ID {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(data, []byte(`"provider": "awskms"`)) {
+	if !bytes.Contains(data, []byte(`"provider": "kms:awskms"`)) {
 		t.Fatalf("%s", data)
 	}
 }

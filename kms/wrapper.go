@@ -15,7 +15,7 @@ func KeyringWrapper(ks KeyService) keyring.Wrapper { return wrapper{ks} }
 
 type wrapper struct{ ks KeyService }
 
-func (w wrapper) Provider() string { return w.ks.Provider() }
+func (w wrapper) Provider() string { return "kms:" + w.ks.Provider() }
 func (w wrapper) KeyID() string    { return w.ks.KeyID() }
 
 func (w wrapper) ec(aad []byte) map[string]string {

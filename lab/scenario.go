@@ -39,6 +39,9 @@ type Env struct {
 	Sampling Sampling
 	// Log receives human-readable progress lines (never results).
 	Log io.Writer
+	// Options carries scenario-specific settings from the command line,
+	// such as "kms" (a KMS URL to measure instead of a local one).
+	Options map[string]string
 	// OutDir is the results folder, for scenarios that write extra files
 	// (such as per-run CSVs). Empty means none is kept.
 	OutDir string

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wardlab/ward/lab"
 	"github.com/wardlab/ward/lab/aead"
+	"github.com/wardlab/ward/lab/envelope"
 	"github.com/wardlab/ward/lab/hashing"
 	"github.com/wardlab/ward/lab/kex"
 	"github.com/wardlab/ward/lab/report"
@@ -20,12 +21,12 @@ import (
 
 // scenarios lists the lab's scenarios in the order `ward bench` runs them.
 func scenarios() []lab.Scenario {
-	return []lab.Scenario{aead.Scenario{}, hashing.Scenario{}, kex.Scenario{}}
+	return []lab.Scenario{aead.Scenario{}, hashing.Scenario{}, envelope.Scenario{}, kex.Scenario{}}
 }
 
 type benchOptions struct {
 	quick, quiet, list bool
-	out                string
+	out, kms           string
 }
 
 func (a *app) newBenchCmd() *cobra.Command {
@@ -44,6 +45,7 @@ finishes in a few minutes on 2 cores; the default is the full profile.`,
 	f.StringVar(&o.out, "out", "bench-out", "results folder")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	f.BoolVar(&o.list, "list", false, "list scenarios and exit")
+	f.StringVar(&o.kms, "kms", "", "scenario kms: measure this KMS URL (e.g. awskms://alias/NAME?region=R) instead of a local one")
 	return cmd
 }
 
@@ -93,6 +95,7 @@ func (a *app) bench(cmd *cobra.Command, names []string, o *benchOptions) error {
 		}
 		env := lab.NewEnv(s.Name(), o.quick, log, bar.set)
 		env.OutDir = o.out
+		env.Options = map[string]string{"kms": o.kms}
 		err := s.Run(cmd.Context(), env)
 		bar.finish()
 		if err != nil {
@@ -141,7 +144,7 @@ func isHeadline(r lab.Result) bool {
 		return true
 	}
 	switch r.Metric {
-	case "hash_latency", "burst_vs_ideal", "ratio":
+	case "hash_latency", "burst_vs_ideal", "ratio", "speedup":
 		return true
 	case "burst_time":
 		return r.Params["concurrent"] == 10

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms"
+	"github.com/wardlab/ward/kms/kmsurl"
 )
 
 // KeyringEnv names the environment variable with the default keyring path.
@@ -44,19 +47,42 @@ func (a *app) masterKey() (*keyring.MasterKey, error) {
 	return mk, nil
 }
 
-// loadKeyring opens the configured keyring with the configured master key.
+// KMSEnv names the environment variable with the default KMS URL.
+const KMSEnv = "WARD_KMS"
+
+func (a *app) kms() string {
+	if a.kmsURL != "" {
+		return a.kmsURL
+	}
+	return a.getenv(KMSEnv)
+}
+
+// wrapper returns what seals keyrings: the KMS key when --kms (or
+// WARD_KMS) is given, else the master key.
+func (a *app) wrapper(ctx context.Context) (keyring.Wrapper, error) {
+	if u := a.kms(); u != "" {
+		ks, err := kmsurl.Open(ctx, u, a.getenv)
+		if err != nil {
+			return nil, usage(err, "")
+		}
+		return kms.KeyringWrapper(ks), nil
+	}
+	return a.masterKey()
+}
+
+// loadKeyring opens the configured keyring with the configured wrapper.
 func (a *app) loadKeyring(cmd *cobra.Command) (*keyring.Keyring, keyring.Wrapper, string, error) {
 	path, err := a.keyringFile()
 	if err != nil {
 		return nil, nil, "", err
 	}
-	mk, err := a.masterKey()
+	mk, err := a.wrapper(cmd.Context())
 	if err != nil {
 		return nil, nil, "", err
 	}
 	kr, err := keyring.Load(cmd.Context(), path, mk)
 	if errors.Is(err, keyring.ErrWrongWrapper) {
-		return nil, nil, "", usage(err, "this keyring was sealed under another master key; check "+keyring.MasterKeyEnv+" or --master-key-file")
+		return nil, nil, "", usage(err, "this keyring was sealed under another key; check --kms, "+keyring.MasterKeyEnv+" or --master-key-file")
 	}
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, "", usage(err, "create one with 'ward keyring new'")
@@ -81,7 +107,7 @@ material in plaintext.`,
 		a.newKeyringStateCmd("demote", "Move a decrypt-only key down to disabled", (*keyring.Keyring).Demote),
 		a.newKeyringStateCmd("disable", "Stop a key from opening values", (*keyring.Keyring).Disable),
 		a.newKeyringStateCmd("enable", "Make a disabled key decrypt-only again", (*keyring.Keyring).Enable),
-		a.newKeyringListCmd(), a.newGenMasterKeyCmd())
+		a.newKeyringListCmd(), a.newGenMasterKeyCmd(), a.newKeyringRewrapCmd())
 	return cmd
 }
 
@@ -113,7 +139,7 @@ func (a *app) newKeyringNewCmd() *cobra.Command {
 			if _, err := os.Stat(path); err == nil && !force {
 				return usage(fmt.Errorf("%s already exists", path), "use 'ward keyring rotate' to add a key, or --force to replace it (losing its keys)")
 			}
-			mk, err := a.masterKey()
+			w, err := a.wrapper(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -121,11 +147,11 @@ func (a *app) newKeyringNewCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := kr.Save(cmd.Context(), path, mk); err != nil {
+			if err := kr.Save(cmd.Context(), path, w); err != nil {
 				return err
 			}
 			p := kr.Primary()
-			fmt.Fprintf(a.stdout, "created %s: primary key %v (%v), sealed under %s\n", path, p.ID, p.Algorithm, mk.KeyID())
+			fmt.Fprintf(a.stdout, "created %s: primary key %v (%v), sealed under %s key %s\n", path, p.ID, p.Algorithm, w.Provider(), w.KeyID())
 			return nil
 		},
 	}
@@ -293,5 +319,45 @@ func (a *app) newGenMasterKeyCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "file to create")
+	return cmd
+}
+
+func (a *app) newKeyringRewrapCmd() *cobra.Command {
+	var to, toMasterKeyFile string
+	cmd := &cobra.Command{
+		Use:   "rewrap (--to KMS-URL | --to-master-key-file FILE)",
+		Short: "Re-seal the keyring under another KMS key or master key, without touching the data",
+		Long: `Re-seal the keyring file under a new wrapping key: after a KMS key rotation,
+or to move between a master key and a KMS. The data keys inside, and so every
+ciphertext, stay the same. The current wrapper comes from --kms or the master
+key as usual.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (to == "") == (toMasterKeyFile == "") {
+				return usage(errors.New("give exactly one of --to and --to-master-key-file"), "")
+			}
+			kr, _, path, err := a.loadKeyring(cmd)
+			if err != nil {
+				return err
+			}
+			var w keyring.Wrapper
+			if to != "" {
+				ks, err := kmsurl.Open(cmd.Context(), to, a.getenv)
+				if err != nil {
+					return usage(err, "")
+				}
+				w = kms.KeyringWrapper(ks)
+			} else if w, err = keyring.LoadMasterKey(toMasterKeyFile, a.getenv); err != nil {
+				return usage(err, "")
+			}
+			if err := kr.Save(cmd.Context(), path, w); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "%s is now sealed under %s key %s\n", path, w.Provider(), w.KeyID())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "KMS URL of the new wrapping key")
+	cmd.Flags().StringVar(&toMasterKeyFile, "to-master-key-file", "", "file of the new master key")
 	return cmd
 }

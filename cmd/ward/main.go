@@ -46,6 +46,7 @@ type app struct {
 
 	keyringPath   string
 	masterKeyFile string
+	kmsURL        string
 }
 
 // cliError is an error with an exit code and an optional hint.
@@ -106,12 +107,14 @@ func (a *app) newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&a.keyringPath, "keyring", "", "keyring file (default $WARD_KEYRING)")
 	root.PersistentFlags().StringVar(&a.masterKeyFile, "master-key-file", "", "file holding the base64 master key (default $WARD_MASTER_KEY)")
+	root.PersistentFlags().StringVar(&a.kmsURL, "kms", "", "KMS key URL (awskms://alias/NAME?region=R, local://PATH); keyrings wrapped by it (default $WARD_KMS)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err, "see ward --help") })
 	root.AddCommand(
 		a.newKeyringCmd(),
 		a.newEncryptCmd(),
 		a.newDecryptCmd(),
 		a.newRotateCmd(),
+		a.newKMSCmd(),
 		a.newPasswordCmd(),
 		a.newHandshakeCmd(),
 		a.newBenchCmd(),

@@ -45,6 +45,7 @@ var builders = map[string]func(ix index) (section, error){
 	"aead":      aeadSection,
 	"password":  passwordSection,
 	"handshake": handshakeSection,
+	"kms":       kmsSection,
 }
 
 // order is the order of sections in the report.
