@@ -220,27 +220,24 @@ func (k *keySchedule) session(transcript []byte) (out [32]byte) {
 	return out
 }
 
-func clientHelloSize(s Suite) int {
-	n := 1
+// shareSizes returns the exact payload sizes of the ClientHello (flags,
+// ML-KEM encapsulation key, X25519 share) and the ServerKeyShare (ML-KEM
+// ciphertext, X25519 share) for a suite.
+func shareSizes(s Suite) (hello, keyShare int) {
+	hello = 1
 	if lvl := s.KEX.mlkemLevel(); lvl != 0 {
-		n += ekSize[lvl]
+		hello += ekSize[lvl]
+		keyShare += ctSize[lvl]
 	}
 	if s.KEX.hasX25519() {
-		n += 32
+		hello += 32
+		keyShare += 32
 	}
-	return n
+	return hello, keyShare
 }
 
-func keyShareSize(s Suite) int {
-	n := 0
-	if lvl := s.KEX.mlkemLevel(); lvl != 0 {
-		n += ctSize[lvl]
-	}
-	if s.KEX.hasX25519() {
-		n += 32
-	}
-	return n
-}
+func clientHelloSize(s Suite) int { h, _ := shareSizes(s); return h }
+func keyShareSize(s Suite) int    { _, k := shareSizes(s); return k }
 
 // Client runs the client side of a handshake on conn.
 func Client(ctx context.Context, conn net.Conn, cfg *ClientConfig) (*Result, error) {

@@ -69,6 +69,12 @@ func FromSamples(scenario, cas string, params map[string]any, metric, unit strin
 	return Result{Scenario: scenario, Case: cas, Params: params, Metric: metric, Unit: unit, N: n, Median: m, P05: lo, P95: hi}
 }
 
+// Derived builds a Result for a single value computed in this run from
+// other results (a ratio of medians, an overhead); note says how.
+func Derived(scenario, cas string, params map[string]any, metric, unit string, v float64, note string) Result {
+	return Result{Scenario: scenario, Case: cas, Params: params, Metric: metric, Unit: unit, N: 1, Median: v, P05: v, P95: v, Note: note}
+}
+
 // Quote builds a Result for a single figure quoted from elsewhere.
 func Quote(scenario, cas string, params map[string]any, metric, unit string, v float64, source, note string) Result {
 	return Result{Scenario: scenario, Case: cas, Params: params, Metric: metric, Unit: unit, N: 1, Median: v, P05: v, P95: v, Source: source, Note: note}

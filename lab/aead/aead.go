@@ -111,17 +111,14 @@ func (s Scenario) Run(ctx context.Context, env *lab.Env) error {
 				on, off := times[caseKey{alg, op, size, "raw", "on"}], times[caseKey{alg, op, size, "raw", "off"}]
 				if on > 0 && off > 0 {
 					k := caseKey{alg, op, size, "raw", "on-vs-off"}
-					env.Record(lab.Result{Case: fmt.Sprintf("%v/%s/%s/raw/aes-hw-speedup", alg, op, sizeName(size)), Params: k.params(),
-						Metric: "hw_speedup", Unit: "x", N: 1, Median: off / on, P05: off / on, P95: off / on,
-						Note: "median time with GODEBUG=cpu.aes=off divided by median time with hardware AES"})
+					env.Record(lab.Derived("aead", fmt.Sprintf("%v/%s/%s/raw/aes-hw-speedup", alg, op, sizeName(size)), k.params(),
+						"hw_speedup", "x", off/on, "median time with GODEBUG=cpu.aes=off divided by median time with hardware AES"))
 				}
 				raw, fld := times[caseKey{alg, op, size, "raw", "on"}], times[caseKey{alg, op, size, "field", "on"}]
 				if raw > 0 && fld > 0 {
 					k := caseKey{alg, op, size, "field-vs-raw", "on"}
-					v := (fld/raw - 1) * 100
-					env.Record(lab.Result{Case: fmt.Sprintf("%v/%s/%s/field-overhead", alg, op, sizeName(size)), Params: k.params(),
-						Metric: "field_overhead", Unit: "%", N: 1, Median: v, P05: v, P95: v,
-						Note: "ward field layer median time over raw crypto/cipher median time, minus 1"})
+					env.Record(lab.Derived("aead", fmt.Sprintf("%v/%s/%s/field-overhead", alg, op, sizeName(size)), k.params(),
+						"field_overhead", "%", (fld/raw-1)*100, "ward field layer median time over raw crypto/cipher median time, minus 1"))
 				}
 			}
 		}

@@ -151,16 +151,13 @@ func (Scenario) Run(ctx context.Context, env *lab.Env) error {
 	for _, st := range stages {
 		pc, ev := perOp["kms-per-call/"+st.rtt], perOp["envelope-cached/"+st.rtt]
 		if pc > 0 && ev > 0 {
-			v := pc / ev
-			env.Record(lab.Result{Case: "envelope-vs-per-call/" + st.rtt, Params: map[string]any{"added_rtt": st.rtt},
-				Metric: "speedup", Unit: "x", N: 1, Median: v, P05: v, P95: v,
-				Note: "median per-operation time (encrypt+decrypt) of per-call KMS over envelope with cached data keys"})
+			env.Record(lab.Derived("kms", "envelope-vs-per-call/"+st.rtt, map[string]any{"added_rtt": st.rtt}, "speedup", "x", pc/ev,
+				"median per-operation time (encrypt+decrypt) of per-call KMS over envelope with cached data keys"))
 		}
 	}
 	if f, e := perOp["field-local-key/local"], perOp["envelope-cached/0ms"]; f > 0 && e > 0 {
-		v := e / f
-		env.Record(lab.Result{Case: "envelope-vs-field/0ms", Params: map[string]any{"added_rtt": "0ms"}, Metric: "ratio", Unit: "x", N: 1,
-			Median: v, P05: v, P95: v, Note: "median per-operation time of envelope (warm cache) over ward's field AEAD with a local key"})
+		env.Record(lab.Derived("kms", "envelope-vs-field/0ms", map[string]any{"added_rtt": "0ms"}, "ratio", "x", e/f,
+			"median per-operation time of envelope (warm cache) over ward's field AEAD with a local key"))
 	}
 	for _, q := range []struct {
 		m      string
@@ -217,8 +214,7 @@ func measure(ctx context.Context, env *lab.Env, m method, rtt string, pt []byte,
 		cas := m.name + "/" + rtt + "/" + x.op
 		s := x.total.Seconds()
 		env.Record(lab.FromSamples("kms", cas, params(x.op), "op_latency", "ms", x.ms),
-			lab.Result{Scenario: "kms", Case: cas, Params: params(x.op), Metric: "total_time", Unit: "s", N: 1, Median: s, P05: s, P95: s,
-				Note: fmt.Sprintf("wall time of %d sequential operations", ops)})
+			lab.Derived("kms", cas, params(x.op), "total_time", "s", s, fmt.Sprintf("wall time of %d sequential operations", ops)))
 	}
 	_, em, _, _ := lab.Summary(encMs)
 	_, dm, _, _ := lab.Summary(decMs)

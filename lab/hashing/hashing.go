@@ -181,14 +181,10 @@ func burst(ctx context.Context, env *lab.Env, n, rounds int, limited bool, singl
 		thr[i] = float64(n) / (t / 1000)
 	}
 	env.Record(tot, lat, lab.FromSamples("password", cas, p, "throughput", "hashes/s", thr),
-		lab.Result{Scenario: "password", Case: cas, Params: p, Metric: "peak_heap", Unit: "MiB", N: rounds,
-			Median: float64(peak) / (1 << 20), P05: float64(peak) / (1 << 20), P95: float64(peak) / (1 << 20),
-			Note: "largest heap (objects) seen during any round, sampled every millisecond"})
+		lab.Derived("password", cas, p, "peak_heap", "MiB", float64(peak)/(1<<20), "largest heap (objects) seen during any round, sampled every millisecond"))
 	if single > 0 {
 		ideal := math.Ceil(float64(n)/float64(runtime.NumCPU())) * single
-		v := tot.Median / ideal
-		env.Record(lab.Result{Scenario: "password", Case: cas, Params: p, Metric: "burst_vs_ideal", Unit: "x", N: 1,
-			Median: v, P05: v, P95: v, Note: "median burst time / (ceil(n/cores) x median single-hash time)"})
+		env.Record(lab.Derived("password", cas, p, "burst_vs_ideal", "x", tot.Median/ideal, "median burst time / (ceil(n/cores) x median single-hash time)"))
 	}
 	return nil
 }
@@ -254,19 +250,23 @@ func reference(ctx context.Context, env *lab.Env, reps int, ward float64) error 
 	for i := range net {
 		net[i] -= emptyMed
 	}
-	p := map[string]any{"scheme": "argon2id", "params": password.SpringV58.String(), "impl": "phc-winner-argon2 CLI"}
-	r := lab.FromSamples("password", "reference/argon2-cli-seed", p, "hash_latency", "ms", net)
-	r.Source = "reference"
-	r.Note = "Debian's argon2 CLI (reference C implementation), process start-up subtracted (median of a run at m=8 KiB, t=1)"
-	env.Record(r)
-	if ward > 0 && r.Median > 0 {
-		v := ward / r.Median
-		env.Record(lab.Result{Scenario: "password", Case: "ward-vs-reference/argon2id-seed", Params: p, Metric: "ratio", Unit: "x", N: 1,
-			Median: v, P05: v, P95: v, Note: "ward (x/crypto) median / reference C median, same machine, same run"})
-	}
+	recordReference(env, "argon2-cli", "phc-winner-argon2 CLI", "ward-vs-reference",
+		"Debian's argon2 CLI (reference C implementation), process start-up subtracted (median of a run at m=8 KiB, t=1)", net, ward)
 	return nil
 }
 
+// recordReference records an external implementation's latency at the
+// seed's parameters, and ward's median over it.
+func recordReference(env *lab.Env, name, impl, ratioCase, note string, ms []float64, ward float64) {
+	p := map[string]any{"scheme": "argon2id", "params": password.SpringV58.String(), "impl": impl}
+	r := lab.FromSamples("password", "reference/"+name+"-seed", p, "hash_latency", "ms", ms)
+	r.Source, r.Note = "reference", note
+	env.Record(r)
+	if ward > 0 && r.Median > 0 {
+		env.Record(lab.Derived("password", ratioCase+"/argon2id-seed", p, "ratio", "x", ward/r.Median,
+			"ward (x/crypto) median / "+impl+" median, same machine, same run"))
+	}
+}
 
 // libsodiumScript times crypto_pwhash (Argon2id, optimised C) in-process
 // through PyNaCl and prints the milliseconds as JSON.
@@ -298,16 +298,8 @@ func libsodium(ctx context.Context, env *lab.Env, reps int, ward float64) error 
 		if err := json.Unmarshal(out, &ms); err != nil || len(ms) == 0 {
 			return fmt.Errorf("unexpected output from PyNaCl")
 		}
-		p := map[string]any{"scheme": "argon2id", "params": password.SpringV58.String(), "impl": "libsodium (PyNaCl)"}
-		r := lab.FromSamples("password", "reference/libsodium-seed", p, "hash_latency", "ms", ms)
-		r.Source = "reference"
-		r.Note = "libsodium crypto_pwhash Argon2id (optimised C), timed in-process through PyNaCl"
-		env.Record(r)
-		if ward > 0 && r.Median > 0 {
-			v := ward / r.Median
-			env.Record(lab.Result{Scenario: "password", Case: "ward-vs-libsodium/argon2id-seed", Params: p, Metric: "ratio", Unit: "x", N: 1,
-				Median: v, P05: v, P95: v, Note: "ward (x/crypto) median / libsodium median, same machine, same run"})
-		}
+		recordReference(env, "libsodium", "libsodium (PyNaCl)", "ward-vs-libsodium",
+			"libsodium crypto_pwhash Argon2id (optimised C), timed in-process through PyNaCl", ms, ward)
 		return nil
 	}
 	return fmt.Errorf("python3-nacl not installed (Debian package python3-nacl); skipped")

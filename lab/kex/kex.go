@@ -241,7 +241,9 @@ func (sc Scenario) Run(ctx context.Context, env *lab.Env) error {
 	return nil
 }
 
-func f3(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64) }
+func f3(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64)
+}
 
 // measure runs one configuration: a server on loopback, shaped as the
 // model says, and runs sequential client handshakes. Both sides' keys must
@@ -329,9 +331,7 @@ func recordDerived(env *lab.Env, m map[string]float64) {
 	ratio := func(cas, num, den, note string) {
 		a, b := m[num], m[den]
 		if a > 0 && b > 0 {
-			v := a / b
-			env.Record(lab.Result{Scenario: "handshake", Case: cas, Params: map[string]any{"numerator": num, "denominator": den},
-				Metric: "ratio", Unit: "x", N: 1, Median: v, P05: v, P95: v, Note: note})
+			env.Record(lab.Derived("handshake", cas, map[string]any{"numerator": num, "denominator": den}, "ratio", "x", a/b, note))
 		}
 	}
 	for _, model := range []string{"seed", "link"} {

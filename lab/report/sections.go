@@ -307,7 +307,6 @@ func handshakeSection(ix index) (section, error) {
 	return s, nil
 }
 
-
 var kmsMethodsOrder = []string{"legacy-aes-256-cbc-fixed-iv", "field-local-key", "kms-per-call", "envelope-cached", "envelope-per-message"}
 
 func kmsSection(ix index) (section, error) {
