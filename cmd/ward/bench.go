@@ -17,11 +17,12 @@ import (
 	"github.com/wardlab/ward/lab/hashing"
 	"github.com/wardlab/ward/lab/kex"
 	"github.com/wardlab/ward/lab/report"
+	"github.com/wardlab/ward/lab/tlsbench"
 )
 
 // scenarios lists the lab's scenarios in the order `ward bench` runs them.
 func scenarios() []lab.Scenario {
-	return []lab.Scenario{aead.Scenario{}, hashing.Scenario{}, envelope.Scenario{}, kex.Scenario{}}
+	return []lab.Scenario{aead.Scenario{}, hashing.Scenario{}, envelope.Scenario{}, kex.Scenario{}, tlsbench.Scenario{}}
 }
 
 type benchOptions struct {

@@ -117,6 +117,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newKMSCmd(),
 		a.newPasswordCmd(),
 		a.newHandshakeCmd(),
+		a.newTLSCmd(),
 		a.newBenchCmd(),
 		a.newReportCmd(),
 	)

@@ -426,3 +426,27 @@ func loopbackFloor(env *lab.Env, n int) error {
 	env.Record(r)
 	return nil
 }
+
+// MeasureMedian runs one configuration of the minimal protocol with fresh
+// server keys and returns the median time to a confirmed key (ms) and the
+// bytes on the wire: for other scenarios that compare against it.
+func MeasureMedian(ctx context.Context, c Config, runs int) (ms, bytes float64, err error) {
+	keys := map[handshake.Sig]*handshake.SigningKey{}
+	if c.Suite.Sig != handshake.SigNone {
+		k, err := handshake.GenerateSigningKey(c.Suite.Sig)
+		if err != nil {
+			return 0, 0, err
+		}
+		keys[c.Suite.Sig] = k
+	}
+	rs, err := measure(ctx, c, keys, runs)
+	if err != nil {
+		return 0, 0, err
+	}
+	var t []float64
+	for _, r := range rs {
+		t = append(t, float64(r.confirmed.Nanoseconds())/1e6)
+	}
+	_, med, _, _ := lab.Summary(t)
+	return med, float64(rs[0].up + rs[0].down), nil
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/pqtls"
+)
+
+func (a *app) newTLSCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tls",
+		Short: "Real TLS 1.3 with post-quantum key exchange: serve a page that shows what a browser negotiated, or measure a server",
+	}
+	cmd.AddCommand(a.newTLSServeCmd(), a.newTLSDialCmd())
+	return cmd
+}
+
+func parseGroups(names []string) ([]tls.CurveID, error) {
+	var out []tls.CurveID
+	for _, n := range names {
+		g, ok := pqtls.Groups[n]
+		if !ok {
+			return nil, fmt.Errorf("unknown group %q (X25519MLKEM768, SecP256r1MLKEM768, SecP384r1MLKEM1024, MLKEM1024, X25519, P256)", n)
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+func (a *app) newTLSServeCmd() *cobra.Command {
+	var (
+		listen   string
+		groups   []string
+		certs    []string
+		maxConns int
+		hsTO     time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "serve [--listen ADDR] [--group G]... [--cert ALG]...",
+		Short: "HTTPS page showing the negotiated TLS version, key exchange, cipher suite, certificate and resumption",
+		Long: `Serve an HTTPS page (and /json) that shows what each client negotiated. By
+default every group Go supports is offered, post-quantum first, with an
+ECDSA P-256 chain, which browsers accept (they do not accept ML-DSA
+certificates yet). The chain is generated at start; point a browser at the
+address and accept the certificate warning, or use --cert mldsa65 with ward's
+own clients.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			gs, err := parseGroups(groups)
+			if err != nil {
+				return usage(err, "")
+			}
+			if len(gs) == 0 {
+				gs = nil
+			}
+			var chains []*pqtls.Chain
+			for _, c := range certs {
+				alg, err := pqtls.ParseCertAlg(c)
+				if err != nil {
+					return usage(err, "")
+				}
+				ch, err := pqtls.GenerateChain(alg)
+				if err != nil {
+					return err
+				}
+				chains = append(chains, ch)
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return usage(err, "")
+			}
+			srv, tl, err := pqtls.NewServer(ln, pqtls.ServerOptions{Groups: gs, Chains: chains, MaxConns: maxConns, HandshakeTimeout: hsTO})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "serving https://%s/ (certificates: %s)\n", ln.Addr(), strings.Join(certs, ", "))
+			go func() {
+				<-cmd.Context().Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				srv.Shutdown(ctx)
+			}()
+			if err := srv.Serve(tl); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:8443", "address to listen on")
+	f.StringSliceVar(&groups, "group", nil, "key exchange groups in preference order (default: all, post-quantum first)")
+	f.StringSliceVar(&certs, "cert", []string{"ecdsa-p256"}, "certificate chains: ecdsa-p256, ed25519, rsa2048, mldsa44, mldsa65, mldsa87")
+	f.IntVar(&maxConns, "max-conns", 256, "simultaneous connections")
+	f.DurationVar(&hsTO, "handshake-timeout", 5*time.Second, "TLS handshake and request header deadline")
+	return cmd
+}
+
+func (a *app) newTLSDialCmd() *cobra.Command {
+	var (
+		groups     []string
+		runs       int
+		insecure   bool
+		resume     bool
+		serverName string
+		asJSON     bool
+		timeout    time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "dial ADDR [--group G] [--runs N] [--resume] [--json]",
+		Short: "Measure TLS handshakes against any server: time, bytes, flights, what was negotiated",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			gs, err := parseGroups(groups)
+			if err != nil {
+				return usage(err, "")
+			}
+			if runs < 1 {
+				return usage(errors.New("--runs must be at least 1"), "")
+			}
+			host, _, err := net.SplitHostPort(args[0])
+			if err != nil {
+				return usage(err, "ADDR is host:port")
+			}
+			if serverName == "" {
+				serverName = host
+			}
+			cfg := func(cache tls.ClientSessionCache) *tls.Config {
+				return &tls.Config{ServerName: serverName, CurvePreferences: gs, InsecureSkipVerify: insecure, ClientSessionCache: cache}
+			}
+			var cache tls.ClientSessionCache
+			if resume {
+				cache = tls.NewLRUClientSessionCache(4)
+			}
+			type row struct {
+				Run             int     `json:"run"`
+				ConnectMs       float64 `json:"connect_ms"`
+				HandshakeTimeMs float64 `json:"handshake_time_ms"`
+				BytesUp         int     `json:"bytes_up"`
+				BytesDown       int     `json:"bytes_down"`
+				Flights         int     `json:"flights"`
+				Version         string  `json:"version"`
+				Group           string  `json:"group"`
+				PostQuantum     bool    `json:"post_quantum"`
+				CipherSuite     string  `json:"cipher_suite"`
+				Certificate     string  `json:"certificate"`
+				Resumed         bool    `json:"resumed"`
+				ExtraRTTModel   int     `json:"extra_round_trips_cwnd_model"`
+			}
+			var rows []row
+			var hs []float64
+			for i := 1; i <= runs; i++ {
+				ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+				m, err := pqtls.Dial(ctx, args[0], cfg(cache))
+				cancel()
+				if err != nil {
+					return err
+				}
+				st := m.State
+				rows = append(rows, row{Run: i, ConnectMs: float64(m.Connect.Microseconds()) / 1000, HandshakeTimeMs: float64(m.Handshake.Microseconds()) / 1000,
+					BytesUp: m.BytesUp, BytesDown: m.BytesDown, Flights: m.Flights, Version: tls.VersionName(st.Version), Group: st.CurveID.String(),
+					PostQuantum: pqtls.IsPostQuantum(st.CurveID), CipherSuite: tls.CipherSuiteName(st.CipherSuite), Certificate: pqtls.LeafAlgorithm(st),
+					Resumed: st.DidResume, ExtraRTTModel: pqtls.ExtraRoundTrips(m.BytesDown, pqtls.InitialWindow)})
+				hs = append(hs, rows[len(rows)-1].HandshakeTimeMs)
+			}
+			n, med, p05, p95 := lab.Summary(hs)
+			if asJSON {
+				e := json.NewEncoder(a.stdout)
+				e.SetIndent("", "  ")
+				return e.Encode(map[string]any{"addr": args[0], "runs": rows, "summary": map[string]any{"n": n, "handshake_time_ms": map[string]float64{"median": med, "p05": p05, "p95": p95}}})
+			}
+			r := rows[len(rows)-1]
+			fmt.Fprintf(a.stdout, "%s: %s, %s (post-quantum %v), %s, certificate %s, resumed %v\n", args[0], r.Version, r.Group, r.PostQuantum, r.CipherSuite, r.Certificate, r.Resumed)
+			fmt.Fprintf(a.stdout, "%d runs: handshake median %.3f ms (p05 %.3f, p95 %.3f); %d bytes up, %d down, %d flights; slow-start model: +%d round trips\n",
+				n, med, p05, p95, r.BytesUp, r.BytesDown, r.Flights, r.ExtraRTTModel)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&groups, "group", nil, "key exchange groups to offer (default: Go's defaults)")
+	f.IntVar(&runs, "runs", 10, "handshakes")
+	f.BoolVar(&insecure, "insecure", false, "do not verify the certificate (test servers)")
+	f.BoolVar(&resume, "resume", false, "reuse session tickets after the first handshake")
+	f.StringVar(&serverName, "server-name", "", "SNI and verification name (default: ADDR's host)")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	f.DurationVar(&timeout, "timeout", 10*time.Second, "per-handshake deadline")
+	return cmd
+}

@@ -1,0 +1,89 @@
+package pqtls
+
+import (
+	"context"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+func chromiumPath() string {
+	for _, c := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(c); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestChromiumNegotiatesPQ drives headless Chromium against the server
+// with its default groups and an ECDSA chain, and checks from the page
+// that Chromium negotiated X25519MLKEM768.
+func TestChromiumNegotiatesPQ(t *testing.T) {
+	exe := chromiumPath()
+	if exe == "" {
+		t.Skip("no Chromium on this machine (.ci/run installs Debian's chromium)")
+	}
+	addr, stop := startServer(t, ServerOptions{Chains: []*Chain{chain(t, ECDSAP256)}})
+	defer stop()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("ignore-certificate-errors", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-quic", true), chromedp.UserDataDir(t.TempDir()))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Navigate("https://"+addr+"/")); err != nil {
+		t.Fatal(err)
+	}
+	group, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("group").textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("version").textContent`))
+	t.Logf("Chromium negotiated %s with %s", version, group)
+	if group != "X25519MLKEM768" || version != "TLS 1.3" {
+		t.Fatalf("Chromium negotiated %s / %s, want TLS 1.3 / X25519MLKEM768", version, group)
+	}
+}
+
+// TestClassicalInterop: Debian's openssl s_client and curl, which speak
+// classical groups, talk to the server.
+func TestClassicalInterop(t *testing.T) {
+	addr, stop := startServer(t, ServerOptions{Chains: []*Chain{chain(t, ECDSAP256)}})
+	defer stop()
+	host, port, _ := net.SplitHostPort(addr)
+	if _, err := exec.LookPath("openssl"); err == nil {
+		for _, g := range []string{"X25519", "P-256"} {
+			cmd := exec.Command("openssl", "s_client", "-connect", addr, "-groups", g, "-tls1_3")
+			cmd.Stdin = strings.NewReader("")
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "TLSv1.3") {
+				t.Fatalf("openssl -groups %s: %v\n%s", g, err, out)
+			}
+			want := map[string]string{"X25519": "X25519", "P-256": "ECDH, prime256v1"}[g]
+			if !strings.Contains(string(out), "Server Temp Key: "+want) {
+				t.Fatalf("openssl -groups %s: no %q in\n%s", g, want, out)
+			}
+		}
+	} else {
+		t.Log("openssl not installed: skipped")
+	}
+	if _, err := exec.LookPath("curl"); err == nil {
+		out, err := exec.Command("curl", "-sk", "--max-time", "10", "https://"+host+":"+port+"/json").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), `"version":"TLS 1.3"`) {
+			t.Fatalf("curl: %v %s", err, out)
+		}
+	} else {
+		t.Log("curl not installed: skipped")
+	}
+}

@@ -1,0 +1,174 @@
+package pqtls
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"testing"
+	"time"
+)
+
+var testChains = map[CertAlg]*Chain{}
+
+func chain(t testing.TB, a CertAlg) *Chain {
+	t.Helper()
+	if c := testChains[a]; c != nil {
+		return c
+	}
+	c, err := GenerateChain(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testChains[a] = c
+	return c
+}
+
+// TestGroupsAndChains handshakes every group with every chain and checks
+// from ConnectionState what was negotiated, then resumes with a ticket.
+func TestGroupsAndChains(t *testing.T) {
+	ctx := context.Background()
+	for _, alg := range CertAlgs() {
+		c := chain(t, alg)
+		if err := c.Leaf.CheckSignatureFrom(c.Intermediate); err != nil {
+			t.Fatalf("%v: leaf not signed by intermediate: %v", alg, err)
+		}
+		for name, g := range Groups {
+			scfg := &tls.Config{Certificates: []tls.Certificate{c.Certificate}, CurvePreferences: []tls.CurveID{g}}
+			addr, stop, err := NewTestServer(scfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ccfg := &tls.Config{RootCAs: c.Roots, ServerName: "localhost", CurvePreferences: []tls.CurveID{g},
+				ClientSessionCache: tls.NewLRUClientSessionCache(4), MinVersion: tls.VersionTLS13}
+			m, err := Dial(ctx, addr, ccfg)
+			if err != nil {
+				t.Fatalf("%v/%s: %v", alg, name, err)
+			}
+			if m.State.CurveID != g || m.State.DidResume || m.State.Version != tls.VersionTLS13 {
+				t.Fatalf("%v/%s: negotiated %s", alg, name, Describe(m.State))
+			}
+			if m.BytesDown < c.WireBytes {
+				t.Fatalf("%v/%s: %d bytes down, chain alone is %d", alg, name, m.BytesDown, c.WireBytes)
+			}
+			r, err := Dial(ctx, addr, ccfg)
+			if err != nil || !r.State.DidResume {
+				t.Fatalf("%v/%s: resumption: %v", alg, name, err)
+			}
+			if r.BytesDown >= m.BytesDown {
+				t.Fatalf("%v/%s: resumed handshake not smaller (%d >= %d)", alg, name, r.BytesDown, m.BytesDown)
+			}
+			stop()
+		}
+	}
+}
+
+func TestExtraRoundTrips(t *testing.T) {
+	for _, tc := range []struct{ flight, extra int }{{1000, 0}, {14600, 0}, {14601, 1}, {43800, 1}, {43801, 2}, {0, 0}} {
+		if got := ExtraRoundTrips(tc.flight, InitialWindow); got != tc.extra {
+			t.Errorf("%d bytes: %d extra round trips, want %d", tc.flight, got, tc.extra)
+		}
+	}
+}
+
+func startServer(t *testing.T, o ServerOptions) (string, func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, tl, err := NewServer(ln, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(tl)
+	return ln.Addr().String(), func() { srv.Close() }
+}
+
+// TestServerPage fetches /json over HTTPS with a post-quantum group and
+// with a classical one.
+func TestServerPage(t *testing.T) {
+	c := chain(t, ECDSAP256)
+	addr, stop := startServer(t, ServerOptions{Chains: []*Chain{c}})
+	defer stop()
+	for _, g := range []tls.CurveID{tls.X25519MLKEM768, tls.X25519} {
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.Roots, CurvePreferences: []tls.CurveID{g}}}}
+		resp, err := client.Get("https://" + addr + "/json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n Negotiated
+		json.NewDecoder(resp.Body).Decode(&n)
+		resp.Body.Close()
+		if n.Group != g.String() || n.PostQuantum != IsPostQuantum(g) || n.Version != "TLS 1.3" || n.SignatureScheme != "ecdsa_secp256r1_sha256" {
+			t.Fatalf("%v: %+v", g, n)
+		}
+		client.CloseIdleConnections()
+	}
+}
+
+// TestServerBadClients: unsupported groups, a stalled client, a
+// truncated ClientHello and 1,000 idle connections; the server keeps
+// serving others and leaks no goroutines.
+func TestServerBadClients(t *testing.T) {
+	before := runtime.NumGoroutine()
+	c := chain(t, ECDSAP256)
+	addr, stop := startServer(t, ServerOptions{Chains: []*Chain{c}, HandshakeTimeout: 300 * time.Millisecond,
+		IdleTimeout: 300 * time.Millisecond, MaxConns: 2000})
+	good := func() error {
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.Roots}}}
+		defer client.CloseIdleConnections()
+		resp, err := client.Get("https://" + addr + "/json")
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		return resp.Body.Close()
+	}
+	// Only groups the server does not offer: the handshake fails cleanly.
+	srvP384 := ServerOptions{Chains: []*Chain{c}, Groups: []tls.CurveID{tls.CurveP384}}
+	addr2, stop2 := startServer(t, srvP384)
+	conn, err := tls.Dial("tcp", addr2, &tls.Config{RootCAs: c.Roots, ServerName: "localhost", CurvePreferences: []tls.CurveID{tls.X25519MLKEM768},
+		MinVersion: tls.VersionTLS13})
+	if err == nil {
+		conn.Close()
+		t.Fatal("handshake with no common group succeeded")
+	}
+	stop2()
+	var idle []net.Conn
+	for range 1000 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	// A truncated ClientHello, then silence.
+	trunc, _ := net.Dial("tcp", addr)
+	trunc.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01})
+	if err := good(); err != nil {
+		t.Fatalf("a good client while 1,000 idle connections wait: %v", err)
+	}
+	// The stalled connections are closed by the handshake timeout.
+	time.Sleep(700 * time.Millisecond)
+	buf := make([]byte, 1)
+	trunc.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := trunc.Read(buf); err == nil {
+		t.Fatal("truncated ClientHello got data back")
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	trunc.Close()
+	stop()
+	deadline := time.Now().Add(3 * time.Second)
+	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+2 {
+		t.Fatalf("%d goroutines before, %d after", before, n)
+	}
+}
