@@ -177,7 +177,7 @@ func (a *app) newHandshakeDialCmd() *cobra.Command {
 		Use:   "dial ADDR --suite S [--runs N] [--pin FINGERPRINT] [--json]",
 		Short: "Run handshakes against 'ward handshake serve' and report time and bytes",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return a.dial(cmd.Context(), args[0], &o) },
+		RunE:  func(cmd *cobra.Command, args []string) error { return a.dial(cmd.Context(), args[0], &o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.suite, "suite", "x25519+mlkem768", "suite, for example x25519, mlkem768, x25519+mlkem768, mlkem768+mldsa65")

@@ -83,8 +83,8 @@ func TestKMSCommands(t *testing.T) {
 	}
 	code, out, _ := run("", "--kms", url("alias/one"), "kms", "info", "--json")
 	var info struct {
-		Provider string `json:"provider"`
-		ARN      string `json:"arn"`
+		Provider string                    `json:"provider"`
+		ARN      string                    `json:"arn"`
 		Cache    struct{ KMSCalls uint64 } `json:"cache"`
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &info) != nil || info.Provider != "awskms" || !strings.HasPrefix(info.ARN, "arn:aws:kms:") || info.Cache.KMSCalls != 1 {

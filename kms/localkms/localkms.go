@@ -11,7 +11,6 @@
 package localkms
 
 import (
-
 	"fmt"
 	"io"
 	"net"
@@ -160,5 +159,3 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(resp.Code)
 	io.WriteString(w, resp.Body)
 }
-
-
