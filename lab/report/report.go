@@ -46,6 +46,7 @@ var builders = map[string]func(ix index) (section, error){
 	"password":  passwordSection,
 	"handshake": handshakeSection,
 	"kms":       kmsSection,
+	"tls":       tlsSection,
 }
 
 // order is the order of sections in the report.

@@ -145,22 +145,28 @@ func (Scenario) Run(ctx context.Context, env *lab.Env) error {
 			}
 			full, res := fmt.Sprintf("X25519MLKEM768/%v/full/%s", a, d), fmt.Sprintf("X25519MLKEM768/%v/resumed/%s", a, d)
 			if med[full] > 0 && med[res] > 0 {
-				env.Record(lab.Derived("tls", "resumption-saving/"+full, map[string]any{"full": full, "resumed": res}, "time_ratio", "x", med[full]/med[res],
-					"median full-handshake time over resumed, X25519MLKEM768"))
+				rp := map[string]any{"full": full, "resumed": res}
+				env.Record(lab.Derived("tls", "resumption-saving/"+full, rp, "time_ratio", "x", med[full]/med[res],
+					"median full-handshake time over resumed, X25519MLKEM768"),
+					lab.Derived("tls", "resumption-saving/"+full, rp, "bytes_ratio", "x", bytesDown[full]/bytesDown[res],
+						"server-to-client bytes, full over resumed, X25519MLKEM768"))
 			}
 		}
 	}
-	// ward's measurement path against a bare crypto/tls handshake, same run.
-	bare, err := bareHandshake(ctx, chains[pqtls.ECDSAP256], runs*5)
+	// ward's measurement path against a bare crypto/tls handshake,
+	// interleaved in one loop so both see the same machine state.
+	wardMs, bare, err := compareBare(ctx, chains[pqtls.ECDSAP256], runs*10)
 	if err != nil {
 		return err
 	}
-	env.Record(lab.FromSamples("tls", "bare-crypto-tls/X25519MLKEM768/ecdsa-p256/full/0ms", map[string]any{"group": "X25519MLKEM768", "cert": "ecdsa-p256"},
-		"handshake_time", "ms", bare))
+	bp := map[string]any{"group": "X25519MLKEM768", "cert": "ecdsa-p256"}
+	env.Record(lab.FromSamples("tls", "bare-crypto-tls/X25519MLKEM768/ecdsa-p256/full/0ms", bp, "handshake_time", "ms", bare),
+		lab.FromSamples("tls", "ward-dial/X25519MLKEM768/ecdsa-p256/full/0ms", bp, "handshake_time", "ms", wardMs))
 	_, bm, _, _ := lab.Summary(bare)
-	if w := med["X25519MLKEM768/ecdsa-p256/full/0ms"]; w > 0 && bm > 0 {
-		env.Record(lab.Derived("tls", "ward-vs-bare/X25519MLKEM768/ecdsa-p256/0ms", nil, "time_ratio", "x", w/bm,
-			"ward's measured handshake (counting connection) over a bare crypto/tls client/server handshake on loopback"))
+	_, wm, _, _ := lab.Summary(wardMs)
+	if wm > 0 && bm > 0 {
+		env.Record(lab.Derived("tls", "ward-vs-bare/X25519MLKEM768/ecdsa-p256/0ms", nil, "time_ratio", "x", wm/bm,
+			"median of ward's measured handshake (counting connection, pqtls.Dial) over a bare crypto/tls handshake, interleaved on loopback"))
 	}
 	// The minimal protocol's matching suites, same delays, link model.
 	for i, s := range []handshake.Suite{{KEX: handshake.X25519}, {KEX: handshake.X25519MLKEM768}, {KEX: handshake.MLKEM1024},
@@ -230,30 +236,39 @@ func measure(ctx context.Context, c config, ch *pqtls.Chain, runs int) ([]*pqtls
 	return out, nil
 }
 
-// bareHandshake times plain crypto/tls handshakes over loopback with no
-// wrapper: the baseline for ward's own overhead.
-func bareHandshake(ctx context.Context, ch *pqtls.Chain, runs int) ([]float64, error) {
-	scfg := &tls.Config{Certificates: []tls.Certificate{ch.Certificate}, CurvePreferences: []tls.CurveID{tls.X25519MLKEM768}}
-	addr, stop, err := pqtls.NewTestServer(scfg)
+// compareBare times, alternately, ward's measured dial and a plain
+// crypto/tls handshake with no wrapper against the same server: the
+// baseline for ward's own overhead.
+func compareBare(ctx context.Context, ch *pqtls.Chain, runs int) (ward, bare []float64, err error) {
+	group := []tls.CurveID{tls.X25519MLKEM768}
+	addr, stop, err := pqtls.NewTestServer(&tls.Config{Certificates: []tls.Certificate{ch.Certificate}, CurvePreferences: group})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer stop()
-	var ms []float64
-	for range runs {
+	cfg := func() *tls.Config { return &tls.Config{RootCAs: ch.Roots, ServerName: "localhost", CurvePreferences: group} }
+	for i := 0; i <= runs; i++ {
+		m, err := pqtls.Dial(ctx, addr, cfg())
+		if err != nil {
+			return nil, nil, err
+		}
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		tc := tls.Client(c, &tls.Config{RootCAs: ch.Roots, ServerName: "localhost", CurvePreferences: []tls.CurveID{tls.X25519MLKEM768}})
+		tc := tls.Client(c, cfg())
 		start := time.Now()
 		err = tc.HandshakeContext(ctx)
 		d := time.Since(start)
 		c.Close()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		ms = append(ms, float64(d.Nanoseconds())/1e6)
+		if i == 0 { // warm-up
+			continue
+		}
+		ward = append(ward, float64(m.Handshake.Nanoseconds())/1e6)
+		bare = append(bare, float64(d.Nanoseconds())/1e6)
 	}
-	return ms, nil
+	return ward, bare, nil
 }

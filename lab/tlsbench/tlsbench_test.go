@@ -1,0 +1,32 @@
+package tlsbench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/wardlab/ward/pqtls"
+)
+
+// TestMeasureNegotiation runs a few configurations and checks that what
+// was negotiated is what was asked for, full and resumed.
+func TestMeasureNegotiation(t *testing.T) {
+	ch, err := pqtls.GenerateChain(pqtls.MLDSA44)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []config{{group: "X25519MLKEM768", cert: pqtls.MLDSA44}, {group: "MLKEM1024", cert: pqtls.MLDSA44, resumed: true},
+		{group: "X25519", cert: pqtls.MLDSA44, delay: 10 * time.Millisecond}} {
+		ms, err := measure(context.Background(), c, ch, 2)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name(), err)
+		}
+		if len(ms) != 2 || (c.delay > 0 && ms[0].Handshake < 2*c.delay) {
+			t.Fatalf("%s: %d runs, %v", c.name(), len(ms), ms[0].Handshake)
+		}
+	}
+	w, b, err := compareBare(context.Background(), ch, 3)
+	if err != nil || len(w) != 3 || len(b) != 3 {
+		t.Fatal(err)
+	}
+}
