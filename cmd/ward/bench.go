@@ -13,6 +13,7 @@ import (
 
 	"github.com/wardlab/ward/lab"
 	"github.com/wardlab/ward/lab/aead"
+	"github.com/wardlab/ward/lab/chatbench"
 	"github.com/wardlab/ward/lab/envelope"
 	"github.com/wardlab/ward/lab/hashing"
 	"github.com/wardlab/ward/lab/kex"
@@ -22,7 +23,7 @@ import (
 
 // scenarios lists the lab's scenarios in the order `ward bench` runs them.
 func scenarios() []lab.Scenario {
-	return []lab.Scenario{aead.Scenario{}, hashing.Scenario{}, envelope.Scenario{}, kex.Scenario{}, tlsbench.Scenario{}}
+	return []lab.Scenario{aead.Scenario{}, hashing.Scenario{}, envelope.Scenario{}, kex.Scenario{}, tlsbench.Scenario{}, chatbench.Scenario{}}
 }
 
 type benchOptions struct {
@@ -145,7 +146,7 @@ func isHeadline(r lab.Result) bool {
 		return true
 	}
 	switch r.Metric {
-	case "hash_latency", "burst_vs_ideal", "ratio", "speedup":
+	case "hash_latency", "burst_vs_ideal", "ratio", "speedup", "overhead":
 		return true
 	case "burst_time":
 		return r.Params["concurrent"] == 10

@@ -47,6 +47,7 @@ var builders = map[string]func(ix index) (section, error){
 	"handshake": handshakeSection,
 	"kms":       kmsSection,
 	"tls":       tlsSection,
+	"chat":      chatSection,
 }
 
 // order is the order of sections in the report.

@@ -1,0 +1,285 @@
+package chat
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/keyring"
+)
+
+type testApp struct {
+	app *App
+	ts  *httptest.Server
+	db  *sql.DB
+}
+
+// forEachDB runs fn on SQLite and, when WARD_TEST_POSTGRES_URL is set, on
+// PostgreSQL (a fresh schema per test).
+func forEachDB(t *testing.T, fn func(t *testing.T, ta *testApp)) {
+	t.Setenv("WARD_MASTER_KEY", keyring.GenerateMasterKey().Encode())
+	t.Run("sqlite", func(t *testing.T) {
+		dir := t.TempDir()
+		fn(t, newTestApp(t, Options{DB: "sqlite:" + filepath.Join(dir, "chat.db"), KeyringPath: filepath.Join(dir, "kr.json"), KMSURL: "local://"}))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := os.Getenv("WARD_TEST_POSTGRES_URL")
+		if url == "" {
+			t.Skip("WARD_TEST_POSTGRES_URL is not set (.ci/run sets it)")
+		}
+		db, err := sql.Open("pgx", url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema := fmt.Sprintf("chat_%d", newID()%1_000_000_000)
+		if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Exec("DROP SCHEMA " + schema + " CASCADE"); db.Close() })
+		sep := "?"
+		if strings.Contains(url, "?") {
+			sep = "&"
+		}
+		fn(t, newTestApp(t, Options{DB: url + sep + "search_path=" + schema, KeyringPath: filepath.Join(t.TempDir(), "kr.json"), KMSURL: "local://"}))
+	})
+}
+
+func newTestApp(t *testing.T, o Options) *testApp {
+	app, err := Open(context.Background(), o, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(app.server.Handler())
+	t.Cleanup(func() { ts.Close(); app.db.Close() })
+	return &testApp{app: app, ts: ts, db: app.db}
+}
+
+type client struct {
+	t  *testing.T
+	hc *http.Client
+	ts *httptest.Server
+}
+
+func (ta *testApp) client(t *testing.T) *client {
+	jar, _ := cookiejar.New(nil)
+	return &client{t: t, hc: &http.Client{Jar: jar}, ts: ta.ts}
+}
+
+func (c *client) do(method, path string, body any, out any) int {
+	c.t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		r = bytes.NewReader(j)
+	}
+	req, _ := http.NewRequest(method, c.ts.URL+path, r)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
+}
+
+func (c *client) signup(email string) Conversation {
+	c.t.Helper()
+	if code := c.do("POST", "/api/signup", credentials{email, "correct horse"}, nil); code != 201 {
+		c.t.Fatalf("signup %s: %d", email, code)
+	}
+	var conv Conversation
+	if code := c.do("POST", "/api/conversations", map[string]string{"title": "Plans for " + email}, &conv); code != 201 {
+		c.t.Fatalf("conversation: %d", code)
+	}
+	return conv
+}
+
+func TestChatAPI(t *testing.T) {
+	forEachDB(t, func(t *testing.T, ta *testApp) {
+		alice := ta.client(t)
+		conv := alice.signup("alice@example.com")
+		var reply []Message
+		if code := alice.do("POST", fmt.Sprintf("/api/conversations/%d/messages", conv.ID), map[string]string{"body": "今日の予定は歯医者です"}, &reply); code != 201 {
+			t.Fatalf("send: %d", code)
+		}
+		if len(reply) != 2 || reply[1].Role != "assistant" || !strings.Contains(reply[1].Body, "歯医者") {
+			t.Fatalf("reply %+v", reply)
+		}
+		var msgs []Message
+		alice.do("GET", fmt.Sprintf("/api/conversations/%d/messages", conv.ID), nil, &msgs)
+		if len(msgs) != 2 || msgs[0].Body != "今日の予定は歯医者です" {
+			t.Fatalf("messages %+v", msgs)
+		}
+		// The database holds no plaintext: not the message, the title or the e-mail.
+		var all bytes.Buffer
+		for _, q := range []string{"SELECT body FROM messages", "SELECT title FROM conversations", "SELECT email FROM users"} {
+			rows, _ := ta.db.Query(q)
+			for rows.Next() {
+				var b []byte
+				rows.Scan(&b)
+				all.Write(b)
+			}
+			rows.Close()
+		}
+		for _, plain := range []string{"歯医者", "Plans for", "alice@example.com"} {
+			if bytes.Contains(all.Bytes(), []byte(plain)) {
+				t.Fatalf("plaintext %q in the database", plain)
+			}
+		}
+		var out bytes.Buffer
+		ta.app.Inspect(context.Background(), &out)
+		if !strings.Contains(out.String(), "AES-256-GCM, key") || strings.Contains(out.String(), "歯医者") {
+			t.Fatalf("inspect-db: %s", out.String())
+		}
+		// Another user cannot read or write alice's conversation: 404, as for a missing one.
+		bob := ta.client(t)
+		bob.signup("bob@example.com")
+		for _, path := range []string{fmt.Sprintf("/api/conversations/%d/messages", conv.ID), "/api/conversations/12345/messages"} {
+			if code := bob.do("GET", path, nil, nil); code != 404 {
+				t.Fatalf("bob reads %s: %d", path, code)
+			}
+		}
+		if code := bob.do("POST", fmt.Sprintf("/api/conversations/%d/messages", conv.ID), map[string]string{"body": "x"}, nil); code != 404 {
+			t.Fatalf("bob writes: %d", code)
+		}
+		// Bad input.
+		anon := ta.client(t)
+		if code := anon.do("GET", "/api/conversations", nil, nil); code != 401 {
+			t.Fatalf("anonymous: %d", code)
+		}
+		if code := alice.do("POST", fmt.Sprintf("/api/conversations/%d/messages", conv.ID), "{not json", nil); code != 400 {
+			t.Fatalf("malformed JSON: %d", code)
+		}
+		if code := alice.do("POST", fmt.Sprintf("/api/conversations/%d/messages", conv.ID), map[string]string{"body": strings.Repeat("x", 9000)}, nil); code != 400 {
+			t.Fatalf("oversized message: %d", code)
+		}
+		if code := alice.do("POST", "/api/signup", strings.Repeat("x", 20000), nil); code != 413 && code != 400 {
+			t.Fatalf("oversized body: %d", code)
+		}
+		if code := alice.do("POST", "/api/signup", credentials{"ALICE@example.com ", "correct horse"}, nil); code != 409 {
+			t.Fatalf("duplicate (case-folded) e-mail: %d", code)
+		}
+		// Log-in finds the account through the blind index; wrong passwords are rate-limited.
+		again := ta.client(t)
+		if code := again.do("POST", "/api/login", credentials{"Alice@Example.com", "correct horse"}, nil); code != 200 {
+			t.Fatalf("login: %d", code)
+		}
+		eve := ta.client(t)
+		codes := []int{}
+		for range 6 {
+			codes = append(codes, eve.do("POST", "/api/login", credentials{"alice@example.com", "wrong"}, nil))
+		}
+		if codes[0] != 401 || codes[5] != 429 {
+			t.Fatalf("rate limit: %v", codes)
+		}
+		if code := eve.do("POST", "/api/login", credentials{"nobody@example.com", "wrong"}, nil); code != 401 {
+			t.Fatalf("unknown account: %d", code)
+		}
+		// A tampered ciphertext: that message reports an integrity error, the rest load.
+		var id int64
+		var raw []byte
+		ta.db.QueryRow(ta.app.store.q(`SELECT id, body FROM messages WHERE role = 'user'`)).Scan(&id, &raw)
+		raw[len(raw)-1] ^= 1
+		ta.db.Exec(ta.app.store.q(`UPDATE messages SET body = ? WHERE id = ?`), raw, id)
+		msgs = nil
+		if code := alice.do("GET", fmt.Sprintf("/api/conversations/%d/messages", conv.ID), nil, &msgs); code != 200 || len(msgs) != 2 {
+			t.Fatalf("after tampering: %d %+v", code, msgs)
+		}
+		if msgs[0].Error == "" || msgs[0].Body != "" || msgs[1].Error != "" {
+			t.Fatalf("tampered message not reported: %+v", msgs)
+		}
+	})
+}
+
+// TestChatWhileRotating: many users chat while the keyring rotates and
+// every column is re-encrypted; afterwards every message is readable by
+// its owner, under the new key, and by nobody else.
+func TestChatWhileRotating(t *testing.T) {
+	forEachDB(t, func(t *testing.T, ta *testApp) {
+		const users, msgs = 6, 15
+		clients := make([]*client, users)
+		convs := make([]Conversation, users)
+		for i := range clients {
+			clients[i] = ta.client(t)
+			convs[i] = clients[i].signup(fmt.Sprintf("user%d@example.com", i))
+		}
+		var wg sync.WaitGroup
+		for i := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range msgs {
+					if code := clients[i].do("POST", fmt.Sprintf("/api/conversations/%d/messages", convs[i].ID), map[string]string{"body": fmt.Sprintf("u%d m%d", i, j)}, nil); code != 201 {
+						t.Errorf("send: %d", code)
+						return
+					}
+				}
+			}()
+		}
+		var out bytes.Buffer
+		if err := ta.app.Rotate(context.Background(), &out); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		// Messages written after the re-encryption pass are under the new
+		// key already; a second pass must find nothing left.
+		if err := ta.app.Rotate(context.Background(), &out); err != nil {
+			t.Fatal(err)
+		}
+		primary := ta.app.kr.Primary().ID
+		for i, c := range clients {
+			var ms []Message
+			c.do("GET", fmt.Sprintf("/api/conversations/%d/messages", convs[i].ID), nil, &ms)
+			if len(ms) != 2*msgs {
+				t.Fatalf("user %d: %d messages", i, len(ms))
+			}
+			seen := map[string]bool{}
+			for _, m := range ms {
+				if m.Error != "" {
+					t.Fatalf("user %d: %s", i, m.Error)
+				}
+				if m.Role == "user" {
+					seen[m.Body] = true
+				}
+			}
+			for j := range msgs {
+				if !seen[fmt.Sprintf("u%d m%d", i, j)] {
+					t.Fatalf("user %d lost message %d", i, j)
+				}
+			}
+			other := clients[(i+1)%users]
+			if code := other.do("GET", fmt.Sprintf("/api/conversations/%d/messages", convs[i].ID), nil, nil); code != 404 {
+				t.Fatalf("user %d's conversation readable by another: %d", i, code)
+			}
+		}
+		rows, _ := ta.db.Query(`SELECT body FROM messages`)
+		defer rows.Close()
+		for rows.Next() {
+			var raw []byte
+			rows.Scan(&raw)
+			if h, err := keyring.ParseHeader(raw); err != nil || h.KeyID != primary {
+				t.Fatalf("a message is not under the primary key: %v %v", h.KeyID, err)
+			}
+		}
+		_ = field.Binary
+	})
+}
