@@ -64,4 +64,3 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	return fmt.Errorf("unknown command %q (serve, inspect-db, rotate)", cmd)
 }
-

@@ -246,7 +246,9 @@ func compareBare(ctx context.Context, ch *pqtls.Chain, runs int) (ward, bare []f
 		return nil, nil, err
 	}
 	defer stop()
-	cfg := func() *tls.Config { return &tls.Config{RootCAs: ch.Roots, ServerName: "localhost", CurvePreferences: group} }
+	cfg := func() *tls.Config {
+		return &tls.Config{RootCAs: ch.Roots, ServerName: "localhost", CurvePreferences: group}
+	}
 	for i := 0; i <= runs; i++ {
 		m, err := pqtls.Dial(ctx, addr, cfg())
 		if err != nil {
