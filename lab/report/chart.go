@@ -110,6 +110,18 @@ func barChart(title, ylabel string, labels []string, groups []string, values map
 			p.Legend.Add(g, b)
 		}
 	}
+	// Headroom above the tallest bar keeps the legend off the bars.
+	top := 0.0
+	for _, g := range groups {
+		for _, v := range values[g] {
+			if !math.IsNaN(v) && v > top {
+				top = v
+			}
+		}
+	}
+	if top > 0 && len(groups) > 1 {
+		p.Y.Max = top * (1.15 + 0.08*float64(len(groups)))
+	}
 	p.Legend.Top = true
 	p.NominalX(labels...)
 	if len(labels) > 5 {
