@@ -2,41 +2,24 @@ package chat
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/wardlab/ward/internal/browsertest"
 )
 
 // TestBrowserChat signs up, sends a message and sees the reply in headless
 // Chromium, then checks the database holds no plaintext of it.
 func TestBrowserChat(t *testing.T) {
-	exe := ""
-	for _, c := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(c); err == nil {
-			exe = p
-			break
-		}
-	}
-	if exe == "" {
-		t.Skip("no Chromium on this machine (.ci/run installs Debian's chromium)")
-	}
 	forEachDB(t, func(t *testing.T, ta *testApp) {
 		if strings.HasSuffix(t.Name(), "postgres") {
 			t.Skip("one browser run is enough; the API tests cover PostgreSQL")
 		}
-		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
-			chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true), chromedp.UserDataDir(t.TempDir()))
-		actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-		defer cancel()
-		ctx, cancel := chromedp.NewContext(actx)
-		defer cancel()
-		if _, err := chromedp.Run(ctx, chromedp.Navigate("about:blank")); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+		ctx := browsertest.Start(t)
+		ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
 		run := func(a chromedp.Action[chromedp.Void]) {
 			t.Helper()

@@ -58,23 +58,8 @@ func newStore(db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, encrypt bo
 	return s, s.migrate(context.Background())
 }
 
-// q rewrites ? placeholders for PostgreSQL.
-func (s *Store) q(query string) string {
-	if s.dialect != field.Postgres {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, c := range query {
-		if c == '?' {
-			n++
-			fmt.Fprintf(&b, "$%d", n)
-			continue
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+// q rewrites ? placeholders for the database.
+func (s *Store) q(query string) string { return s.dialect.Rebind(query) }
 
 // migrations run in order on start; the applied count is kept in
 // schema_version.

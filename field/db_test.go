@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -67,19 +66,4 @@ func (d testDB) table(t *testing.T, prefix string) string {
 	return name
 }
 
-func (d testDB) q(s string) string {
-	if d.dialect != Postgres {
-		return s
-	}
-	var b strings.Builder
-	n := 0
-	for _, c := range s {
-		if c == '?' {
-			n++
-			fmt.Fprintf(&b, "$%d", n)
-			continue
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+func (d testDB) q(s string) string { return d.dialect.Rebind(s) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wardlab/ward/keyring"
@@ -41,6 +42,26 @@ func (d Dialect) Placeholder(n int) string {
 		return "$" + strconv.Itoa(n)
 	}
 	return "?"
+}
+
+// Rebind rewrites the ? placeholders of a query for the dialect ($1, $2, …
+// for PostgreSQL). It does not parse SQL: queries must not contain ? in
+// literals.
+func (d Dialect) Rebind(query string) string {
+	if d != Postgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range query {
+		if c == '?' {
+			n++
+			b.WriteString(d.Placeholder(n))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)

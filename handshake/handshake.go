@@ -191,10 +191,12 @@ type keySchedule struct{ prk []byte }
 
 const scheduleSalt = "ward-handshake-v1"
 
+// newKeySchedule consumes the shared secrets: they are zeroed.
 func newKeySchedule(secrets ...[]byte) (*keySchedule, error) {
 	var ikm []byte
 	for _, s := range secrets {
 		ikm = append(ikm, s...)
+		clear(s)
 	}
 	defer clear(ikm)
 	prk, err := hkdf.Extract(sha256.New, ikm, []byte(scheduleSalt))
@@ -339,9 +341,6 @@ func Client(ctx context.Context, conn net.Conn, cfg *ClientConfig) (*Result, err
 			secrets = append(secrets, ss)
 		}
 		ks, err = newKeySchedule(secrets...)
-		for _, s := range secrets {
-			clear(s)
-		}
 		return err
 	})
 	if err != nil {
@@ -448,9 +447,6 @@ func Server(ctx context.Context, conn net.Conn, cfg *ServerConfig) (*Result, err
 		}
 		var err error
 		ks, err = newKeySchedule(secrets...)
-		for _, s := range secrets {
-			clear(s)
-		}
 		return err
 	})
 	if err != nil {

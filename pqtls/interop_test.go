@@ -9,38 +9,18 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-)
 
-func chromiumPath() string {
-	for _, c := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(c); err == nil {
-			return p
-		}
-	}
-	return ""
-}
+	"github.com/wardlab/ward/internal/browsertest"
+)
 
 // TestChromiumNegotiatesPQ drives headless Chromium against the server
 // with its default groups and an ECDSA chain, and checks from the page
 // that Chromium negotiated X25519MLKEM768.
 func TestChromiumNegotiatesPQ(t *testing.T) {
-	exe := chromiumPath()
-	if exe == "" {
-		t.Skip("no Chromium on this machine (.ci/run installs Debian's chromium)")
-	}
+	ctx := browsertest.Start(t, chromedp.Flag("ignore-certificate-errors", true), chromedp.Flag("disable-quic", true))
 	addr, stop := startServer(t, ServerOptions{Chains: []*Chain{chain(t, ECDSAP256)}})
 	defer stop()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("ignore-certificate-errors", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-quic", true), chromedp.UserDataDir(t.TempDir()))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if _, err := chromedp.Run(ctx, chromedp.Navigate("https://"+addr+"/")); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package report
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/wardlab/ward/internal/browsertest"
 	"github.com/wardlab/ward/lab"
 )
 
@@ -79,32 +79,13 @@ func TestGenericSectionAndCompare(t *testing.T) {
 // TestReportInChromium renders the report in headless Chromium and checks
 // there are no console errors and every chart is present and drawn.
 func TestReportInChromium(t *testing.T) {
-	exe := ""
-	for _, c := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(c); err == nil {
-			exe = p
-			break
-		}
-	}
-	if exe == "" {
-		t.Skip("no Chromium on this machine (.ci/run installs Debian's chromium)")
-	}
 	dir := fixture(t)
 	h, _, err := Rebuild(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(390, 844)) // a phone
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Navigate("about:blank")); err != nil { // start the browser
-		t.Fatal(err)
-	}
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	ctx := browsertest.Start(t, chromedp.WindowSize(390, 844)) // a phone
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var mu sync.Mutex
 	var consoleErrs []string
