@@ -9,14 +9,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
-	_ "modernc.org/sqlite"             // registers "sqlite"
-
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/kms/kmsurl"
@@ -45,16 +42,6 @@ type App struct {
 	server  *Server
 }
 
-func openDB(url string) (*sql.DB, field.Dialect, error) {
-	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
-		db, err := sql.Open("pgx", url)
-		return db, field.Postgres, err
-	}
-	path := strings.TrimPrefix(url, "sqlite:")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
-	return db, field.SQLite, err
-}
-
 // Open loads (or creates) the keyring through the KMS, opens the database
 // and runs its migrations. encrypt=false stores plaintext and exists only
 // for the lab's baseline.
@@ -73,7 +60,7 @@ func Open(ctx context.Context, o Options, encrypt bool) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, dialect, err := openDB(o.DB)
+	db, dialect, err := dburl.Open(o.DB)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -105,13 +106,13 @@ func (s *Store) migrate(ctx context.Context) error {
 // newID returns a random positive 63-bit ID: no count of rows leaks, and
 // IDs are not guessable.
 func newID() int64 {
-	var b [8]byte
-	rand.Read(b[:])
-	v := int64(b[0]&0x7f)<<56 | int64(b[1])<<48 | int64(b[2])<<40 | int64(b[3])<<32 | int64(b[4])<<24 | int64(b[5])<<16 | int64(b[6])<<8 | int64(b[7])
-	if v == 0 {
-		return newID()
+	for {
+		var b [8]byte
+		rand.Read(b[:])
+		if v := int64(binary.BigEndian.Uint64(b[:]) >> 1); v != 0 {
+			return v
+		}
 	}
-	return v
 }
 
 func (s *Store) seal(col *field.Column, id int64, text string) (any, error) {

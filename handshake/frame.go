@@ -145,6 +145,3 @@ func ioErr(err error, what string) error {
 	}
 	return fmt.Errorf("handshake: reading %s: %w", what, err)
 }
-
-// readFull is io.ReadFull on a net.Conn.
-func readFull(r io.Reader, buf []byte) (int, error) { return io.ReadFull(r, buf) }

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"net"
 	"time"
 )
@@ -136,7 +137,7 @@ func (s *session) read(want byte, size int) ([]byte, error) {
 	}
 	if typ == frameAlert && n == 1 {
 		var code [1]byte
-		if _, err := readFull(s.conn, code[:]); err == nil {
+		if _, err := io.ReadFull(s.conn, code[:]); err == nil {
 			return nil, &AlertError{Code: code[0]}
 		}
 		return nil, fmt.Errorf("%w: truncated alert", ErrProtocol)
@@ -151,7 +152,7 @@ func (s *session) read(want byte, size int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s frame of %d bytes, want %d", ErrProtocol, frameNames[typ], n, size)
 	}
 	buf := make([]byte, n)
-	if _, err := readFull(s.conn, buf); err != nil {
+	if _, err := io.ReadFull(s.conn, buf); err != nil {
 		return nil, ioErr(err, frameNames[typ])
 	}
 	s.stats.BytesReceived += n
@@ -392,7 +393,7 @@ func Server(ctx context.Context, conn net.Conn, cfg *ServerConfig) (*Result, err
 		return nil, fmt.Errorf("%w: ClientHello of %d bytes for %v", ErrProtocol, n, suite)
 	}
 	hello := make([]byte, n)
-	if _, err := readFull(conn, hello); err != nil {
+	if _, err := io.ReadFull(conn, hello); err != nil {
 		return nil, ioErr(err, "ClientHello")
 	}
 	s.stats.BytesReceived += n

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -238,17 +239,12 @@ func Load(ctx context.Context, path string, w Wrapper) (*Keyring, error) {
 		return nil, fmt.Errorf("keyring: %w", err)
 	}
 	defer f.Close()
-	data := make([]byte, 0, 4096)
-	buf := make([]byte, 4096)
-	for {
-		n, err := f.Read(buf)
-		data = append(data, buf[:n]...)
-		if len(data) > maxKeyringFile {
-			return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrCorruptKeyring, path, maxKeyringFile)
-		}
-		if err != nil {
-			break
-		}
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyringFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("keyring: reading %s: %w", path, err)
+	}
+	if len(data) > maxKeyringFile {
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrCorruptKeyring, path, maxKeyringFile)
 	}
 	kr, err := Unmarshal(ctx, data, w)
 	if err != nil {

@@ -41,40 +41,28 @@ const maxEncodedLen = 1024
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	if l.MaxArgon2Memory != 0 {
-		d.MaxArgon2Memory = l.MaxArgon2Memory
+	return Limits{
+		MaxArgon2Memory:      or(l.MaxArgon2Memory, d.MaxArgon2Memory),
+		MaxArgon2Time:        or(l.MaxArgon2Time, d.MaxArgon2Time),
+		MaxArgon2Parallelism: or(l.MaxArgon2Parallelism, d.MaxArgon2Parallelism),
+		MaxBcryptCost:        or(l.MaxBcryptCost, d.MaxBcryptCost),
+		MaxScryptLogN:        or(l.MaxScryptLogN, d.MaxScryptLogN),
+		MaxScryptMemory:      or(l.MaxScryptMemory, d.MaxScryptMemory),
+		MaxScryptP:           or(l.MaxScryptP, d.MaxScryptP),
+		MaxPBKDF2Iterations:  or(l.MaxPBKDF2Iterations, d.MaxPBKDF2Iterations),
+		MaxSaltLen:           or(l.MaxSaltLen, d.MaxSaltLen),
+		MaxKeyLen:            or(l.MaxKeyLen, d.MaxKeyLen),
+		MaxPasswordLen:       or(l.MaxPasswordLen, d.MaxPasswordLen),
 	}
-	if l.MaxArgon2Time != 0 {
-		d.MaxArgon2Time = l.MaxArgon2Time
+}
+
+// or returns v, or def when v is the zero value.
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
 	}
-	if l.MaxArgon2Parallelism != 0 {
-		d.MaxArgon2Parallelism = l.MaxArgon2Parallelism
-	}
-	if l.MaxBcryptCost != 0 {
-		d.MaxBcryptCost = l.MaxBcryptCost
-	}
-	if l.MaxScryptLogN != 0 {
-		d.MaxScryptLogN = l.MaxScryptLogN
-	}
-	if l.MaxScryptMemory != 0 {
-		d.MaxScryptMemory = l.MaxScryptMemory
-	}
-	if l.MaxScryptP != 0 {
-		d.MaxScryptP = l.MaxScryptP
-	}
-	if l.MaxPBKDF2Iterations != 0 {
-		d.MaxPBKDF2Iterations = l.MaxPBKDF2Iterations
-	}
-	if l.MaxSaltLen != 0 {
-		d.MaxSaltLen = l.MaxSaltLen
-	}
-	if l.MaxKeyLen != 0 {
-		d.MaxKeyLen = l.MaxKeyLen
-	}
-	if l.MaxPasswordLen != 0 {
-		d.MaxPasswordLen = l.MaxPasswordLen
-	}
-	return d
+	return v
 }
 
 // check returns a LimitError for the first parameter over its limit.

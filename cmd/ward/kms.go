@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -69,7 +70,7 @@ func (a *app) newKMSCryptCmd(encrypt bool) *cobra.Command {
 				_, err = fmt.Fprintln(a.stdout, base64.StdEncoding.EncodeToString(ct))
 				return err
 			}
-			ct, err := base64.StdEncoding.DecodeString(string(trimSpace(in)))
+			ct, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(in)))
 			if err != nil {
 				return failed(fmt.Errorf("input is not base64: %w", err), "")
 			}
@@ -147,11 +148,4 @@ func (a *app) newKMSInfoCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ') {
-		b = b[:len(b)-1]
-	}
-	return b
 }
