@@ -14,12 +14,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sdk "github.com/aws/aws-sdk-go-v2/service/kms"
 
+	"github.com/wardlab/ward/internal/localkms"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/kms/awskms"
 	"github.com/wardlab/ward/kms/kmsurl"
 	"github.com/wardlab/ward/kms/local"
-	"github.com/wardlab/ward/kms/localkms"
 )
 
 // startKMS runs local-kms in process on 127.0.0.1 and creates a key with

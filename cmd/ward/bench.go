@@ -12,18 +12,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/lab"
-	"github.com/wardlab/ward/lab/aead"
-	"github.com/wardlab/ward/lab/chatbench"
-	"github.com/wardlab/ward/lab/envelope"
-	"github.com/wardlab/ward/lab/hashing"
-	"github.com/wardlab/ward/lab/kex"
 	"github.com/wardlab/ward/lab/report"
-	"github.com/wardlab/ward/lab/tlsbench"
+	aeadlab "github.com/wardlab/ward/lab/scenarios/aead"
+	chatlab "github.com/wardlab/ward/lab/scenarios/chat"
+	handshakelab "github.com/wardlab/ward/lab/scenarios/handshake"
+	kmslab "github.com/wardlab/ward/lab/scenarios/kms"
+	passwordlab "github.com/wardlab/ward/lab/scenarios/password"
+	tlslab "github.com/wardlab/ward/lab/scenarios/tls"
 )
 
 // scenarios lists the lab's scenarios in the order `ward bench` runs them.
 func scenarios() []lab.Scenario {
-	return []lab.Scenario{aead.Scenario{}, hashing.Scenario{}, envelope.Scenario{}, kex.Scenario{}, tlsbench.Scenario{}, chatbench.Scenario{}}
+	return []lab.Scenario{aeadlab.Scenario{}, passwordlab.Scenario{}, kmslab.Scenario{}, handshakelab.Scenario{}, tlslab.Scenario{}, chatlab.Scenario{}}
 }
 
 type benchOptions struct {

@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sdk "github.com/aws/aws-sdk-go-v2/service/kms"
 
+	"github.com/wardlab/ward/internal/localkms"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/awskms"
-	"github.com/wardlab/ward/kms/localkms"
 )
 
 // TestKMSCommands drives the KMS commands against local-kms (in process,

@@ -1,4 +1,4 @@
-package tlsbench
+package tlslab
 
 import (
 	"context"

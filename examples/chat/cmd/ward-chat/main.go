@@ -3,9 +3,9 @@
 // rows, under a keyring wrapped by a KMS key, so that people with database
 // access cannot read them while the user and the assistant can.
 //
-//	go run ./cmd/ward-chat [serve] [--listen 127.0.0.1:8080] [--db sqlite:chat.db | postgres://…] [--kms URL]
-//	go run ./cmd/ward-chat inspect-db [--db …]      # what an operator sees
-//	go run ./cmd/ward-chat rotate [--db …]          # new key + re-encryption (service stopped)
+//	go run ./examples/chat/cmd/ward-chat [serve] [--listen 127.0.0.1:8080] [--db sqlite:chat.db | postgres://…] [--kms URL]
+//	go run ./examples/chat/cmd/ward-chat inspect-db [--db …]      # what an operator sees
+//	go run ./examples/chat/cmd/ward-chat rotate [--db …]          # new key + re-encryption (service stopped)
 //	kill -HUP <pid of serve>                        # the same, live, inside the running service
 //
 // The master key comes from WARD_MASTER_KEY like the rest of ward; the
@@ -22,7 +22,7 @@ import (
 	"os/signal"
 	"strings"
 
-	"github.com/wardlab/ward/chat"
+	"github.com/wardlab/ward/examples/chat"
 )
 
 func main() {

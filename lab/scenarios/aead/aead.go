@@ -1,10 +1,10 @@
-// Package aead is the lab scenario that reproduces seed 000: AEAD seal and
+// Package aeadlab is the lab scenario "aead", which reproduces seed 000: AEAD seal and
 // open throughput with hardware AES on and off, and the cost of ward's
 // field layer over raw crypto/cipher.
 //
 // Hardware AES is switched off in a child process with GODEBUG=cpu.aes=off,
 // the Go analogue of the seed's -XX:-UseAESIntrinsics.
-package aead
+package aeadlab
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package kex
+package handshakelab
 
 import (
 	"context"

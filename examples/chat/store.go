@@ -3,7 +3,7 @@
 // conversations and messages whose bodies, titles and e-mail addresses are
 // encrypted by the field layer and bound to their rows, under a keyring
 // wrapped by a KMS key; a stand-in assistant reads the decrypted context
-// through the same interface a model would. cmd/ward-chat runs it.
+// through the same interface a model would. examples/chat/cmd/ward-chat runs it.
 package chat
 
 import (

@@ -1,10 +1,10 @@
-// Package chatbench is the lab scenario "chat", which answers seed 000's
+// Package chatlab is the lab scenario "chat", which answers seed 000's
 // question for the whole service: what does encrypting messages cost per
 // request? It runs the chat service in process on SQLite twice, with
 // encryption on and off, and measures "send message" (store, assistant
 // reads 50 messages of context, store reply) and "load conversation"
 // (50 messages).
-package chatbench
+package chatlab
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wardlab/ward/chat"
+	"github.com/wardlab/ward/examples/chat"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/lab"
 )

@@ -1,4 +1,4 @@
-package aead
+package aeadlab
 
 import (
 	"context"

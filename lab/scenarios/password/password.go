@@ -1,9 +1,9 @@
-// Package hashing is the lab scenario "password", which reproduces seed
+// Package passwordlab is the lab scenario "password", which reproduces seed
 // 001: per-hash latency of Argon2id at the seed's and OWASP's parameters
 // and of the legacy schemes, sign-up bursts of 1, 2 and 10 concurrent
 // hashes with and without ward's limiter, and the reference C
 // implementation (Debian's argon2 CLI) when the machine has it.
-package hashing
+package passwordlab
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package chatbench
+package chatlab
 
 import (
 	"context"

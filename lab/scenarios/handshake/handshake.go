@@ -1,8 +1,8 @@
-// Package kex is the lab scenario "handshake", which reproduces and
+// Package handshakelab is the lab scenario "handshake", which reproduces and
 // extends seed 003: X25519, ML-KEM, hybrid and ML-DSA-signed handshakes
 // over real TCP on loopback, under the seed's sleep-before-send delay model
 // and a link model (toxiproxy), with both ML-KEM/ML-DSA backends.
-package kex
+package handshakelab
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/wardlab/ward/handshake"
 	"github.com/wardlab/ward/lab"
-	"github.com/wardlab/ward/netsim"
+	"github.com/wardlab/ward/lab/netsim"
 )
 
 // Scenario is the "handshake" lab scenario.

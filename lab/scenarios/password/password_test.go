@@ -1,4 +1,4 @@
-package hashing
+package passwordlab
 
 import (
 	"context"

@@ -1,9 +1,9 @@
-// Package envelope is the lab scenario "kms", which reproduces seed 002:
+// Package kmslab is the lab scenario "kms", which reproduces seed 002:
 // 1,000 encryptions and decryptions of a ~500-character Japanese text with
 // a legacy local cipher, ward's field AEAD, per-call KMS, and envelope
 // encryption with and without a data-key cache, at added round-trip times
 // of 0, 1 and 8 ms between client and KMS.
-package envelope
+package kmslab
 
 import (
 	"bytes"
@@ -19,13 +19,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/localkms"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/kms/awskms"
 	"github.com/wardlab/ward/kms/kmsurl"
-	"github.com/wardlab/ward/kms/localkms"
 	"github.com/wardlab/ward/lab"
-	"github.com/wardlab/ward/netsim"
+	"github.com/wardlab/ward/lab/netsim"
 )
 
 // Scenario is the "kms" lab scenario.

@@ -1,8 +1,8 @@
-// Package tlsbench is the lab scenario "tls": real TLS 1.3 handshakes with
+// Package tlslab is the lab scenario "tls": real TLS 1.3 handshakes with
 // classical and post-quantum key exchange and certificate chains, full and
 // resumed, through netsim links — seed 003's stated next step — with the
 // minimal protocol's matching suites measured in the same run.
-package tlsbench
+package tlslab
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 
 	"github.com/wardlab/ward/handshake"
 	"github.com/wardlab/ward/lab"
-	"github.com/wardlab/ward/lab/kex"
-	"github.com/wardlab/ward/netsim"
+	"github.com/wardlab/ward/lab/netsim"
+	handshakelab "github.com/wardlab/ward/lab/scenarios/handshake"
 	"github.com/wardlab/ward/pqtls"
 )
 
@@ -172,7 +172,7 @@ func (Scenario) Run(ctx context.Context, env *lab.Env) error {
 	for i, s := range []handshake.Suite{{KEX: handshake.X25519}, {KEX: handshake.X25519MLKEM768}, {KEX: handshake.MLKEM1024},
 		{KEX: handshake.MLKEM768, Sig: handshake.MLDSA65}} {
 		for _, d := range []time.Duration{0, 20 * time.Millisecond, 75 * time.Millisecond} {
-			ms, b, err := kex.MeasureMedian(ctx, kex.Config{Suite: s, Model: "link", Delay: d}, runs)
+			ms, b, err := handshakelab.MeasureMedian(ctx, handshakelab.Config{Suite: s, Model: "link", Delay: d}, runs)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package envelope
+package kmslab
 
 import (
 	"context"
