@@ -36,7 +36,7 @@ func Example() {
 	fmt.Println("stored bytes:", len(raw), "version", raw[0])
 	// Output:
 	// can the operators read this? <nil>
-	// stored bytes: 66 version 1
+	// stored bytes: 66 version 2
 }
 
 // Scan many rows into Ciphertext, then open each with its row key.
@@ -76,7 +76,7 @@ func ExampleColumn_Open_wrongRow() {
 	_, err := body.Open(field.RowInt(2), ct)
 	fmt.Println(err)
 	// Output:
-	// field: messages.body row 2: keyring: ciphertext belongs to another context
+	// field: messages.body row 2: keyring: ciphertext belongs to another context or is damaged
 }
 
 // Equality search without decryption.

@@ -2,15 +2,20 @@
 // reach the database.
 //
 // A [Column] seals values with a [keyring.Keyring] and binds each one to
-// where it lives: table, column and row key. A ciphertext copied to another
-// row or column fails to open with [keyring.ErrWrongContext]. [Ciphertext]
+// where it lives: table, column, row key and, with [Bind], the values of
+// the columns that decide who may read it (an owner, a conversation). A
+// ciphertext copied to another row or column, or left in a row whose bound
+// columns were changed, fails to open with [keyring.ErrWrongContext]. [Ciphertext]
 // implements [driver.Valuer] and [sql.Scanner], so application code passes
 // plaintext to Seal and gets plaintext back from Open while the database
 // only ever holds ciphertext. SQL NULL stays NULL; the empty string is
 // encrypted like any other value.
 //
-// [BlindIndex] supports equality search without decryption, and [Reencrypt]
-// moves a column to the keyring's primary key after rotation.
+// [BlindIndex] supports equality search without decryption; [Reencrypt]
+// moves a column to the keyring's primary key, the current ciphertext
+// version and the current binding; [Ledger] records which keyring and key
+// IDs a database's values use, so that a service refuses a keyring that
+// cannot open them.
 //
 // Most users should create one Column per encrypted column at start-up and
 // share it; Columns are safe for concurrent use.
@@ -19,10 +24,9 @@ package field
 import (
 	"database/sql"
 	"database/sql/driver"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
+	"sync/atomic"
 
 	"github.com/wardlab/ward/keyring"
 )
@@ -38,56 +42,22 @@ const (
 	// Binary stores the binary v1 form, for BLOB and BYTEA columns. It is
 	// the default.
 	Binary Encoding = iota
-	// Text stores the "w1:" base64url text form, for TEXT and VARCHAR
+	// Text stores the "w2:" base64url text form, for TEXT and VARCHAR
 	// columns. It is a third larger.
 	Text
 )
 
-// RowKey identifies a row in a ciphertext's context: usually the primary
-// key. Integer and string keys with the same decimal text are the same
-// RowKey, so RowInt(42) opens what RowString("42") sealed.
-type RowKey struct {
-	s     string
-	n     int64
-	isInt bool
-}
-
-// RowInt returns the RowKey of an integer primary key.
-func RowInt(n int64) RowKey { return RowKey{n: n, isInt: true} }
-
-// RowString returns the RowKey of a text primary key.
-func RowString(s string) RowKey { return RowKey{s: s} }
-
-// rowFromDB converts a primary-key value scanned from the database.
-func rowFromDB(v any) (RowKey, error) {
-	switch x := v.(type) {
-	case int64:
-		return RowInt(x), nil
-	case string:
-		return RowString(x), nil
-	case []byte:
-		return RowString(string(x)), nil
-	}
-	return RowKey{}, fmt.Errorf("field: unsupported primary key type %T", v)
-}
-
-func (r RowKey) appendTo(b []byte) []byte {
-	if r.isInt {
-		return strconv.AppendInt(b, r.n, 10)
-	}
-	return append(b, r.s...)
-}
-
-// String returns the row key's text.
-func (r RowKey) String() string { return string(r.appendTo(nil)) }
-
 // Column seals and opens the values of one database column.
 type Column struct {
-	kr     *keyring.Keyring
-	table  string
-	name   string
-	enc    Encoding
-	prefix []byte // context prefix: domain, table and column
+	kr           *keyring.Keyring
+	table        string
+	name         string
+	enc          Encoding
+	bind         []string // bound columns, in order (nil: row key only)
+	legacy       bool     // also open values bound under the v1 context
+	prefix       []byte   // context prefix under the current binding
+	legacyPrefix []byte   // v1 context prefix
+	legacyOpens  atomic.Uint64
 }
 
 // ColumnOption configures a Column.
@@ -96,9 +66,27 @@ type ColumnOption func(*Column)
 // WithEncoding selects the storage encoding (default [Binary]).
 func WithEncoding(e Encoding) ColumnOption { return func(c *Column) { c.enc = e } }
 
-// contextDomain starts every field context, separating it from other uses
-// of the same keyring.
-const contextDomain = "ward/field/v1"
+// Bind binds every value also to the values of other columns of its row,
+// in this order: a value then opens only in a row whose bound columns hold
+// the same values. Bind what decides who may read a value (the owner, the
+// conversation a message belongs to, its role): a database writer who
+// re-points such a column makes the value fail to open instead of showing
+// it to someone else. Seal and Open then need the values through
+// [RowKey.With].
+//
+// Adding Bind to a column that holds values changes their context: turn on
+// [AcceptLegacyBinding] and run [Reencrypt], which re-binds every value,
+// then turn it off.
+func Bind(columns ...string) ColumnOption {
+	return func(c *Column) { c.bind = append([]string(nil), columns...) }
+}
+
+// AcceptLegacyBinding makes Open accept, besides values bound under the
+// column's bound columns, values bound to table, column and row key only
+// (the v1 context, written before Bind was declared). It is for the time
+// a re-binding job runs: while it is on, a database writer can still move
+// an old value to another owner. [Column.LegacyOpens] counts such opens.
+func AcceptLegacyBinding() ColumnOption { return func(c *Column) { c.legacy = true } }
 
 // NewColumn returns a Column for table.column under kr. Table and column
 // names are part of every value's context: renaming either makes existing
@@ -117,22 +105,20 @@ func NewColumn(kr *keyring.Keyring, table, column string, opts ...ColumnOption) 
 	if c.enc != Binary && c.enc != Text {
 		return nil, fmt.Errorf("field: unknown encoding %d", c.enc)
 	}
-	c.prefix = appendContextPrefix(nil, table, column)
+	for _, b := range c.bind {
+		if b == "" || b == column {
+			return nil, fmt.Errorf("field: %s.%s cannot bind %q", table, column, b)
+		}
+	}
+	if c.legacy && c.bind == nil {
+		return nil, fmt.Errorf("field: %s.%s: AcceptLegacyBinding needs Bind", table, column)
+	}
+	c.legacyPrefix = appendContextPrefixV1(nil, table, column)
+	c.prefix = c.legacyPrefix
+	if c.bind != nil {
+		c.prefix = appendContextPrefixV2(nil, table, column, c.bind)
+	}
 	return c, nil
-}
-
-// appendContextPrefix encodes the fixed part of a context:
-//
-//	"ward/field/v1" 0x00 uvarint(len(table)) table uvarint(len(column)) column
-//
-// followed, per value, by the row key's text.
-func appendContextPrefix(b []byte, table, column string) []byte {
-	b = append(b, contextDomain...)
-	b = append(b, 0)
-	b = binary.AppendUvarint(b, uint64(len(table)))
-	b = append(b, table...)
-	b = binary.AppendUvarint(b, uint64(len(column)))
-	return append(b, column...)
 }
 
 // Table returns the column's table name.
@@ -141,30 +127,25 @@ func (c *Column) Table() string { return c.table }
 // Name returns the column's name.
 func (c *Column) Name() string { return c.name }
 
+// Bound returns the names of the bound columns (nil without Bind).
+func (c *Column) Bound() []string { return c.bind }
+
 // Keyring returns the keyring the column seals with.
 func (c *Column) Keyring() *keyring.Keyring { return c.kr }
 
-// Context returns the associated data a value in row is bound to. It is
-// exported for tools that seal outside this package (ward decrypt --table).
-func (c *Column) Context(row RowKey) []byte { return row.appendTo(append([]byte(nil), c.prefix...)) }
+// LegacyOpens counts values opened under the v1 context by
+// [AcceptLegacyBinding]: zero once a re-binding job has finished.
+func (c *Column) LegacyOpens() uint64 { return c.legacyOpens.Load() }
 
-// ContextFor returns the context of table.column at row without a Column:
-// what Column.Context returns, for sealing with other mechanisms (such as
-// kms.Envelope).
-func ContextFor(table, column string, row RowKey) []byte {
-	return row.appendTo(appendContextPrefix(nil, table, column))
-}
-
-func (c *Column) context(buf []byte, row RowKey) []byte {
-	return row.appendTo(append(buf[:0], c.prefix...))
-}
+// Context returns the associated data a value in row is bound to, for
+// tools that seal outside this package (ward decrypt --table).
+func (c *Column) Context(row RowKey) ([]byte, error) { return c.context(nil, row) }
 
 // Seal encrypts plaintext for row.
 func (c *Column) Seal(row RowKey, plaintext []byte) (Ciphertext, error) {
-	var buf [128]byte
-	ct, err := c.kr.Seal(plaintext, c.context(buf[:], row))
+	ct, err := c.AppendSeal(nil, row, plaintext)
 	if err != nil {
-		return Ciphertext{}, fmt.Errorf("field: sealing %s.%s: %w", c.table, c.name, err)
+		return Ciphertext{}, err
 	}
 	return Ciphertext{data: ct, valid: true, text: c.enc == Text}, nil
 }
@@ -173,18 +154,30 @@ func (c *Column) Seal(row RowKey, plaintext []byte) (Ciphertext, error) {
 // for callers that reuse buffers (large values, batch jobs).
 func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, error) {
 	var buf [128]byte
-	out, err := c.kr.AppendSeal(dst, plaintext, c.context(buf[:], row))
-	if err != nil {
-		return dst, fmt.Errorf("field: sealing %s.%s: %w", c.table, c.name, err)
+	ctx, err := c.context(buf[:], row)
+	if err == nil {
+		var out []byte
+		if out, err = c.kr.AppendSeal(dst, plaintext, ctx); err == nil {
+			return out, nil
+		}
 	}
-	return out, nil
+	return dst, fmt.Errorf("field: sealing %s.%s: %w", c.table, c.name, err)
 }
 
 // AppendOpen appends the plaintext of a binary ciphertext for row to dst.
 // On error dst is returned unchanged.
 func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, error) {
 	var buf [128]byte
-	out, err := c.kr.AppendOpen(dst, ciphertext, c.context(buf[:], row))
+	ctx, err := c.context(buf[:], row)
+	if err != nil {
+		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
+	}
+	out, err := c.kr.AppendOpen(dst, ciphertext, ctx)
+	if errors.Is(err, keyring.ErrWrongContext) && c.legacy {
+		if out, err = c.kr.AppendOpen(dst, ciphertext, c.legacyContext(buf[:], row)); err == nil {
+			c.legacyOpens.Add(1)
+		}
+	}
 	if err != nil {
 		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
 	}
@@ -207,15 +200,15 @@ func (c *Column) SealNullString(row RowKey, s sql.NullString) (Ciphertext, error
 
 // Open decrypts ct, which must have been sealed for row of this column. A
 // NULL ct returns [ErrNull]. Errors from the keyring ([keyring.ErrWrongContext],
-// [keyring.ErrAuthentication], …) are wrapped with the table and column.
+// [keyring.ErrAuthentication], …) are wrapped in an [OpenError] naming the
+// table, column and row.
 func (c *Column) Open(row RowKey, ct Ciphertext) ([]byte, error) {
 	if !ct.valid {
 		return nil, ErrNull
 	}
-	var buf [128]byte
-	pt, err := c.kr.Open(ct.data, c.context(buf[:], row))
+	pt, err := c.AppendOpen(nil, row, ct.data)
 	if err != nil {
-		return nil, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
+		return nil, err
 	}
 	return pt, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
 )
 
 // The kill test re-executes the test binary as a child that runs
@@ -35,7 +36,7 @@ func TestReencryptChild(t *testing.T) {
 	if driver == "pgx" {
 		dialect = Postgres
 	}
-	mk, err := keyring.LoadMasterKey("", nil)
+	mk, err := local.Load("", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,17 +70,21 @@ func TestReencryptKilled(t *testing.T) {
 		col := mustColumn(t, kr, d.table(t, "killed"), "body")
 		const n = 2000
 		fillTable(t, d, col, n)
-		newID, _ := kr.Rotate(keyring.AES256GCM)
-		mk := keyring.GenerateMasterKey()
+		newID, _ := kr.Rotate(context.Background(), keyring.AES256GCM)
+		mk := local.Generate()
 		krPath := filepath.Join(t.TempDir(), "keyring.json")
-		if err := kr.Save(context.Background(), krPath, mk); err != nil {
+		data, err := kr.Marshal(context.Background(), mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(krPath, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		want := func(id int64) string { return fmt.Sprintf("message %d", id) }
 
 		start := func(pause string) *exec.Cmd {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestReencryptChild$", "-test.v")
-			cmd.Env = append(os.Environ(), childEnv+"=1", keyring.MasterKeyEnv+"="+mk.Encode(),
+			cmd.Env = append(os.Environ(), childEnv+"=1", local.EnvVar+"="+mk.Encode(),
 				"CHILD_DRIVER="+d.driver, "CHILD_DSN="+d.dsn, "CHILD_TABLE="+col.Table(),
 				"CHILD_KEYRING="+krPath, "CHILD_PAUSE="+pause)
 			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

@@ -75,7 +75,7 @@ func TestDatabaseRoundTrip(t *testing.T) {
 		var raw []byte
 		var rawTitle string
 		d.db.QueryRow(d.q(fmt.Sprintf(`SELECT body, title FROM %s WHERE id = ?`, tbl)), 1).Scan(&raw, &rawTitle)
-		if bytes.Contains(raw, []byte("AI")) || raw[0] != keyring.Version1 || rawTitle[:3] != keyring.TextPrefix {
+		if bytes.Contains(raw, []byte("AI")) || raw[0] != keyring.Version2 || rawTitle[:3] != "w2:" {
 			t.Fatalf("stored form: %x %q", raw[:8], rawTitle)
 		}
 		// NULL stays NULL in the database.
@@ -159,7 +159,7 @@ func TestReencrypt(t *testing.T) {
 		col := mustColumn(t, kr, d.table(t, "reenc"), "body")
 		const n = 1000
 		fillTable(t, d, col, n)
-		newID, _ := kr.Rotate(keyring.AES256GCM)
+		newID, _ := kr.Rotate(context.Background(), keyring.AES256GCM)
 
 		job := &Reencrypt{DB: d.db, Dialect: d.dialect, Column: col, Key: "id", BatchSize: 37}
 		census, err := job.Count(context.Background())
@@ -226,7 +226,7 @@ func TestReencryptUnreadableRows(t *testing.T) {
 		col := mustColumn(t, kr, d.table(t, "bad"), "body")
 		fillTable(t, d, col, 60)
 		d.db.Exec(d.q(fmt.Sprintf(`UPDATE %s SET body = ? WHERE id = 3`, col.Table())), []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38})
-		kr.Rotate(keyring.AES256GCM)
+		kr.Rotate(context.Background(), keyring.AES256GCM)
 		st, err := (&Reencrypt{DB: d.db, Dialect: d.dialect, Column: col, Key: "id"}).Run(context.Background())
 		if !errors.Is(err, ErrUnreadableRows) || st.Failed != 1 || st.Reencrypted != 60-1-1 {
 			t.Fatalf("%+v %v", st, err)

@@ -2,31 +2,32 @@ package keyring_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
 
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
 )
 
-// Create a keyring, store it sealed under a master key, rotate, and open a
-// value sealed before the rotation.
+// Create a keyring file sealed under a master key, seal a value, rotate
+// (saved before it takes effect), and open the old value from a fresh
+// load.
 func Example() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "ward-example")
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "keyring.json")
 
-	mk := keyring.GenerateMasterKey() // in production: keyring.LoadMasterKey
-	kr, err := keyring.New(keyring.AES256GCM)
+	mk := local.Generate() // in production: local.Load, or a KMS key (package kms)
+	kr, err := keyring.Create(ctx, path, mk, keyring.AES256GCM)
 	if err != nil {
 		log.Fatal(err)
 	}
 	ct, _ := kr.Seal([]byte("hello"), []byte("greeting"))
-
-	kr.Rotate(keyring.AES256GCM)
-	if err := kr.Save(ctx, path, mk); err != nil {
+	if _, err := kr.Rotate(ctx, keyring.AES256GCM); err != nil {
 		log.Fatal(err)
 	}
 
@@ -35,12 +36,12 @@ func Example() {
 		log.Fatal(err)
 	}
 	pt, err := loaded.Open(ct, []byte("greeting"))
-	fmt.Println(string(pt), err)
+	fmt.Println(string(pt), err, loaded.Generation())
 	for _, k := range loaded.Keys() {
 		fmt.Println(k.Algorithm, k.State)
 	}
 	// Output:
-	// hello <nil>
+	// hello <nil> 2
 	// AES-256-GCM decrypt-only
 	// AES-256-GCM primary
 }
@@ -57,7 +58,28 @@ func ExampleKeyring_Open() {
 	_, err = kr.Open(ct[:5], []byte("a"))
 	fmt.Println(err)
 	// Output:
-	// keyring: ciphertext belongs to another context
+	// keyring: ciphertext belongs to another context or is damaged
 	// keyring: message authentication failed
 	// keyring: ciphertext truncated
+}
+
+// Two writers of one file: the one that saved second with an outdated copy
+// is refused, and keeps working after a reload.
+func ExampleKeyring_Reload() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "ward-example")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "keyring.json")
+	mk := local.Generate()
+	service, _ := keyring.Create(ctx, path, mk, keyring.AES256GCM)
+
+	operator, _ := keyring.Load(ctx, path, mk)
+	operator.Rotate(ctx, keyring.AES256GCM)
+
+	_, err := service.Rotate(ctx, keyring.AES256GCM)
+	fmt.Println(errors.Is(err, keyring.ErrStale))
+	fmt.Println(service.Reload(ctx), service.Primary().ID == operator.Primary().ID)
+	// Output:
+	// true
+	// <nil> true
 }

@@ -8,32 +8,38 @@ import (
 	"strings"
 )
 
-// Ciphertext format v1 (binary form), all integers big-endian:
+// Ciphertext formats v1 and v2 (binary form) share one layout, all
+// integers big-endian:
 //
 //	offset size  field
-//	0      1     version, 0x01
+//	0      1     version: 0x01 or 0x02
 //	1      1     algorithm (1 AES-128-GCM, 2 AES-256-GCM, 3 XChaCha20-Poly1305)
 //	2      4     key ID
-//	6      4     context check: CRC-32C of the context
+//	6      4     context check
 //	10     n     nonce (12 bytes for AES-GCM, 24 for XChaCha20-Poly1305)
 //	10+n   ...   AEAD ciphertext of the plaintext, followed by the 16-byte tag
 //
 // The AEAD's associated data is the 10 header bytes followed by the
-// context, so every header byte is authenticated. The context check is not
-// a security mechanism (the tag is): it only lets Open report
-// [ErrWrongContext] instead of [ErrAuthentication] when an intact value is
-// opened under the wrong context. It reveals a checksum of the context, which
-// names where the value is stored and is not secret.
+// context, so every header byte is authenticated. The context check lets
+// Open tell a value presented under another context from a tampered one;
+// the tag is the security. In v2 (written since ward-keyring/v2) it is the
+// first 4 bytes of HMAC-SHA-256 of nonce ‖ context under a key derived
+// from the data key, and reveals nothing about the context without the
+// key. In v1 (read only) it was an unkeyed CRC-32C of the context.
 //
-// The text form is the prefix "w1:" followed by the unpadded base64url
+// The text form is "w1:" or "w2:" followed by the unpadded base64url
 // encoding of the binary form. See FORMAT.md at the module root.
 const (
-	// Version1 is the first byte of every v1 ciphertext.
+	// Version1 is the first byte of a v1 ciphertext (read, never written).
 	Version1 = 0x01
-	// HeaderSize is the size of the v1 header before the nonce.
+	// Version2 is the first byte of the ciphertexts Seal writes.
+	Version2 = 0x02
+	// CurrentVersion is the version Seal writes.
+	CurrentVersion = Version2
+	// HeaderSize is the size of the header before the nonce.
 	HeaderSize = 10
-	// TextPrefix starts the text form of a v1 ciphertext.
-	TextPrefix = "w1:"
+	// CheckSize is the size of the context check.
+	CheckSize = 4
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -46,7 +52,7 @@ type Header struct {
 	ContextCheck uint32
 }
 
-// Overhead returns how many bytes a v1 ciphertext under alg adds to its
+// Overhead returns how many bytes a ciphertext under alg adds to its
 // plaintext.
 func Overhead(alg Algorithm) int { return HeaderSize + alg.NonceSize() + TagSize }
 
@@ -56,7 +62,7 @@ func ParseHeader(ct []byte) (Header, error) {
 	if len(ct) < 1 {
 		return Header{}, ErrTruncated
 	}
-	if ct[0] != Version1 {
+	if ct[0] != Version1 && ct[0] != Version2 {
 		return Header{}, &VersionError{What: "ciphertext", Version: "0x" + strconv.FormatUint(uint64(ct[0]), 16)}
 	}
 	if len(ct) < HeaderSize {
@@ -77,36 +83,39 @@ func ParseHeader(ct []byte) (Header, error) {
 	return h, nil
 }
 
-func putHeader(dst []byte, alg Algorithm, id KeyID, contextCheck uint32) {
-	dst[0] = Version1
-	dst[1] = byte(alg)
-	binary.BigEndian.PutUint32(dst[2:6], uint32(id))
-	binary.BigEndian.PutUint32(dst[6:10], contextCheck)
-}
+// textPrefix returns "w1:" or "w2:".
+func textPrefix(version byte) string { return "w" + strconv.Itoa(int(version)) + ":" }
 
-// EncodeText returns the text form of a binary ciphertext.
-func EncodeText(ct []byte) string {
-	return TextPrefix + base64.RawURLEncoding.EncodeToString(ct)
-}
+// EncodeText returns the text form of a binary ciphertext: "w2:" (or "w1:"
+// for a v1 value) and unpadded base64url.
+func EncodeText(ct []byte) string { return string(AppendText(nil, ct)) }
 
 // AppendText appends the text form of a binary ciphertext to dst.
 func AppendText(dst, ct []byte) []byte {
-	dst = append(dst, TextPrefix...)
+	v := byte(CurrentVersion)
+	if len(ct) > 0 && ct[0] == Version1 {
+		v = Version1
+	}
+	dst = append(dst, textPrefix(v)...)
 	return base64.RawURLEncoding.AppendEncode(dst, ct)
 }
 
-// DecodeText parses the text form back to the binary form. A string that
-// does not start with "w1:" but with another "wN:" prefix reports
-// [ErrUnsupportedVersion]; anything else malformed reports [ErrMalformed].
+// DecodeText parses the text form back to the binary form. A "wN:" prefix
+// of an unknown version reports [ErrUnsupportedVersion]; anything else
+// malformed, including a prefix that disagrees with the version byte,
+// reports [ErrMalformed].
 func DecodeText(s string) ([]byte, error) {
-	if !strings.HasPrefix(s, TextPrefix) {
-		if len(s) >= 3 && s[0] == 'w' && s[1] >= '0' && s[1] <= '9' && s[2] == ':' {
+	if len(s) < 3 || s[0] != 'w' || s[2] != ':' {
+		return nil, ErrMalformed
+	}
+	if s[1] != '1' && s[1] != '2' {
+		if s[1] >= '0' && s[1] <= '9' {
 			return nil, &VersionError{What: "ciphertext", Version: s[1:2]}
 		}
 		return nil, ErrMalformed
 	}
-	b, err := base64.RawURLEncoding.DecodeString(s[len(TextPrefix):])
-	if err != nil {
+	b, err := base64.RawURLEncoding.DecodeString(s[3:])
+	if err != nil || len(b) == 0 || strings.HasPrefix(s, textPrefix(b[0])) == false {
 		return nil, ErrMalformed
 	}
 	return b, nil

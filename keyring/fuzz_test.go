@@ -3,7 +3,10 @@ package keyring
 import (
 	"bytes"
 	"context"
+	"os"
 	"testing"
+
+	"github.com/wardlab/ward/kms/local"
 )
 
 // FuzzOpen feeds arbitrary bytes to the ciphertext parser and Open: they
@@ -15,6 +18,7 @@ func FuzzOpen(f *testing.F) {
 	f.Add(ct, []byte("ctx"))
 	f.Add(ct[:HeaderSize], []byte(""))
 	f.Add([]byte{1, 3, 0, 0, 0, 1}, []byte("x"))
+	f.Add([]byte{2, 2, 0, 0, 0, 1, 0, 0, 0, 0}, []byte("x"))
 	f.Fuzz(func(t *testing.T, data, context []byte) {
 		pt, err := kr.Open(data, context)
 		if err == nil && !(bytes.Equal(data, ct) && string(context) == "ctx") {
@@ -56,12 +60,19 @@ func FuzzRoundTrip(f *testing.F) {
 
 // FuzzUnmarshal feeds arbitrary documents to the keyring loader.
 func FuzzUnmarshal(f *testing.F) {
-	mk := GenerateMasterKey()
+	mk := local.Generate()
 	kr, _ := New(AES256GCM)
 	data, _ := kr.Marshal(context.Background(), mk)
 	f.Add(data)
+	if v1, err := os.ReadFile("testdata/v1-cli/local.json"); err == nil {
+		f.Add(v1)
+	}
 	f.Add([]byte(`{"format":"ward-keyring/v1"}`))
+	f.Add([]byte(`{"format":"ward-keyring/v2","wrap":{"provider":"local"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		Unmarshal(context.Background(), data, mk)
+		kr, err := Unmarshal(context.Background(), data, mk)
+		if err == nil && kr.Primary().ID == 0 {
+			t.Fatal("keyring without a primary key accepted")
+		}
 	})
 }

@@ -2,8 +2,12 @@ package keyring
 
 import (
 	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/sha256"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -77,6 +81,32 @@ type key struct {
 	KeyInfo
 	material []byte
 	aead     cipher.AEAD
+	// check keys the context check of v2 ciphertexts: HMAC-SHA-256 under
+	// a key derived from the material (see contextCheckV2).
+	check *sync.Pool // of *checker
+}
+
+// checkInfo is the HKDF info of a key's context-check key.
+const checkInfo = "ward ciphertext v2 context check"
+
+func newKey(info KeyInfo, material []byte) (*key, error) {
+	a, err := info.Algorithm.newAEAD(material)
+	if err != nil {
+		return nil, err
+	}
+	ck, err := hkdf.Key(sha256.New, material, nil, checkInfo, 32)
+	if err != nil {
+		return nil, err
+	}
+	pool := &sync.Pool{New: func() any { return &checker{mac: hmac.New(sha256.New, ck)} }}
+	return &key{KeyInfo: info, material: material, aead: a, check: pool}, nil
+}
+
+// withState returns a copy of k in another state, sharing its material.
+func (k *key) withState(st State) *key {
+	nk := *k
+	nk.State = st
+	return &nk
 }
 
 // String redacts the material so that a key printed by mistake reveals only
@@ -87,3 +117,6 @@ func (k *key) String() string {
 
 // GoString redacts like String.
 func (k *key) GoString() string { return k.String() }
+
+// Format redacts like String, whatever the verb.
+func (k *key) Format(f fmt.State, _ rune) { f.Write([]byte(k.String())) }

@@ -5,22 +5,29 @@
 // ciphertext starts with a version byte and the ID of its key (see
 // [ParseHeader] and FORMAT.md), so keys can rotate without re-encrypting
 // everything at once. Values are bound to a context (for databases: table,
-// column and row) that must be presented again to open them.
+// column, row and any bound columns) that must be presented again to open
+// them.
 //
-// Keyrings are stored sealed under a key-encryption key (see [Save] and
-// [Load]); this package never writes key material in plaintext.
+// A keyring lives in a file sealed under a key service (package kms: a
+// local master key or a KMS key); this package never writes key material in
+// plaintext. [Create] makes a new file and [Load] opens one; a keyring
+// loaded from a file saves every change (Add, Rotate, Promote, Disable,
+// Enable, Rewrap) durably, under an exclusive lock and only if the file is
+// still the one it loaded, before the change takes effect in the process.
+// [New] makes a keyring that lives in memory only.
 //
 // Most users should not seal values directly but use package field, which
 // builds the context from where a value lives and plugs into database/sql.
 package keyring
 
 import (
+	"context"
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -28,35 +35,66 @@ import (
 )
 
 // Keyring is a set of versioned keys with exactly one primary. Sealing and
-// opening are safe for concurrent use and lock-free; management operations
-// (Add, Promote, …) are serialised and publish a new snapshot atomically, so
-// a value sealed during a rotation is always openable afterwards.
+// opening are safe for concurrent use and lock-free; changes (Add, Rotate,
+// …) are serialised and publish a new snapshot atomically, so a value
+// sealed during a rotation is always openable afterwards. Printing a
+// Keyring shows its ID, generation and key IDs, never key material.
 type Keyring struct {
-	mu       sync.Mutex // serialises writers
+	mu       sync.Mutex // serialises changes
 	snap     atomic.Pointer[snapshot]
-	rootSalt [32]byte // public salt for Derive, stored with the keyring
+	rootSalt [32]byte // salt for Derive, stored with the keyring
 	root     [32]byte // secret derivation root for Derive
+	id       string   // public ID derived from rootSalt
+	file     *file    // nil for a keyring that lives in memory only
 }
 
+// snapshot is one immutable state of a keyring.
 type snapshot struct {
-	keys    []*key // in creation order
-	byID    map[KeyID]*key
-	primary *key
+	keys       []*key // in creation order
+	byID       map[KeyID]*key
+	primary    *key
+	generation uint64 // incremented by every saved change
 }
 
-// New creates a keyring with one fresh primary key of the given algorithm.
+// New creates a keyring that lives in memory only, with one fresh primary
+// key of the given algorithm. To keep it, use [Create] instead.
 func New(alg Algorithm) (*Keyring, error) {
-	kr := &Keyring{}
-	rand.Read(kr.root[:])
-	rand.Read(kr.rootSalt[:])
-	kr.snap.Store(&snapshot{byID: map[KeyID]*key{}})
-	if _, err := kr.add(alg, Primary, time.Now()); err != nil {
+	kr := newEmpty()
+	s := &snapshot{byID: map[KeyID]*key{}}
+	if _, err := s.add(alg, Primary, time.Now()); err != nil {
 		return nil, err
 	}
+	kr.snap.Store(s)
 	return kr, nil
 }
 
+func newEmpty() *Keyring {
+	kr := &Keyring{}
+	rand.Read(kr.root[:])
+	rand.Read(kr.rootSalt[:])
+	kr.id = keyringID(kr.rootSalt)
+	return kr
+}
+
+// keyringID names a keyring publicly and stably: it does not change when
+// keys rotate or the file is rewrapped.
+func keyringID(salt [32]byte) string {
+	sum := sha256.Sum256(append([]byte("ward keyring id v1\x00"), salt[:]...))
+	return "kr-" + hex.EncodeToString(sum[:8])
+}
+
 func (kr *Keyring) load() *snapshot { return kr.snap.Load() }
+
+// ID returns the keyring's public identifier, "kr-" and 16 hex digits. It
+// stays the same across rotations, saves and rewraps, so a database can
+// record which keyring its values belong to.
+func (kr *Keyring) ID() string { return kr.id }
+
+// Generation counts the saved changes of the keyring's file: 0 for a file
+// written before format v2, then one more with every change. A database
+// can record the highest generation it has seen to detect a file rolled
+// back to an older copy.
+func (kr *Keyring) Generation() uint64 { return kr.load().generation }
 
 // Keys lists the public information of every key, in creation order.
 func (kr *Keyring) Keys() []KeyInfo {
@@ -80,65 +118,99 @@ func (kr *Keyring) Lookup(id KeyID) (KeyInfo, bool) {
 	return k.KeyInfo, true
 }
 
+// String describes the keyring by its public facts only.
+func (kr *Keyring) String() string {
+	s := kr.load()
+	ids := make([]string, len(s.keys))
+	for i, k := range s.keys {
+		ids[i] = k.ID.String() + "(" + k.State.String() + ")"
+	}
+	return fmt.Sprintf("Keyring(%s, generation %d, keys %v)", kr.id, s.generation, ids)
+}
+
+// GoString is String: a keyring never prints its material.
+func (kr *Keyring) GoString() string { return kr.String() }
+
+// Format prints String whatever the verb, so that %v, %+v, %#v and %x never
+// reveal the derivation root or key material.
+func (kr *Keyring) Format(f fmt.State, _ rune) { f.Write([]byte(kr.String())) }
+
 // Add creates a new decrypt-only key and returns its ID. Distribute the
 // keyring to every reader before promoting the key, so no reader meets a
-// ciphertext under a key it does not have yet.
-func (kr *Keyring) Add(alg Algorithm) (KeyID, error) {
-	kr.mu.Lock()
-	defer kr.mu.Unlock()
-	return kr.add(alg, DecryptOnly, time.Now())
+// ciphertext under a key it does not have yet. A keyring loaded from a file
+// saves the change first (see [Keyring.update]).
+func (kr *Keyring) Add(ctx context.Context, alg Algorithm) (KeyID, error) {
+	var id KeyID
+	err := kr.update(ctx, func(next *snapshot) (err error) {
+		id, err = next.add(alg, DecryptOnly, time.Now())
+		return err
+	})
+	return id, err
 }
 
 // Rotate adds a new key and promotes it in one step, returning its ID. The
-// previous primary becomes decrypt-only.
-func (kr *Keyring) Rotate(alg Algorithm) (KeyID, error) {
-	kr.mu.Lock()
-	defer kr.mu.Unlock()
-	id, err := kr.add(alg, DecryptOnly, time.Now())
-	if err != nil {
-		return 0, err
-	}
-	return id, kr.setState(id, Primary)
+// previous primary becomes decrypt-only. With several readers, prefer Add,
+// distribute, then Promote.
+func (kr *Keyring) Rotate(ctx context.Context, alg Algorithm) (KeyID, error) {
+	var id KeyID
+	err := kr.update(ctx, func(next *snapshot) (err error) {
+		if id, err = next.add(alg, DecryptOnly, time.Now()); err != nil {
+			return err
+		}
+		return next.setState(id, Primary)
+	})
+	return id, err
 }
 
 // Promote makes the key primary; the previous primary becomes decrypt-only.
 // A disabled key cannot be promoted without being enabled first.
-func (kr *Keyring) Promote(id KeyID) error {
-	kr.mu.Lock()
-	defer kr.mu.Unlock()
-	return kr.setState(id, Primary)
+func (kr *Keyring) Promote(ctx context.Context, id KeyID) error {
+	return kr.update(ctx, func(next *snapshot) error { return next.setState(id, Primary) })
 }
 
-// Demote moves a decrypt-only key down to disabled. The primary key cannot
-// be demoted ([ErrPrimaryKey]): promote its successor instead, which
-// demotes it to decrypt-only.
-func (kr *Keyring) Demote(id KeyID) error { return kr.Disable(id) }
-
-// Disable stops a key from opening values. The primary key cannot be
-// disabled ([ErrPrimaryKey]).
-func (kr *Keyring) Disable(id KeyID) error {
-	kr.mu.Lock()
-	defer kr.mu.Unlock()
-	return kr.setState(id, Disabled)
+// Disable stops a key from opening values; its material is kept so that it
+// can be enabled again. The primary key cannot be disabled
+// ([ErrPrimaryKey]): promote its successor first.
+func (kr *Keyring) Disable(ctx context.Context, id KeyID) error {
+	return kr.update(ctx, func(next *snapshot) error { return next.setState(id, Disabled) })
 }
 
 // Enable makes a disabled key decrypt-only again.
-func (kr *Keyring) Enable(id KeyID) error {
-	kr.mu.Lock()
-	defer kr.mu.Unlock()
-	return kr.setState(id, DecryptOnly)
+func (kr *Keyring) Enable(ctx context.Context, id KeyID) error {
+	return kr.update(ctx, func(next *snapshot) error { return next.setState(id, DecryptOnly) })
 }
 
-// add appends a key; the caller holds mu (or owns kr exclusively).
-func (kr *Keyring) add(alg Algorithm, st State, created time.Time) (KeyID, error) {
+// update applies change to a copy of the current state and publishes the
+// copy. A keyring loaded from a file first saves the copy (locked,
+// compare-and-swap, fsync, rename): if saving fails, nothing changes in the
+// process either, so no value is ever sealed under a key that exists
+// nowhere on disk.
+func (kr *Keyring) update(ctx context.Context, change func(next *snapshot) error) error {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	next := kr.load().clone()
+	if err := change(next); err != nil {
+		return err
+	}
+	next.generation++
+	if kr.file != nil {
+		if err := kr.file.save(ctx, kr, next, kr.file.ks); err != nil {
+			return err
+		}
+	}
+	kr.snap.Store(next)
+	return nil
+}
+
+// add appends a fresh key.
+func (s *snapshot) add(alg Algorithm, st State, created time.Time) (KeyID, error) {
 	if !alg.valid() {
 		return 0, fmt.Errorf("keyring: unsupported algorithm %v", alg)
 	}
 	material := make([]byte, alg.KeySize())
 	rand.Read(material)
-	old := kr.load()
 	var id KeyID
-	for id == 0 || old.byID[id] != nil {
+	for id == 0 || s.byID[id] != nil {
 		var b [4]byte
 		rand.Read(b[:])
 		id = KeyID(binary.BigEndian.Uint32(b[:]))
@@ -147,29 +219,17 @@ func (kr *Keyring) add(alg Algorithm, st State, created time.Time) (KeyID, error
 	if err != nil {
 		return 0, err
 	}
-	next := old.clone()
-	next.keys = append(next.keys, k)
-	next.byID[id] = k
+	s.keys = append(s.keys, k)
+	s.byID[id] = k
 	if st == Primary {
-		next.primary = k
+		s.primary = k
 	}
-	kr.snap.Store(next)
 	return id, nil
 }
 
-func newKey(info KeyInfo, material []byte) (*key, error) {
-	a, err := info.Algorithm.newAEAD(material)
-	if err != nil {
-		return nil, err
-	}
-	return &key{KeyInfo: info, material: material, aead: a}, nil
-}
-
-// setState changes one key's state, keeping exactly one primary; the caller
-// holds mu.
-func (kr *Keyring) setState(id KeyID, st State) error {
-	old := kr.load()
-	cur, ok := old.byID[id]
+// setState changes one key's state, keeping exactly one primary.
+func (s *snapshot) setState(id KeyID, st State) error {
+	cur, ok := s.byID[id]
 	if !ok {
 		return &KeyError{ID: id, Err: ErrUnknownKey}
 	}
@@ -182,126 +242,35 @@ func (kr *Keyring) setState(id KeyID, st State) error {
 	if st == Primary && cur.State == Disabled {
 		return &KeyError{ID: id, Err: ErrKeyDisabled}
 	}
-	next := old.clone()
 	replace := func(k *key, st State) *key {
-		nk := *k
-		nk.State = st
-		i := slices.Index(next.keys, k)
-		next.keys[i] = &nk
-		next.byID[nk.ID] = &nk
-		return &nk
+		nk := k.withState(st)
+		s.keys[slices.Index(s.keys, k)] = nk
+		s.byID[nk.ID] = nk
+		return nk
 	}
 	if st == Primary {
-		replace(old.primary, DecryptOnly)
-		next.primary = replace(cur, Primary)
+		replace(s.primary, DecryptOnly)
+		s.primary = replace(cur, Primary)
 	} else {
 		replace(cur, st)
 	}
-	kr.snap.Store(next)
 	return nil
 }
 
 func (s *snapshot) clone() *snapshot {
-	n := &snapshot{keys: slices.Clone(s.keys), byID: make(map[KeyID]*key, len(s.byID)+1), primary: s.primary}
+	n := &snapshot{keys: slices.Clone(s.keys), byID: make(map[KeyID]*key, len(s.byID)+1), primary: s.primary, generation: s.generation}
 	for id, k := range s.byID {
 		n.byID[id] = k
 	}
 	return n
 }
 
-// adPool holds scratch buffers for associated data, so that sealing and
-// opening allocate only their output.
-var adPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
-
-// Seal encrypts plaintext under the primary key, bound to context, and
-// returns a v1 binary ciphertext. The same context must be passed to Open.
-func (kr *Keyring) Seal(plaintext, context []byte) ([]byte, error) {
-	return kr.AppendSeal(nil, plaintext, context)
-}
-
-// AppendSeal is like Seal but appends the ciphertext to dst.
-func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
-	k := kr.load().primary
-	if k == nil {
-		return nil, ErrNoPrimary
-	}
-	ns := k.Algorithm.NonceSize()
-	total := HeaderSize + ns + len(plaintext) + TagSize
-	ret, out := sliceForAppend(dst, total)
-	// The associated data is header || context. It is assembled in a pooled
-	// buffer first, and the checksum taken over that copy, so that context
-	// does not escape and callers can pass stack buffers.
-	adp := adPool.Get().(*[]byte)
-	ad := append(append((*adp)[:0], make([]byte, HeaderSize)...), context...)
-	putHeader(out, k.Algorithm, k.ID, crc32.Checksum(ad[HeaderSize:], castagnoli))
-	copy(ad, out[:HeaderSize])
-	nonce := out[HeaderSize : HeaderSize+ns]
-	rand.Read(nonce)
-	k.aead.Seal(out[:HeaderSize+ns], nonce, plaintext, ad)
-	*adp = ad
-	adPool.Put(adp)
-	return ret, nil
-}
-
-// Open authenticates and decrypts a v1 binary ciphertext sealed for
-// context. On any error it returns nil plaintext.
-func (kr *Keyring) Open(ciphertext, context []byte) ([]byte, error) {
-	return kr.AppendOpen(nil, ciphertext, context)
-}
-
-// AppendOpen is like Open but appends the plaintext to dst. On error dst is
-// returned unchanged.
-func (kr *Keyring) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
-	h, err := ParseHeader(ciphertext)
-	if err != nil {
-		return dst, err
-	}
-	k, ok := kr.load().byID[h.KeyID]
-	if !ok {
-		return dst, &KeyError{ID: h.KeyID, Err: ErrUnknownKey}
-	}
-	if k.State == Disabled {
-		return dst, &KeyError{ID: h.KeyID, Err: ErrKeyDisabled}
-	}
-	if k.Algorithm != h.Algorithm {
-		return dst, fmt.Errorf("%w: algorithm %v does not match key %v (%v)", ErrMalformed, h.Algorithm, k.ID, k.Algorithm)
-	}
-	ns := k.Algorithm.NonceSize()
-	adp := adPool.Get().(*[]byte)
-	ad := append(append((*adp)[:0], ciphertext[:HeaderSize]...), context...)
-	if crc32.Checksum(ad[HeaderSize:], castagnoli) != h.ContextCheck {
-		*adp = ad
-		adPool.Put(adp)
-		return dst, ErrWrongContext
-	}
-	out, err := k.aead.Open(dst, ciphertext[HeaderSize:HeaderSize+ns], ciphertext[HeaderSize+ns:], ad)
-	*adp = ad
-	adPool.Put(adp)
-	if err != nil {
-		return dst, ErrAuthentication
-	}
-	return out, nil
-}
-
 // Derive returns length bytes of key material for a named purpose, derived
 // with HKDF-SHA-256 from a secret root that is stored with the keyring and
 // does not change when data keys rotate. Package field uses it for
-// blind-index keys. The result is secret.
+// blind-index keys and row MACs. The result is secret.
 func (kr *Keyring) Derive(purpose string, length int) ([]byte, error) {
 	return hkdf.Key(sha256.New, kr.root[:], kr.rootSalt[:], "ward keyring derive v1\x00"+purpose, length)
-}
-
-// sliceForAppend extends in by n bytes, returning the whole slice and the
-// new tail (the same helper as in crypto/cipher).
-func sliceForAppend(in []byte, n int) (head, tail []byte) {
-	if total := len(in) + n; cap(in) >= total {
-		head = in[:total]
-	} else {
-		head = make([]byte, total)
-		copy(head, in)
-	}
-	tail = head[len(in):]
-	return
 }
 
 // DeriveFromKey returns length bytes derived with HKDF-SHA-256 from the

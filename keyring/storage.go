@@ -5,49 +5,29 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/wardlab/ward/kms"
 )
 
-// Wrapper protects the key that seals a stored keyring: a local master key
-// ([MasterKey]) or a key in a KMS. Wrap and Unwrap must authenticate aad.
-type Wrapper interface {
-	// Provider names the kind of wrapper, such as "local" or "awskms".
-	Provider() string
-	// KeyID names the wrapping key publicly (a fingerprint, a KMS key
-	// ARN); it is recorded in the stored keyring.
-	KeyID() string
-	// Wrap encrypts a data key.
-	Wrap(ctx context.Context, dataKey, aad []byte) ([]byte, error)
-	// Unwrap decrypts a data key wrapped by Wrap.
-	Unwrap(ctx context.Context, wrapped, aad []byte) ([]byte, error)
-}
-
-// Errors returned by [Load].
-var (
-	// ErrWrongWrapper means the keyring was sealed under another master key
-	// or KMS key than the one given.
-	ErrWrongWrapper = errors.New("keyring: keyring is sealed under a different key")
-	// ErrCorruptKeyring means the stored keyring failed authentication or
-	// does not parse: it was tampered with or damaged.
-	ErrCorruptKeyring = errors.New("keyring: stored keyring is corrupt or was tampered with")
+// File formats of a stored keyring. Marshal writes FileFormat; Unmarshal
+// also reads FileFormatV1, so files written by earlier releases keep
+// opening. Older releases refuse FileFormat, rather than dropping the
+// generation they would not know about.
+const (
+	FileFormat   = "ward-keyring/v2"
+	FileFormatV1 = "ward-keyring/v1"
 )
 
-// FileFormat is the format tag of stored keyrings.
-const FileFormat = "ward-keyring/v1"
-
-// maxWrappedKey caps the wrapped data key read from a file; KMS ciphertext
+// maxWrappedKey caps the wrapped file key read from a file; KMS ciphertext
 // blobs are far smaller.
 const maxWrappedKey = 4096
-
-// maxKeyringFile caps how much Load reads.
-const maxKeyringFile = 16 << 20
 
 // stored is the on-disk JSON document. Only format, wrap and the wrapped
 // key are readable; the key list is inside sealed.
@@ -64,9 +44,10 @@ type storedWrap struct {
 }
 
 type payload struct {
-	Root     []byte       `json:"root"`
-	RootSalt []byte       `json:"root_salt"`
-	Keys     []payloadKey `json:"keys"`
+	Generation uint64       `json:"generation,omitempty"` // absent in v1
+	Root       []byte       `json:"root"`
+	RootSalt   []byte       `json:"root_salt"`
+	Keys       []payloadKey `json:"keys"`
 }
 
 type payloadKey struct {
@@ -77,12 +58,15 @@ type payloadKey struct {
 	Material  []byte    `json:"material"`
 }
 
-// Marshal seals the keyring under w: a fresh AES-256-GCM file key encrypts
-// the key list and w wraps the file key. The result is a JSON document
-// safe to store on disk.
-func (kr *Keyring) Marshal(ctx context.Context, w Wrapper) ([]byte, error) {
-	s := kr.load()
-	p := payload{Root: kr.root[:], RootSalt: kr.rootSalt[:]}
+// Marshal seals the keyring under ks (format v2): a fresh AES-256-GCM file
+// key encrypts the key list, and ks wraps the file key. The result is a
+// JSON document safe to store on disk.
+func (kr *Keyring) Marshal(ctx context.Context, ks kms.KeyService) ([]byte, error) {
+	return kr.marshal(ctx, kr.load(), ks)
+}
+
+func (kr *Keyring) marshal(ctx context.Context, s *snapshot, ks kms.KeyService) ([]byte, error) {
+	p := payload{Generation: s.generation, Root: kr.root[:], RootSalt: kr.rootSalt[:]}
 	for _, k := range s.keys {
 		p.Keys = append(p.Keys, payloadKey{ID: uint32(k.ID), Algorithm: k.Algorithm.String(), State: k.State.String(), Created: k.Created, Material: k.material})
 	}
@@ -92,14 +76,15 @@ func (kr *Keyring) Marshal(ctx context.Context, w Wrapper) ([]byte, error) {
 	}
 	defer clear(plain)
 
-	doc := stored{Format: FileFormat, Wrap: storedWrap{Provider: w.Provider(), KeyID: w.KeyID()}}
+	ref := ks.Key()
+	doc := stored{Format: FileFormat, Wrap: storedWrap{Provider: ref.Provider, KeyID: ref.ID}}
 	aad := doc.aad()
 	var fileKey [32]byte
 	rand.Read(fileKey[:])
 	defer clear(fileKey[:])
-	wrapped, err := w.Wrap(ctx, fileKey[:], aad)
+	wrapped, err := ks.Encrypt(ctx, fileKey[:], fileKeyContext(aad))
 	if err != nil {
-		return nil, fmt.Errorf("keyring: wrapping with %s key %s: %w", doc.Wrap.Provider, doc.Wrap.KeyID, err)
+		return nil, fmt.Errorf("keyring: wrapping the file key with %v: %w", ref, err)
 	}
 	g := gcm(fileKey[:])
 	nonce := make([]byte, g.NonceSize(), g.NonceSize()+len(plain)+g.Overhead())
@@ -115,80 +100,127 @@ func (d *stored) aad() []byte {
 	return fmt.Appendf(nil, "%s\x00%s\x00%s", d.Format, d.Wrap.Provider, d.Wrap.KeyID)
 }
 
-// Unmarshal opens a keyring sealed by Marshal. It returns [ErrWrongWrapper]
-// when data names another wrapping key than w, [ErrCorruptKeyring] when it
-// fails authentication, and a [VersionError] for an unknown format.
-func Unmarshal(ctx context.Context, data []byte, w Wrapper) (*Keyring, error) {
+// fileKeyContext is the encryption context under which a key service wraps
+// a keyring's file key: the header enters as a digest.
+func fileKeyContext(aad []byte) map[string]string {
+	sum := sha256.Sum256(aad)
+	return map[string]string{"ward:purpose": "keyring", "ward:aad-sha256": hex.EncodeToString(sum[:])}
+}
+
+// v1Unwrapper is implemented by the local master key (kms/local), for
+// files in format v1 with provider "local", which bound the header as raw
+// associated data instead of an encryption context.
+type v1Unwrapper interface {
+	DecryptKeyringV1(wrapped, associatedData []byte) ([]byte, error)
+}
+
+// Unmarshal opens a keyring sealed by Marshal, or written in format v1. It
+// returns [ErrWrongWrapper] when data names another wrapping key than ks,
+// [ErrCorruptKeyring] when it fails authentication or does not parse, and
+// a [VersionError] for an unknown format. The keyring lives in memory; use
+// [Load] for one that saves its changes.
+func Unmarshal(ctx context.Context, data []byte, ks kms.KeyService) (*Keyring, error) {
+	kr, _, err := unmarshal(ctx, data, ks)
+	return kr, err
+}
+
+func unmarshal(ctx context.Context, data []byte, ks kms.KeyService) (*Keyring, *stored, error) {
 	var doc stored
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorruptKeyring, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrCorruptKeyring, err)
 	}
-	if doc.Format != FileFormat {
-		return nil, &VersionError{What: "keyring", Version: fmt.Sprintf("%q", doc.Format)}
-	}
-	if doc.Wrap.Provider != w.Provider() || doc.Wrap.KeyID != w.KeyID() {
-		return nil, fmt.Errorf("%w: sealed under %s key %s, given %s key %s", ErrWrongWrapper,
-			doc.Wrap.Provider, doc.Wrap.KeyID, w.Provider(), w.KeyID())
+	if doc.Format != FileFormat && doc.Format != FileFormatV1 {
+		return nil, nil, &VersionError{What: "keyring", Version: fmt.Sprintf("%.40q", doc.Format)}
 	}
 	wrapped, err1 := base64.StdEncoding.DecodeString(doc.WrappedKey)
 	sealed, err2 := base64.StdEncoding.DecodeString(doc.Sealed)
 	if err1 != nil || err2 != nil || len(wrapped) > maxWrappedKey {
-		return nil, fmt.Errorf("%w: bad wrapped_key or sealed field", ErrCorruptKeyring)
+		return nil, nil, fmt.Errorf("%w: bad wrapped_key or sealed field", ErrCorruptKeyring)
 	}
-	aad := doc.aad()
-	fileKey, err := w.Unwrap(ctx, wrapped, aad)
+	fileKey, err := unwrapFileKey(ctx, &doc, wrapped, ks)
 	if err != nil {
-		return nil, fmt.Errorf("%w: unwrapping the file key: %w", ErrCorruptKeyring, err)
+		return nil, nil, err
 	}
 	defer clear(fileKey)
-	if len(fileKey) != 32 {
-		return nil, fmt.Errorf("%w: file key has %d bytes", ErrCorruptKeyring, len(fileKey))
-	}
 	g := gcm(fileKey)
 	if len(sealed) < g.NonceSize()+g.Overhead() {
-		return nil, fmt.Errorf("%w: sealed payload truncated", ErrCorruptKeyring)
+		return nil, nil, fmt.Errorf("%w: sealed payload truncated", ErrCorruptKeyring)
 	}
-	plain, err := g.Open(nil, sealed[:g.NonceSize()], sealed[g.NonceSize():], aad)
+	plain, err := g.Open(nil, sealed[:g.NonceSize()], sealed[g.NonceSize():], doc.aad())
 	if err != nil {
-		return nil, fmt.Errorf("%w: payload authentication failed", ErrCorruptKeyring)
+		return nil, nil, fmt.Errorf("%w: payload authentication failed", ErrCorruptKeyring)
 	}
 	defer clear(plain)
 	var p payload
 	if err := json.Unmarshal(plain, &p); err != nil {
-		return nil, fmt.Errorf("%w: payload: %v", ErrCorruptKeyring, err)
+		return nil, nil, fmt.Errorf("%w: payload: %v", ErrCorruptKeyring, err)
 	}
-	return fromPayload(&p)
+	if doc.Format == FileFormatV1 {
+		p.Generation = 0
+	}
+	kr, err := fromPayload(&p)
+	return kr, &doc, err
+}
+
+// unwrapFileKey checks that ks is the key the document names and asks it
+// for the file key.
+func unwrapFileKey(ctx context.Context, doc *stored, wrapped []byte, ks kms.KeyService) ([]byte, error) {
+	ref := ks.Key()
+	provider := doc.Wrap.Provider
+	legacyLocal := doc.Format == FileFormatV1 && provider == "local"
+	if doc.Format == FileFormatV1 {
+		// v1 named KMS-wrapped keyrings "kms:<provider>" and master keys
+		// "local"; both are one provider now.
+		provider = strings.TrimPrefix(provider, "kms:")
+	}
+	if provider != ref.Provider || doc.Wrap.KeyID != ref.ID {
+		return nil, fmt.Errorf("%w: sealed under %s:%s, given %v", ErrWrongWrapper, doc.Wrap.Provider, doc.Wrap.KeyID, ref)
+	}
+	var fileKey []byte
+	var err error
+	if legacyLocal {
+		v1, ok := ks.(v1Unwrapper)
+		if !ok {
+			return nil, fmt.Errorf("%w: a v1 local keyring needs the local master key", ErrWrongWrapper)
+		}
+		fileKey, err = v1.DecryptKeyringV1(wrapped, doc.aad())
+	} else {
+		fileKey, err = ks.Decrypt(ctx, wrapped, fileKeyContext(doc.aad()))
+	}
+	if err != nil {
+		if kms.Transient(err) {
+			return nil, fmt.Errorf("keyring: unwrapping the file key: %w", err)
+		}
+		return nil, fmt.Errorf("%w: unwrapping the file key: %w", ErrCorruptKeyring, err)
+	}
+	if len(fileKey) != 32 {
+		clear(fileKey)
+		return nil, fmt.Errorf("%w: file key has %d bytes", ErrCorruptKeyring, len(fileKey))
+	}
+	return fileKey, nil
 }
 
 func fromPayload(p *payload) (*Keyring, error) {
 	kr := &Keyring{}
+	defer clear(p.Root)
 	if len(p.Root) != len(kr.root) || len(p.RootSalt) != len(kr.rootSalt) {
 		return nil, fmt.Errorf("%w: bad derivation root", ErrCorruptKeyring)
 	}
 	copy(kr.root[:], p.Root)
 	copy(kr.rootSalt[:], p.RootSalt)
-	clear(p.Root)
-	s := &snapshot{byID: map[KeyID]*key{}}
+	kr.id = keyringID(kr.rootSalt)
+	s := &snapshot{byID: map[KeyID]*key{}, generation: p.Generation}
 	for _, pk := range p.Keys {
-		alg, err := ParseAlgorithm(pk.Algorithm)
+		k, err := keyFromPayload(pk)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrCorruptKeyring, err)
+			return nil, err
 		}
-		st, err := parseState(pk.State)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrCorruptKeyring, err)
-		}
-		id := KeyID(pk.ID)
-		if id == 0 || s.byID[id] != nil {
-			return nil, fmt.Errorf("%w: zero or duplicate key ID %v", ErrCorruptKeyring, id)
-		}
-		k, err := newKey(KeyInfo{ID: id, Algorithm: alg, State: st, Created: pk.Created}, pk.Material)
-		if err != nil {
-			return nil, fmt.Errorf("%w: key %v: bad material", ErrCorruptKeyring, id)
+		if s.byID[k.ID] != nil {
+			return nil, fmt.Errorf("%w: duplicate key ID %v", ErrCorruptKeyring, k.ID)
 		}
 		s.keys = append(s.keys, k)
-		s.byID[id] = k
-		if st == Primary {
+		s.byID[k.ID] = k
+		if k.State == Primary {
 			if s.primary != nil {
 				return nil, fmt.Errorf("%w: more than one primary key", ErrCorruptKeyring)
 			}
@@ -202,55 +234,23 @@ func fromPayload(p *payload) (*Keyring, error) {
 	return kr, nil
 }
 
-// Save seals the keyring under w and writes it to path atomically (a
-// temporary file renamed into place), with mode 0600.
-func (kr *Keyring) Save(ctx context.Context, path string, w Wrapper) error {
-	data, err := kr.Marshal(ctx, w)
+func keyFromPayload(pk payloadKey) (*key, error) {
+	alg, err := ParseAlgorithm(pk.Algorithm)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("%w: %v", ErrCorruptKeyring, err)
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".keyring-*")
+	st, err := parseState(pk.State)
 	if err != nil {
-		return fmt.Errorf("keyring: saving: %w", err)
+		return nil, fmt.Errorf("%w: %v", ErrCorruptKeyring, err)
 	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		f.Close()
-		return fmt.Errorf("keyring: saving: %w", err)
+	if pk.ID == 0 {
+		return nil, fmt.Errorf("%w: zero key ID", ErrCorruptKeyring)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("keyring: saving: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("keyring: saving: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("keyring: saving: %w", err)
-	}
-	return nil
-}
-
-// Load reads and opens a keyring written by Save.
-func Load(ctx context.Context, path string, w Wrapper) (*Keyring, error) {
-	f, err := os.Open(path)
+	k, err := newKey(KeyInfo{ID: KeyID(pk.ID), Algorithm: alg, State: st, Created: pk.Created}, pk.Material)
 	if err != nil {
-		return nil, fmt.Errorf("keyring: %w", err)
+		return nil, fmt.Errorf("%w: key %v: bad material", ErrCorruptKeyring, KeyID(pk.ID))
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyringFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("keyring: reading %s: %w", path, err)
-	}
-	if len(data) > maxKeyringFile {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrCorruptKeyring, path, maxKeyringFile)
-	}
-	kr, err := Unmarshal(ctx, data, w)
-	if err != nil {
-		return nil, fmt.Errorf("%w (file %s)", err, path)
-	}
-	return kr, nil
+	return k, nil
 }
 
 func gcm(key []byte) cipher.AEAD {

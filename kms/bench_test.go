@@ -28,7 +28,7 @@ func BenchmarkEnvelopeVsField(b *testing.B) {
 		}
 	})
 	b.Run("envelope-cached", func(b *testing.B) {
-		env := kms.NewEnvelope(local.New(keyring.GenerateMasterKey()), kms.EnvelopeOptions{})
+		env := kms.NewEnvelope(local.Generate(), kms.EnvelopeOptions{})
 		ctxb := []byte("messages/body/1")
 		b.ReportAllocs()
 		for b.Loop() {

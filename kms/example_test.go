@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -13,7 +12,7 @@ import (
 // value. In production, kmsurl.Open gives an AWS KMS key instead.
 func ExampleEnvelope() {
 	ctx := context.Background()
-	ks := local.New(keyring.GenerateMasterKey())
+	ks := local.Generate()
 	env := kms.NewEnvelope(ks, kms.EnvelopeOptions{})
 	ec := map[string]string{"tenant": "42"}
 	for i := range 3 {

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -53,7 +56,7 @@ func startKMS(t *testing.T) (*localkms.Server, *awskms.Service) {
 
 func providers(t *testing.T) map[string]kms.KeyService {
 	_, aws := startKMS(t)
-	return map[string]kms.KeyService{"local": local.New(keyring.GenerateMasterKey()), "awskms": aws}
+	return map[string]kms.KeyService{"local": local.Generate(), "awskms": aws}
 }
 
 var ec = map[string]string{"tenant": "42", "purpose": "chat"}
@@ -136,7 +139,7 @@ func TestEnvelope(t *testing.T) {
 
 func TestCacheLimits(t *testing.T) {
 	ctx := context.Background()
-	ks := local.New(keyring.GenerateMasterKey())
+	ks := local.Generate()
 	env := kms.NewEnvelope(ks, kms.EnvelopeOptions{Limits: kms.CacheLimits{MaxMessages: 10, MaxBytes: 1 << 20, MaxAge: time.Hour}})
 	for range 25 {
 		env.Seal(ctx, []byte("m"), nil, ec)
@@ -244,6 +247,10 @@ func TestBadServers(t *testing.T) {
 		if err == nil || time.Since(start) > 2*time.Second {
 			t.Fatalf("%s: %v after %v", name, err, time.Since(start))
 		}
+		var se *kms.ServiceError
+		if !errors.As(err, &se) || se.Op != "Encrypt" || se.Key.ID != "alias/x" {
+			t.Fatalf("%s: not a ServiceError: %v", name, err)
+		}
 		if name == "hanging" && !errors.Is(err, kms.ErrUnavailable) {
 			t.Fatalf("hanging: %v", err)
 		}
@@ -258,7 +265,7 @@ func TestBadServers(t *testing.T) {
 
 func TestEnvelopeParse(t *testing.T) {
 	ctx := context.Background()
-	env := kms.NewEnvelope(local.New(keyring.GenerateMasterKey()), kms.EnvelopeOptions{})
+	env := kms.NewEnvelope(local.Generate(), kms.EnvelopeOptions{})
 	ct, _ := env.Seal(ctx, []byte("x"), nil, ec)
 	huge := bytes.Clone(ct)
 	binary.BigEndian.PutUint16(huge[1:3], 65535)
@@ -272,14 +279,14 @@ func TestEnvelopeParse(t *testing.T) {
 
 func TestKMSURL(t *testing.T) {
 	ctx := context.Background()
-	mk := keyring.GenerateMasterKey()
+	mk := local.Generate()
 	ks, err := kmsurl.Open(ctx, "local://", func(string) string { return mk.Encode() })
-	if err != nil || ks.KeyID() != mk.KeyID() {
+	if err != nil || ks.Key() != mk.Key() {
 		t.Fatal(err)
 	}
 	srv, _ := startKMS(t)
 	ks, err = kmsurl.Open(ctx, "awskms://alias/ward?region=us-east-1&endpoint="+srv.Endpoint()+"&timeout=1s&attempts=2", nil)
-	if err != nil || ks.KeyID() != "alias/ward" {
+	if err != nil || ks.Key().ID != "alias/ward" {
 		t.Fatal(err)
 	}
 	if _, err := ks.Encrypt(ctx, []byte("k"), nil); err != nil {
@@ -292,26 +299,90 @@ func TestKMSURL(t *testing.T) {
 	}
 }
 
-// The keyring can be stored wrapped by a KMS key.
+// The keyring can be stored wrapped by a KMS key: the same abstraction as
+// a master key.
 func TestKeyringWrappedByKMS(t *testing.T) {
 	ctx := context.Background()
 	_, svc := startKMS(t)
-	kr, _ := keyring.New(keyring.AES256GCM)
-	data, err := kr.Marshal(ctx, kms.KeyringWrapper(svc))
+	path := filepath.Join(t.TempDir(), "kr.json")
+	kr, err := keyring.Create(ctx, path, svc, keyring.AES256GCM)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := keyring.Unmarshal(ctx, data, kms.KeyringWrapper(svc))
+	back, err := keyring.Load(ctx, path, svc)
 	if err != nil || back.Primary().ID != kr.Primary().ID {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(data, []byte(`"provider": "kms:awskms"`)) {
+	data, _ := os.ReadFile(path)
+	if !bytes.Contains(data, []byte(`"provider": "awskms"`)) {
 		t.Fatalf("%s", data)
 	}
 }
 
+// TestNegativeCache: a forged envelope costs one KMS call, not one per
+// attempt; unavailability is not remembered.
+func TestNegativeCache(t *testing.T) {
+	ctx := context.Background()
+	srv, svc := startKMS(t)
+	env := kms.NewEnvelope(svc, kms.EnvelopeOptions{})
+	ct, _ := env.Seal(ctx, []byte("x"), nil, ec)
+	forged := bytes.Clone(ct)
+	wrapped, _ := kms.ParseEnvelope(forged)
+	wrapped[len(wrapped)-1] ^= 1 // the wrapped key's last byte
+	victim := kms.NewEnvelope(svc, kms.EnvelopeOptions{})
+	for range 20 {
+		if _, err := victim.Open(ctx, forged, nil, ec); !errors.Is(err, kms.ErrInvalidCiphertext) {
+			t.Fatalf("forged: %v", err)
+		}
+	}
+	if st := victim.Stats(); st.KMSCalls != 1 || st.OpenRefused != 19 {
+		t.Fatalf("forged envelope replayed: %+v", st)
+	}
+	srv.Stop()
+	fresh := kms.NewEnvelope(svc, kms.EnvelopeOptions{})
+	for range 2 {
+		if _, err := fresh.Open(ctx, ct, nil, ec); !errors.Is(err, kms.ErrUnavailable) {
+			t.Fatalf("outage: %v", err)
+		}
+	}
+	if st := fresh.Stats(); st.KMSCalls != 2 {
+		t.Fatalf("unavailability was cached: %+v", st)
+	}
+	srv.Restart()
+	if _, err := fresh.Open(ctx, ct, nil, ec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEnvelopeTextGolden opens the text form written by the previous
+// release's CLI (testdata/e1-cli): the text form is part of the format.
+func TestEnvelopeTextGolden(t *testing.T) {
+	mk, err := local.Load("testdata/e1-cli/mk", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := os.ReadFile("testdata/e1-cli/ct.txt")
+	ct, err := kms.DecodeEnvelopeText(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fieldCtx := []byte("ward/field/v1\x00\x08messages\x04body42")
+	pt, err := kms.NewEnvelope(mk, kms.EnvelopeOptions{}).Open(context.Background(), ct, fieldCtx, nil)
+	if err != nil || string(pt) != "hello from v1" {
+		t.Fatalf("%q %v", pt, err)
+	}
+	if kms.EncodeEnvelopeText(ct) != strings.TrimSpace(string(text)) {
+		t.Fatal("text form does not round-trip")
+	}
+	for _, bad := range []string{"", "w1:AAAA", "e1:!!!", "e1:AAAA"} {
+		if _, err := kms.DecodeEnvelopeText(bad); !errors.Is(err, kms.ErrMalformed) {
+			t.Fatalf("%q: %v", bad, err)
+		}
+	}
+}
+
 func FuzzEnvelopeOpen(f *testing.F) {
-	env := kms.NewEnvelope(local.New(keyring.GenerateMasterKey()), kms.EnvelopeOptions{})
+	env := kms.NewEnvelope(local.Generate(), kms.EnvelopeOptions{})
 	ct, _ := env.Seal(context.Background(), []byte("seed"), nil, nil)
 	f.Add(ct)
 	f.Add([]byte{0x81, 0xff, 0xff})

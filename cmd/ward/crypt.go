@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ const maxInput = 64 << 20
 type contextFlags struct {
 	context            string
 	table, column, row string
+	bind               []string // NAME=VALUE, in the column's Bind order
 }
 
 func (f *contextFlags) register(cmd *cobra.Command) {
@@ -28,12 +28,13 @@ func (f *contextFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.table, "table", "", "bind to a database column like the field layer: table name")
 	cmd.Flags().StringVar(&f.column, "column", "", "column name (with --table)")
 	cmd.Flags().StringVar(&f.row, "row", "", "row key (with --table)")
+	cmd.Flags().StringArrayVar(&f.bind, "bind", nil, "with --table: a bound column and its value, NAME=VALUE, repeated in the column's Bind order")
 }
 
 // bytes returns the context: --context as given, or the field layer's
-// context for --table/--column/--row.
-func (f *contextFlags) bytes() ([]byte, error) {
-	if f.table == "" && f.column == "" && f.row == "" {
+// context for --table/--column/--row (and --bind).
+func (f *contextFlags) bytes(kr *keyring.Keyring) ([]byte, error) {
+	if f.table == "" && f.column == "" && f.row == "" && f.bind == nil {
 		return []byte(f.context), nil
 	}
 	if f.context != "" {
@@ -42,7 +43,31 @@ func (f *contextFlags) bytes() ([]byte, error) {
 	if f.table == "" || f.column == "" || f.row == "" {
 		return nil, usage(errors.New("--table, --column and --row go together"), "")
 	}
-	return field.ContextFor(f.table, f.column, field.RowString(f.row)), nil
+	var names []string
+	var values []any
+	for _, b := range f.bind {
+		name, value, ok := strings.Cut(b, "=")
+		if !ok || name == "" {
+			return nil, usage(fmt.Errorf("--bind %q is not NAME=VALUE", b), "")
+		}
+		names, values = append(names, name), append(values, value)
+	}
+	var opts []field.ColumnOption
+	if names != nil {
+		opts = append(opts, field.Bind(names...))
+	}
+	if kr == nil { // envelope mode: the context does not depend on a keyring
+		kr, _ = keyring.New(keyring.DefaultAlgorithm)
+	}
+	col, err := field.NewColumn(kr, f.table, f.column, opts...)
+	if err != nil {
+		return nil, usage(err, "")
+	}
+	ctx, err := col.Context(field.RowString(f.row).With(values...))
+	if err != nil {
+		return nil, usage(err, "")
+	}
+	return ctx, nil
 }
 
 func readInput(r io.Reader) ([]byte, error) {
@@ -59,11 +84,14 @@ func readInput(r io.Reader) ([]byte, error) {
 // cryptSetup loads the keyring, builds the context and reads stdin: what
 // encrypt and decrypt both need.
 func (a *app) cryptSetup(cmd *cobra.Command, cf *contextFlags) (*keyring.Keyring, []byte, []byte, error) {
-	kr, _, _, err := a.loadKeyring(cmd)
+	kr, err := a.loadKeyring(cmd)
 	if err != nil {
+		if a.kmsURL() != "" && errors.Is(err, errNoKeyring) {
+			return nil, nil, nil, usage(err, "with --kms, encrypt and decrypt use a keyring wrapped by that key; for envelope encryption pass --envelope")
+		}
 		return nil, nil, nil, err
 	}
-	ctx, err := cf.bytes()
+	ctx, err := cf.bytes(kr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -76,22 +104,25 @@ func (a *app) cryptSetup(cmd *cobra.Command, cf *contextFlags) (*keyring.Keyring
 
 func (a *app) newEncryptCmd() *cobra.Command {
 	var cf contextFlags
-	var binary bool
+	var binary, envelope bool
 	var ec map[string]string
 	cmd := &cobra.Command{
 		Use:   "encrypt",
 		Short: "Seal stdin under the primary key, to stdout",
 		Long: `Seal stdin under the keyring's primary key and write the ciphertext to stdout:
-the text form ("w1:…") followed by a newline, or with --binary the raw bytes.
-The value is bound to --context (or to --table/--column/--row, exactly as the
-field layer binds database values) and opens only with the same context.
-With --kms URL (or WARD_KMS) it uses envelope encryption instead of the
-keyring: a data key generated and wrapped by that KMS key encrypts locally,
-and the wrapped key travels in the ciphertext (text form "e1:…").`,
+the text form ("w2:…") followed by a newline, or with --binary the raw bytes.
+The value is bound to --context (or to --table/--column/--row and --bind,
+exactly as the field layer binds database values) and opens only with the
+same context.
+
+With --envelope it uses envelope encryption instead of a keyring: a data key
+generated and wrapped by the key service (--kms URL, or the master key)
+encrypts locally, and the wrapped key travels in the ciphertext (text form
+"e1:…"); --ec adds encryption-context pairs the KMS binds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if a.kms() != "" {
-				return a.envelopeCrypt(cmd, &cf, ec, true, binary)
+			if envelope {
+				return a.envelopeSeal(cmd, &cf, ec, binary)
 			}
 			kr, ctx, pt, err := a.cryptSetup(cmd, &cf)
 			if err != nil {
@@ -112,7 +143,8 @@ and the wrapped key travels in the ciphertext (text form "e1:…").`,
 	}
 	cf.register(cmd)
 	cmd.Flags().BoolVar(&binary, "binary", false, "write the binary form")
-	cmd.Flags().StringToStringVar(&ec, "ec", nil, "with --kms: encryption context pairs, k=v,k2=v2")
+	cmd.Flags().BoolVar(&envelope, "envelope", false, "envelope encryption under the key service (--kms or the master key), no keyring")
+	cmd.Flags().StringToStringVar(&ec, "ec", nil, "with --envelope: encryption context pairs, k=v,k2=v2")
 	return cmd
 }
 
@@ -123,56 +155,71 @@ func (a *app) newDecryptCmd() *cobra.Command {
 		Use:   "decrypt",
 		Short: "Open a ciphertext from stdin (text or binary form), to stdout",
 		Long: `Open a ciphertext read from stdin, in text or binary form, and write the
-plaintext to stdout. Exits 1 if the ciphertext does not open (wrong context,
-tampered, unknown or disabled key).`,
+plaintext to stdout. An envelope ("e1:…" or its binary form) is opened with
+the key service (--kms URL, or the master key); anything else with the
+keyring. Exits 1 if the ciphertext does not open (wrong context, tampered,
+unknown or disabled key).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if a.kms() != "" {
-				return a.envelopeCrypt(cmd, &cf, ec, false, false)
-			}
-			kr, ctx, in, err := a.cryptSetup(cmd, &cf)
+			in, err := readInput(a.stdin)
 			if err != nil {
 				return err
 			}
-			ct := in
-			if keyring.IsText(in) {
-				if ct, err = keyring.DecodeText(string(bytes.TrimSpace(in))); err != nil {
-					return failed(err, "")
-				}
+			if isEnvelope(in) {
+				return a.envelopeOpen(cmd, &cf, ec, in)
 			}
-			pt, err := kr.Open(ct, ctx)
-			if err != nil {
-				hint := ""
-				switch {
-				case errors.Is(err, keyring.ErrWrongContext):
-					hint = "pass the same --context (or --table/--column/--row) used to encrypt"
-				case errors.Is(err, keyring.ErrUnknownKey):
-					hint = "the value was sealed under a key this keyring does not hold"
-				case errors.Is(err, keyring.ErrKeyDisabled):
-					hint = "enable the key with 'ward keyring enable KEY-ID'"
-				}
-				return failed(err, hint)
-			}
-			_, err = a.stdout.Write(pt)
-			clear(pt)
-			return err
+			a.stdin = bytes.NewReader(in)
+			return a.keyringOpen(cmd, &cf)
 		},
 	}
 	cf.register(cmd)
-	cmd.Flags().StringToStringVar(&ec, "ec", nil, "with --kms: encryption context pairs, k=v,k2=v2")
+	cmd.Flags().StringToStringVar(&ec, "ec", nil, "for an envelope: encryption context pairs, k=v,k2=v2")
 	return cmd
 }
 
-// envelopeTextPrefix starts the text form of an envelope ciphertext.
-const envelopeTextPrefix = "e1:"
-
-// envelopeCrypt is encrypt and decrypt with --kms: envelope encryption.
-func (a *app) envelopeCrypt(cmd *cobra.Command, cf *contextFlags, ec map[string]string, encrypt, binary bool) error {
-	ks, err := a.openKMS(cmd)
+// keyringOpen is decrypt with a keyring.
+func (a *app) keyringOpen(cmd *cobra.Command, cf *contextFlags) error {
+	kr, ctx, in, err := a.cryptSetup(cmd, cf)
 	if err != nil {
 		return err
 	}
-	ctx, err := cf.bytes()
+	ct := in
+	if keyring.IsText(in) {
+		if ct, err = keyring.DecodeText(string(bytes.TrimSpace(in))); err != nil {
+			return failed(err, "")
+		}
+	}
+	pt, err := kr.Open(ct, ctx)
+	if err != nil {
+		hint := ""
+		switch {
+		case errors.Is(err, keyring.ErrWrongContext):
+			hint = "pass the same --context (or --table/--column/--row and --bind) used to encrypt"
+		case errors.Is(err, keyring.ErrUnknownKey):
+			hint = "the value was sealed under a key this keyring does not hold"
+		case errors.Is(err, keyring.ErrKeyDisabled):
+			hint = "enable the key with 'ward keyring enable KEY-ID'"
+		}
+		return failed(err, hint)
+	}
+	_, err = a.stdout.Write(pt)
+	clear(pt)
+	return err
+}
+
+// isEnvelope reports whether in is an envelope, text or binary.
+func isEnvelope(in []byte) bool {
+	t := bytes.TrimSpace(in)
+	return bytes.HasPrefix(t, []byte(kms.EnvelopeTextPrefix)) || (len(in) > 0 && in[0] == kms.EnvelopeVersion)
+}
+
+// envelopeSeal is encrypt --envelope.
+func (a *app) envelopeSeal(cmd *cobra.Command, cf *contextFlags, ec map[string]string, binary bool) error {
+	ks, err := a.keyService(cmd.Context())
+	if err != nil {
+		return err
+	}
+	ad, err := cf.bytes(nil)
 	if err != nil {
 		return err
 	}
@@ -180,29 +227,38 @@ func (a *app) envelopeCrypt(cmd *cobra.Command, cf *contextFlags, ec map[string]
 	if err != nil {
 		return err
 	}
-	env := kms.NewEnvelope(ks, kms.EnvelopeOptions{})
-	if encrypt {
-		ct, err := env.Seal(cmd.Context(), in, ctx, ec)
-		clear(in)
-		if err != nil {
-			return err
-		}
-		if binary {
-			_, err = a.stdout.Write(ct)
-			return err
-		}
-		_, err = fmt.Fprintln(a.stdout, envelopeTextPrefix+base64.RawURLEncoding.EncodeToString(ct))
+	ct, err := kms.NewEnvelope(ks, kms.EnvelopeOptions{}).Seal(cmd.Context(), in, ad, ec)
+	clear(in)
+	if err != nil {
+		return err
+	}
+	if binary {
+		_, err = a.stdout.Write(ct)
+		return err
+	}
+	_, err = fmt.Fprintln(a.stdout, kms.EncodeEnvelopeText(ct))
+	return err
+}
+
+// envelopeOpen is decrypt of an envelope.
+func (a *app) envelopeOpen(cmd *cobra.Command, cf *contextFlags, ec map[string]string, in []byte) error {
+	ks, err := a.keyService(cmd.Context())
+	if err != nil {
+		return err
+	}
+	ad, err := cf.bytes(nil)
+	if err != nil {
 		return err
 	}
 	ct := in
-	if s := string(bytes.TrimSpace(in)); strings.HasPrefix(s, envelopeTextPrefix) {
-		if ct, err = base64.RawURLEncoding.DecodeString(s[len(envelopeTextPrefix):]); err != nil {
-			return failed(fmt.Errorf("malformed envelope text: %w", err), "")
+	if !bytes.HasPrefix(in, []byte{kms.EnvelopeVersion}) {
+		if ct, err = kms.DecodeEnvelopeText(string(in)); err != nil {
+			return failed(err, "")
 		}
 	}
-	pt, err := env.Open(cmd.Context(), ct, ctx, ec)
+	pt, err := kms.NewEnvelope(ks, kms.EnvelopeOptions{}).Open(cmd.Context(), ct, ad, ec)
 	if errors.Is(err, kms.ErrAuthentication) || errors.Is(err, kms.ErrMalformed) || errors.Is(err, kms.ErrInvalidCiphertext) {
-		return failed(err, "pass the same --context (or --table/--column/--row) and --ec used to encrypt")
+		return failed(err, "pass the same --context (or --table/--column/--row) and --ec used to encrypt, and the same --kms key")
 	}
 	if err != nil {
 		return err

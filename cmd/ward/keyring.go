@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -14,7 +14,11 @@ import (
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/kms/kmsurl"
+	"github.com/wardlab/ward/kms/local"
 )
+
+// errNoKeyring means neither --keyring nor WARD_KEYRING was given.
+var errNoKeyring = errors.New("no keyring given")
 
 // KeyringEnv names the environment variable with the default keyring path.
 const KeyringEnv = "WARD_KEYRING"
@@ -26,23 +30,25 @@ func (a *app) keyringFile() (string, error) {
 	if p := a.getenv(KeyringEnv); p != "" {
 		return p, nil
 	}
-	return "", usage(errors.New("no keyring given"), "pass --keyring PATH or set "+KeyringEnv)
+	return "", usage(errNoKeyring, "pass --keyring PATH or set "+KeyringEnv)
 }
 
-func (a *app) masterKey() (*keyring.MasterKey, error) {
-	if a.masterKeyFile == "" && a.getenv(keyring.MasterKeyEnv) == "" && a.prompt != nil {
+// masterKey reads the master key from --master-key-file, WARD_MASTER_KEY,
+// or a no-echo prompt on a terminal.
+func (a *app) masterKey() (*local.MasterKey, error) {
+	if a.masterKeyFile == "" && a.getenv(local.EnvVar) == "" && a.prompt != nil {
 		if b, err := a.prompt("ward: master key (base64): "); err == nil {
 			defer clear(b)
-			mk, err := keyring.ParseMasterKey(string(b))
+			mk, err := local.Parse(string(b))
 			if err != nil {
 				return nil, usage(err, "")
 			}
 			return mk, nil
 		}
 	}
-	mk, err := keyring.LoadMasterKey(a.masterKeyFile, a.getenv)
+	mk, err := local.Load(a.masterKeyFile, a.getenv)
 	if err != nil {
-		return nil, usage(err, "generate one with 'ward keyring gen-master-key --out FILE', then pass --master-key-file FILE or export "+keyring.MasterKeyEnv)
+		return nil, usage(err, "generate one with 'ward keyring gen-master-key --out FILE', then pass --master-key-file FILE or export "+local.EnvVar)
 	}
 	return mk, nil
 }
@@ -50,47 +56,59 @@ func (a *app) masterKey() (*keyring.MasterKey, error) {
 // KMSEnv names the environment variable with the default KMS URL.
 const KMSEnv = "WARD_KMS"
 
-func (a *app) kms() string {
-	if a.kmsURL != "" {
-		return a.kmsURL
+func (a *app) kmsURL() string {
+	if a.kmsFlag != "" {
+		return a.kmsFlag
 	}
 	return a.getenv(KMSEnv)
 }
 
-// wrapper returns what seals keyrings: the KMS key when --kms (or
-// WARD_KMS) is given, else the master key.
-func (a *app) wrapper(ctx context.Context) (keyring.Wrapper, error) {
-	if u := a.kms(); u != "" {
+// keyService returns the key service that seals keyrings (and, with
+// --envelope, data keys): the KMS key of --kms (or WARD_KMS), else the
+// master key.
+func (a *app) keyService(ctx context.Context) (kms.KeyService, error) {
+	if u := a.kmsURL(); u != "" {
 		ks, err := kmsurl.Open(ctx, u, a.getenv)
 		if err != nil {
 			return nil, usage(err, "")
 		}
-		return kms.KeyringWrapper(ks), nil
+		return ks, nil
 	}
 	return a.masterKey()
 }
 
-// loadKeyring opens the configured keyring with the configured wrapper.
-func (a *app) loadKeyring(cmd *cobra.Command) (*keyring.Keyring, keyring.Wrapper, string, error) {
+// loadKeyring opens the configured keyring with the configured key
+// service. It never creates one: a missing file is an error.
+func (a *app) loadKeyring(cmd *cobra.Command) (*keyring.Keyring, error) {
 	path, err := a.keyringFile()
 	if err != nil {
-		return nil, nil, "", err
+		return nil, err
 	}
-	mk, err := a.wrapper(cmd.Context())
+	ks, err := a.keyService(cmd.Context())
 	if err != nil {
-		return nil, nil, "", err
+		return nil, err
 	}
-	kr, err := keyring.Load(cmd.Context(), path, mk)
-	if errors.Is(err, keyring.ErrWrongWrapper) {
-		return nil, nil, "", usage(err, "this keyring was sealed under another key; check --kms, "+keyring.MasterKeyEnv+" or --master-key-file")
+	kr, err := keyring.Load(cmd.Context(), path, ks)
+	switch {
+	case errors.Is(err, keyring.ErrWrongWrapper):
+		return nil, usage(err, "this keyring was sealed under another key; check --kms, "+local.EnvVar+" or --master-key-file")
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, usage(err, "check the path, or create a keyring with 'ward keyring new'")
+	case err != nil:
+		return nil, err
 	}
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, "", usage(err, "create one with 'ward keyring new'")
+	return kr, nil
+}
+
+// saveError adds the hint for a refused save.
+func saveError(err error) error {
+	switch {
+	case errors.Is(err, keyring.ErrStale):
+		return usage(err, "another writer changed the keyring file since it was read; run the command again")
+	case errors.Is(err, keyring.ErrPrimaryKey):
+		return usage(err, "promote another key first")
 	}
-	if err != nil {
-		return nil, nil, "", err
-	}
-	return kr, mk, path, nil
+	return err
 }
 
 func (a *app) newKeyringCmd() *cobra.Command {
@@ -99,13 +117,18 @@ func (a *app) newKeyringCmd() *cobra.Command {
 		Short: "Create and manage versioned keyrings",
 		Long: `A keyring holds versioned keys: exactly one primary key seals new values,
 decrypt-only keys open old ones, disabled keys do neither. The file is sealed
-under a master key (--master-key-file or WARD_MASTER_KEY) and never holds key
-material in plaintext.`,
+under a key service (a master key from --master-key-file or WARD_MASTER_KEY,
+or a KMS key from --kms) and never holds key material in plaintext. Every
+change is saved under a lock, only if the file is still the one that was
+read, before it takes effect.`,
 	}
+	disable := a.newKeyringStateCmd("disable", "Stop a key from opening values", (*keyring.Keyring).Disable)
+	demote := a.newKeyringStateCmd("demote", "Deprecated: use 'keyring disable'", (*keyring.Keyring).Disable)
+	demote.Hidden = true
+	demote.Deprecated = "use 'ward keyring disable'"
 	cmd.AddCommand(a.newKeyringNewCmd(), a.newKeyringAddCmd(), a.newKeyringRotateCmd(),
 		a.newKeyringStateCmd("promote", "Make a key primary (the old primary becomes decrypt-only)", (*keyring.Keyring).Promote),
-		a.newKeyringStateCmd("demote", "Move a decrypt-only key down to disabled", (*keyring.Keyring).Demote),
-		a.newKeyringStateCmd("disable", "Stop a key from opening values", (*keyring.Keyring).Disable),
+		disable, demote,
 		a.newKeyringStateCmd("enable", "Make a disabled key decrypt-only again", (*keyring.Keyring).Enable),
 		a.newKeyringListCmd(), a.newGenMasterKeyCmd(), a.newKeyringRewrapCmd())
 	return cmd
@@ -136,27 +159,29 @@ func (a *app) newKeyringNewCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := os.Stat(path); err == nil && !force {
-				return usage(fmt.Errorf("%s already exists", path), "use 'ward keyring rotate' to add a key, or --force to replace it (losing its keys)")
-			}
-			w, err := a.wrapper(cmd.Context())
+			ks, err := a.keyService(cmd.Context())
 			if err != nil {
 				return err
 			}
-			kr, err := keyring.New(alg.alg)
-			if err != nil {
-				return err
+			if force {
+				if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
 			}
-			if err := kr.Save(cmd.Context(), path, w); err != nil {
+			kr, err := keyring.Create(cmd.Context(), path, ks, alg.alg)
+			if errors.Is(err, fs.ErrExist) {
+				return usage(err, "use 'ward keyring rotate' to add a key, or --force to replace it (losing its keys)")
+			}
+			if err != nil {
 				return err
 			}
 			p := kr.Primary()
-			fmt.Fprintf(a.stdout, "created %s: primary key %v (%v), sealed under %s key %s\n", path, p.ID, p.Algorithm, w.Provider(), w.KeyID())
+			fmt.Fprintf(a.stdout, "created %s (%s): primary key %v (%v), sealed under %v\n", path, kr.ID(), p.ID, p.Algorithm, ks.Key())
 			return nil
 		},
 	}
 	cmd.Flags().Var(&alg, "alg", "algorithm: AES-128-GCM, AES-256-GCM or XChaCha20-Poly1305")
-	cmd.Flags().BoolVar(&force, "force", false, "replace an existing keyring")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing keyring (its keys are lost)")
 	return cmd
 }
 
@@ -168,21 +193,18 @@ func (a *app) newKeyringAddCmd() *cobra.Command {
 		Short: "Add a decrypt-only key (distribute it, then promote it)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			kr, w, path, err := a.loadKeyring(cmd)
+			kr, err := a.loadKeyring(cmd)
 			if err != nil {
 				return err
 			}
-			id, err := kr.Add(alg.alg)
+			id, err := kr.Add(cmd.Context(), alg.alg)
 			if err != nil {
-				return err
+				return saveError(err)
 			}
 			if promote {
-				if err := kr.Promote(id); err != nil {
-					return err
+				if err := kr.Promote(cmd.Context(), id); err != nil {
+					return saveError(err)
 				}
-			}
-			if err := kr.Save(cmd.Context(), path, w); err != nil {
-				return err
 			}
 			info, _ := kr.Lookup(id)
 			fmt.Fprintf(a.stdout, "added key %v (%v, %v)\n", id, info.Algorithm, info.State)
@@ -201,20 +223,18 @@ func (a *app) newKeyringRotateCmd() *cobra.Command {
 		Short: "Add a new primary key; the old primary becomes decrypt-only",
 		Long: `Add a new primary key; the old primary becomes decrypt-only. Existing values
 stay readable. Run 'ward rotate' on each encrypted column to move them to the
-new key, then disable the old key.`,
+new key, then disable the old key. With several hosts, prefer 'keyring add',
+distribute the file, then 'keyring promote' (see the README).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			kr, w, path, err := a.loadKeyring(cmd)
+			kr, err := a.loadKeyring(cmd)
 			if err != nil {
 				return err
 			}
 			old := kr.Primary().ID
-			id, err := kr.Rotate(alg.alg)
+			id, err := kr.Rotate(cmd.Context(), alg.alg)
 			if err != nil {
-				return err
-			}
-			if err := kr.Save(cmd.Context(), path, w); err != nil {
-				return err
+				return saveError(err)
 			}
 			fmt.Fprintf(a.stdout, "primary key is now %v (%v); %v is decrypt-only\n", id, alg.alg, old)
 			return nil
@@ -224,7 +244,7 @@ new key, then disable the old key.`,
 	return cmd
 }
 
-func (a *app) newKeyringStateCmd(name, short string, op func(*keyring.Keyring, keyring.KeyID) error) *cobra.Command {
+func (a *app) newKeyringStateCmd(name, short string, op func(*keyring.Keyring, context.Context, keyring.KeyID) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   name + " KEY-ID",
 		Short: short,
@@ -234,18 +254,12 @@ func (a *app) newKeyringStateCmd(name, short string, op func(*keyring.Keyring, k
 			if err != nil {
 				return usage(err, "see 'ward keyring list' for key IDs")
 			}
-			kr, w, path, err := a.loadKeyring(cmd)
+			kr, err := a.loadKeyring(cmd)
 			if err != nil {
 				return err
 			}
-			if err := op(kr, id); err != nil {
-				if errors.Is(err, keyring.ErrPrimaryKey) {
-					return usage(err, "promote another key first")
-				}
-				return err
-			}
-			if err := kr.Save(cmd.Context(), path, w); err != nil {
-				return err
+			if err := op(kr, cmd.Context(), id); err != nil {
+				return saveError(err)
 			}
 			info, _ := kr.Lookup(id)
 			fmt.Fprintf(a.stdout, "key %v is %v\n", id, info.State)
@@ -261,25 +275,14 @@ func (a *app) newKeyringListCmd() *cobra.Command {
 		Short: "List keys: ID, algorithm, state, creation time",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			kr, _, _, err := a.loadKeyring(cmd)
+			kr, err := a.loadKeyring(cmd)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				type row struct {
-					ID        string    `json:"id"`
-					Algorithm string    `json:"algorithm"`
-					State     string    `json:"state"`
-					Created   time.Time `json:"created"`
-				}
-				var rows []row
-				for _, k := range kr.Keys() {
-					rows = append(rows, row{k.ID.String(), k.Algorithm.String(), k.State.String(), k.Created})
-				}
-				e := json.NewEncoder(a.stdout)
-				e.SetIndent("", "  ")
-				return e.Encode(rows)
+				return a.writeJSON(keyList(kr))
 			}
+			fmt.Fprintf(a.stdout, "keyring %s, generation %d\n", kr.ID(), kr.Generation())
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tALGORITHM\tSTATE\tCREATED")
 			for _, k := range kr.Keys() {
@@ -292,6 +295,28 @@ func (a *app) newKeyringListCmd() *cobra.Command {
 	return cmd
 }
 
+// keyListJSON is what 'keyring list --json' prints.
+type keyListJSON struct {
+	Keyring    string       `json:"keyring"`
+	Generation uint64       `json:"generation"`
+	Keys       []keyRowJSON `json:"keys"`
+}
+
+type keyRowJSON struct {
+	ID        string    `json:"id"`
+	Algorithm string    `json:"algorithm"`
+	State     string    `json:"state"`
+	Created   time.Time `json:"created"`
+}
+
+func keyList(kr *keyring.Keyring) keyListJSON {
+	out := keyListJSON{Keyring: kr.ID(), Generation: kr.Generation()}
+	for _, k := range kr.Keys() {
+		out.Keys = append(out.Keys, keyRowJSON{k.ID.String(), k.Algorithm.String(), k.State.String(), k.Created})
+	}
+	return out
+}
+
 func (a *app) newGenMasterKeyCmd() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
@@ -302,7 +327,7 @@ func (a *app) newGenMasterKeyCmd() *cobra.Command {
 			if out == "" {
 				return usage(errors.New("--out is required"), "the key is written to a file, never printed")
 			}
-			mk := keyring.GenerateMasterKey()
+			mk := local.Generate()
 			f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 			if err != nil {
 				return usage(err, "choose a path that does not exist yet")
@@ -314,7 +339,7 @@ func (a *app) newGenMasterKeyCmd() *cobra.Command {
 			if err := f.Close(); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "wrote master key %s to %s\n", mk.KeyID(), out)
+			fmt.Fprintf(a.stdout, "wrote master key %s to %s\n", mk.Key().ID, out)
 			return nil
 		},
 	}
@@ -327,37 +352,35 @@ func (a *app) newKeyringRewrapCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rewrap (--to KMS-URL | --to-master-key-file FILE)",
 		Short: "Re-seal the keyring under another KMS key or master key, without touching the data",
-		Long: `Re-seal the keyring file under a new wrapping key: after a KMS key rotation,
+		Long: `Re-seal the keyring file under a new key service: after a KMS key rotation,
 or to move between a master key and a KMS. The data keys inside, and so every
-ciphertext, stay the same. The current wrapper comes from --kms or the master
-key as usual.`,
+ciphertext, stay the same. The current key service comes from --kms or the
+master key as usual.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (to == "") == (toMasterKeyFile == "") {
 				return usage(errors.New("give exactly one of --to and --to-master-key-file"), "")
 			}
-			kr, _, path, err := a.loadKeyring(cmd)
+			kr, err := a.loadKeyring(cmd)
 			if err != nil {
 				return err
 			}
-			var w keyring.Wrapper
+			var ks kms.KeyService
 			if to != "" {
-				ks, err := kmsurl.Open(cmd.Context(), to, a.getenv)
-				if err != nil {
+				if ks, err = kmsurl.Open(cmd.Context(), to, a.getenv); err != nil {
 					return usage(err, "")
 				}
-				w = kms.KeyringWrapper(ks)
-			} else if w, err = keyring.LoadMasterKey(toMasterKeyFile, a.getenv); err != nil {
+			} else if ks, err = local.Load(toMasterKeyFile, a.getenv); err != nil {
 				return usage(err, "")
 			}
-			if err := kr.Save(cmd.Context(), path, w); err != nil {
-				return err
+			if err := kr.Rewrap(cmd.Context(), ks); err != nil {
+				return saveError(err)
 			}
-			fmt.Fprintf(a.stdout, "%s is now sealed under %s key %s\n", path, w.Provider(), w.KeyID())
+			fmt.Fprintf(a.stdout, "%s is now sealed under %v\n", kr.Path(), ks.Key())
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&to, "to", "", "KMS URL of the new wrapping key")
+	cmd.Flags().StringVar(&to, "to", "", "KMS URL of the new key")
 	cmd.Flags().StringVar(&toMasterKeyFile, "to-master-key-file", "", "file of the new master key")
 	return cmd
 }

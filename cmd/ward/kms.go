@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -20,16 +19,17 @@ func (a *app) newKMSCmd() *cobra.Command {
 		Use:   "kms",
 		Short: "Call a KMS directly: per-call encryption, and key information",
 		Long: `Call a KMS key directly (--kms URL or WARD_KMS): 'kms encrypt' and
-'kms decrypt' send every value to the KMS, as seed 002 did. For data, prefer
-'ward encrypt --kms URL', which uses envelope encryption: the KMS wraps a data
-key once and the data is encrypted locally.`,
+send every value to the KMS, as the KMS field report did. For data, prefer
+'ward --kms URL encrypt --envelope' (envelope encryption: the KMS wraps a
+data key once and the data is encrypted locally), or a keyring wrapped by
+the KMS key ('ward --kms URL keyring new').`,
 	}
 	cmd.AddCommand(a.newKMSCryptCmd(true), a.newKMSCryptCmd(false), a.newKMSInfoCmd())
 	return cmd
 }
 
 func (a *app) openKMS(cmd *cobra.Command) (kms.KeyService, error) {
-	u := a.kms()
+	u := a.kmsURL()
 	if u == "" {
 		return nil, usage(errors.New("no KMS given"), "pass --kms URL (awskms://alias/NAME?region=R, local://PATH) or set "+KMSEnv)
 	}
@@ -61,7 +61,7 @@ func (a *app) newKMSCryptCmd(encrypt bool) *cobra.Command {
 			}
 			if encrypt {
 				if len(in) > 4096 {
-					return usage(fmt.Errorf("KMS Encrypt takes at most 4096 bytes, got %d", len(in)), "use 'ward encrypt --kms URL' (envelope encryption) for data")
+					return usage(fmt.Errorf("KMS Encrypt takes at most 4096 bytes, got %d", len(in)), "use 'ward --kms URL encrypt --envelope' (envelope encryption) for data")
 				}
 				ct, err := ks.Encrypt(cmd.Context(), in, ec)
 				if err != nil {
@@ -101,7 +101,7 @@ func (a *app) newKMSInfoCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			info := map[string]any{"provider": ks.Provider(), "key_id": ks.KeyID()}
+			info := map[string]any{"provider": ks.Key().Provider, "key_id": ks.Key().ID}
 			if aws, ok := ks.(*awskms.Service); ok {
 				arn, state, err := aws.Describe(cmd.Context())
 				if err != nil {
@@ -133,11 +133,9 @@ func (a *app) newKMSInfoCmd() *cobra.Command {
 			info["cache"] = st
 			info["cache_limits"] = kms.DefaultCacheLimits
 			if asJSON {
-				e := json.NewEncoder(a.stdout)
-				e.SetIndent("", "  ")
-				return e.Encode(info)
+				return a.writeJSON(info)
 			}
-			fmt.Fprintf(a.stdout, "provider:  %s\nkey:       %s\n", ks.Provider(), ks.KeyID())
+			fmt.Fprintf(a.stdout, "provider:  %s\nkey:       %s\n", ks.Key().Provider, ks.Key().ID)
 			if arn, ok := info["arn"]; ok {
 				fmt.Fprintf(a.stdout, "arn:       %v (%v)\n", arn, info["state"])
 			}

@@ -12,7 +12,6 @@ import (
 	sdk "github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/wardlab/ward/internal/localkms"
-	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/awskms"
 )
 
@@ -44,16 +43,30 @@ func TestKMSCommands(t *testing.T) {
 		a := &app{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
 		return a.run(ctx, args), out.String(), errb.String()
 	}
-	if code, out, e := run("", "--kms", url("alias/one"), "keyring", "new"); code != 0 || !strings.Contains(out, "kms:awskms key alias/one") {
+	if code, out, e := run("", "--kms", url("alias/one"), "keyring", "new"); code != 0 || !strings.Contains(out, "sealed under awskms:alias/one") {
 		t.Fatalf("keyring new --kms: %d %s %s", code, out, e)
 	}
 	if code, _, e := run("", "keyring", "list"); code != 2 || !strings.Contains(e, "master key") {
 		t.Fatalf("without the KMS: %d %s", code, e)
 	}
-	code, ct, _ := run("hello", "--kms", url("alias/one"), "encrypt", "--context", "c")
-	if code != 0 {
+	code, ct, _ := run("hello", "--kms", url("alias/one"), "encrypt", "--envelope", "--context", "c")
+	if code != 0 || !strings.HasPrefix(ct, "e1:") {
 		t.Fatal(ct)
 	}
+	// --kms alone means the key service of the keyring: a keyring value.
+	code, kct, _ := run("hello", "--kms", url("alias/one"), "encrypt", "--context", "c")
+	if code != 0 || !strings.HasPrefix(kct, "w2:") {
+		t.Fatal(kct)
+	}
+	if code, out, e := run(kct, "--kms", url("alias/one"), "decrypt", "--context", "c"); code != 0 || out != "hello" {
+		t.Fatalf("keyring decrypt under the KMS: %d %q %s", code, out, e)
+	}
+	env2 := env
+	env = map[string]string{}
+	if code, _, e := run("hello", "--kms", url("alias/one"), "encrypt", "--context", "c"); code != 2 || !strings.Contains(e, "--envelope") {
+		t.Fatalf("--kms without a keyring: %d %s", code, e)
+	}
+	env = env2
 	if code, out, _ := run("", "--kms", url("alias/one"), "keyring", "rewrap", "--to", url("alias/two")); code != 0 || !strings.Contains(out, "alias/two") {
 		t.Fatalf("rewrap: %s", out)
 	}
@@ -93,5 +106,4 @@ func TestKMSCommands(t *testing.T) {
 	if code, _, e := run("", "kms", "info"); code != 2 || !strings.Contains(e, "no KMS") {
 		t.Fatalf("no KMS: %s", e)
 	}
-	_ = keyring.MasterKeyEnv
 }

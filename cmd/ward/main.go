@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,7 +47,7 @@ type app struct {
 
 	keyringPath   string
 	masterKeyFile string
-	kmsURL        string
+	kmsFlag       string
 }
 
 // cliError is an error with an exit code and an optional hint.
@@ -58,6 +59,13 @@ type cliError struct {
 
 func (e *cliError) Error() string { return e.err.Error() }
 func (e *cliError) Unwrap() error { return e.err }
+
+// writeJSON prints v as indented JSON.
+func (a *app) writeJSON(v any) error {
+	e := json.NewEncoder(a.stdout)
+	e.SetIndent("", "  ")
+	return e.Encode(v)
+}
 
 func failed(err error, hint string) error { return &cliError{code: exitFailed, err: err, hint: hint} }
 func usage(err error, hint string) error  { return &cliError{code: exitUsageErr, err: err, hint: hint} }
@@ -107,7 +115,7 @@ func (a *app) newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&a.keyringPath, "keyring", "", "keyring file (default $WARD_KEYRING)")
 	root.PersistentFlags().StringVar(&a.masterKeyFile, "master-key-file", "", "file holding the base64 master key (default $WARD_MASTER_KEY)")
-	root.PersistentFlags().StringVar(&a.kmsURL, "kms", "", "KMS key URL (awskms://alias/NAME?region=R, local://PATH); keyrings wrapped by it (default $WARD_KMS)")
+	root.PersistentFlags().StringVar(&a.kmsFlag, "kms", "", "the key service, instead of the master key: a KMS key URL (awskms://alias/NAME?region=R, local://PATH) that seals keyrings and, with encrypt --envelope, data keys (default $WARD_KMS)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err, "see ward --help") })
 	root.AddCommand(
 		a.newKeyringCmd(),

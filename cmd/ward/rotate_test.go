@@ -11,14 +11,15 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
 )
 
 // TestRotateCommand fills a SQLite table through the field layer, rotates
 // the keyring with the CLI, dry-runs, re-encrypts and checks the result.
 func TestRotateCommand(t *testing.T) {
 	dir := t.TempDir()
-	mk := keyring.GenerateMasterKey()
-	env := map[string]string{keyring.MasterKeyEnv: mk.Encode(), KeyringEnv: filepath.Join(dir, "kr.json")}
+	mk := local.Generate()
+	env := map[string]string{local.EnvVar: mk.Encode(), KeyringEnv: filepath.Join(dir, "kr.json")}
 	run := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
 		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
@@ -100,7 +101,7 @@ func TestRedactURL(t *testing.T) {
 // TestMasterKeyPrompt takes the master key from the prompt when neither
 // the environment nor a file gives one.
 func TestMasterKeyPrompt(t *testing.T) {
-	mk := keyring.GenerateMasterKey()
+	mk := local.Generate()
 	path := filepath.Join(t.TempDir(), "kr.json")
 	prompted := 0
 	var out, errb bytes.Buffer

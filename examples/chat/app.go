@@ -36,7 +36,7 @@ type App struct {
 	db      *sql.DB
 	dialect field.Dialect
 	kr      *keyring.Keyring
-	wrapper keyring.Wrapper
+	ks      kms.KeyService
 	krPath  string
 	store   *Store
 	server  *Server
@@ -50,12 +50,9 @@ func Open(ctx context.Context, o Options, encrypt bool) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := kms.KeyringWrapper(ks)
-	kr, err := keyring.Load(ctx, o.KeyringPath, w)
+	kr, err := keyring.Load(ctx, o.KeyringPath, ks)
 	if errors.Is(err, os.ErrNotExist) {
-		if kr, err = keyring.New(keyring.AES256GCM); err == nil {
-			err = kr.Save(ctx, o.KeyringPath, w)
-		}
+		kr, err = keyring.Create(ctx, o.KeyringPath, ks, keyring.AES256GCM)
 	}
 	if err != nil {
 		return nil, err
@@ -77,7 +74,7 @@ func Open(ctx context.Context, o Options, encrypt bool) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &App{db: db, dialect: dialect, kr: kr, wrapper: w, krPath: o.KeyringPath, store: store, server: srv}, nil
+	return &App{db: db, dialect: dialect, kr: kr, ks: ks, krPath: o.KeyringPath, store: store, server: srv}, nil
 }
 
 func (a *App) Serve(ctx context.Context, listen string, out io.Writer) error {
@@ -134,11 +131,8 @@ func (a *App) Inspect(ctx context.Context, out io.Writer) error {
 // rotate adds a new primary key, saves the keyring, and re-encrypts every
 // encrypted column; safe while the service runs (compare-and-swap).
 func (a *App) Rotate(ctx context.Context, out io.Writer) error {
-	id, err := a.kr.Rotate(keyring.AES256GCM)
+	id, err := a.kr.Rotate(ctx, keyring.AES256GCM)
 	if err != nil {
-		return err
-	}
-	if err := a.kr.Save(ctx, a.krPath, a.wrapper); err != nil {
 		return err
 	}
 	for _, col := range []*field.Column{a.store.body, a.store.title, a.store.email} {

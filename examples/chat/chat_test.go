@@ -18,6 +18,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
 )
 
 type testApp struct {
@@ -29,7 +30,7 @@ type testApp struct {
 // forEachDB runs fn on SQLite and, when WARD_TEST_POSTGRES_URL is set, on
 // PostgreSQL (a fresh schema per test).
 func forEachDB(t *testing.T, fn func(t *testing.T, ta *testApp)) {
-	t.Setenv("WARD_MASTER_KEY", keyring.GenerateMasterKey().Encode())
+	t.Setenv("WARD_MASTER_KEY", local.Generate().Encode())
 	t.Run("sqlite", func(t *testing.T) {
 		dir := t.TempDir()
 		fn(t, newTestApp(t, Options{DB: "sqlite:" + filepath.Join(dir, "chat.db"), KeyringPath: filepath.Join(dir, "kr.json"), KMSURL: "local://"}))

@@ -1,4 +1,4 @@
-// Package awskms is a kms.KeyService backed by AWS KMS through the official
+// Package awskms is the key service of an AWS KMS key (a kms.KeyService) backed by AWS KMS through the official
 // SDK (github.com/aws/aws-sdk-go-v2), or any server that speaks its API
 // (such as local-kms). Credentials come from the SDK's standard chain; with
 // an endpoint override and no credentials in the environment, static
@@ -8,17 +8,16 @@ package awskms
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
-	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/wardlab/ward/kms"
@@ -79,7 +78,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	ac, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("awskms: loading AWS configuration: %w", err)
+		return nil, &kms.ServiceError{Op: "LoadDefaultConfig", Key: kms.KeyRef{Provider: Provider, ID: cfg.KeyID}, Kind: kms.ErrMisconfigured, Err: err}
 	}
 	if ac.Region == "" {
 		ac.Region = "us-east-1"
@@ -95,46 +94,46 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 // Client returns the SDK client, for administration (creating keys in tests).
 func (s *Service) Client() *awskms.Client { return s.client }
 
-// Provider returns "awskms".
-func (s *Service) Provider() string { return "awskms" }
+// Provider is the provider name of an AWS KMS key in a [kms.KeyRef].
+const Provider = "awskms"
 
-// KeyID returns the configured key ID or alias.
-func (s *Service) KeyID() string { return s.keyID }
+// Key returns the provider "awskms" and the configured key ID or alias.
+func (s *Service) Key() kms.KeyRef { return kms.KeyRef{Provider: Provider, ID: s.keyID} }
 
 func (s *Service) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.timeout)
 }
 
 // Encrypt calls KMS Encrypt.
-func (s *Service) Encrypt(ctx context.Context, plaintext []byte, ec map[string]string) ([]byte, error) {
+func (s *Service) Encrypt(ctx context.Context, plaintext []byte, encryptionContext map[string]string) ([]byte, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	out, err := s.client.Encrypt(ctx, &awskms.EncryptInput{KeyId: aws.String(s.keyID), Plaintext: plaintext, EncryptionContext: ec})
+	out, err := s.client.Encrypt(ctx, &awskms.EncryptInput{KeyId: aws.String(s.keyID), Plaintext: plaintext, EncryptionContext: encryptionContext})
 	if err != nil {
-		return nil, mapError(err)
+		return nil, s.fail("Encrypt", err)
 	}
 	return out.CiphertextBlob, nil
 }
 
 // Decrypt calls KMS Decrypt, naming the expected key.
-func (s *Service) Decrypt(ctx context.Context, ciphertext []byte, ec map[string]string) ([]byte, error) {
+func (s *Service) Decrypt(ctx context.Context, ciphertext []byte, encryptionContext map[string]string) ([]byte, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	out, err := s.client.Decrypt(ctx, &awskms.DecryptInput{KeyId: aws.String(s.keyID), CiphertextBlob: ciphertext, EncryptionContext: ec})
+	out, err := s.client.Decrypt(ctx, &awskms.DecryptInput{KeyId: aws.String(s.keyID), CiphertextBlob: ciphertext, EncryptionContext: encryptionContext})
 	if err != nil {
-		return nil, mapError(err)
+		return nil, s.fail("Decrypt", err)
 	}
 	return out.Plaintext, nil
 }
 
 // GenerateDataKey calls KMS GenerateDataKey.
-func (s *Service) GenerateDataKey(ctx context.Context, size int, ec map[string]string) ([]byte, []byte, error) {
+func (s *Service) GenerateDataKey(ctx context.Context, size int, encryptionContext map[string]string) ([]byte, []byte, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	out, err := s.client.GenerateDataKey(ctx, &awskms.GenerateDataKeyInput{KeyId: aws.String(s.keyID),
-		NumberOfBytes: aws.Int32(int32(size)), EncryptionContext: ec})
+		NumberOfBytes: aws.Int32(int32(size)), EncryptionContext: encryptionContext})
 	if err != nil {
-		return nil, nil, mapError(err)
+		return nil, nil, s.fail("GenerateDataKey", err)
 	}
 	return out.Plaintext, out.CiphertextBlob, nil
 }
@@ -145,43 +144,64 @@ func (s *Service) Describe(ctx context.Context) (arn, state string, err error) {
 	defer cancel()
 	out, err := s.client.DescribeKey(ctx, &awskms.DescribeKeyInput{KeyId: aws.String(s.keyID)})
 	if err != nil {
-		return "", "", mapError(err)
+		return "", "", s.fail("DescribeKey", err)
 	}
 	return aws.ToString(out.KeyMetadata.Arn), string(out.KeyMetadata.KeyState), nil
 }
 
-// mapError wraps SDK errors in kms's sentinels, keeping the original.
-func mapError(err error) error {
-	var nf *types.NotFoundException
-	var ic *types.InvalidCiphertextException
-	var ik *types.IncorrectKeyException
-	var ds *types.DisabledException
+func (s *Service) fail(op string, err error) error {
+	return &kms.ServiceError{Op: op, Key: s.Key(), Kind: Classify(err), Err: err}
+}
+
+// apiKinds maps AWS KMS error codes to kinds. Codes not listed are
+// classified by their fault: server faults are unavailability, client
+// faults misconfiguration.
+var apiKinds = map[string]error{
+	"NotFoundException":           kms.ErrUnknownKey,
+	"InvalidCiphertextException":  kms.ErrInvalidCiphertext,
+	"IncorrectKeyException":       kms.ErrInvalidCiphertext,
+	"AccessDeniedException":       kms.ErrAccessDenied,
+	"DisabledException":           kms.ErrAccessDenied,
+	"KMSInvalidStateException":    kms.ErrAccessDenied,
+	"ThrottlingException":         kms.ErrThrottled,
+	"LimitExceededException":      kms.ErrThrottled,
+	"KeyUnavailableException":     kms.ErrUnavailable,
+	"DependencyTimeoutException":  kms.ErrUnavailable,
+	"KMSInternalException":        kms.ErrUnavailable,
+	"UnrecognizedClientException": kms.ErrMisconfigured,
+	"InvalidSignatureException":   kms.ErrMisconfigured,
+	"IncompleteSignature":         kms.ErrMisconfigured,
+	"MissingAuthenticationToken":  kms.ErrMisconfigured,
+	"InvalidClientTokenId":        kms.ErrMisconfigured,
+	"ExpiredTokenException":       kms.ErrMisconfigured,
+	"InvalidKeyUsageException":    kms.ErrMisconfigured,
+	"InvalidArnException":         kms.ErrMisconfigured,
+	"ValidationException":         kms.ErrMisconfigured,
+}
+
+// Classify tells what kind of failure an SDK error is: unavailability
+// (network, timeouts, server faults; transient), throttling,
+// misconfiguration (credentials, region, endpoint, key ID syntax: an
+// operator must act), denial, an unknown key or an invalid ciphertext.
+func Classify(err error) error {
+	var signing *v4.SigningError
+	var region *aws.MissingRegionError
+	var endpoint *aws.EndpointNotFoundError
 	var api smithy.APIError
 	var ne net.Error
 	switch {
-	case errors.As(err, &nf):
-		return errors.Join(kms.ErrUnknownKey, err)
-	case errors.As(err, &ic), errors.As(err, &ik):
-		return errors.Join(kms.ErrInvalidCiphertext, err)
-	case errors.As(err, &ds):
-		return errors.Join(kms.ErrAccessDenied, err)
+	case errors.As(err, &signing), errors.As(err, &region), errors.As(err, &endpoint):
+		return kms.ErrMisconfigured
 	case errors.As(err, &api):
-		switch api.ErrorCode() {
-		case "AccessDeniedException":
-			return errors.Join(kms.ErrAccessDenied, err)
-		case "ThrottlingException", "LimitExceededException":
-			return errors.Join(kms.ErrThrottled, err)
-		case "InvalidCiphertextException", "IncorrectKeyException":
-			return errors.Join(kms.ErrInvalidCiphertext, err)
-		case "NotFoundException":
-			return errors.Join(kms.ErrUnknownKey, err)
+		if k, ok := apiKinds[api.ErrorCode()]; ok {
+			return k
 		}
 		if api.ErrorFault() == smithy.FaultServer {
-			return errors.Join(kms.ErrUnavailable, err)
+			return kms.ErrUnavailable
 		}
-		return fmt.Errorf("awskms: %w", err)
+		return kms.ErrMisconfigured
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &ne):
-		return errors.Join(kms.ErrUnavailable, err)
+		return kms.ErrUnavailable
 	}
-	return errors.Join(kms.ErrUnavailable, err)
+	return kms.ErrUnavailable
 }

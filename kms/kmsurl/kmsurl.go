@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/kms/awskms"
 	"github.com/wardlab/ward/kms/local"
@@ -35,11 +34,7 @@ func Open(ctx context.Context, rawURL string, getenv func(string) string) (kms.K
 		if u.Opaque != "" {
 			path = u.Opaque
 		}
-		mk, err := keyring.LoadMasterKey(path, getenv)
-		if err != nil {
-			return nil, err
-		}
-		return local.New(mk), nil
+		return local.Load(path, getenv)
 	case "awskms":
 		keyID := strings.TrimPrefix(u.Host+u.Path, "/")
 		if keyID == "" {

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/examples/chat"
-	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/lab"
 )
 
@@ -47,9 +47,9 @@ func (Scenario) Run(ctx context.Context, env *lab.Env) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if os.Getenv(keyring.MasterKeyEnv) == "" {
-		os.Setenv(keyring.MasterKeyEnv, keyring.GenerateMasterKey().Encode())
-		defer os.Unsetenv(keyring.MasterKeyEnv)
+	if os.Getenv(local.EnvVar) == "" {
+		os.Setenv(local.EnvVar, local.Generate().Encode())
+		defer os.Unsetenv(local.EnvVar)
 	}
 	// Both services run at once and are measured alternately, request by
 	// request, so that both see the same machine state.

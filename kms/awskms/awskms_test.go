@@ -1,0 +1,53 @@
+package awskms
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/smithy-go"
+
+	"github.com/wardlab/ward/kms"
+)
+
+// TestClassify: unavailability, misconfiguration and denial are told
+// apart, so that "cached keys keep working" is said only of the first.
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"no credentials", &v4.SigningError{Err: errors.New("failed to retrieve credentials")}, kms.ErrMisconfigured},
+		{"bad credentials", &smithy.GenericAPIError{Code: "UnrecognizedClientException", Fault: smithy.FaultClient}, kms.ErrMisconfigured},
+		{"expired token", &smithy.GenericAPIError{Code: "ExpiredTokenException", Fault: smithy.FaultClient}, kms.ErrMisconfigured},
+		{"unknown client fault", &smithy.GenericAPIError{Code: "SomethingNew", Fault: smithy.FaultClient}, kms.ErrMisconfigured},
+		{"denied", &smithy.GenericAPIError{Code: "AccessDeniedException", Fault: smithy.FaultClient}, kms.ErrAccessDenied},
+		{"disabled key", &smithy.GenericAPIError{Code: "DisabledException", Fault: smithy.FaultClient}, kms.ErrAccessDenied},
+		{"throttled", &smithy.GenericAPIError{Code: "ThrottlingException", Fault: smithy.FaultClient}, kms.ErrThrottled},
+		{"server fault", &smithy.GenericAPIError{Code: "KMSInternalException", Fault: smithy.FaultServer}, kms.ErrUnavailable},
+		{"unknown server fault", &smithy.GenericAPIError{Code: "X", Fault: smithy.FaultServer}, kms.ErrUnavailable},
+		{"network", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, kms.ErrUnavailable},
+		{"deadline", context.DeadlineExceeded, kms.ErrUnavailable},
+		{"bad ciphertext", &smithy.GenericAPIError{Code: "InvalidCiphertextException", Fault: smithy.FaultClient}, kms.ErrInvalidCiphertext},
+		{"unknown key", &smithy.GenericAPIError{Code: "NotFoundException", Fault: smithy.FaultClient}, kms.ErrUnknownKey},
+	} {
+		if got := Classify(tc.err); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if kms.Transient(&kms.ServiceError{Kind: kms.ErrMisconfigured}) || !kms.Transient(&kms.ServiceError{Kind: kms.ErrThrottled}) {
+		t.Fatal("Transient")
+	}
+}
+
+func TestMissingProfileIsMisconfiguration(t *testing.T) {
+	t.Setenv("AWS_PROFILE", "ward-no-such-profile")
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	_, err := New(context.Background(), Config{KeyID: "alias/x", Region: "us-east-1"})
+	if !errors.Is(err, kms.ErrMisconfigured) {
+		t.Fatalf("%v", err)
+	}
+}
