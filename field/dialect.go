@@ -77,7 +77,6 @@ func quoteIdent(s string) (string, error) {
 	return string(append(out, '"')), nil
 }
 
-
 // ParseDialect returns the dialect of a database/sql driver name: "sqlite"
 // (modernc.org/sqlite) or "sqlite3" (mattn/go-sqlite3) for SQLite, "pgx" or
 // "postgres" for PostgreSQL.

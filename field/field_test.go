@@ -1,8 +1,8 @@
 package field
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"database/sql"
 	"errors"
 	"strings"
