@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"golang.org/x/crypto/argon2"
+	"github.com/wardlab/ward/password/internal/argon2"
 )
 
 // Calibration is the outcome of Calibrate.
@@ -38,6 +38,11 @@ func Calibrate(ctx context.Context, target time.Duration, maxMemoryKiB uint32) (
 		return Calibration{}, errors.New("password: calibrate needs a positive target and at least 7168 KiB")
 	}
 	var c Calibration
+	mem := make([]argon2.Block, maxMemoryKiB+3) // reused, as the limiter's pool would
+	defer clear(mem)
+	hash := func(pw, salt []byte, p Params) {
+		argon2.Key(pw, salt, argon2.Params{Variant: argon2.Argon2id, Time: p.Time, Memory: p.Memory, Lanes: 1, KeyLen: 32}, mem)
+	}
 	measure := func(p Params) (time.Duration, error) {
 		salt := make([]byte, 16)
 		rand.Read(salt)
@@ -47,7 +52,7 @@ func Calibrate(ctx context.Context, target time.Duration, maxMemoryKiB uint32) (
 				return 0, err
 			}
 			start := time.Now()
-			argon2.IDKey([]byte("calibration"), salt, p.Time, p.Memory, p.Parallelism, 32)
+			hash([]byte("calibration"), salt, p)
 			ds = append(ds, time.Since(start))
 		}
 		slices.Sort(ds)
@@ -56,7 +61,7 @@ func Calibrate(ctx context.Context, target time.Duration, maxMemoryKiB uint32) (
 	}
 	p := Params{Scheme: Argon2id, Memory: maxMemoryKiB, Time: 1, Parallelism: 1, SaltLen: 16, KeyLen: 32}
 	// Warm up: the first hash pays for faulting fresh pages in.
-	argon2.IDKey([]byte("warm-up"), make([]byte, 16), 1, p.Memory, 1, 32)
+	hash([]byte("warm-up"), make([]byte, 16), p)
 	d, err := measure(p)
 	if err != nil {
 		return c, err

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -28,6 +29,18 @@ type decoded struct {
 	// saltSuffix is appended to the salt (Spring PBKDF2's secret; empty).
 	saltSuffix []byte
 }
+
+// saltWithSuffix is the salt the scheme computes with.
+func (d *decoded) saltWithSuffix() []byte {
+	if d.saltSuffix == nil {
+		return d.salt
+	}
+	return append(append([]byte(nil), d.salt...), d.saltSuffix...)
+}
+
+// errUnknownParam is returned by a scheme's setParam for a key it does not
+// know.
+var errUnknownParam = errors.New("unknown parameter")
 
 var (
 	b64     = base64.RawStdEncoding.Strict()
@@ -53,6 +66,9 @@ func decode(s string, lim Limits) (*decoded, error) {
 	d, err := decodeAny(s)
 	if err != nil {
 		return nil, err
+	}
+	if err := schemes[d.params.Scheme].valid(d.params); err != nil {
+		return nil, &ParseError{d.format, err.Error()}
 	}
 	if err := lim.check(d.params); err != nil {
 		return nil, err
@@ -104,7 +120,9 @@ func decodePHC(s, format string) (*decoded, error) {
 	}
 	rest := parts[2:]
 	d := &decoded{format: format, params: Params{Scheme: scheme}}
-	if scheme.isArgon2() {
+	_, isArgon2 := schemes[scheme].(argon2Scheme)
+	_, isPBKDF2 := schemes[scheme].(pbkdf2Scheme)
+	if isArgon2 {
 		if len(rest) > 0 && strings.HasPrefix(rest[0], "v=") {
 			if rest[0] != "v=19" {
 				return nil, fmt.Errorf("%w: Argon2 version %q (only v=19, 0x13, is supported)", ErrUnsupportedScheme, rest[0][2:])
@@ -117,7 +135,7 @@ func decodePHC(s, format string) (*decoded, error) {
 	if len(rest) != 3 {
 		return nil, bad(fmt.Sprintf("want 3 fields after the identifier, got %d", len(rest)))
 	}
-	passlibRounds := scheme.isPBKDF2() && !strings.Contains(rest[0], "=")
+	passlibRounds := isPBKDF2 && !strings.Contains(rest[0], "=")
 	if passlibRounds {
 		d.format = "passlib"
 		n, err := parseUint(rest[0], 32)
@@ -146,9 +164,6 @@ func decodePHC(s, format string) (*decoded, error) {
 	}
 	keyLenParam := d.params.KeyLen
 	d.params.SaltLen, d.params.KeyLen = len(d.salt), len(d.hash)
-	if scheme.isArgon2() && (len(d.salt) < 8 || len(d.hash) < 4) {
-		return nil, bad("Argon2 needs a salt of at least 8 bytes and a hash of at least 4")
-	}
 	if len(d.salt) == 0 || len(d.hash) == 0 {
 		return nil, bad("empty salt or hash")
 	}
@@ -188,54 +203,17 @@ func (d *decoded) parseParams(list string) error {
 		if err != nil {
 			return bad(k + ": " + err.Error())
 		}
-		switch {
-		case p.Scheme.isArgon2() && k == "m":
-			p.Memory = uint32(n)
-		case p.Scheme.isArgon2() && k == "t":
-			p.Time = uint32(n)
-		case p.Scheme.isArgon2() && k == "p":
-			if n > 255 {
-				return &LimitError{Param: "p", Value: n, Max: 255}
-			}
-			p.Parallelism = uint8(n)
-		case p.Scheme == Scrypt && k == "ln":
-			if n > 63 {
-				return &LimitError{Param: "ln", Value: n, Max: 63}
-			}
-			p.LogN = uint8(n)
-		case p.Scheme == Scrypt && k == "r":
-			p.R = int(n)
-		case p.Scheme == Scrypt && k == "p":
-			p.P = int(n)
-		case p.Scheme.isPBKDF2() && k == "i":
-			p.Iterations = int(n)
-		case p.Scheme.isPBKDF2() && k == "l":
-			p.KeyLen = int(n)
-		default:
+		impl := schemes[p.Scheme]
+		if err := impl.setParam(p, k, n); err == errUnknownParam {
 			return bad("unknown parameter " + trunc(k))
+		} else if err != nil {
+			return err
 		}
 	}
-	var need []string
-	switch {
-	case p.Scheme.isArgon2():
-		need = []string{"m", "t", "p"}
-	case p.Scheme == Scrypt:
-		need = []string{"ln", "r", "p"}
-	case p.Scheme.isPBKDF2():
-		need = []string{"i"}
-	}
-	for _, k := range need {
+	for _, k := range schemes[p.Scheme].required() {
 		if !seen[k] {
 			return bad("missing parameter " + k)
 		}
-	}
-	switch {
-	case p.Scheme.isArgon2() && (p.Time < 1 || p.Parallelism < 1 || p.Memory < 8*uint32(p.Parallelism)):
-		return bad("Argon2 needs t>=1, p>=1 and m>=8p")
-	case p.Scheme == Scrypt && (p.LogN < 1 || p.R < 1 || p.P < 1):
-		return bad("scrypt needs ln>=1, r>=1, p>=1")
-	case p.Scheme.isPBKDF2() && p.Iterations < 1:
-		return bad("PBKDF2 needs i>=1")
 	}
 	return nil
 }
@@ -356,10 +334,10 @@ func decodeSpringScrypt(s string) (*decoded, error) {
 	if err1 != nil || err2 != nil || len(salt) == 0 || len(key) == 0 {
 		return nil, bad("salt or key is not valid base64")
 	}
-	p := Params{Scheme: Scrypt, LogN: uint8(v >> 16), R: int(v >> 8 & 0xff), P: int(v & 0xff), SaltLen: len(salt), KeyLen: len(key)}
-	if p.LogN < 1 || p.R < 1 || p.P < 1 || v>>16 > 63 {
-		return nil, bad("scrypt needs ln in 1..63, r>=1, p>=1")
+	if v>>16 > 63 {
+		return nil, bad("scrypt needs ln in 1..63")
 	}
+	p := Params{Scheme: Scrypt, LogN: uint8(v >> 16), R: int(v >> 8 & 0xff), P: int(v & 0xff), SaltLen: len(salt), KeyLen: len(key)}
 	return &decoded{format: "spring-scrypt", salt: salt, hash: key, params: p}, nil
 }
 

@@ -15,7 +15,8 @@ var (
 	// verify, or one the policy does not accept.
 	ErrUnsupportedScheme = errors.New("password: unsupported scheme")
 	// ErrLimit means the hash's parameters exceed the policy's hard
-	// limits; nothing was computed. See [LimitError].
+	// limits (or its output is shorter than the minimum); nothing was
+	// computed. See [LimitError].
 	ErrLimit = errors.New("password: parameters exceed the policy's limits")
 	// ErrWeakParams means Hash was asked to write parameters below the
 	// minimums without Policy.AllowWeak.
@@ -29,7 +30,7 @@ var (
 	// ErrBusy means the limiter's wait queue is full.
 	ErrBusy = errors.New("password: too many hashes in progress, try again later")
 	// ErrPepper means the hash was peppered with a key that is not
-	// available.
+	// available, or is not peppered while the policy requires it.
 	ErrPepper = errors.New("password: pepper key not available")
 )
 
@@ -47,15 +48,19 @@ func (e *ParseError) Error() string {
 // Is reports whether target is ErrMalformed.
 func (e *ParseError) Is(target error) bool { return target == ErrMalformed }
 
-// LimitError reports a parameter over its hard limit. It matches
-// [ErrLimit].
+// LimitError reports a parameter over its hard limit (Max), or under its
+// floor (Min, for the hash length). It matches [ErrLimit].
 type LimitError struct {
 	Param string
 	Value uint64
 	Max   uint64
+	Min   uint64
 }
 
 func (e *LimitError) Error() string {
+	if e.Min > 0 {
+		return fmt.Sprintf("password: %s=%d is below the minimum of %d", e.Param, e.Value, e.Min)
+	}
 	return fmt.Sprintf("password: %s=%d exceeds the limit of %d", e.Param, e.Value, e.Max)
 }
 

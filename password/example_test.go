@@ -42,5 +42,5 @@ func ExampleInspect() {
 	fmt.Println(err)
 	// Output:
 	// argon2id m=16384,t=2,p=1 phc <nil>
-	// password: m=4194304 exceeds the limit of 262144
+	// password: m=4194304 exceeds the limit of 131072
 }

@@ -28,31 +28,23 @@ const (
 	PBKDF2SHA512
 )
 
-var schemeNames = map[Scheme]string{
-	Argon2id: "argon2id", Argon2i: "argon2i", Argon2d: "argon2d", Bcrypt: "bcrypt", Scrypt: "scrypt",
-	PBKDF2SHA256: "pbkdf2-sha256", PBKDF2SHA1: "pbkdf2-sha1", PBKDF2SHA512: "pbkdf2-sha512",
-}
-
 // String returns the scheme's PHC identifier, such as "argon2id".
 func (s Scheme) String() string {
-	if n, ok := schemeNames[s]; ok {
-		return n
+	if impl, ok := schemes[s]; ok {
+		return impl.name()
 	}
 	return fmt.Sprintf("Scheme(%d)", uint8(s))
 }
 
 // ParseScheme parses a name as printed by String.
 func ParseScheme(name string) (Scheme, error) {
-	for s, n := range schemeNames {
-		if n == name {
+	for s, impl := range schemes {
+		if impl.name() == name {
 			return s, nil
 		}
 	}
 	return SchemeUnknown, fmt.Errorf("password: unknown scheme %q", name)
 }
-
-func (s Scheme) isArgon2() bool { return s == Argon2id || s == Argon2i || s == Argon2d }
-func (s Scheme) isPBKDF2() bool { return s == PBKDF2SHA256 || s == PBKDF2SHA1 || s == PBKDF2SHA512 }
 
 // Params are a scheme and its cost parameters. Fields that do not apply to
 // the scheme are zero.
@@ -64,8 +56,8 @@ type Params struct {
 	Parallelism uint8
 	// Bcrypt cost (log2 of rounds).
 	Cost int
-	// Scrypt: log2 of N, block size and parallelism (P, shared with Argon2's
-	// lanes is avoided for clarity).
+	// Scrypt: log2 of N, block size and parallelism (kept apart from
+	// Argon2's lanes for clarity).
 	LogN uint8
 	R, P int
 	// PBKDF2 iterations.
@@ -116,29 +108,18 @@ func Preset(name string) (Params, error) {
 
 // String describes the parameters, as in the PHC string.
 func (p Params) String() string {
-	switch {
-	case p.Scheme.isArgon2():
-		return fmt.Sprintf("%v m=%d,t=%d,p=%d", p.Scheme, p.Memory, p.Time, p.Parallelism)
-	case p.Scheme == Bcrypt:
-		return fmt.Sprintf("bcrypt cost=%d", p.Cost)
-	case p.Scheme == Scrypt:
-		return fmt.Sprintf("scrypt ln=%d,r=%d,p=%d", p.LogN, p.R, p.P)
-	case p.Scheme.isPBKDF2():
-		return fmt.Sprintf("%v i=%d", p.Scheme, p.Iterations)
+	if impl, ok := schemes[p.Scheme]; ok {
+		return impl.describe(p)
 	}
 	return p.Scheme.String()
 }
 
-// MemoryBytes estimates the memory one hash with these parameters needs,
-// which the Limiter charges against its budget.
+// MemoryBytes is the memory one hash with these parameters holds, which
+// the Limiter charges against its budget.
 func (p Params) MemoryBytes() int64 {
-	switch {
-	case p.Scheme.isArgon2():
-		return int64(p.Memory) * 1024
-	case p.Scheme == Scrypt:
-		return 128*int64(p.R)*(int64(1)<<p.LogN) + 128*int64(p.R)*int64(p.P)
-	case p.Scheme == Bcrypt:
-		return 4 << 10
+	if impl, ok := schemes[p.Scheme]; ok {
+		m, _ := impl.cost(p)
+		return m
 	}
 	return 1 << 10
 }
@@ -148,59 +129,35 @@ func (p Params) weakerThan(want Params) bool {
 	if p.Scheme != want.Scheme || p.SaltLen < want.SaltLen || p.KeyLen < want.KeyLen {
 		return true
 	}
-	switch {
-	case p.Scheme.isArgon2():
-		return p.Memory < want.Memory || p.Time < want.Time
-	case p.Scheme == Bcrypt:
-		return p.Cost < want.Cost
-	case p.Scheme == Scrypt:
-		return p.LogN < want.LogN || p.R < want.R
-	case p.Scheme.isPBKDF2():
-		return p.Iterations < want.Iterations
-	}
-	return false
+	impl, ok := schemes[p.Scheme]
+	return ok && impl.weakerThan(p, want)
 }
 
-// Minimums below which Hash refuses to write a hash unless the policy
-// sets AllowWeak. They follow OWASP's cheat sheet.
+// Minimum salt and output lengths Hash writes (and, for the output, Verify
+// accepts: see Limits.MinKeyLen).
 const (
-	minArgon2Memory  = 7168 // KiB, with t >= 5; OWASP's smallest option
-	minBcryptCost    = 10
-	minScryptLogN    = 15
-	minPBKDF2SHA256  = 600000
-	minSaltLen       = 16
-	minKeyLen        = 16
-	minArgon2MemTime = 7168 * 5
+	minSaltLen = 16
+	minKeyLen  = 16
 )
 
 // checkStrength returns an error if p is below the minimums.
 func (p Params) checkStrength() error {
+	impl, err := schemeOf(p.Scheme)
+	if err != nil {
+		return err
+	}
+	if !impl.writable() {
+		return fmt.Errorf("%w: %v is accepted for verification only", ErrUnsupportedScheme, p.Scheme)
+	}
 	weak := func(what string) error { return fmt.Errorf("%w: %s (%v)", ErrWeakParams, what, p) }
 	if p.SaltLen < minSaltLen {
 		return weak(fmt.Sprintf("salt shorter than %d bytes", minSaltLen))
 	}
-	switch {
-	case p.Scheme == Argon2id || p.Scheme == Argon2i:
-		if p.Memory < minArgon2Memory || uint64(p.Memory)*uint64(p.Time) < minArgon2MemTime {
-			return weak("Argon2 memory x time below OWASP's minimum (m=7168 KiB, t=5)")
-		}
-		if p.KeyLen < minKeyLen {
-			return weak("output shorter than 16 bytes")
-		}
-	case p.Scheme == Bcrypt:
-		if p.Cost < minBcryptCost {
-			return weak("bcrypt cost below 10")
-		}
-	case p.Scheme == Scrypt:
-		if p.LogN < minScryptLogN {
-			return weak("scrypt N below 2^15")
-		}
-	case p.Scheme == PBKDF2SHA256:
-		if p.Iterations < minPBKDF2SHA256 {
-			return weak("PBKDF2-SHA256 below 600,000 iterations")
-		}
-	default:
-		return fmt.Errorf("%w: %v is accepted for verification only", ErrUnsupportedScheme, p.Scheme)
+	if p.Scheme != Bcrypt && p.KeyLen < minKeyLen {
+		return weak("output shorter than 16 bytes")
+	}
+	if w := impl.weak(p); w != "" {
+		return weak(w)
 	}
 	return nil
 }

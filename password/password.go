@@ -1,6 +1,9 @@
 // Package password hashes and verifies passwords: Argon2id by default
 // (RFC 9106, PHC string format), with bcrypt, scrypt and PBKDF2 for
-// migration, in the spirit of Spring Security's PasswordEncoder.
+// migration, in the spirit of Spring Security's PasswordEncoder. Argon2 is
+// computed by ward's own core (AVX-512, AVX2 or portable Go, chosen at run
+// time: see [Argon2Implementation]) in block memory that the [Limiter]
+// keeps, zeroed, for the next hash.
 //
 // Most users should create one [Hasher] with the default [Policy] and call
 // [Hasher.Hash] at sign-up and [Hasher.VerifyAndUpgrade] at log-in, storing
@@ -19,30 +22,17 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha1"
 	"crypto/sha256"
-	"crypto/sha512"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"slices"
-	"unicode/utf8"
-
-	"crypto/pbkdf2"
-
-	xargon2 "github.com/go-crypt/x/argon2"
-	"golang.org/x/crypto/argon2"
-	"golang.org/x/crypto/bcrypt"
-	"golang.org/x/crypto/scrypt"
 
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/password/internal/argon2"
 )
-
-// bcryptMaxPassword is where bcrypt silently truncates.
-const bcryptMaxPassword = 72
 
 // Policy says what Hash writes, what Verify accepts and the hard limits.
 type Policy struct {
@@ -69,6 +59,10 @@ type Policy struct {
 	// whose ID is recorded in the hash (keyid=) so the pepper can rotate.
 	// Bcrypt hashes cannot record it and cannot be peppered.
 	Pepper *keyring.Keyring
+	// RequirePepper makes Verify refuse hashes without a pepper with
+	// ErrPepper: a database writer cannot then plant an unpeppered hash
+	// of a password they know. Leave it off while legacy hashes remain.
+	RequirePepper bool
 }
 
 // Result is what Verify learned besides the match.
@@ -103,20 +97,29 @@ func NewHasher(p Policy, limiter *Limiter) (*Hasher, error) {
 		p.Preferred.KeyLen = 32
 	}
 	if p.Preferred.Scheme == Bcrypt {
-		p.Preferred.SaltLen, p.Preferred.KeyLen = 16, 23
+		p.Preferred.SaltLen, p.Preferred.KeyLen = 16, bcryptKeyLen
+	}
+	impl, err := schemeOf(p.Preferred.Scheme)
+	if err != nil {
+		return nil, err
 	}
 	if !p.AllowWeak {
 		if err := p.Preferred.checkStrength(); err != nil {
 			return nil, err
 		}
-	} else if p.Preferred.Scheme != Argon2id && p.Preferred.Scheme != Argon2i && p.Preferred.Scheme != Bcrypt &&
-		p.Preferred.Scheme != Scrypt && p.Preferred.Scheme != PBKDF2SHA256 {
+	} else if !impl.writable() {
 		return nil, fmt.Errorf("%w: %v is accepted for verification only", ErrUnsupportedScheme, p.Preferred.Scheme)
+	}
+	if p.RequirePepper && p.Pepper == nil {
+		return nil, errors.New("password: RequirePepper needs a Pepper keyring")
 	}
 	if p.Pepper != nil && p.Preferred.Scheme == Bcrypt {
 		return nil, errors.New("password: bcrypt hashes cannot record a pepper key; prefer Argon2id")
 	}
 	h := &Hasher{policy: p, limits: p.Limits.withDefaults(), limiter: limiter}
+	if err := impl.valid(p.Preferred); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrWeakParams, err)
+	}
 	if err := h.limits.check(p.Preferred); err != nil {
 		return nil, fmt.Errorf("password: preferred parameters exceed the limits: %w", err)
 	}
@@ -125,6 +128,10 @@ func NewHasher(p Policy, limiter *Limiter) (*Hasher, error) {
 	}
 	return h, nil
 }
+
+// Argon2Implementation names the implementation of Argon2's compression
+// function in use: "avx512", "avx2" or "generic".
+func Argon2Implementation() string { return argon2.Impl() }
 
 // Policy returns the hasher's policy.
 func (h *Hasher) Policy() Policy { return h.policy }
@@ -163,24 +170,30 @@ func (h *Hasher) Hash(ctx context.Context, password []byte) (string, error) {
 		}
 		defer clear(pw)
 	}
-	release, err := h.limiter.Acquire(ctx, p.MemoryBytes())
+	out, err := h.run(ctx, d, pw)
 	if err != nil {
 		return "", err
 	}
-	defer release()
 	if p.Scheme == Bcrypt {
-		b, err := bcrypt.GenerateFromPassword(pw, p.Cost)
-		if err != nil {
-			return "", fmt.Errorf("password: bcrypt: %w", err)
-		}
-		return string(b), nil
-	}
-	out, err := compute(d, pw)
-	if err != nil {
-		return "", err
+		return string(out), nil
 	}
 	d.hash = out
 	return encodePHC(d), nil
+}
+
+// run computes d's scheme on pw under the limiter.
+func (h *Hasher) run(ctx context.Context, d *decoded, pw []byte) ([]byte, error) {
+	impl, err := schemeOf(d.params.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	mem, cores := impl.cost(d.params)
+	ls, err := h.limiter.acquire(ctx, mem, cores)
+	if err != nil {
+		return nil, err
+	}
+	defer ls.release()
+	return impl.compute(d, pw, ls)
 }
 
 // Verify checks password against an encoded hash. It returns
@@ -200,32 +213,12 @@ func (h *Hasher) Verify(ctx context.Context, password []byte, encoded string) (R
 	if h.policy.Accept != nil && !slices.Contains(h.policy.Accept, d.params.Scheme) {
 		return res, fmt.Errorf("%w: %v is not accepted by the policy", ErrUnsupportedScheme, d.params.Scheme)
 	}
-	pw := password
-	if d.prehash != nil {
-		pw = d.prehash(pw)
-		defer clear(pw)
-	}
-	if d.pepper != 0 {
-		if h.policy.Pepper == nil {
-			return res, fmt.Errorf("%w: the hash is peppered with key %v and the policy has no pepper keyring", ErrPepper, d.pepper)
-		}
-		if pw, err = h.pepper(d.pepper, pw); err != nil {
-			return res, err
-		}
-		defer clear(pw)
-	}
-	if d.params.Scheme == Bcrypt && len(pw) > bcryptMaxPassword {
-		if !h.policy.BcryptTruncate {
-			return res, fmt.Errorf("%w: bcrypt would use only the first 72 of %d bytes (set Policy.BcryptTruncate for legacy hashes)", ErrPasswordTooLong, len(pw))
-		}
-		pw = pw[:bcryptMaxPassword]
-	}
-	release, err := h.limiter.Acquire(ctx, d.params.MemoryBytes())
+	pw, err := h.verifyInput(d, password)
 	if err != nil {
 		return res, err
 	}
-	match, err := check(d, pw)
-	release()
+	defer clear(pw)
+	match, err := h.check(ctx, d, pw)
 	if err != nil {
 		return res, err
 	}
@@ -235,6 +228,41 @@ func (h *Hasher) Verify(ctx context.Context, password []byte, encoded string) (R
 	res.NeedsRehash = d.params.weakerThan(h.policy.Preferred) ||
 		(h.policy.Pepper != nil && d.pepper != h.policy.Pepper.Primary().ID)
 	return res, nil
+}
+
+// verifyInput applies the format's pre-hash and the pepper, and the
+// policy's checks on both. The result is a copy the caller clears.
+func (h *Hasher) verifyInput(d *decoded, password []byte) ([]byte, error) {
+	pw := slices.Clone(password)
+	if d.prehash != nil {
+		pre := d.prehash(pw)
+		clear(pw)
+		pw = pre
+	}
+	if d.pepper == 0 && h.policy.RequirePepper {
+		clear(pw)
+		return nil, fmt.Errorf("%w: the hash is not peppered and the policy requires a pepper", ErrPepper)
+	}
+	if d.pepper != 0 {
+		if h.policy.Pepper == nil {
+			clear(pw)
+			return nil, fmt.Errorf("%w: the hash is peppered with key %v and the policy has no pepper keyring", ErrPepper, d.pepper)
+		}
+		peppered, err := h.pepper(d.pepper, pw)
+		clear(pw)
+		if err != nil {
+			return nil, err
+		}
+		pw = peppered
+	}
+	if d.params.Scheme == Bcrypt && len(pw) > bcryptMaxPassword {
+		if !h.policy.BcryptTruncate {
+			clear(pw)
+			return nil, fmt.Errorf("%w: bcrypt would use only the first 72 of %d bytes (set Policy.BcryptTruncate for legacy hashes)", ErrPasswordTooLong, len(pw))
+		}
+		pw = pw[:bcryptMaxPassword]
+	}
+	return pw, nil
 }
 
 // VerifyAndUpgrade verifies password and, if the stored hash needs a
@@ -266,75 +294,23 @@ func (h *Hasher) pepper(id keyring.KeyID, pw []byte) ([]byte, error) {
 }
 
 // check recomputes the hash and compares in constant time.
-func check(d *decoded, pw []byte) (bool, error) {
-	if d.params.Scheme == Bcrypt {
-		err := bcrypt.CompareHashAndPassword(d.bcrypt, pw)
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, bcrypt.ErrMismatchedHashAndPassword):
-			return false, nil
-		}
-		return false, &ParseError{"bcrypt", err.Error()}
-	}
-	out, err := compute(d, pw)
+func (h *Hasher) check(ctx context.Context, d *decoded, pw []byte) (bool, error) {
+	out, err := h.run(ctx, d, pw)
 	if err != nil {
 		return false, err
+	}
+	if d.params.Scheme == Bcrypt { // x/crypto/bcrypt compared in constant time
+		return out != nil, nil
 	}
 	defer clear(out)
 	return subtle.ConstantTimeCompare(out, d.hash) == 1, nil
 }
 
-// compute runs the scheme's primitive: x/crypto for Argon2i/Argon2id and
-// scrypt, crypto/pbkdf2, and go-crypt/x for Argon2d (which x/crypto
-// lacks).
-func compute(d *decoded, pw []byte) ([]byte, error) {
-	p := d.params
-	salt := d.salt
-	if d.saltSuffix != nil {
-		salt = append(slices.Clone(salt), d.saltSuffix...)
-	}
-	switch p.Scheme {
-	case Argon2id:
-		return argon2.IDKey(pw, salt, p.Time, p.Memory, p.Parallelism, uint32(p.KeyLen)), nil
-	case Argon2i:
-		return argon2.Key(pw, salt, p.Time, p.Memory, p.Parallelism, uint32(p.KeyLen)), nil
-	case Argon2d:
-		return xargon2.DKey(pw, salt, p.Time, p.Memory, uint32(p.Parallelism), uint32(p.KeyLen)), nil
-	case Scrypt:
-		out, err := scrypt.Key(pw, salt, 1<<p.LogN, p.R, p.P, p.KeyLen)
-		if err != nil {
-			return nil, &ParseError{"scrypt", err.Error()}
-		}
-		return out, nil
-	case PBKDF2SHA256, PBKDF2SHA1, PBKDF2SHA512:
-		if !utf8.Valid(pw) && d.format == "spring-pbkdf2" {
-			return nil, &ParseError{"spring-pbkdf2", "Spring hashes UTF-16 characters; the password is not UTF-8"}
-		}
-		h := map[Scheme]func() hash.Hash{PBKDF2SHA256: sha256.New, PBKDF2SHA1: sha1.New, PBKDF2SHA512: sha512.New}[p.Scheme]
-		out, err := pbkdf2.Key(h, string(pw), salt, p.Iterations, p.KeyLen)
-		if err != nil {
-			return nil, fmt.Errorf("password: pbkdf2: %w", err)
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("%w: %v", ErrUnsupportedScheme, p.Scheme)
-}
-
 // encodePHC writes the PHC string of a computed hash.
 func encodePHC(d *decoded) string {
-	p := d.params
-	var params string
-	switch {
-	case p.Scheme.isArgon2():
-		params = fmt.Sprintf("v=19$m=%d,t=%d,p=%d", p.Memory, p.Time, p.Parallelism)
-	case p.Scheme == Scrypt:
-		params = fmt.Sprintf("ln=%d,r=%d,p=%d", p.LogN, p.R, p.P)
-	case p.Scheme.isPBKDF2():
-		params = fmt.Sprintf("i=%d,l=%d", p.Iterations, p.KeyLen)
-	}
+	params := schemes[d.params.Scheme].encode(d.params)
 	if d.pepper != 0 {
 		params += ",keyid=" + b64.EncodeToString(binary.BigEndian.AppendUint32(nil, uint32(d.pepper)))
 	}
-	return "$" + p.Scheme.String() + "$" + params + "$" + b64.EncodeToString(d.salt) + "$" + b64.EncodeToString(d.hash)
+	return "$" + d.params.Scheme.String() + "$" + params + "$" + b64.EncodeToString(d.salt) + "$" + b64.EncodeToString(d.hash)
 }

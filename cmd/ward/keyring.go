@@ -125,7 +125,9 @@ read, before it takes effect.`,
 	disable := a.newKeyringStateCmd("disable", "Stop a key from opening values", (*keyring.Keyring).Disable)
 	demote := a.newKeyringStateCmd("demote", "Deprecated: use 'keyring disable'", (*keyring.Keyring).Disable)
 	demote.Hidden = true
-	demote.Deprecated = "use 'ward keyring disable'"
+	demote.PreRun = func(*cobra.Command, []string) {
+		a.deprecated("'keyring demote'", "use 'ward keyring disable' (the same operation)")
+	}
 	cmd.AddCommand(a.newKeyringNewCmd(), a.newKeyringAddCmd(), a.newKeyringRotateCmd(),
 		a.newKeyringStateCmd("promote", "Make a key primary (the old primary becomes decrypt-only)", (*keyring.Keyring).Promote),
 		disable, demote,

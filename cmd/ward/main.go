@@ -60,6 +60,12 @@ type cliError struct {
 func (e *cliError) Error() string { return e.err.Error() }
 func (e *cliError) Unwrap() error { return e.err }
 
+// deprecated warns on stderr that a renamed or removed verb or flag was
+// used; it keeps working as a hidden alias.
+func (a *app) deprecated(what, instead string) {
+	fmt.Fprintf(a.stderr, "ward: warning: %s is deprecated: %s\n", what, instead)
+}
+
 // writeJSON prints v as indented JSON.
 func (a *app) writeJSON(v any) error {
 	e := json.NewEncoder(a.stdout)

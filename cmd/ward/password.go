@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -134,18 +133,31 @@ func (a *app) newPasswordHashCmd() *cobra.Command {
 
 func (a *app) newPasswordVerifyCmd() *cobra.Command {
 	var (
-		pf       paramsFlags
-		encoded  string
-		asJSON   bool
-		truncate bool
+		pf                paramsFlags
+		encoded, hashFile string
+		asJSON, truncate  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "verify --hash ENCODED",
-		Short: "Verify a password (prompt or stdin) against a hash: exit 0 match, 1 mismatch, 2 error",
-		Args:  cobra.NoArgs,
+		Use:   "verify --hash-file FILE",
+		Short: "Verify a password (prompt or stdin) against a stored hash: exit 0 match, 1 mismatch, 2 error",
+		Long: `Verify a password against a stored hash read from --hash-file (a file
+holding the hash, kept off the command line where other users of the
+machine could read it). The password comes from a no-echo prompt on a
+terminal, or from the first line of stdin.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("hash") {
+				a.deprecated("--hash", "use --hash-file: a hash on the command line is visible to other users of the machine")
+			}
+			if hashFile != "" {
+				b, err := readHashFile(hashFile)
+				if err != nil {
+					return err
+				}
+				encoded = b
+			}
 			if encoded == "" {
-				return usage(errors.New("--hash is required"), "")
+				return usage(errors.New("--hash-file is required"), "write the stored hash to a file (mode 0600) and pass its path")
 			}
 			pol, err := pf.policy()
 			if err != nil {
@@ -172,9 +184,7 @@ func (a *app) newPasswordVerifyCmd() *cobra.Command {
 				return usage(err, hint)
 			}
 			if asJSON {
-				e := json.NewEncoder(a.stdout)
-				e.SetIndent("", "  ")
-				e.Encode(map[string]any{"match": match, "needs_rehash": res.NeedsRehash, "scheme": res.Params.Scheme.String(),
+				a.writeJSON(map[string]any{"match": match, "needs_rehash": res.NeedsRehash, "scheme": res.Params.Scheme.String(),
 					"params": res.Params.String(), "format": res.Format})
 			} else if match {
 				fmt.Fprintf(a.stdout, "match (%v, %s format)", res.Params, res.Format)
@@ -192,7 +202,9 @@ func (a *app) newPasswordVerifyCmd() *cobra.Command {
 		},
 	}
 	pf.register(cmd)
-	cmd.Flags().StringVar(&encoded, "hash", "", "the stored hash")
+	cmd.Flags().StringVar(&hashFile, "hash-file", "", "file holding the stored hash")
+	cmd.Flags().StringVar(&encoded, "hash", "", "the stored hash (deprecated: on argv it is visible to other users)")
+	cmd.Flags().MarkHidden("hash")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&truncate, "bcrypt-truncate", false, "verify passwords over 72 bytes against bcrypt by truncating, as legacy systems did")
 	return cmd
@@ -200,15 +212,23 @@ func (a *app) newPasswordVerifyCmd() *cobra.Command {
 
 func (a *app) newPasswordInspectCmd() *cobra.Command {
 	var asJSON bool
+	var hashFile string
 	cmd := &cobra.Command{
-		Use:   "inspect [HASH]",
-		Short: "Show a hash's scheme and parameters and flag weak ones (hash from the argument or stdin)",
+		Use:   "inspect [--hash-file FILE | HASH]",
+		Short: "Show a hash's scheme and parameters and flag weak ones (hash from --hash-file, the argument, or stdin)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var enc string
-			if len(args) == 1 {
+			switch {
+			case hashFile != "":
+				b, err := readHashFile(hashFile)
+				if err != nil {
+					return err
+				}
+				enc = b
+			case len(args) == 1:
 				enc = args[0]
-			} else {
+			default:
 				b, err := io.ReadAll(io.LimitReader(a.stdin, 4096))
 				if err != nil {
 					return err
@@ -221,9 +241,7 @@ func (a *app) newPasswordInspectCmd() *cobra.Command {
 			}
 			weak := password.Weakness(p)
 			if asJSON {
-				e := json.NewEncoder(a.stdout)
-				e.SetIndent("", "  ")
-				return e.Encode(map[string]any{"scheme": p.Scheme.String(), "params": p, "format": format,
+				return a.writeJSON(map[string]any{"scheme": p.Scheme.String(), "params": p, "format": format,
 					"memory_bytes": p.MemoryBytes(), "weak": weak != "", "weakness": weak})
 			}
 			fmt.Fprintf(a.stdout, "scheme:  %v\nformat:  %s\nparams:  %v\nsalt:    %d bytes\nhash:    %d bytes\nmemory:  %s per hash\n",
@@ -237,7 +255,26 @@ func (a *app) newPasswordInspectCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&hashFile, "hash-file", "", "file holding the hash")
 	return cmd
+}
+
+// readHashFile reads a stored hash from a file: at most 4 KiB, surrounding
+// white space trimmed.
+func readHashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", usage(err, "")
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 4097))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > 4096 {
+		return "", usage(fmt.Errorf("%s is larger than 4 KiB: not a password hash", path), "")
+	}
+	return string(bytes.TrimSpace(b)), nil
 }
 
 func (a *app) newPasswordCalibrateCmd() *cobra.Command {

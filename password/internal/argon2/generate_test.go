@@ -1,0 +1,40 @@
+package argon2
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// TestAssemblyCurrent regenerates g_amd64.s and its stubs with the avo
+// generator in _asm and compares them with the committed files. It needs
+// the generator's module (github.com/mmcloughlin/avo) in the module cache:
+// .ci/run downloads it; elsewhere the test skips when it cannot build.
+func TestAssemblyCurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the generator")
+	}
+	dir := t.TempDir()
+	asm, stubs := filepath.Join(dir, "g_amd64.s"), filepath.Join(dir, "g_amd64_stubs.go")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "run", ".", "-out", asm, "-stubs", stubs, "-pkg", "argon2")
+	cmd.Dir = "_asm"
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("cannot run the generator here (.ci/run downloads its module): %v\n%s", err, out)
+	}
+	for _, f := range []string{"g_amd64.s", "g_amd64_stubs.go"} {
+		want, _ := os.ReadFile(filepath.Join(dir, f))
+		got, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The generator names its output paths in the header comment.
+		want = bytes.ReplaceAll(want, []byte(dir+"/"), []byte("../"))
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is not what _asm generates: run go generate ./password/internal/argon2", f)
+		}
+	}
+}
