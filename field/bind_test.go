@@ -217,3 +217,25 @@ func TestLedger(t *testing.T) {
 		}
 	})
 }
+
+func TestRowMAC(t *testing.T) {
+	kr := newKR(t)
+	m, err := NewRowMAC(kr, "sessions", "token_hash", "user_id", "expires")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, _ := m.Sum([]byte("tok"), int64(42), int64(1700000000))
+	if err := m.Verify(tag, []byte("tok"), "42", int64(1700000000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Verify(tag, []byte("tok"), int64(43), int64(1700000000)); !errors.Is(err, ErrRowMAC) {
+		t.Fatalf("re-pointed user: %v", err)
+	}
+	other, _ := NewRowMAC(kr, "sessions", "token_hash", "user_id")
+	if err := other.Verify(tag, []byte("tok"), int64(42), int64(1700000000)); !errors.Is(err, ErrRowMAC) {
+		t.Fatalf("another column list: %v", err)
+	}
+	if _, err := m.Sum(1.5); !errors.Is(err, ErrBinding) {
+		t.Fatal(err)
+	}
+}

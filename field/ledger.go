@@ -159,3 +159,26 @@ func (l *Ledger) Record(ctx context.Context, kr *keyring.Keyring, ids ...keyring
 	}
 	return nil
 }
+
+// Keyrings lists the keyring IDs the ledger records: empty for a database
+// no keyring has written to yet.
+func (l *Ledger) Keyrings(ctx context.Context) ([]string, error) {
+	t, err := l.create(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := l.DB.QueryContext(ctx, fmt.Sprintf(`SELECT DISTINCT keyring_id FROM %s ORDER BY keyring_id`, t))
+	if err != nil {
+		return nil, fmt.Errorf("field: reading the keyring ledger: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}

@@ -10,11 +10,14 @@ import (
 // openDB opens a database URL (see package dburl); a bad URL is a usage
 // error.
 func openDB(url string) (*sql.DB, field.Dialect, error) {
-	db, d, err := dburl.Open(url)
+	db, driver, err := dburl.Open(url)
 	if err != nil {
-		return nil, 0, usage(err, "use postgres://… or sqlite:PATH")
+		return nil, 0, usage(err, "use postgres://USER@HOST/DB (password in $WARD_DB or PGPASSWORD) or sqlite:PATH")
+	}
+	d, err := field.ParseDialect(driver)
+	if err != nil {
+		db.Close()
+		return nil, 0, err
 	}
 	return db, d, nil
 }
-
-func redactURL(u string) string { return dburl.Redact(u) }

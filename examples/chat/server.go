@@ -5,45 +5,22 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/time/rate"
+
 	"github.com/wardlab/ward/password"
 )
-
-// Assistant writes the AI partner's reply from the decrypted context. A
-// real model endpoint implements the same interface.
-type Assistant interface {
-	Reply(ctx context.Context, history []Message) (string, error)
-}
-
-// StandInAssistant is a clearly labelled stand-in for a model: it reads
-// the decrypted conversation, exactly as a real model would receive it,
-// and answers with a summary of what it read.
-type StandInAssistant struct{}
-
-// Reply summarises the context it was given.
-func (StandInAssistant) Reply(_ context.Context, history []Message) (string, error) {
-	var last string
-	users := 0
-	for _, m := range history {
-		if m.Role == "user" {
-			users++
-			last = m.Body
-		}
-	}
-	if r := []rune(last); len(r) > 80 {
-		last = string(r[:80]) + "…"
-	}
-	return fmt.Sprintf("[stand-in assistant] I read %d messages of context (%d from you). You said: %q", len(history), users, last), nil
-}
 
 // Limits of the API.
 const (
@@ -51,35 +28,43 @@ const (
 	maxTitleBytes   = 200
 	maxBodyBytes    = 16 << 10
 	contextMessages = 50
-	sessionTTL      = 24 * time.Hour
 )
 
-// Server is the chat service.
-type Server struct {
-	store     *Store
+// server is the HTTP API.
+type server struct {
+	store     *store
 	hasher    *password.Hasher
 	assistant Assistant
-	attempts  *attemptLimiter
-	dummyHash string // verified for unknown accounts, so timing does not reveal which exist
+	limits    Limits
+	trusted   []netip.Prefix
+	log       *slog.Logger
+	attempts  *attempts
+	loginIP   *buckets
+	signupIP  *buckets
+	signups   *rate.Limiter
+	dummyHash string // verified for unknown accounts, so the work does not reveal which exist
 }
 
-func newServer(store *Store, hasher *password.Hasher, a Assistant) (*Server, error) {
-	dummy, err := hasher.Hash(context.Background(), []byte("ward-chat dummy password"))
+func newServer(st *store, h *password.Hasher, a Assistant, l Limits, trusted []netip.Prefix, log *slog.Logger) (*server, error) {
+	dummy, err := h.Hash(context.Background(), []byte("ward-chat dummy password"))
 	if err != nil {
 		return nil, err
 	}
-	return &Server{store: store, hasher: hasher, assistant: a, attempts: newAttemptLimiter(5, time.Minute), dummyHash: dummy}, nil
+	return &server{store: st, hasher: h, assistant: a, limits: l, trusted: trusted, log: log,
+		attempts:  newAttempts(l),
+		loginIP:   newBuckets(l.LoginPerMinute, time.Minute, l.AddressEntries),
+		signupIP:  newBuckets(l.SignupPerHour, time.Hour, l.AddressEntries),
+		signups:   rate.NewLimiter(rate.Limit(float64(l.SignupsPerMinute)/60), l.SignupsPerMinute),
+		dummyHash: dummy}, nil
 }
 
 //go:embed web/index.html
 var indexHTML []byte
 
-// Handler returns the HTTP routes.
-func (s *Server) Handler() http.Handler {
+func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'")
 		w.Write(indexHTML)
 	})
 	mux.HandleFunc("POST /api/signup", s.signup)
@@ -89,7 +74,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/conversations", s.auth(s.createConversation))
 	mux.HandleFunc("GET /api/conversations/{id}/messages", s.auth(s.listMessages))
 	mux.HandleFunc("POST /api/conversations/{id}/messages", s.auth(s.sendMessage))
-	return mux
+	return secure(mux)
 }
 
 type apiError struct {
@@ -130,7 +115,23 @@ func (c credentials) valid() bool {
 	return strings.Contains(c.Email, "@") && len(c.Email) <= 254 && utf8.ValidString(c.Email)
 }
 
-func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
+// Answers that must not tell accounts apart.
+const (
+	msgBusy       = "busy, try again"
+	msgBadLogin   = "wrong e-mail or password"
+	msgSignedUp   = "if the address was new, the account exists now: log in"
+	msgTooMany    = "too many attempts, wait a minute"
+	msgTooManyIPs = "too many requests from this address, wait"
+)
+
+// signup creates an account. Whether the address already had one is not
+// revealed: the answer is the same, the password is hashed either way,
+// and no session starts (the client logs in next).
+func (s *server) signup(w http.ResponseWriter, r *http.Request) {
+	if !s.signupIP.allow(clientAddr(r, s.trusted)) || !s.signups.Allow() {
+		fail(w, http.StatusTooManyRequests, msgTooManyIPs)
+		return
+	}
 	var c credentials
 	if !decode(w, r, &c) {
 		return
@@ -145,89 +146,115 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 	}
 	hash, err := s.hasher.Hash(r.Context(), []byte(c.Password))
 	if errors.Is(err, password.ErrBusy) {
-		fail(w, http.StatusServiceUnavailable, "busy, try again")
+		fail(w, http.StatusServiceUnavailable, msgBusy)
 		return
 	}
 	if err != nil {
 		fail(w, http.StatusBadRequest, "password not accepted")
 		return
 	}
-	id, err := s.store.CreateUser(r.Context(), c.Email, hash)
-	if errors.Is(err, ErrExists) {
-		fail(w, http.StatusConflict, "an account with this e-mail exists")
-		return
-	}
-	if err != nil {
+	if _, err := s.store.createUser(r.Context(), c.Email, hash); err != nil && !errors.Is(err, errExists) {
+		s.log.Error("sign-up failed", "err", err)
 		fail(w, http.StatusInternalServerError, "could not create the account")
 		return
 	}
-	s.startSession(w, r, id, http.StatusCreated)
+	writeJSON(w, http.StatusAccepted, map[string]string{"status": msgSignedUp})
 }
 
-func (s *Server) startSession(w http.ResponseWriter, r *http.Request, user int64, code int) {
-	var b [32]byte
-	rand.Read(b[:])
-	token := base64.RawURLEncoding.EncodeToString(b[:])
-	if err := s.store.CreateSession(r.Context(), token, user, sessionTTL); err != nil {
-		fail(w, http.StatusInternalServerError, "could not start a session")
+// login checks the password. Known and unknown accounts take the same
+// path: the same limits, one hash through the same limiter, the same
+// answers (401, or 503 when busy).
+func (s *server) login(w http.ResponseWriter, r *http.Request) {
+	if !s.loginIP.allow(clientAddr(r, s.trusted)) {
+		fail(w, http.StatusTooManyRequests, msgTooManyIPs)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: "session", Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil, MaxAge: int(sessionTTL.Seconds())})
-	writeJSON(w, code, map[string]string{"status": "ok"})
-}
-
-func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	var c credentials
 	if !decode(w, r, &c) {
 		return
 	}
-	key := strings.ToLower(strings.TrimSpace(c.Email))
-	if !s.attempts.allow(key) {
-		fail(w, http.StatusTooManyRequests, "too many failed attempts, wait a minute")
+	key := hex.EncodeToString(s.store.emailKey(c.Email))
+	if !s.attempts.reserve(key, time.Now()) {
+		fail(w, http.StatusTooManyRequests, msgTooMany)
 		return
 	}
-	id, stored, err := s.store.UserByEmail(r.Context(), c.Email)
-	if err != nil {
-		// Same work as a real check, then the same answer.
-		s.hasher.Verify(r.Context(), []byte(c.Password), s.dummyHash)
-		s.attempts.fail(key)
-		fail(w, http.StatusUnauthorized, "wrong e-mail or password")
-		return
+	id, ok, err := s.checkPassword(r.Context(), c)
+	s.attempts.settle(key, ok, time.Now())
+	switch {
+	case errors.Is(err, password.ErrBusy), errors.Is(err, context.DeadlineExceeded):
+		fail(w, http.StatusServiceUnavailable, msgBusy)
+	case !ok:
+		fail(w, http.StatusUnauthorized, msgBadLogin)
+	default:
+		if old, err := r.Cookie("session"); err == nil { // a new session: no fixation
+			s.store.deleteSession(r.Context(), old.Value)
+		}
+		s.startSession(w, r, id)
 	}
-	upgraded, _, err := s.hasher.VerifyAndUpgrade(r.Context(), []byte(c.Password), stored)
-	if errors.Is(err, password.ErrBusy) {
-		fail(w, http.StatusServiceUnavailable, "busy, try again")
-		return
-	}
-	if err != nil {
-		s.attempts.fail(key)
-		fail(w, http.StatusUnauthorized, "wrong e-mail or password")
-		return
-	}
-	if upgraded != "" {
-		s.store.UpdatePassword(r.Context(), id, stored, upgraded)
-	}
-	s.attempts.reset(key)
-	s.startSession(w, r, id, http.StatusOK)
 }
 
-func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+// checkPassword verifies c, upgrading the stored hash when the policy
+// asks. An unknown account, or one whose hash row was altered, verifies
+// against a dummy hash instead.
+func (s *server) checkPassword(ctx context.Context, c credentials) (int64, bool, error) {
+	id, stored, err := s.store.userByEmail(ctx, c.Email)
+	if err != nil {
+		if errors.Is(err, errTampered) {
+			s.log.Warn("password hash row altered", "err", err)
+		}
+		_, err := s.hasher.Verify(ctx, []byte(c.Password), s.dummyHash)
+		if errors.Is(err, password.ErrMismatch) {
+			err = nil
+		}
+		return 0, false, err
+	}
+	upgraded, _, err := s.hasher.VerifyAndUpgrade(ctx, []byte(c.Password), stored)
+	if err != nil {
+		if errors.Is(err, password.ErrMismatch) {
+			err = nil
+		}
+		return 0, false, err
+	}
+	if upgraded != "" {
+		if err := s.store.updatePassword(ctx, id, stored, upgraded); err != nil {
+			s.log.Error("password upgrade failed", "user", id, "err", err)
+		}
+	}
+	return id, true, nil
+}
+
+func (s *server) startSession(w http.ResponseWriter, r *http.Request, user int64) {
+	var b [32]byte
+	rand.Read(b[:])
+	token := base64.RawURLEncoding.EncodeToString(b[:])
+	if err := s.store.createSession(r.Context(), token, user, s.limits.SessionTTL); err != nil {
+		fail(w, http.StatusInternalServerError, "could not start a session")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: "session", Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil, MaxAge: int(s.limits.SessionTTL.Seconds())})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *server) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie("session"); err == nil {
-		s.store.DeleteSession(r.Context(), c.Value)
+		s.store.deleteSession(r.Context(), c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{Name: "session", Value: "", Path: "/", MaxAge: -1})
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-func (s *Server) auth(next func(http.ResponseWriter, *http.Request, int64)) http.HandlerFunc {
+func (s *server) auth(next func(http.ResponseWriter, *http.Request, int64)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, err := r.Cookie("session")
 		if err != nil {
 			fail(w, http.StatusUnauthorized, "log in first")
 			return
 		}
-		user, err := s.store.SessionUser(r.Context(), c.Value)
+		user, err := s.store.sessionUser(r.Context(), c.Value)
+		if errors.Is(err, errTampered) {
+			s.log.Warn("session row altered")
+		}
 		if err != nil {
 			fail(w, http.StatusUnauthorized, "log in first")
 			return
@@ -236,8 +263,8 @@ func (s *Server) auth(next func(http.ResponseWriter, *http.Request, int64)) http
 	}
 }
 
-func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, user int64) {
-	cs, err := s.store.Conversations(r.Context(), user)
+func (s *server) listConversations(w http.ResponseWriter, r *http.Request, user int64) {
+	cs, err := s.store.conversations(r.Context(), user)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "could not load conversations")
 		return
@@ -248,7 +275,7 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, user 
 	writeJSON(w, http.StatusOK, cs)
 }
 
-func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, user int64) {
+func (s *server) createConversation(w http.ResponseWriter, r *http.Request, user int64) {
 	var in struct {
 		Title string `json:"title"`
 	}
@@ -256,10 +283,10 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, user
 		return
 	}
 	if in.Title == "" || len(in.Title) > maxTitleBytes || !utf8.ValidString(in.Title) {
-		fail(w, http.StatusBadRequest, "a title of at most 200 bytes is required")
+		fail(w, http.StatusBadRequest, fmt.Sprintf("a title of at most %d bytes is required", maxTitleBytes))
 		return
 	}
-	c, err := s.store.CreateConversation(r.Context(), user, in.Title)
+	c, err := s.store.createConversation(r.Context(), user, in.Title)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "could not create the conversation")
 		return
@@ -269,7 +296,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, user
 
 // conversation resolves {id} for the user; another user's conversation and
 // a missing one get the same 404 after the same query.
-func (s *Server) conversation(w http.ResponseWriter, r *http.Request, user int64) (int64, bool) {
+func (s *server) conversation(w http.ResponseWriter, r *http.Request, user int64) (int64, bool) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || s.store.owns(r.Context(), user, id) != nil {
 		fail(w, http.StatusNotFound, "no such conversation")
@@ -278,12 +305,12 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request, user int64
 	return id, true
 }
 
-func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, user int64) {
+func (s *server) listMessages(w http.ResponseWriter, r *http.Request, user int64) {
 	conv, ok := s.conversation(w, r, user)
 	if !ok {
 		return
 	}
-	ms, err := s.store.Messages(r.Context(), conv, contextMessages)
+	ms, err := s.store.messages(r.Context(), user, conv, contextMessages)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "could not load messages")
 		return
@@ -294,7 +321,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, user int64
 	writeJSON(w, http.StatusOK, ms)
 }
 
-func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, user int64) {
+func (s *server) sendMessage(w http.ResponseWriter, r *http.Request, user int64) {
 	conv, ok := s.conversation(w, r, user)
 	if !ok {
 		return
@@ -306,17 +333,17 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, user int64)
 		return
 	}
 	if in.Body == "" || len(in.Body) > maxMessageBytes || !utf8.ValidString(in.Body) {
-		fail(w, http.StatusBadRequest, "a message of 1 to 8192 bytes of UTF-8 is required")
+		fail(w, http.StatusBadRequest, fmt.Sprintf("a message of 1 to %d bytes of UTF-8 is required", maxMessageBytes))
 		return
 	}
-	mine, err := s.store.AddMessage(r.Context(), conv, "user", in.Body)
+	mine, err := s.store.addMessage(r.Context(), user, conv, "user", in.Body)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "could not store the message")
 		return
 	}
 	// The assistant reads the decrypted context through the same API a
 	// real model would get.
-	history, err := s.store.Messages(r.Context(), conv, contextMessages)
+	history, err := s.store.messages(r.Context(), user, conv, contextMessages)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "could not load the context")
 		return
@@ -326,59 +353,10 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, user int64)
 		fail(w, http.StatusBadGateway, "the assistant failed")
 		return
 	}
-	reply, err := s.store.AddMessage(r.Context(), conv, "assistant", text)
+	reply, err := s.store.addMessage(r.Context(), user, conv, "assistant", text)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "could not store the reply")
 		return
 	}
 	writeJSON(w, http.StatusCreated, []Message{mine, reply})
-}
-
-// attemptLimiter counts failed log-ins per account key in a window.
-type attemptLimiter struct {
-	mu     sync.Mutex
-	max    int
-	window time.Duration
-	fails  map[string][]time.Time
-}
-
-func newAttemptLimiter(max int, window time.Duration) *attemptLimiter {
-	return &attemptLimiter{max: max, window: window, fails: map[string][]time.Time{}}
-}
-
-func (l *attemptLimiter) recent(key string) []time.Time {
-	cut := time.Now().Add(-l.window)
-	ts := l.fails[key]
-	i := 0
-	for i < len(ts) && ts[i].Before(cut) {
-		i++
-	}
-	ts = ts[i:]
-	if len(ts) == 0 {
-		delete(l.fails, key)
-	} else {
-		l.fails[key] = ts
-	}
-	return ts
-}
-
-func (l *attemptLimiter) allow(key string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.recent(key)) < l.max
-}
-
-func (l *attemptLimiter) fail(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.fails) > 100_000 { // bound memory under a spray of addresses
-		l.fails = map[string][]time.Time{}
-	}
-	l.fails[key] = append(l.recent(key), time.Now())
-}
-
-func (l *attemptLimiter) reset(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.fails, key)
 }

@@ -5,30 +5,62 @@ package dburl
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	_ "modernc.org/sqlite"             // registers "sqlite"
-
-	"github.com/wardlab/ward/field"
 )
 
-// Open opens url and returns the database and its dialect.
-func Open(url string) (*sql.DB, field.Dialect, error) {
+// Open opens url and returns the database and its database/sql driver
+// name ("pgx" or "sqlite"; field.ParseDialect maps it to a dialect). A
+// SQLite file is created with mode 0600, and an existing one (with its
+// -wal and -shm files) is made 0600: it holds ciphertexts, blind indexes
+// and password hashes, which are nobody else's business.
+func Open(url string) (*sql.DB, string, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		db, err := sql.Open("pgx", url)
-		return db, field.Postgres, err
+		return db, "pgx", err
 	case strings.HasPrefix(url, "sqlite:"), !strings.Contains(url, "://"):
 		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
 		if path == "" {
-			return nil, 0, fmt.Errorf("dburl: empty SQLite path in %q", url)
+			return nil, "", fmt.Errorf("dburl: empty SQLite path in %q", url)
+		}
+		if err := privateFile(path); err != nil {
+			return nil, "", err
 		}
 		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
-		return db, field.SQLite, err
+		return db, "sqlite", err
 	}
-	return nil, 0, fmt.Errorf("dburl: unsupported database URL scheme in %q (use postgres://… or sqlite:PATH)", Redact(url))
+	return nil, "", fmt.Errorf("dburl: unsupported database URL scheme in %q (use postgres://… or sqlite:PATH)", Redact(url))
+}
+
+// privateFile creates path with mode 0600 if it does not exist, and
+// removes group and other permissions from it and its SQLite companions.
+func privateFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		return f.Close()
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("dburl: %w", err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		st, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, st.Mode().Perm()&0o700); err != nil {
+				return fmt.Errorf("dburl: making %s private: %w", p, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Redact hides a password in a database URL before it is printed.

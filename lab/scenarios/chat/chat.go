@@ -47,16 +47,17 @@ func (Scenario) Run(ctx context.Context, env *lab.Env) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if os.Getenv(local.EnvVar) == "" {
-		os.Setenv(local.EnvVar, local.Generate().Encode())
-		defer os.Unsetenv(local.EnvVar)
-	}
 	// Both services run at once and are measured alternately, request by
 	// request, so that both see the same machine state.
 	var clients [2]*client
 	for i, enc := range []bool{false, true} {
 		mode := modes[i]
-		app, err := chat.Open(ctx, chat.Options{DB: "sqlite:" + filepath.Join(dir, mode+".db"), KeyringPath: filepath.Join(dir, mode+"-kr.json"), KMSURL: "local://"}, enc)
+		cfg := chat.Config{DB: "sqlite:" + filepath.Join(dir, mode+".db"), KeyringPath: filepath.Join(dir, mode+"-kr.json"),
+			KeyService: local.Generate(), DisableEncryption: !enc}
+		if _, err := chat.Init(ctx, cfg); err != nil {
+			return err
+		}
+		app, err := chat.Open(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -118,7 +119,11 @@ func newClient(base string) (*client, error) {
 	jar, _ := cookiejar.New(nil)
 	c := &client{hc: &http.Client{Jar: jar, Timeout: 30 * time.Second}, base: base,
 		body: `{"body":"` + strings.Repeat("今日の予定を教えてください。", 20) + `"}`}
-	if err := c.post("/api/signup", `{"email":"lab@example.com","password":"correct horse battery"}`, nil); err != nil {
+	creds := `{"email":"lab@example.com","password":"correct horse battery"}`
+	if err := c.post("/api/signup", creds, nil); err != nil {
+		return nil, err
+	}
+	if err := c.post("/api/login", creds, nil); err != nil {
 		return nil, err
 	}
 	var conv struct {

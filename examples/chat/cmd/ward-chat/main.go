@@ -1,66 +1,184 @@
-// Command ward-chat is seed 000's service built on ward: a chat with an AI
-// partner whose messages are encrypted in the application, bound to their
-// rows, under a keyring wrapped by a KMS key, so that people with database
-// access cannot read them while the user and the assistant can.
+// Command ward-chat runs the example chat service (package chat): a chat
+// with an assistant whose messages, titles and e-mail addresses are sealed
+// in the application, bound to their rows and owners, under a keyring
+// sealed by a master key or a KMS key, so that people with database access
+// cannot read or re-point them while the user and the assistant can.
 //
-//	go run ./examples/chat/cmd/ward-chat [serve] [--listen 127.0.0.1:8080] [--db sqlite:chat.db | postgres://…] [--kms URL]
-//	go run ./examples/chat/cmd/ward-chat inspect-db [--db …]      # what an operator sees
-//	go run ./examples/chat/cmd/ward-chat rotate [--db …]          # new key + re-encryption (service stopped)
-//	kill -HUP <pid of serve>                        # the same, live, inside the running service
+//	ward-chat init                      # create the keyring and the database
+//	ward-chat [serve] [--listen 127.0.0.1:8080]
+//	ward-chat inspect-db                # what an operator sees (no keyring needed)
+//	ward-chat rotate                    # new key, recorded, then re-encryption; safe while serving
+//	kill -HUP <pid of serve>            # reload the keyring (after rotate) and re-encrypt
 //
-// The master key comes from WARD_MASTER_KEY like the rest of ward; the
-// keyring file (chat-keyring.json) is created on first start, wrapped by
-// the local KMS provider, or by --kms (for example AWS KMS).
+// It follows ward's conventions: --db, --keyring, --kms or the master key
+// from WARD_MASTER_KEY / --master-key-file; errors on stderr as
+// "ward-chat: error: …" with a "hint:" line; exit code 2 for errors.
 package main
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"os/signal"
-	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/examples/chat"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms"
+	"github.com/wardlab/ward/kms/kmsurl"
+	"github.com/wardlab/ward/kms/local"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "ward-chat: error:", err)
-		os.Exit(2)
-	}
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(ctx context.Context, args []string, out io.Writer) error {
-	cmd := "serve"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, args = args[0], args[1:]
+// hinted is an error with a hint line.
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (h *hinted) Error() string { return h.err.Error() }
+func (h *hinted) Unwrap() error { return h.err }
+
+type options struct {
+	db, keyring, kms, masterKeyFile, listen string
+	trusted                                 []string
+	allowUnpeppered                         bool
+}
+
+// run executes one command line and returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o options
+	root := newRoot(&o, stdout)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
 	}
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	var o chat.Options
-	var listen string
-	fs.StringVar(&listen, "listen", "127.0.0.1:8080", "address to listen on")
-	fs.StringVar(&o.DB, "db", "sqlite:chat.db", "database: sqlite:PATH or postgres://…")
-	fs.StringVar(&o.KeyringPath, "keyring", "chat-keyring.json", "keyring file")
-	fs.StringVar(&o.KMSURL, "kms", "local://", "KMS URL wrapping the keyring (local:// uses WARD_MASTER_KEY)")
-	if err := fs.Parse(args); err != nil {
-		return err
+	fmt.Fprintf(stderr, "ward-chat: error: %v\n", err)
+	var h *hinted
+	if errors.As(err, &h) {
+		fmt.Fprintf(stderr, "hint: %s\n", h.hint)
 	}
-	app, err := chat.Open(ctx, o, true)
+	return 2
+}
+
+func newRoot(o *options, out io.Writer) *cobra.Command {
+	serve := func(cmd *cobra.Command, _ []string) error { return o.serve(cmd.Context(), out) }
+	root := &cobra.Command{
+		Use:           "ward-chat",
+		Short:         "The example chat service: messages encrypted in the application, bound to their owners",
+		Args:          cobra.NoArgs,
+		RunE:          serve,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	f := root.PersistentFlags()
+	f.StringVar(&o.db, "db", "sqlite:chat.db", "database: sqlite:PATH or postgres://… (password in PGPASSWORD)")
+	f.StringVar(&o.keyring, "keyring", "chat-keyring.json", "keyring file")
+	f.StringVar(&o.kms, "kms", "", "KMS key URL that seals the keyring (awskms://alias/NAME?region=R); default: the master key")
+	f.StringVar(&o.masterKeyFile, "master-key-file", "", "file holding the base64 master key (default $"+local.EnvVar+")")
+	f.BoolVar(&o.allowUnpeppered, "allow-unpeppered-hashes", false, "accept password hashes from before the pepper (upgraded at log-in)")
+	f.StringArrayVar(&o.trusted, "trusted-proxy", nil, "CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable)")
+	root.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on")
+	serveCmd := &cobra.Command{Use: "serve", Short: "Serve the chat (the default command)", Args: cobra.NoArgs, RunE: serve}
+	serveCmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on")
+	root.AddCommand(serveCmd,
+		&cobra.Command{Use: "init", Short: "Create the keyring (it must not exist) and prepare the database", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error { return o.init(cmd.Context(), out) }},
+		&cobra.Command{Use: "inspect-db", Short: "Show what someone with database access sees (needs no keyring)", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error { return chat.Inspect(cmd.Context(), o.db, out) }},
+		&cobra.Command{Use: "rotate", Short: "Add a new primary key (saved and recorded first) and re-encrypt; then SIGHUP a running service", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error { return o.rotate(cmd.Context(), out) }})
+	return root
+}
+
+func (o *options) config(ctx context.Context) (chat.Config, error) {
+	var ks kms.KeyService
+	var err error
+	if o.kms != "" {
+		ks, err = kmsurl.Open(ctx, o.kms, nil)
+	} else {
+		ks, err = local.Load(o.masterKeyFile, nil)
+		if errors.Is(err, local.ErrNoKey) {
+			err = &hinted{err, "generate one with 'ward keyring gen-master-key --out FILE', then export " + local.EnvVar + "=$(cat FILE) or pass --master-key-file FILE"}
+		}
+	}
+	if err != nil {
+		return chat.Config{}, err
+	}
+	cfg := chat.Config{DB: o.db, KeyringPath: o.keyring, KeyService: ks, AllowUnpepperedHashes: o.allowUnpeppered}
+	for _, c := range o.trusted {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return cfg, fmt.Errorf("--trusted-proxy: %w", err)
+		}
+		cfg.TrustedProxies = append(cfg.TrustedProxies, p)
+	}
+	return cfg, nil
+}
+
+func (o *options) open(ctx context.Context) (*chat.Service, error) {
+	cfg, err := o.config(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := chat.Open(ctx, cfg)
+	switch {
+	case errors.Is(err, chat.ErrNoKeyring):
+		return nil, &hinted{err, "create the keyring with 'ward-chat init', or check --keyring"}
+	case errors.Is(err, keyring.ErrRollback), errors.Is(err, keyring.ErrWrongKeyring), errors.Is(err, keyring.ErrUnknownKey):
+		return nil, &hinted{err, "the keyring file does not match what the database holds: use the current copy of its keyring"}
+	}
+	return s, err
+}
+
+func (o *options) init(ctx context.Context, out io.Writer) error {
+	cfg, err := o.config(ctx)
 	if err != nil {
 		return err
 	}
-	defer app.Close()
-	switch cmd {
-	case "serve":
-		return app.Serve(ctx, listen, out)
-	case "inspect-db":
-		return app.Inspect(ctx, out)
-	case "rotate":
-		return app.Rotate(ctx, out)
+	kr, err := chat.Init(ctx, cfg)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("unknown command %q (serve, inspect-db, rotate)", cmd)
+	fmt.Fprintf(out, "created %s (%s), primary key %v, sealed under %v; database ready\n", o.keyring, kr.ID(), kr.Primary().ID, cfg.KeyService.Key())
+	return nil
+}
+
+func (o *options) serve(ctx context.Context, out io.Writer) error {
+	s, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln, out)
+}
+
+func (o *options) rotate(ctx context.Context, out io.Writer) error {
+	s, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if err := s.Rotate(ctx, out); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "a running service seals under the new key after 'kill -HUP' (it then re-encrypts what it wrote meanwhile)")
+	return nil
 }

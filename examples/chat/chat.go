@@ -1,0 +1,202 @@
+// Package chat is an example application built on ward: the chat service
+// of the field report on encrypting chat messages, hardened as if it were
+// in production. Users sign up and log in (Argon2id with a pepper, upgraded
+// on log-in, behind a limiter and per-account and per-address limits),
+// talk with an assistant in conversations, and every message body,
+// conversation title and e-mail address is sealed by the field layer
+// before it reaches the database, bound to its row and to the columns that
+// decide who may read it. Sessions and password hashes carry row MACs, so
+// that a database writer without the keys can neither read nor re-point
+// anything. The keyring is sealed by a key service (a local master key or
+// a KMS key), saved durably before every change, and recorded in the
+// database's ledger, so that the service refuses a keyring that cannot
+// open what the database holds.
+//
+// SECURITY.md at the repository root is its threat model;
+// examples/chat/cmd/ward-chat runs it.
+package chat
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/dburl"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms"
+	"github.com/wardlab/ward/password"
+)
+
+// Config configures the service. DB, KeyringPath and KeyService are
+// required; the rest have defaults.
+type Config struct {
+	// DB is sqlite:PATH or a postgres:// URL.
+	DB string
+	// KeyringPath is the keyring file. It must exist, except for Init,
+	// which creates it.
+	KeyringPath string
+	// KeyService seals the keyring: a local master key (kms/local) or a
+	// KMS key (kms/kmsurl).
+	KeyService kms.KeyService
+	// DisableEncryption stores messages, titles and e-mail addresses in
+	// plaintext. It exists only for the lab's baseline measurement; never
+	// set it in a deployment.
+	DisableEncryption bool
+	// AllowUnpepperedHashes accepts password hashes written before the
+	// pepper was on (they are upgraded at the next log-in). Leave it off
+	// once every user has logged in: a database writer could otherwise
+	// plant an unpeppered hash of a password they know.
+	AllowUnpepperedHashes bool
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For is
+	// believed; other clients are known by the connection's address.
+	TrustedProxies []netip.Prefix
+	// Limits bounds clients (zero fields: DefaultLimits).
+	Limits Limits
+	// Log receives operational events (default: discarded). Secrets and
+	// message contents are never logged.
+	Log *slog.Logger
+}
+
+// Service is a chat service over one database and keyring.
+type Service struct {
+	cfg     Config
+	db      *sql.DB
+	dialect field.Dialect
+	kr      *keyring.Keyring
+	ledger  *field.Ledger
+	store   *store
+	server  *server
+	log     *slog.Logger
+	rotMu   sync.Mutex // serialises Reload and Rotate
+}
+
+// ErrNoKeyring means the keyring file does not exist: create it with Init
+// (ward-chat init), or fix the path. The service never creates a keyring
+// by itself.
+var ErrNoKeyring = errors.New("chat: no keyring file (run 'ward-chat init' to create one, or check --keyring)")
+
+// Init creates a new keyring at cfg.KeyringPath and prepares the database.
+// It refuses if the keyring file exists, or if the database already holds
+// values sealed under another keyring.
+func Init(ctx context.Context, cfg Config) (*keyring.Keyring, error) {
+	db, dialect, err := openDB(cfg.DB)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	if err := migrate(ctx, db, dialect); err != nil {
+		return nil, err
+	}
+	ledger := &field.Ledger{DB: db, Dialect: dialect}
+	if ids, err := ledger.Keyrings(ctx); err != nil {
+		return nil, err
+	} else if len(ids) > 0 {
+		return nil, fmt.Errorf("%w: the database already holds values sealed under keyring %s; give its keyring file", keyring.ErrWrongKeyring, ids[0])
+	}
+	kr, err := keyring.Create(ctx, cfg.KeyringPath, cfg.KeyService, keyring.AES256GCM)
+	if err != nil {
+		return nil, err
+	}
+	if err := ledger.Record(ctx, kr); err != nil {
+		return nil, err
+	}
+	return kr, markRebound(ctx, db, dialect)
+}
+
+// Open loads the keyring (which must exist), opens the database, runs its
+// migrations, and checks the ledger: a keyring that lacks a key ID the
+// database uses, belongs to another database, or is older than one already
+// seen is refused before anything is written.
+func Open(ctx context.Context, cfg Config) (*Service, error) {
+	if cfg.KeyService == nil {
+		return nil, errors.New("chat: Config.KeyService is required")
+	}
+	kr, err := keyring.Load(ctx, cfg.KeyringPath, cfg.KeyService)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %w", ErrNoKeyring, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	db, dialect, err := openDB(cfg.DB)
+	if err != nil {
+		return nil, err
+	}
+	s, err := open(ctx, cfg, db, dialect, kr)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring) (*Service, error) {
+	if err := migrate(ctx, db, dialect); err != nil {
+		return nil, err
+	}
+	ledger := &field.Ledger{DB: db, Dialect: dialect}
+	if err := ledger.Check(ctx, kr); err != nil {
+		return nil, fmt.Errorf("chat: refusing keyring %s: %w", cfg.KeyringPath, err)
+	}
+	if err := ledger.Record(ctx, kr); err != nil {
+		return nil, err
+	}
+	if err := rebind(ctx, db, dialect, kr); err != nil {
+		return nil, err
+	}
+	st, err := newStore(db, dialect, kr, cfg.DisableEncryption)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	hasher, err := password.NewHasher(password.Policy{Pepper: kr, RequirePepper: !cfg.AllowUnpepperedHashes},
+		password.NewLimiter(password.LimiterConfig{}))
+	if err != nil {
+		return nil, err
+	}
+	srv, err := newServer(st, hasher, StandInAssistant{}, cfg.Limits.withDefaults(), cfg.TrustedProxies, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg, db: db, dialect: dialect, kr: kr, ledger: ledger, store: st, server: srv, log: log}, nil
+}
+
+func openDB(url string) (*sql.DB, field.Dialect, error) {
+	db, driver, err := dburl.Open(url)
+	if err != nil {
+		return nil, 0, err
+	}
+	d, err := field.ParseDialect(driver)
+	if err != nil {
+		db.Close()
+		return nil, 0, err
+	}
+	return db, d, nil
+}
+
+// Handler returns the service's HTTP handler (API and web page), with
+// its security headers and request checks.
+func (s *Service) Handler() http.Handler { return s.server.handler() }
+
+// Keyring returns the service's keyring.
+func (s *Service) Keyring() *keyring.Keyring { return s.kr }
+
+// Close closes the database.
+func (s *Service) Close() error { return s.db.Close() }
+
+// SweepSessions deletes expired sessions; Serve runs it every minute.
+func (s *Service) SweepSessions(ctx context.Context) (int64, error) {
+	return s.store.sweepSessions(ctx, time.Now())
+}

@@ -1,0 +1,119 @@
+package chat
+
+import (
+	"context"
+	"time"
+
+	"github.com/wardlab/ward/field"
+)
+
+// Conversation is a user's conversation.
+type Conversation struct {
+	ID    int64  `json:"id,string"`
+	Title string `json:"title"`
+	Error string `json:"error,omitempty"`
+}
+
+// Message is one message of a conversation.
+type Message struct {
+	ID    int64  `json:"id,string"`
+	Role  string `json:"role"`
+	Body  string `json:"body"`
+	Error string `json:"error,omitempty"`
+}
+
+// Integrity errors shown in place of a value that does not open.
+const (
+	titleIntegrityError   = "integrity error: this title cannot be decrypted"
+	messageIntegrityError = "integrity error: this message cannot be decrypted"
+)
+
+// createConversation stores a conversation whose title is bound to its
+// owner.
+func (s *store) createConversation(ctx context.Context, user int64, title string) (Conversation, error) {
+	id := newID()
+	enc, err := s.seal(s.cols.title, field.RowInt(id).With(user), title)
+	if err != nil {
+		return Conversation{}, err
+	}
+	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO conversations (id, user_id, title, created) VALUES (?, ?, ?, ?)`), id, user, enc, time.Now().Unix())
+	return Conversation{ID: id, Title: title}, err
+}
+
+// conversations lists a user's conversations. A title opens only for the
+// user it was sealed for: a conversation re-pointed to another user shows
+// an integrity error instead.
+func (s *store) conversations(ctx context.Context, user int64) ([]Conversation, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, title FROM conversations WHERE user_id = ? ORDER BY created, id`), user)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Conversation
+	for rows.Next() {
+		var c Conversation
+		var raw []byte
+		if err := rows.Scan(&c.ID, &raw); err != nil {
+			return nil, err
+		}
+		if c.Title, err = s.open(s.cols.title, field.RowInt(c.ID).With(user), raw); err != nil {
+			c.Title, c.Error = "", titleIntegrityError
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// owns reports whether the conversation belongs to user. A missing and a
+// foreign conversation take the same single indexed query.
+func (s *store) owns(ctx context.Context, user, conv int64) error {
+	var n int
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM conversations WHERE id = ? AND user_id = ?`), conv, user).Scan(&n); err != nil {
+		return err
+	}
+	if n != 1 {
+		return errNotFound
+	}
+	return nil
+}
+
+// addMessage stores a message bound to its row, conversation, owner and
+// role.
+func (s *store) addMessage(ctx context.Context, user, conv int64, role, body string) (Message, error) {
+	id := newID()
+	enc, err := s.seal(s.cols.body, field.RowInt(id).With(conv, user, role), body)
+	if err != nil {
+		return Message{}, err
+	}
+	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO messages (id, conversation_id, user_id, role, body, created) VALUES (?, ?, ?, ?, ?, ?)`),
+		id, conv, user, role, enc, time.Now().UnixNano())
+	return Message{ID: id, Role: role, Body: body}, err
+}
+
+// messages returns the last limit messages of a user's conversation,
+// oldest first. A message opens only in the conversation, for the owner
+// and with the role it was sealed for; one that fails is reported, not
+// dropped, and the rest still load.
+func (s *store) messages(ctx context.Context, user, conv int64, limit int) ([]Message, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, role, body FROM messages WHERE conversation_id = ? AND user_id = ? ORDER BY created DESC, id DESC LIMIT ?`), conv, user, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		var m Message
+		var raw []byte
+		if err := rows.Scan(&m.ID, &m.Role, &raw); err != nil {
+			return nil, err
+		}
+		if m.Body, err = s.open(s.cols.body, field.RowInt(m.ID).With(conv, user, m.Role), raw); err != nil {
+			m.Body, m.Error = "", messageIntegrityError
+		}
+		out = append(out, m)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,321 @@
+package chat
+
+import (
+	"container/list"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limits bound what clients can make the service do. Zero fields take
+// DefaultLimits.
+type Limits struct {
+	// LoginFailures is how many failed log-ins an account may have in
+	// LoginWindow before further attempts are refused (429) without
+	// hashing; attempts are counted per canonical address (the blind
+	// index: look-alike spellings are one account) and reserved before
+	// the password is hashed.
+	LoginFailures int
+	LoginWindow   time.Duration
+	// AccountEntries bounds the accounts tracked (least recently used
+	// evicted first; never reset wholesale).
+	AccountEntries int
+	// LoginPerMinute and SignupPerHour are token buckets per client
+	// address, checked before any hashing; SignupsPerMinute is a budget
+	// for all sign-ups together.
+	LoginPerMinute, SignupPerHour, SignupsPerMinute int
+	// AddressEntries bounds the client addresses tracked.
+	AddressEntries int
+	// MaxConns caps connections in total and MaxConnsPerAddress per
+	// client address (the connection's, not a forwarded one).
+	MaxConns, MaxConnsPerAddress int
+	// SessionTTL is how long a session lasts.
+	SessionTTL time.Duration
+}
+
+// DefaultLimits are used for zero fields.
+var DefaultLimits = Limits{
+	LoginFailures: 5, LoginWindow: time.Minute, AccountEntries: 100_000,
+	LoginPerMinute: 20, SignupPerHour: 10, SignupsPerMinute: 60, AddressEntries: 100_000,
+	MaxConns: 1024, MaxConnsPerAddress: 64, SessionTTL: 24 * time.Hour,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	pick := func(v, def int) int {
+		if v <= 0 {
+			return def
+		}
+		return v
+	}
+	l.LoginFailures = pick(l.LoginFailures, d.LoginFailures)
+	l.AccountEntries = pick(l.AccountEntries, d.AccountEntries)
+	l.LoginPerMinute = pick(l.LoginPerMinute, d.LoginPerMinute)
+	l.SignupPerHour = pick(l.SignupPerHour, d.SignupPerHour)
+	l.SignupsPerMinute = pick(l.SignupsPerMinute, d.SignupsPerMinute)
+	l.AddressEntries = pick(l.AddressEntries, d.AddressEntries)
+	l.MaxConns = pick(l.MaxConns, d.MaxConns)
+	l.MaxConnsPerAddress = pick(l.MaxConnsPerAddress, d.MaxConnsPerAddress)
+	if l.LoginWindow <= 0 {
+		l.LoginWindow = d.LoginWindow
+	}
+	if l.SessionTTL <= 0 {
+		l.SessionTTL = d.SessionTTL
+	}
+	return l
+}
+
+// lru is a bounded map that evicts its least recently used entry.
+type lru[V any] struct {
+	max   int
+	order *list.List // front: most recent; values are *entry[V]
+	byKey map[string]*list.Element
+}
+
+type entry[V any] struct {
+	key string
+	val V
+}
+
+func newLRU[V any](max int) *lru[V] {
+	return &lru[V]{max: max, order: list.New(), byKey: map[string]*list.Element{}}
+}
+
+// get returns the value for key, creating it with mk if absent.
+func (c *lru[V]) get(key string, mk func() V) V {
+	if e, ok := c.byKey[key]; ok {
+		c.order.MoveToFront(e)
+		return e.Value.(*entry[V]).val
+	}
+	if c.order.Len() >= c.max {
+		old := c.order.Back()
+		c.order.Remove(old)
+		delete(c.byKey, old.Value.(*entry[V]).key)
+	}
+	v := mk()
+	c.byKey[key] = c.order.PushFront(&entry[V]{key, v})
+	return v
+}
+
+func (c *lru[V]) remove(key string) {
+	if e, ok := c.byKey[key]; ok {
+		c.order.Remove(e)
+		delete(c.byKey, key)
+	}
+}
+
+// attempts counts log-in attempts per account: failures in the window,
+// plus attempts in flight, which are reserved before the password is
+// hashed so that a burst of concurrent guesses cannot all pass the check.
+type attempts struct {
+	mu       sync.Mutex
+	max      int
+	window   time.Duration
+	accounts *lru[*account]
+}
+
+type account struct {
+	fails    []time.Time
+	inFlight int
+}
+
+func newAttempts(l Limits) *attempts {
+	return &attempts{max: l.LoginFailures, window: l.LoginWindow, accounts: newLRU[*account](l.AccountEntries)}
+}
+
+// reserve takes one attempt for key, or reports that the account has
+// none left.
+func (a *attempts) reserve(key string, now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	acc := a.accounts.get(key, func() *account { return &account{} })
+	cut := now.Add(-a.window)
+	i := 0
+	for i < len(acc.fails) && acc.fails[i].Before(cut) {
+		i++
+	}
+	acc.fails = acc.fails[i:]
+	if len(acc.fails)+acc.inFlight >= a.max {
+		return false
+	}
+	acc.inFlight++
+	return true
+}
+
+// settle ends a reserved attempt: a failure is counted, a success clears
+// the account.
+func (a *attempts) settle(key string, ok bool, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	acc := a.accounts.get(key, func() *account { return &account{inFlight: 1} })
+	acc.inFlight = max(0, acc.inFlight-1)
+	if ok {
+		a.accounts.remove(key)
+		return
+	}
+	acc.fails = append(acc.fails, now)
+}
+
+// buckets are token buckets per client address.
+type buckets struct {
+	mu    sync.Mutex
+	rate  rate.Limit
+	burst int
+	byIP  *lru[*rate.Limiter]
+}
+
+func newBuckets(perInterval int, interval time.Duration, entries int) *buckets {
+	return &buckets{rate: rate.Limit(float64(perInterval) / interval.Seconds()), burst: perInterval, byIP: newLRU[*rate.Limiter](entries)}
+}
+
+func (b *buckets) allow(addr string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.byIP.get(addr, func() *rate.Limiter { return rate.NewLimiter(b.rate, b.burst) }).Allow()
+}
+
+// clientAddr is the address a request is limited by: the connection's
+// peer, or, when that peer is a trusted proxy, the last address in
+// X-Forwarded-For that is not itself a trusted proxy. IPv6 clients are
+// counted per /64.
+func clientAddr(r *http.Request, trusted []netip.Prefix) string {
+	peer := peerAddr(r.RemoteAddr)
+	if isTrusted(peer, trusted) {
+		hops := strings.Split(r.Header.Get("X-Forwarded-For"), ",")
+		for i := len(hops) - 1; i >= 0; i-- {
+			a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+			if err != nil {
+				break
+			}
+			peer = a.Unmap()
+			if !isTrusted(peer, trusted) {
+				break
+			}
+		}
+	}
+	if peer.Is6() {
+		p, _ := peer.Prefix(64)
+		return p.String()
+	}
+	return peer.String()
+}
+
+func peerAddr(remote string) netip.Addr {
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return netip.IPv4Unspecified()
+	}
+	return ap.Addr().Unmap()
+}
+
+func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// capListener caps connections in total and per remote address: excess
+// connections are closed at once, so that trickling clients cannot hold
+// every slot.
+type capListener struct {
+	net.Listener
+	max, perAddr int
+	mu           sync.Mutex
+	total        int
+	byAddr       map[netip.Addr]int
+}
+
+func newCapListener(ln net.Listener, max, perAddr int) *capListener {
+	return &capListener{Listener: ln, max: max, perAddr: perAddr, byAddr: map[netip.Addr]int{}}
+}
+
+func (l *capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		a := peerAddr(c.RemoteAddr().String())
+		l.mu.Lock()
+		if l.total >= l.max || l.byAddr[a] >= l.perAddr {
+			l.mu.Unlock()
+			c.Close()
+			continue
+		}
+		l.total++
+		l.byAddr[a]++
+		l.mu.Unlock()
+		return &capConn{Conn: c, l: l, addr: a}, nil
+	}
+}
+
+type capConn struct {
+	net.Conn
+	l    *capListener
+	addr netip.Addr
+	once sync.Once
+}
+
+func (c *capConn) Close() error {
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		c.l.total--
+		if c.l.byAddr[c.addr]--; c.l.byAddr[c.addr] <= 0 {
+			delete(c.l.byAddr, c.addr)
+		}
+		c.l.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// secure adds the security headers to every response and refuses
+// cross-site and non-JSON state-changing requests (log-in CSRF): a POST
+// must be application/json, and a browser's Origin and Sec-Fetch-Site must
+// say it comes from this site.
+func secure(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			h.Set("Cache-Control", "no-store")
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/json") {
+				fail(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+				return
+			}
+			if !sameOrigin(r) {
+				fail(w, http.StatusForbidden, "cross-site request refused")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// sameOrigin checks Sec-Fetch-Site and Origin when the client sends them
+// (browsers do; API clients need not).
+func sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	_, host, ok := strings.Cut(origin, "://")
+	return ok && strings.EqualFold(host, r.Host)
+}

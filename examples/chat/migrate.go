@@ -1,0 +1,138 @@
+package chat
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/keyring"
+)
+
+// migrations run in order on start; the applied count is kept in
+// schema_version. Migrations 6 to 11 bind values to their owners: a
+// message's owner is denormalised into messages.user_id, so that its
+// binding is row-local, and sessions and password hashes get row MACs
+// (old sessions are dropped: their users log in again).
+var migrations = []string{
+	`CREATE TABLE users (id BIGINT PRIMARY KEY, email BLOB NOT NULL, email_idx BLOB NOT NULL UNIQUE, password TEXT NOT NULL, created BIGINT NOT NULL)`,
+	`CREATE TABLE sessions (token_hash BLOB PRIMARY KEY, user_id BIGINT NOT NULL, expires BIGINT NOT NULL)`,
+	`CREATE TABLE conversations (id BIGINT PRIMARY KEY, user_id BIGINT NOT NULL, title BLOB, created BIGINT NOT NULL)`,
+	`CREATE TABLE messages (id BIGINT PRIMARY KEY, conversation_id BIGINT NOT NULL, role TEXT NOT NULL, body BLOB, created BIGINT NOT NULL)`,
+	`CREATE INDEX messages_conversation ON messages (conversation_id, id)`,
+	`ALTER TABLE messages ADD COLUMN user_id BIGINT`,
+	`UPDATE messages SET user_id = (SELECT c.user_id FROM conversations c WHERE c.id = messages.conversation_id)`,
+	`ALTER TABLE users ADD COLUMN password_mac BLOB`,
+	`ALTER TABLE sessions ADD COLUMN mac BLOB`,
+	`DELETE FROM sessions`,
+	`CREATE INDEX sessions_expires ON sessions (expires)`,
+	`CREATE TABLE chat_state (k TEXT PRIMARY KEY, v TEXT NOT NULL)`,
+}
+
+func migrate(ctx context.Context, db *sql.DB, dialect field.Dialect) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (n INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("chat: migrations: %w", err)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		if _, err := db.ExecContext(ctx, `INSERT INTO schema_version (n) VALUES (0)`); err != nil {
+			return err
+		}
+	}
+	if err := db.QueryRowContext(ctx, `SELECT n FROM schema_version`).Scan(&n); err != nil {
+		return err
+	}
+	for i := n; i < len(migrations); i++ {
+		m := migrations[i]
+		if dialect == field.Postgres {
+			m = strings.ReplaceAll(m, "BLOB", "BYTEA")
+		}
+		if _, err := db.ExecContext(ctx, m); err != nil {
+			return fmt.Errorf("chat: migration %d: %w", i+1, err)
+		}
+		if _, err := db.ExecContext(ctx, dialect.Rebind(`UPDATE schema_version SET n = ?`), i+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bindingState is the chat_state key recording that every value is bound
+// to its owner (binding version 2).
+const bindingState = "binding"
+
+// rebind brings a database written before values were bound to their
+// owners up to date, once: it re-encrypts message bodies and titles under
+// their bound columns (accepting the old row-only binding while it runs),
+// and gives every password hash its row MAC. It trusts the database as it
+// is at that moment; run it while nobody else writes to it. Interrupted,
+// it resumes at the next start, and the service serves nothing before it
+// has finished, so the old binding is never accepted while serving.
+func rebind(ctx context.Context, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring) error {
+	var v string
+	err := db.QueryRowContext(ctx, dialect.Rebind(`SELECT v FROM chat_state WHERE k = ?`), bindingState).Scan(&v)
+	if err == nil && v == "2" {
+		return nil
+	}
+	if err != nil && err != sql.ErrNoRows {
+		return fmt.Errorf("chat: reading state: %w", err)
+	}
+	cols, err := newColumns(kr, field.AcceptLegacyBinding())
+	if err != nil {
+		return err
+	}
+	for _, col := range []*field.Column{cols.body, cols.title} {
+		job := &field.Reencrypt{DB: db, Dialect: dialect, Column: col, Key: "id"}
+		if _, err := job.Run(ctx); err != nil {
+			return fmt.Errorf("chat: re-binding %s.%s: %w", col.Table(), col.Name(), err)
+		}
+	}
+	if err := macPasswords(ctx, db, dialect, cols.passwordMAC); err != nil {
+		return err
+	}
+	return markRebound(ctx, db, dialect)
+}
+
+// macPasswords adds the row MAC of every password hash that has none.
+func macPasswords(ctx context.Context, db *sql.DB, dialect field.Dialect, mac *field.RowMAC) error {
+	rows, err := db.QueryContext(ctx, `SELECT id, password FROM users WHERE password_mac IS NULL`)
+	if err != nil {
+		return fmt.Errorf("chat: reading password hashes: %w", err)
+	}
+	type row struct {
+		id   int64
+		hash string
+	}
+	var todo []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.id, &r.hash); err != nil {
+			rows.Close()
+			return err
+		}
+		todo = append(todo, r)
+	}
+	rows.Close()
+	for _, r := range todo {
+		tag, err := mac.Sum(r.id, r.hash)
+		if err != nil {
+			return err
+		}
+		if _, err := db.ExecContext(ctx, dialect.Rebind(`UPDATE users SET password_mac = ? WHERE id = ? AND password = ? AND password_mac IS NULL`), tag, r.id, r.hash); err != nil {
+			return fmt.Errorf("chat: password MAC of user %d: %w", r.id, err)
+		}
+	}
+	return nil
+}
+
+func markRebound(ctx context.Context, db *sql.DB, dialect field.Dialect) error {
+	_, err := db.ExecContext(ctx, dialect.Rebind(`INSERT INTO chat_state (k, v) VALUES (?, '2') ON CONFLICT (k) DO UPDATE SET v = '2'`), bindingState)
+	if err != nil {
+		return fmt.Errorf("chat: recording state: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// Timeouts of the HTTP server: a client that trickles its headers or body,
+// or does not read the answer, is cut off.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 15 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 60 * time.Second
+	maxHeaderBytes    = 16 << 10
+)
+
+// Serve listens on ln and serves until ctx ends. Connections are capped in
+// total and per client address, every phase of a request has a deadline,
+// expired sessions are swept every minute, and SIGHUP reloads the keyring
+// from disk (a rotation saved by 'ward-chat rotate', or a copy
+// distributed from another host) and re-encrypts what is not under its
+// primary key.
+func (s *Service) Serve(ctx context.Context, ln net.Listener, out io.Writer) error {
+	l := s.server.limits
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { <-ctx.Done(); hs.Close() }()
+	go s.sweep(ctx)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := s.Reload(ctx, out); err != nil {
+					fmt.Fprintln(out, "ward-chat: reload:", err)
+				}
+			}
+		}
+	}()
+	fmt.Fprintf(out, "ward chat on http://%s/ (keyring %s, primary key %v)\n", ln.Addr(), s.kr.ID(), s.kr.Primary().ID)
+	err := hs.Serve(newCapListener(ln, l.MaxConns, l.MaxConnsPerAddress))
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+func (s *Service) sweep(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := s.SweepSessions(ctx); err != nil {
+				s.log.Error("session sweep", "err", err)
+			} else if n > 0 {
+				s.log.Info("expired sessions swept", "count", n)
+			}
+		}
+	}
+}
