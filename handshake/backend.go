@@ -19,19 +19,64 @@ import (
 	cmldsa87 "github.com/cloudflare/circl/sign/mldsa/mldsa87"
 )
 
-// Sizes from FIPS 203 (ML-KEM) and FIPS 204 (ML-DSA).
-var (
-	ekSize  = map[int]int{512: 800, 768: 1184, 1024: 1568}
-	ctSize  = map[int]int{512: 768, 768: 1088, 1024: 1568}
-	pkSize  = map[Sig]int{MLDSA44: 1312, MLDSA65: 1952, MLDSA87: 2592}
-	sigSize = map[Sig]int{MLDSA44: 2420, MLDSA65: 3309, MLDSA87: 4627}
-)
+// encapsulationKeySize and ciphertextSize are ML-KEM's sizes (FIPS 203)
+// for a level, as the libraries define them.
+func encapsulationKeySize(level int) int {
+	switch level {
+	case 512:
+		return mlkem512.PublicKeySize
+	case 768:
+		return mlkem.EncapsulationKeySize768
+	case 1024:
+		return mlkem.EncapsulationKeySize1024
+	}
+	return 0
+}
+
+func ciphertextSize(level int) int {
+	switch level {
+	case 512:
+		return mlkem512.CiphertextSize
+	case 768:
+		return mlkem.CiphertextSize768
+	case 1024:
+		return mlkem.CiphertextSize1024
+	}
+	return 0
+}
+
+// publicKeySize and signatureSize are ML-DSA's sizes (FIPS 204).
+func publicKeySize(s Sig) int {
+	switch s {
+	case MLDSA44:
+		return cmldsa44.PublicKeySize
+	case MLDSA65:
+		return cmldsa65.PublicKeySize
+	case MLDSA87:
+		return cmldsa87.PublicKeySize
+	}
+	return 0
+}
+
+func signatureSize(s Sig) int {
+	switch s {
+	case MLDSA44:
+		return cmldsa44.SignatureSize
+	case MLDSA65:
+		return cmldsa65.SignatureSize
+	case MLDSA87:
+		return cmldsa87.SignatureSize
+	}
+	return 0
+}
+
+// x25519ShareSize is the size of an X25519 public key.
+const x25519ShareSize = 32
 
 // kemImpl is one ML-KEM parameter set in one backend.
 type kemImpl interface {
 	generate() (decapsulator, []byte, error)
 	encapsulate(ek []byte) (ss, ct []byte, err error)
-	name() string
 }
 
 type decapsulator interface {
@@ -60,7 +105,6 @@ func newKEM(level int, b Backend) (kemImpl, error) {
 
 type stdKEM768 struct{}
 
-func (stdKEM768) name() string { return "crypto/mlkem" }
 func (stdKEM768) generate() (decapsulator, []byte, error) {
 	dk, err := mlkem.GenerateKey768()
 	if err != nil {
@@ -83,7 +127,6 @@ func (d stdDK768) decapsulate(ct []byte) ([]byte, error) { return d.Decapsulate(
 
 type stdKEM1024 struct{}
 
-func (stdKEM1024) name() string { return "crypto/mlkem" }
 func (stdKEM1024) generate() (decapsulator, []byte, error) {
 	dk, err := mlkem.GenerateKey1024()
 	if err != nil {
@@ -106,7 +149,6 @@ func (d stdDK1024) decapsulate(ct []byte) ([]byte, error) { return d.Decapsulate
 
 type circlKEM struct{ s kem.Scheme }
 
-func (c circlKEM) name() string { return "circl" }
 func (c circlKEM) generate() (decapsulator, []byte, error) {
 	pk, sk, err := c.s.GenerateKeyPair()
 	if err != nil {
@@ -188,6 +230,12 @@ func (k *SigningKey) String() string {
 	f := k.Fingerprint()
 	return fmt.Sprintf("SigningKey(%v %x)", k.alg, f[:8])
 }
+
+// GoString is String: the seed is never printed.
+func (k *SigningKey) GoString() string { return k.String() }
+
+// Format prints String whatever the verb.
+func (k *SigningKey) Format(f fmt.State, _ rune) { f.Write([]byte(k.String())) }
 
 func sigParams(alg Sig) (mldsa.Parameters, sign.Scheme, error) {
 	switch alg {

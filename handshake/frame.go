@@ -97,12 +97,6 @@ func (e *AlertError) Is(target error) bool {
 	return target == ErrProtocol
 }
 
-type frame struct {
-	typ     byte
-	suite   uint16
-	payload []byte
-}
-
 func appendFrame(dst []byte, typ byte, suite uint16, payload ...[]byte) []byte {
 	n := 0
 	for _, p := range payload {
@@ -145,3 +139,22 @@ func ioErr(err error, what string) error {
 	}
 	return fmt.Errorf("handshake: reading %s: %w", what, err)
 }
+
+// shareSizes returns the exact payload sizes of the ClientHello (flags,
+// ML-KEM encapsulation key, X25519 share) and the ServerKeyShare (ML-KEM
+// ciphertext, X25519 share) for a suite.
+func shareSizes(s Suite) (hello, keyShare int) {
+	hello = 1
+	if lvl := s.KEX.mlkemLevel(); lvl != 0 {
+		hello += encapsulationKeySize(lvl)
+		keyShare += ciphertextSize(lvl)
+	}
+	if s.KEX.hasX25519() {
+		hello += x25519ShareSize
+		keyShare += x25519ShareSize
+	}
+	return hello, keyShare
+}
+
+func clientHelloSize(s Suite) int { h, _ := shareSizes(s); return h }
+func keyShareSize(s Suite) int    { _, k := shareSizes(s); return k }

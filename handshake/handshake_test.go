@@ -77,17 +77,17 @@ func wantBytes(s Suite, sendKey bool) (up, down int) {
 	up = HeaderSize + 1 + HeaderSize + FinishedSize
 	down = HeaderSize + HeaderSize + FinishedSize
 	if lvl != 0 {
-		up += ekSize[lvl]
-		down += ctSize[lvl]
+		up += encapsulationKeySizeOf[lvl]
+		down += ciphertextSizeOf[lvl]
 	}
 	if s.KEX.hasX25519() {
 		up += 32
 		down += 32
 	}
 	if s.Sig != SigNone {
-		down += HeaderSize + sigSize[s.Sig]
+		down += HeaderSize + signatureSizeOf[s.Sig]
 		if sendKey {
-			down += HeaderSize + pkSize[s.Sig]
+			down += HeaderSize + publicKeySizeOf[s.Sig]
 		}
 	}
 	return
@@ -151,13 +151,13 @@ func TestOverheadBudget(t *testing.T) {
 		up, down := wantBytes(s, true)
 		prim := 0
 		if lvl := s.KEX.mlkemLevel(); lvl != 0 {
-			prim += ekSize[lvl] + ctSize[lvl]
+			prim += encapsulationKeySizeOf[lvl] + ciphertextSizeOf[lvl]
 		}
 		if s.KEX.hasX25519() {
 			prim += 64
 		}
 		if s.Sig != SigNone {
-			prim += pkSize[s.Sig] + sigSize[s.Sig]
+			prim += publicKeySizeOf[s.Sig] + signatureSizeOf[s.Sig]
 		}
 		if over := up + down - prim; over > 128 {
 			t.Errorf("%v: %d bytes of overhead", s, over)
@@ -357,7 +357,7 @@ func TestServeNoLeak(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		done <- Serve(ctx, ln, &ServerConfig{Timeout: 300 * time.Millisecond}, 8, nil)
+		done <- Serve(ctx, ln, &ServerConfig{Timeout: 300 * time.Millisecond}, ServeOptions{MaxConns: 8, MaxConnsPerAddress: 64}, nil)
 	}()
 	var idle []net.Conn
 	for range 20 {
@@ -390,6 +390,52 @@ func TestServeNoLeak(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before+1 {
 		t.Fatalf("%d goroutines before, %d after", before, n)
+	}
+}
+
+// TestIdleClientsCannotHoldServe: a hundred sockets that connect and say
+// nothing, from one address, hold at most its per-address share of the
+// slots, each for at most the hello timeout; a real client from another
+// address completes at once.
+func TestIdleClientsCannotHoldServe(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := &ServerConfig{Timeout: 10 * time.Second, HelloTimeout: time.Second}
+	go Serve(ctx, ln, cfg, ServeOptions{MaxConns: 8, MaxConnsPerAddress: 4}, nil)
+	var idle []net.Conn
+	for range 100 {
+		if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			idle = append(idle, c)
+		}
+	}
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	c, err := d.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Skipf("cannot dial from 127.0.0.2: %v", err)
+	}
+	defer c.Close()
+	start := time.Now()
+	if _, err := Client(context.Background(), c, &ClientConfig{Suite: Suite{X25519, SigNone}, Timeout: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("a real client waited %v", d)
+	}
+	// An idle socket is dropped after the hello timeout.
+	idle[0].SetReadDeadline(time.Now().Add(3 * time.Second))
+	start = time.Now()
+	if _, err := idle[0].Read(make([]byte, 1)); err == nil || time.Since(start) > 2500*time.Millisecond {
+		t.Fatalf("idle socket kept %v: %v", time.Since(start), err)
 	}
 }
 
@@ -446,4 +492,22 @@ func FuzzClient(f *testing.F) {
 		Client(context.Background(), c, &ClientConfig{Suite: Suite{X25519, SigNone}, Timeout: 200 * time.Millisecond})
 		c.Close()
 	})
+}
+
+// Size tables for the tests, from the functions the protocol uses.
+var (
+	encapsulationKeySizeOf = map[int]int{512: encapsulationKeySize(512), 768: encapsulationKeySize(768), 1024: encapsulationKeySize(1024)}
+	ciphertextSizeOf       = map[int]int{512: ciphertextSize(512), 768: ciphertextSize(768), 1024: ciphertextSize(1024)}
+	publicKeySizeOf        = map[Sig]int{MLDSA44: publicKeySize(MLDSA44), MLDSA65: publicKeySize(MLDSA65), MLDSA87: publicKeySize(MLDSA87)}
+	signatureSizeOf        = map[Sig]int{MLDSA44: signatureSize(MLDSA44), MLDSA65: signatureSize(MLDSA65), MLDSA87: signatureSize(MLDSA87)}
+)
+
+// TestSizesAreFIPS pins the sizes to FIPS 203 and 204.
+func TestSizesAreFIPS(t *testing.T) {
+	if encapsulationKeySizeOf[512] != 800 || encapsulationKeySizeOf[768] != 1184 || encapsulationKeySizeOf[1024] != 1568 ||
+		ciphertextSizeOf[512] != 768 || ciphertextSizeOf[768] != 1088 || ciphertextSizeOf[1024] != 1568 ||
+		publicKeySizeOf[MLDSA44] != 1312 || publicKeySizeOf[MLDSA65] != 1952 || publicKeySizeOf[MLDSA87] != 2592 ||
+		signatureSizeOf[MLDSA44] != 2420 || signatureSizeOf[MLDSA65] != 3309 || signatureSizeOf[MLDSA87] != 4627 {
+		t.Fatal("sizes differ from FIPS 203/204")
+	}
 }

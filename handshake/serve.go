@@ -5,24 +5,45 @@ import (
 	"errors"
 	"net"
 	"sync"
+
+	"github.com/wardlab/ward/internal/conncap"
 )
 
-// DefaultMaxConns bounds concurrent handshakes in Serve.
-const DefaultMaxConns = 256
+// Defaults of ServeOptions.
+const (
+	DefaultMaxConns           = 256
+	DefaultMaxConnsPerAddress = 16
+)
 
-// Serve accepts connections on ln and runs a server handshake on each, at
-// most maxConns at a time (DefaultMaxConns if 0; further connections wait
-// in the kernel's backlog). Each handshake is bounded by cfg.Timeout, so a
-// stalled client holds its slot only that long. done, if not nil, is
-// called with each result and the connection, which it must close. Serve
-// returns when ctx ends or ln fails, after every handshake has finished.
-func Serve(ctx context.Context, ln net.Listener, cfg *ServerConfig, maxConns int, done func(net.Conn, *Result, error)) error {
-	if maxConns <= 0 {
-		maxConns = DefaultMaxConns
+// ServeOptions bound what clients can hold of a server.
+type ServeOptions struct {
+	// MaxConns bounds concurrent handshakes (default DefaultMaxConns);
+	// further connections wait in the kernel's backlog.
+	MaxConns int
+	// MaxConnsPerAddress bounds the concurrent handshakes of one remote
+	// address (IPv6: one /64), default DefaultMaxConnsPerAddress; a
+	// connection over it is closed at once.
+	MaxConnsPerAddress int
+}
+
+// Serve accepts connections on ln and runs a server handshake on each,
+// within opts' caps. Each ClientHello must arrive within
+// cfg.HelloTimeout and each handshake finish within cfg.Timeout, so an
+// idle or stalled client holds its slot only that long, and one address
+// holds at most MaxConnsPerAddress slots. done, if not nil, is called with
+// each result and the connection, which it must close. Serve returns when
+// ctx ends or ln fails, after every handshake has finished.
+func Serve(ctx context.Context, ln net.Listener, cfg *ServerConfig, opts ServeOptions, done func(net.Conn, *Result, error)) error {
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = DefaultMaxConns
 	}
+	if opts.MaxConnsPerAddress <= 0 {
+		opts.MaxConnsPerAddress = DefaultMaxConnsPerAddress
+	}
+	capped := conncap.New(ln, conncap.Options{PerAddress: opts.MaxConnsPerAddress})
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
-	slots := make(chan struct{}, maxConns)
+	slots := make(chan struct{}, opts.MaxConns)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
@@ -31,7 +52,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg *ServerConfig, maxConns int
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		c, err := ln.Accept()
+		c, err := capped.Accept()
 		if err != nil {
 			<-slots
 			if ctx.Err() != nil {

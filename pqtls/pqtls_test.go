@@ -117,7 +117,7 @@ func TestServerBadClients(t *testing.T) {
 	before := runtime.NumGoroutine()
 	c := chain(t, ECDSAP256)
 	addr, stop := startServer(t, ServerOptions{Chains: []*Chain{c}, HandshakeTimeout: 300 * time.Millisecond,
-		IdleTimeout: 300 * time.Millisecond, MaxConns: 2000})
+		IdleTimeout: 300 * time.Millisecond, MaxConns: 2000, MaxConnsPerAddress: 2000})
 	good := func() error {
 		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.Roots}}}
 		defer client.CloseIdleConnections()
@@ -170,5 +170,42 @@ func TestServerBadClients(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before+2 {
 		t.Fatalf("%d goroutines before, %d after", before, n)
+	}
+}
+
+// TestServerPerAddressCap: a hundred idle sockets from one address hold
+// at most its share of the slots, each for the first-byte timeout; a
+// browser from another address is served at once.
+func TestServerPerAddressCap(t *testing.T) {
+	c := chain(t, ECDSAP256)
+	addr, stop := startServer(t, ServerOptions{Chains: []*Chain{c}, MaxConns: 32, MaxConnsPerAddress: 8, FirstByteTimeout: 500 * time.Millisecond})
+	defer stop()
+	var idle []net.Conn
+	for range 100 {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			idle = append(idle, c)
+		}
+	}
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, TLSClientConfig: &tls.Config{RootCAs: c.Roots}}}
+	defer client.CloseIdleConnections()
+	start := time.Now()
+	resp, err := client.Get("https://" + addr + "/json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("a client from another address waited %v", d)
+	}
+	idle[0].SetReadDeadline(time.Now().Add(3 * time.Second))
+	start = time.Now()
+	if _, err := idle[0].Read(make([]byte, 1)); err == nil || time.Since(start) > 1500*time.Millisecond {
+		t.Fatalf("an idle socket was kept %v (%v)", time.Since(start), err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"golang.org/x/net/netutil"
+	"github.com/wardlab/ward/internal/conncap"
 )
 
 // ServerOptions configure an HTTPS server that reports what each client
@@ -21,8 +21,14 @@ type ServerOptions struct {
 	// Chains are the certificate chains served; crypto/tls picks the first
 	// one the client can verify the signature of.
 	Chains []*Chain
-	// MaxConns caps simultaneous connections (default 256).
-	MaxConns int
+	// MaxConns caps simultaneous connections (default 256), and
+	// MaxConnsPerAddress those of one client address (default 16): a
+	// connection over a cap is closed at once.
+	MaxConns, MaxConnsPerAddress int
+	// FirstByteTimeout bounds the wait for a connection's first byte (the
+	// ClientHello), default 2 s: a socket that says nothing holds its slot
+	// only that long.
+	FirstByteTimeout time.Duration
 	// HandshakeTimeout bounds the TLS handshake and the request header
 	// (default 5 s); IdleTimeout bounds keep-alive (default 30 s).
 	HandshakeTimeout, IdleTimeout time.Duration
@@ -109,6 +115,12 @@ func NewServer(ln net.Listener, o ServerOptions) (*http.Server, net.Listener, er
 	if o.MaxConns <= 0 {
 		o.MaxConns = 256
 	}
+	if o.MaxConnsPerAddress <= 0 {
+		o.MaxConnsPerAddress = 16
+	}
+	if o.FirstByteTimeout <= 0 {
+		o.FirstByteTimeout = 2 * time.Second
+	}
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = 5 * time.Second
 	}
@@ -122,6 +134,6 @@ func NewServer(ln net.Listener, o ServerOptions) (*http.Server, net.Listener, er
 	srv := &http.Server{Handler: Handler(o.Chains), TLSConfig: cfg, ReadHeaderTimeout: o.HandshakeTimeout,
 		IdleTimeout: o.IdleTimeout, WriteTimeout: 30 * time.Second,
 		ErrorLog: nil}
-	limited := netutil.LimitListener(ln, o.MaxConns)
-	return srv, tls.NewListener(limited, cfg), nil
+	capped := conncap.New(ln, conncap.Options{Total: o.MaxConns, PerAddress: o.MaxConnsPerAddress, FirstByte: o.FirstByteTimeout})
+	return srv, tls.NewListener(capped, cfg), nil
 }

@@ -31,12 +31,13 @@ for example between two machines or regions instead of simulated delay.`,
 }
 
 type serveOptions struct {
-	listen   string
-	suites   []string
-	backend  string
-	keyFile  string
-	maxConns int
-	timeout  time.Duration
+	listen          string
+	suites          []string
+	backend         string
+	keyFile         string
+	maxConns        int
+	maxConnsPerAddr int
+	timeout, hello  time.Duration
 }
 
 // keyFileDoc is the JSON file of ML-DSA seeds written with --key-file: the
@@ -99,7 +100,7 @@ func (a *app) newHandshakeServeCmd() *cobra.Command {
 			if err != nil {
 				return usage(err, "")
 			}
-			cfg := &handshake.ServerConfig{Backend: backend, Timeout: o.timeout}
+			cfg := &handshake.ServerConfig{Backend: backend, Timeout: o.timeout, HelloTimeout: o.hello}
 			for _, s := range o.suites {
 				suite, err := handshake.ParseSuite(s)
 				if err != nil {
@@ -122,11 +123,13 @@ func (a *app) newHandshakeServeCmd() *cobra.Command {
 			if f, ok := a.stdout.(*os.File); ok {
 				f.Sync()
 			}
-			err = handshake.Serve(cmd.Context(), ln, cfg, o.maxConns, func(c net.Conn, r *handshake.Result, err error) {
+			log := newLineLimiter(a.stderr, 10)
+			opts := handshake.ServeOptions{MaxConns: o.maxConns, MaxConnsPerAddress: o.maxConnsPerAddr}
+			err = handshake.Serve(cmd.Context(), ln, cfg, opts, func(c net.Conn, r *handshake.Result, err error) {
 				if err != nil {
-					fmt.Fprintf(a.stderr, "%s: %v\n", c.RemoteAddr(), err)
+					log.printf("%s: %v", c.RemoteAddr(), err)
 				} else {
-					fmt.Fprintf(a.stderr, "%s: %v, %d B in, %d B out, crypto %v\n", c.RemoteAddr(), r.Suite,
+					log.printf("%s: %v, %d B in, %d B out, crypto %v", c.RemoteAddr(), r.Suite,
 						r.Stats.BytesReceived, r.Stats.BytesSent, r.Stats.CryptoTime.Round(time.Microsecond))
 				}
 				c.Close()
@@ -143,7 +146,9 @@ func (a *app) newHandshakeServeCmd() *cobra.Command {
 	f.StringVar(&o.backend, "backend", "stdlib", "stdlib or circl")
 	f.StringVar(&o.keyFile, "key-file", "", "file of ML-DSA seeds to reuse (created, mode 0600, if missing); default: new keys each start")
 	f.IntVar(&o.maxConns, "max-conns", handshake.DefaultMaxConns, "concurrent handshakes")
+	f.IntVar(&o.maxConnsPerAddr, "max-conns-per-addr", handshake.DefaultMaxConnsPerAddress, "concurrent handshakes per client address")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-handshake deadline")
+	f.DurationVar(&o.hello, "hello-timeout", handshake.DefaultHelloTimeout, "deadline for a client's first message")
 	return cmd
 }
 
@@ -196,6 +201,11 @@ func (a *app) dial(ctx context.Context, addr string, o *dialOptions) error {
 	suite, err := handshake.ParseSuite(o.suite)
 	if err != nil {
 		return usage(err, "")
+	}
+	if suite.Sig == handshake.SigNone {
+		fmt.Fprintf(a.stderr, "ward: warning: %v is unsigned: it keeps the key secret from eavesdroppers but authenticates nobody; anyone in the middle can answer instead of the server (use a +mldsa suite with --pin)\n", suite)
+	} else if o.insecure {
+		fmt.Fprintln(a.stderr, "ward: warning: --insecure-skip-pin accepts any server key: the handshake authenticates nobody")
 	}
 	backend, err := handshake.ParseBackend(o.backend)
 	if err != nil {

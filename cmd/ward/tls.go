@@ -40,11 +40,11 @@ func parseGroups(names []string) ([]tls.CurveID, error) {
 
 func (a *app) newTLSServeCmd() *cobra.Command {
 	var (
-		listen   string
-		groups   []string
-		certs    []string
-		maxConns int
-		hsTO     time.Duration
+		listen            string
+		groups            []string
+		certs             []string
+		maxConns, perAddr int
+		hsTO, firstByte   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--listen ADDR] [--group G]... [--cert ALG]...",
@@ -80,7 +80,8 @@ own clients.`,
 			if err != nil {
 				return usage(err, "")
 			}
-			srv, tl, err := pqtls.NewServer(ln, pqtls.ServerOptions{Groups: gs, Chains: chains, MaxConns: maxConns, HandshakeTimeout: hsTO})
+			srv, tl, err := pqtls.NewServer(ln, pqtls.ServerOptions{Groups: gs, Chains: chains, MaxConns: maxConns,
+				MaxConnsPerAddress: perAddr, HandshakeTimeout: hsTO, FirstByteTimeout: firstByte})
 			if err != nil {
 				return err
 			}
@@ -102,6 +103,8 @@ own clients.`,
 	f.StringSliceVar(&groups, "group", nil, "key exchange groups in preference order (default: all, post-quantum first)")
 	f.StringSliceVar(&certs, "cert", []string{"ecdsa-p256"}, "certificate chains: ecdsa-p256, ed25519, rsa2048, mldsa44, mldsa65, mldsa87")
 	f.IntVar(&maxConns, "max-conns", 256, "simultaneous connections")
+	f.IntVar(&perAddr, "max-conns-per-addr", 16, "simultaneous connections per client address")
+	f.DurationVar(&firstByte, "first-byte-timeout", 2*time.Second, "deadline for a connection's first byte")
 	f.DurationVar(&hsTO, "handshake-timeout", 5*time.Second, "TLS handshake and request header deadline")
 	return cmd
 }

@@ -2,7 +2,6 @@ package chat
 
 import (
 	"container/list"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -220,60 +219,6 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 		}
 	}
 	return false
-}
-
-// capListener caps connections in total and per remote address: excess
-// connections are closed at once, so that trickling clients cannot hold
-// every slot.
-type capListener struct {
-	net.Listener
-	max, perAddr int
-	mu           sync.Mutex
-	total        int
-	byAddr       map[netip.Addr]int
-}
-
-func newCapListener(ln net.Listener, max, perAddr int) *capListener {
-	return &capListener{Listener: ln, max: max, perAddr: perAddr, byAddr: map[netip.Addr]int{}}
-}
-
-func (l *capListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		a := peerAddr(c.RemoteAddr().String())
-		l.mu.Lock()
-		if l.total >= l.max || l.byAddr[a] >= l.perAddr {
-			l.mu.Unlock()
-			c.Close()
-			continue
-		}
-		l.total++
-		l.byAddr[a]++
-		l.mu.Unlock()
-		return &capConn{Conn: c, l: l, addr: a}, nil
-	}
-}
-
-type capConn struct {
-	net.Conn
-	l    *capListener
-	addr netip.Addr
-	once sync.Once
-}
-
-func (c *capConn) Close() error {
-	c.once.Do(func() {
-		c.l.mu.Lock()
-		c.l.total--
-		if c.l.byAddr[c.addr]--; c.l.byAddr[c.addr] <= 0 {
-			delete(c.l.byAddr, c.addr)
-		}
-		c.l.mu.Unlock()
-	})
-	return c.Conn.Close()
 }
 
 // secure adds the security headers to every response and refuses

@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/wardlab/ward/internal/conncap"
 )
 
 // Timeouts of the HTTP server: a client that trickles its headers or body,
@@ -53,7 +55,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, out io.Writer) err
 		}
 	}()
 	fmt.Fprintf(out, "ward chat on http://%s/ (keyring %s, primary key %v)\n", ln.Addr(), s.kr.ID(), s.kr.Primary().ID)
-	err := hs.Serve(newCapListener(ln, l.MaxConns, l.MaxConnsPerAddress))
+	err := hs.Serve(conncap.New(ln, conncap.Options{Total: l.MaxConns, PerAddress: l.MaxConnsPerAddress}))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -1,0 +1,216 @@
+package handshake
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+)
+
+// serverHandshake is the server's state, phase by phase: the ClientHello,
+// encapsulation and X25519, the flight (key share, public key, signature,
+// finished), and the client's finished message.
+type serverHandshake struct {
+	*session
+	cfg   *ServerConfig
+	flags byte
+	key   *SigningKey
+	ks    *keySchedule
+	end   time.Time // the whole handshake's deadline
+}
+
+// Server runs the server side of a handshake on conn. The ClientHello must
+// arrive within cfg.HelloTimeout, the whole handshake within cfg.Timeout.
+func Server(ctx context.Context, conn net.Conn, cfg *ServerConfig) (*Result, error) {
+	stop, end := deadline(ctx, conn, cfg.Timeout)
+	defer stop()
+	hs := &serverHandshake{session: &session{conn: conn, th: sha256.New()}, cfg: cfg, end: end}
+	hello, err := hs.readHello()
+	if err != nil {
+		return nil, err
+	}
+	ct, xpub, err := hs.deriveKeys(hello[1:])
+	if err != nil {
+		hs.alert(alertDecode)
+		return nil, fmt.Errorf("%w: client key share: %v", ErrProtocol, err)
+	}
+	if err := hs.sendFlight(ct, xpub); err != nil {
+		return nil, err
+	}
+	want := hs.ks.finished("client finished", hs.th.Sum(nil))
+	got, err := hs.read(frameClientFinished, FinishedSize)
+	if err != nil {
+		return nil, err
+	}
+	if !hmac.Equal(got, want) {
+		return nil, ErrBadFinished
+	}
+	hs.stats.Flights = 3
+	return &Result{Suite: hs.suite, Key: hs.ks.session(hs.th.Sum(nil)), Stats: hs.stats}, nil
+}
+
+// readHello reads and checks the ClientHello, within HelloTimeout.
+func (hs *serverHandshake) readHello() ([]byte, error) {
+	helloTO := hs.cfg.HelloTimeout
+	if helloTO <= 0 {
+		helloTO = DefaultHelloTimeout
+	}
+	if d := time.Now().Add(helloTO); d.Before(hs.end) {
+		hs.conn.SetReadDeadline(d)
+	}
+	typ, _, wire, n, raw, err := readHeader(hs.conn)
+	hs.stats.BytesReceived += HeaderSize
+	if errors.Is(err, ErrUnsupportedVersion) {
+		hs.alert(alertVersion)
+	}
+	if err != nil {
+		return nil, err
+	}
+	suite, ok := suiteFromWire(wire)
+	hs.suite = suite
+	switch {
+	case typ != frameClientHello:
+		hs.alert(alertDecode)
+		return nil, fmt.Errorf("%w: first frame is %s", ErrProtocol, frameNames[typ])
+	case !ok || !hs.cfg.accepts(suite):
+		hs.alert(alertSuite)
+		return nil, fmt.Errorf("%w: %#04x", ErrUnsupportedSuite, wire)
+	case n != clientHelloSize(suite):
+		hs.alert(alertDecode)
+		return nil, fmt.Errorf("%w: ClientHello of %d bytes for %v", ErrProtocol, n, suite)
+	}
+	hello := make([]byte, n)
+	if _, err := io.ReadFull(hs.conn, hello); err != nil {
+		return nil, ioErr(err, "ClientHello")
+	}
+	hs.conn.SetReadDeadline(hs.end) // back to the handshake's deadline
+	hs.stats.BytesReceived += n
+	hs.th.Write(raw[:])
+	hs.th.Write(hello)
+	return hello, hs.checkFlags(hello[0])
+}
+
+// checkFlags validates the ClientHello's flags and finds the signing key.
+func (hs *serverHandshake) checkFlags(flags byte) error {
+	signed := hs.suite.Sig != SigNone
+	if flags&^(flagSendKey|flagSeparate) != 0 || (!signed && flags&flagSendKey != 0) {
+		hs.alert(alertDecode)
+		return fmt.Errorf("%w: ClientHello flags %#02x", ErrProtocol, flags)
+	}
+	hs.flags = flags
+	if signed {
+		if hs.key = hs.cfg.key(hs.suite.Sig); hs.key == nil {
+			hs.alert(alertUnknownSign)
+			return fmt.Errorf("%w: no %v key", ErrUnsupportedSuite, hs.suite.Sig)
+		}
+	}
+	return nil
+}
+
+// deriveKeys encapsulates to the client's ML-KEM key and runs X25519,
+// returning the server's shares, and starts the key schedule.
+func (hs *serverHandshake) deriveKeys(shares []byte) (ct, xpub []byte, err error) {
+	err = hs.timed(func() error {
+		var secrets [][]byte
+		if lvl := hs.suite.KEX.mlkemLevel(); lvl != 0 {
+			kem, err := newKEM(lvl, hs.cfg.Backend)
+			if err != nil {
+				return err
+			}
+			ss, c, err := kem.encapsulate(shares[:encapsulationKeySize(lvl)])
+			if err != nil {
+				return err
+			}
+			ct = c
+			secrets = append(secrets, ss)
+			shares = shares[encapsulationKeySize(lvl):]
+		}
+		if hs.suite.KEX.hasX25519() {
+			x := newXDH(hs.cfg.Backend)
+			priv, pub, err := x.generate()
+			if err != nil {
+				return err
+			}
+			ss, err := x.shared(priv, shares)
+			clear(priv)
+			if err != nil {
+				return err
+			}
+			xpub = pub
+			secrets = append(secrets, ss)
+		}
+		var err error
+		hs.ks, err = newKeySchedule(secrets...)
+		return err
+	})
+	return ct, xpub, err
+}
+
+// sendFlight writes key share, [public key], [signature] and finished:
+// in one write, or, in the separate layout the client may ask for, as the
+// field report's server did.
+func (hs *serverHandshake) sendFlight(ct, xpub []byte) error {
+	wire := hs.suite.wire()
+	var writes [][]byte
+	add := func(b []byte) {
+		hs.th.Write(b)
+		writes = append(writes, b)
+	}
+	add(appendFrame(nil, frameServerKeyShare, wire, ct, xpub))
+	signed := hs.suite.Sig != SigNone
+	if signed {
+		if hs.flags&flagSendKey != 0 {
+			add(appendFrame(nil, frameServerPublicKey, wire, hs.key.PublicKey()))
+		}
+		transcript := hs.th.Sum(nil)
+		var sig []byte
+		if err := hs.timed(func() (err error) { sig, err = hs.key.sign(hs.cfg.Backend, transcript); return err }); err != nil {
+			hs.alert(alertInternal)
+			return fmt.Errorf("handshake: signing: %w", err)
+		}
+		add(appendFrame(nil, frameSignature, wire, sig))
+	}
+	sf := appendFrame(nil, frameServerFinished, wire, hs.ks.finished("server finished", hs.th.Sum(nil)))
+	hs.th.Write(sf)
+	if hs.flags&flagSeparate != 0 && signed {
+		// The finished message rides with the signature.
+		writes[len(writes)-1] = append(writes[len(writes)-1], sf...)
+	} else {
+		var all []byte
+		for _, w := range writes {
+			all = append(all, w...)
+		}
+		writes = [][]byte{append(all, sf...)}
+	}
+	for _, w := range writes {
+		if err := hs.write(w, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (cfg *ServerConfig) key(alg Sig) *SigningKey {
+	for _, k := range cfg.Keys {
+		if k.alg == alg {
+			return k
+		}
+	}
+	return nil
+}
+
+func (cfg *ServerConfig) accepts(s Suite) bool {
+	if cfg.Suites == nil {
+		return s.Sig == SigNone || cfg.key(s.Sig) != nil
+	}
+	for _, a := range cfg.Suites {
+		if a == s {
+			return true
+		}
+	}
+	return false
+}
