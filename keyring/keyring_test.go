@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"sync"
 	"testing"
@@ -254,4 +255,39 @@ func TestParse(t *testing.T) {
 		t.Fatal("unknown algorithm accepted")
 	}
 	_ = time.Now
+}
+
+// TestContextCheckRevealsNothing is the offline attack of issue 11 on the
+// v1 context check: with only the ciphertext, try 10,000 guesses of a
+// context such as "customer-pin:4711". Against v1's unkeyed CRC-32C the
+// right guess matched; against v2's keyed check the right guess does not
+// stand out (any match is chance, 10,000 in 2^32). A damaged check reads as
+// "wrong context or damaged", never as an intact copy.
+func TestContextCheckRevealsNothing(t *testing.T) {
+	kr := mustNew(t, AES256GCM)
+	secret := []byte("customer-pin:4711")
+	ct, _ := kr.Seal([]byte("balance"), secret)
+	h, _ := ParseHeader(ct)
+	matches := 0
+	var found string
+	for i := range 10_000 {
+		guess := fmt.Sprintf("customer-pin:%04d", i)
+		if crc32.Checksum([]byte(guess), castagnoli) == h.ContextCheck {
+			matches++
+			found = guess
+		}
+	}
+	if found == string(secret) || matches > 1 {
+		t.Fatalf("the context check gave the context away: %d matches, %q", matches, found)
+	}
+	damaged := bytes.Clone(ct)
+	damaged[7] ^= 0x10
+	if _, err := kr.Open(damaged, secret); !errors.Is(err, ErrWrongContext) || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("damaged check: %v", err)
+	}
+	// The same context gives different checks in different values.
+	ct2, _ := kr.Seal([]byte("balance"), secret)
+	if h2, _ := ParseHeader(ct2); h2.ContextCheck == h.ContextCheck {
+		t.Fatal("the check links values with the same context")
+	}
 }

@@ -60,9 +60,6 @@ func (kr *Keyring) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	if !k.checkMatches(h, ciphertext, context) {
-		return dst, ErrWrongContext
-	}
 	ns := k.Algorithm.NonceSize()
 	adp := adPool.Get().(*[]byte)
 	ad := append(append((*adp)[:0], ciphertext[:HeaderSize]...), context...)
@@ -70,6 +67,11 @@ func (kr *Keyring) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
 	*adp = ad
 	adPool.Put(adp)
 	if err != nil {
+		// The AEAD authenticated the context with the header, so the
+		// check is needed only to say why opening failed.
+		if !k.checkMatches(h, ciphertext, context) {
+			return dst, ErrWrongContext
+		}
 		return dst, ErrAuthentication
 	}
 	return out, nil
@@ -111,7 +113,11 @@ func (kr *Keyring) keyFor(ciphertext []byte) (Header, *key, error) {
 // checkMatches compares the header's context check with context's.
 func (k *key) checkMatches(h Header, ciphertext, context []byte) bool {
 	if h.Version == Version1 {
-		return crc32.Checksum(context, castagnoli) == h.ContextCheck
+		c := k.check.Get().(*checker)
+		c.in = append(c.in[:0], context...) // crc32 would make context escape
+		sum := crc32.Checksum(c.in, castagnoli)
+		k.check.Put(c)
+		return sum == h.ContextCheck
 	}
 	nonce := ciphertext[HeaderSize : HeaderSize+k.Algorithm.NonceSize()]
 	want := k.contextCheckV2(nonce, context)
@@ -127,8 +133,10 @@ func (k *key) checkMatches(h Header, ciphertext, context []byte) bool {
 func (k *key) contextCheckV2(nonce, context []byte) uint32 {
 	c := k.check.Get().(*checker)
 	c.mac.Reset()
-	c.mac.Write(nonce)
-	c.mac.Write(context)
+	// Copied first: passing context to an interface method would make
+	// every caller's context escape to the heap.
+	c.in = append(append(c.in[:0], nonce...), context...)
+	c.mac.Write(c.in)
 	sum := c.mac.Sum(c.sum[:0])
 	v := binary.BigEndian.Uint32(sum[:CheckSize])
 	k.check.Put(c)
@@ -140,6 +148,7 @@ func (k *key) contextCheckV2(nonce, context []byte) uint32 {
 type checker struct {
 	mac hash.Hash
 	sum [32]byte
+	in  []byte
 }
 
 // sliceForAppend extends in by n bytes, returning the whole slice and the
