@@ -231,9 +231,6 @@ func (k *SigningKey) String() string {
 	return fmt.Sprintf("SigningKey(%v %x)", k.alg, f[:8])
 }
 
-// GoString is String: the seed is never printed.
-func (k *SigningKey) GoString() string { return k.String() }
-
 // Format prints String whatever the verb.
 func (k *SigningKey) Format(f fmt.State, _ rune) { f.Write([]byte(k.String())) }
 

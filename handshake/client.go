@@ -73,7 +73,7 @@ func (hs *clientHandshake) sendHello() error {
 	var ek, xpub []byte
 	hs.x = newXDH(hs.cfg.Backend)
 	err := hs.timed(func() (err error) {
-		if lvl := hs.suite.KEX.mlkemLevel(); lvl != 0 {
+		if lvl := hs.suite.KEX.MLKEMLevel(); lvl != 0 {
 			if hs.kem, err = newKEM(lvl, hs.cfg.Backend); err != nil {
 				return err
 			}
@@ -81,7 +81,7 @@ func (hs *clientHandshake) sendHello() error {
 				return err
 			}
 		}
-		if hs.suite.KEX.hasX25519() {
+		if hs.suite.KEX.HasX25519() {
 			hs.xpriv, xpub, err = hs.x.generate()
 		}
 		return err
@@ -133,7 +133,7 @@ func (hs *clientHandshake) verifyServer() error {
 func (hs *clientHandshake) deriveKeys(share []byte) error {
 	return hs.timed(func() error {
 		var secrets [][]byte
-		if lvl := hs.suite.KEX.mlkemLevel(); lvl != 0 {
+		if lvl := hs.suite.KEX.MLKEMLevel(); lvl != 0 {
 			ss, err := hs.dk.decapsulate(share[:ciphertextSize(lvl)])
 			if err != nil {
 				return err

@@ -145,11 +145,11 @@ func ioErr(err error, what string) error {
 // ciphertext, X25519 share) for a suite.
 func shareSizes(s Suite) (hello, keyShare int) {
 	hello = 1
-	if lvl := s.KEX.mlkemLevel(); lvl != 0 {
+	if lvl := s.KEX.MLKEMLevel(); lvl != 0 {
 		hello += encapsulationKeySize(lvl)
 		keyShare += ciphertextSize(lvl)
 	}
-	if s.KEX.hasX25519() {
+	if s.KEX.HasX25519() {
 		hello += x25519ShareSize
 		keyShare += x25519ShareSize
 	}

@@ -54,11 +54,13 @@ type ClientConfig struct {
 	// not send its key (the "client already has it" wire variant).
 	PinnedKey []byte
 	// PinnedFingerprint is SHA-256 of the server's ML-DSA public key. With
-	// it (and no PinnedKey) the server sends its key, as the seed did, and
-	// the client checks it against the fingerprint.
+	// it (and no PinnedKey) the server sends its key, as the post-quantum
+	// field report's benchmark did, and the client checks it against the
+	// fingerprint.
 	PinnedFingerprint []byte
 	// InsecureSkipPin accepts any server key that signs correctly: it
-	// authenticates nothing, and exists to reproduce the seed's measurement.
+	// authenticates nothing, and exists to reproduce the post-quantum field
+	// report's measurement.
 	InsecureSkipPin bool
 	// Timeout bounds the whole handshake (default DefaultTimeout).
 	Timeout time.Duration
@@ -90,9 +92,6 @@ type Result struct {
 func (r *Result) String() string {
 	return fmt.Sprintf("Result{%v, key REDACTED, %d B sent, %d B received}", r.Suite, r.Stats.BytesSent, r.Stats.BytesReceived)
 }
-
-// GoString is String.
-func (r *Result) GoString() string { return r.String() }
 
 // Format prints String whatever the verb.
 func (r *Result) Format(f fmt.State, _ rune) { f.Write([]byte(r.String())) }

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -73,14 +76,14 @@ func keyFor(ks []*SigningKey, s Sig) *SigningKey {
 // framing (8 bytes per frame), the 1-byte flags and two 32-byte finished
 // messages.
 func wantBytes(s Suite, sendKey bool) (up, down int) {
-	lvl := s.KEX.mlkemLevel()
+	lvl := s.KEX.MLKEMLevel()
 	up = HeaderSize + 1 + HeaderSize + FinishedSize
 	down = HeaderSize + HeaderSize + FinishedSize
 	if lvl != 0 {
 		up += encapsulationKeySizeOf[lvl]
 		down += ciphertextSizeOf[lvl]
 	}
-	if s.KEX.hasX25519() {
+	if s.KEX.HasX25519() {
 		up += 32
 		down += 32
 	}
@@ -144,16 +147,16 @@ func TestAllSuitesBothBackends(t *testing.T) {
 }
 
 // TestOverheadBudget checks framing and confirmation stay within 128 bytes
-// of the primitives' own sizes, and that the seed's byte counts are
+// of the primitives' own sizes, and that the field report's byte counts are
 // reproduced for the primitives.
 func TestOverheadBudget(t *testing.T) {
 	for _, s := range AllSuites() {
 		up, down := wantBytes(s, true)
 		prim := 0
-		if lvl := s.KEX.mlkemLevel(); lvl != 0 {
+		if lvl := s.KEX.MLKEMLevel(); lvl != 0 {
 			prim += encapsulationKeySizeOf[lvl] + ciphertextSizeOf[lvl]
 		}
-		if s.KEX.hasX25519() {
+		if s.KEX.HasX25519() {
 			prim += 64
 		}
 		if s.Sig != SigNone {
@@ -509,5 +512,29 @@ func TestSizesAreFIPS(t *testing.T) {
 		publicKeySizeOf[MLDSA44] != 1312 || publicKeySizeOf[MLDSA65] != 1952 || publicKeySizeOf[MLDSA87] != 2592 ||
 		signatureSizeOf[MLDSA44] != 2420 || signatureSizeOf[MLDSA65] != 3309 || signatureSizeOf[MLDSA87] != 4627 {
 		t.Fatal("sizes differ from FIPS 203/204")
+	}
+}
+
+// TestPrintsNoSecrets: a signing key and a result print their public
+// parts under every verb, never the seed or the session key.
+func TestPrintsNoSecrets(t *testing.T) {
+	k, err := GenerateSigningKey(MLDSA65)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Result{Suite: Suite{KEX: X25519}}
+	for i := range r.Key {
+		r.Key[i] = 0xab
+	}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%x", "%q"} {
+		for _, v := range []any{k, r} {
+			out := fmt.Sprintf(verb, v)
+			if strings.Contains(out, hex.EncodeToString(k.Seed())[:16]) || strings.Contains(strings.ToLower(out), "abababab") {
+				t.Errorf("%s of %T prints a secret: %s", verb, v, out)
+			}
+		}
+	}
+	if !strings.Contains(fmt.Sprint(r), "REDACTED") || !strings.Contains(fmt.Sprint(k), "mldsa65") {
+		t.Errorf("%v / %v", r, k)
 	}
 }

@@ -116,7 +116,7 @@ func (hs *serverHandshake) checkFlags(flags byte) error {
 func (hs *serverHandshake) deriveKeys(shares []byte) (ct, xpub []byte, err error) {
 	err = hs.timed(func() error {
 		var secrets [][]byte
-		if lvl := hs.suite.KEX.mlkemLevel(); lvl != 0 {
+		if lvl := hs.suite.KEX.MLKEMLevel(); lvl != 0 {
 			kem, err := newKEM(lvl, hs.cfg.Backend)
 			if err != nil {
 				return err
@@ -129,7 +129,7 @@ func (hs *serverHandshake) deriveKeys(shares []byte) (ct, xpub []byte, err error
 			secrets = append(secrets, ss)
 			shares = shares[encapsulationKeySize(lvl):]
 		}
-		if hs.suite.KEX.hasX25519() {
+		if hs.suite.KEX.HasX25519() {
 			x := newXDH(hs.cfg.Backend)
 			priv, pub, err := x.generate()
 			if err != nil {

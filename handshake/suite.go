@@ -21,7 +21,7 @@ const (
 )
 
 // Sig is the server's signature algorithm; SigNone means the suite gives
-// confidentiality only (like the seed's first three modes).
+// confidentiality only (like the first three modes of the post-quantum field report).
 type Sig uint8
 
 // Signature algorithms.
@@ -56,11 +56,13 @@ func (s Sig) String() string {
 	return fmt.Sprintf("Sig(%d)", uint8(s))
 }
 
-// hasX25519 reports whether the exchange includes X25519.
-func (k KEX) hasX25519() bool { return k == X25519 || k >= X25519MLKEM512 && k <= X25519MLKEM1024 }
+// HasX25519 reports whether the exchange includes X25519 (alone or in a
+// hybrid).
+func (k KEX) HasX25519() bool { return k == X25519 || k >= X25519MLKEM512 && k <= X25519MLKEM1024 }
 
-// mlkemLevel returns 512, 768 or 1024, or 0 when there is no ML-KEM.
-func (k KEX) mlkemLevel() int {
+// MLKEMLevel returns the ML-KEM parameter set, 512, 768 or 1024, or 0
+// when the exchange has no ML-KEM.
+func (k KEX) MLKEMLevel() int {
 	switch k {
 	case MLKEM512, X25519MLKEM512:
 		return 512
@@ -143,7 +145,7 @@ const (
 	// Bundled writes the server's whole flight at once: one round trip.
 	Bundled Layout = iota
 	// Separate writes the public key, the KEM share and the signature as
-	// separate writes, like seed 003.
+	// separate writes, like the post-quantum field report's benchmark.
 	Separate
 )
 

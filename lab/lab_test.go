@@ -32,7 +32,7 @@ func TestWriteReadDir(t *testing.T) {
 	m := NewManifest("quick", []string{"x"})
 	rs := []Result{
 		FromSamples("x", "c1", map[string]any{"size": 500}, "time", "ns/op", []float64{1, 2, 3}),
-		Quote("x", "seed", nil, "ratio", "x", 1.67, "seed", "elsewhere, with \"quotes\", and commas"),
+		Quote("x", "quoted", nil, "ratio", "x", 1.67, SourceFieldReport, "elsewhere, with \"quotes\", and commas"),
 	}
 	if err := WriteDir(dir, m, rs); err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestWriteReadDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs2) != 2 || rs2[0].Median != 2 || rs2[1].Source != "seed" || m2.Cores != m.Cores || m2.CPUModel == "" {
+	if len(rs2) != 2 || rs2[0].Median != 2 || rs2[1].Source != SourceFieldReport || m2.Cores != m.Cores || m2.CPUModel == "" {
 		t.Fatalf("%+v %+v", m2, rs2)
 	}
 	f, _ := os.Open(filepath.Join(dir, ResultsCSV))
@@ -86,5 +86,78 @@ func TestEnvRecord(t *testing.T) {
 	e.Record(Result{Case: "c"})
 	if r := e.Results()[0]; r.Scenario != "s" || r.Params == nil || e.Sampling != QuickSampling {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// TestRatios: a paired ratio keeps one sample per round; a cross ratio
+// pairs every sample with every other, or a spread-out bounded subset;
+// Uncertain flags a spread that reaches past 1.
+func TestRatios(t *testing.T) {
+	num, den := []float64{2, 4, 6}, []float64{1, 2, 3}
+	if r := PairedRatio("s", "c", nil, "m", num, den, ""); r.N != 3 || r.Median != 2 || r.P05 != 2 || r.Unit != "x" || r.Uncertain() {
+		t.Fatalf("paired: %+v", r)
+	}
+	if r := CrossRatio("s", "c", nil, "m", num, den, ""); r.N != 9 || r.Median != 2 || r.P05 != 2.0/3 || r.P95 != 6 || !r.Uncertain() {
+		t.Fatalf("cross: %+v", r)
+	}
+	big := make([]float64, 100)
+	for i := range big {
+		big[i] = float64(i + 1)
+	}
+	r := CrossRatio("s", "c", nil, "m", big, big, "")
+	if r.N < maxCrossPairs/2 || r.N > maxCrossPairs || r.Median < 0.8 || r.Median > 1.25 {
+		t.Fatalf("bounded cross: %d samples, median %v", r.N, r.Median)
+	}
+	seen := map[float64]bool{}
+	for _, v := range r.Samples {
+		seen[v] = true
+	}
+	if len(seen) < 300 {
+		t.Fatalf("the subset repeats itself: %d distinct ratios", len(seen))
+	}
+	if s := (Result{Unit: "x", N: 5, Median: 1.2, P05: 1.1, P95: 1.3}).Spread(); s != "1.10–1.30" {
+		t.Fatal(s)
+	}
+}
+
+// TestReadV1: folders of schema v1 read, with their field-report source
+// renamed.
+func TestReadV1(t *testing.T) {
+	dir := t.TempDir()
+	doc := `{"schema":"ward-lab/v1","manifest":{"schema":"ward-lab/v1","cores":2},"results":[{"scenario":"x","case":"q","metric":"ratio","unit":"x","n":1,"median":1.67,"p05":1.67,"p95":1.67,"source":"seed"}]}`
+	if err := os.WriteFile(filepath.Join(dir, ResultsJSON), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, rs, err := ReadDir(dir)
+	if err != nil || m.Cores != 2 || len(rs) != 1 || rs[0].Source != SourceFieldReport || rs[0].Samples != nil {
+		t.Fatalf("%+v %+v %v", m, rs, err)
+	}
+	os.WriteFile(filepath.Join(dir, ResultsJSON), []byte(`{"schema":"ward-lab/v9"}`), 0o644)
+	if _, _, err := ReadDir(dir); err == nil {
+		t.Fatal("unknown schema read")
+	}
+}
+
+// TestLoad: a run records the load before and after; the machine counts
+// as busy when the load before exceeds the cores or time was stolen.
+func TestLoad(t *testing.T) {
+	before := ReadLoad()
+	time.Sleep(20 * time.Millisecond)
+	r := Run("x", before, ReadLoad())
+	if r.Name != "x" || r.Seconds < 0.02 || r.StealPercent < 0 || r.StealPercent > 100 {
+		t.Fatalf("%+v", r)
+	}
+	if (ScenarioRun{Load1Before: 0.5, Load1After: 3}).Busy(2) {
+		t.Error("the scenario's own load counted as busy")
+	}
+	if !(ScenarioRun{Load1Before: 2.5}).Busy(2) || !(ScenarioRun{StealPercent: 9}).Busy(2) {
+		t.Error("busy machine not flagged")
+	}
+	u := Unavailable("s", "peer", SourcePeer, errors.New("javac: not installed (apt-get install default-jdk-headless)"))
+	if u.Metric != MetricUnavailable || u.N != 0 || u.Source != SourcePeer {
+		t.Fatalf("%+v", u)
+	}
+	if Milliseconds(1500*time.Microsecond) != 1.5 {
+		t.Fatal(Milliseconds(1500 * time.Microsecond))
 	}
 }

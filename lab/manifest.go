@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,69 @@ type Manifest struct {
 	GitCommit string          `json:"git_commit"`
 	Profile   string          `json:"profile"`
 	Scenarios []string        `json:"scenarios"`
+	// Runs say, per scenario, when it ran and how busy the machine was.
+	Runs []ScenarioRun `json:"runs,omitempty"`
+}
+
+// ScenarioRun records one scenario's run: its duration, the 1-minute load
+// average before and after, and the share of CPU time stolen by the
+// hypervisor meanwhile (on virtual machines).
+type ScenarioRun struct {
+	Name         string    `json:"name"`
+	Started      time.Time `json:"started"`
+	Seconds      float64   `json:"seconds"`
+	Load1Before  float64   `json:"load1_before"`
+	Load1After   float64   `json:"load1_after"`
+	StealPercent float64   `json:"steal_percent"`
+}
+
+// Busy reports whether the machine was busy during the run: a load average
+// above the number of cores before it started, or more than 5% of CPU time
+// stolen while it ran. (The load after includes the scenario's own work,
+// so it is recorded but not judged.)
+func (r ScenarioRun) Busy(cores int) bool {
+	return r.Load1Before > float64(cores) || r.StealPercent > 5
+}
+
+// Load is a reading of the machine's load: the 1-minute load average and
+// the CPU time counters of /proc/stat.
+type Load struct {
+	at           time.Time
+	load1        float64
+	steal, total uint64
+}
+
+// ReadLoad reads the load now (zeros where /proc is missing).
+func ReadLoad() Load {
+	l := Load{at: time.Now()}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			l.load1, _ = strconv.ParseFloat(f[0], 64)
+		}
+	}
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		line, _, _ := strings.Cut(string(b), "\n")
+		for i, f := range strings.Fields(line)[1:] {
+			v, _ := strconv.ParseUint(f, 10, 64)
+			if i < 8 { // user nice system idle iowait irq softirq steal; guest is inside user
+				l.total += v
+			}
+			if i == 7 {
+				l.steal = v
+			}
+		}
+	}
+	return l
+}
+
+// Run describes a scenario that ran from before to after.
+func Run(name string, before, after Load) ScenarioRun {
+	r := ScenarioRun{Name: name, Started: before.at.UTC().Truncate(time.Second), Seconds: after.at.Sub(before.at).Seconds(),
+		Load1Before: before.load1, Load1After: after.load1}
+	if dt := after.total - before.total; after.total > before.total {
+		r.StealPercent = 100 * float64(after.steal-before.steal) / float64(dt)
+	}
+	return r
 }
 
 // reportedFlags are the CPU features that matter to the scenarios.

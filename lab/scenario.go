@@ -12,14 +12,23 @@ import (
 	"strings"
 )
 
-// A Scenario is one experiment of the lab, usually reproducing a seed's.
+// A Scenario is one experiment of the lab, usually reproducing a field
+// report's. It owns everything about itself: what it measures, the cases
+// it names (typed keys shared by Run and Report), the field report's own
+// figures, and its section of the report. The registry is package
+// lab/scenarios.
 type Scenario interface {
 	// Name is the scenario's command-line name, such as "aead".
 	Name() string
-	// Description is one line saying what the scenario answers.
-	Description() string
+	// Title names the topic, as the report's section title.
+	Title() string
+	// Question is one sentence saying what the scenario answers.
+	Question() string
 	// Run measures and records results through env.
 	Run(ctx context.Context, env *Env) error
+	// Report builds the scenario's section from its results (of this
+	// run, or read back from a results folder).
+	Report(rs Results) (Section, error)
 }
 
 // ChildScenario is a Scenario with a part that must run in a separate

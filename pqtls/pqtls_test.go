@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -38,7 +39,7 @@ func TestGroupsAndChains(t *testing.T) {
 		}
 		for name, g := range Groups {
 			scfg := &tls.Config{Certificates: []tls.Certificate{c.Certificate}, CurvePreferences: []tls.CurveID{g}}
-			addr, stop, err := NewTestServer(scfg)
+			addr, stop, err := newTestServer(scfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,4 +209,43 @@ func TestServerPerAddressCap(t *testing.T) {
 	if _, err := idle[0].Read(make([]byte, 1)); err == nil || time.Since(start) > 1500*time.Millisecond {
 		t.Fatalf("an idle socket was kept %v (%v)", time.Since(start), err)
 	}
+}
+
+// newTestServer serves TLS on a loopback listener: each connection
+// handshakes, receives one byte (so the client processes its session
+// ticket) and is closed. It returns the address and a stop function.
+func newTestServer(cfg *tls.Config) (addr string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(30 * time.Second))
+				tc := tls.Server(c, cfg)
+				if tc.Handshake() == nil {
+					tc.Write([]byte{1})
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), func() {
+		select {
+		case <-done:
+		default:
+			close(done)
+			ln.Close()
+			wg.Wait()
+		}
+	}, nil
 }

@@ -13,18 +13,8 @@ import (
 
 	"github.com/wardlab/ward/lab"
 	"github.com/wardlab/ward/lab/report"
-	aeadlab "github.com/wardlab/ward/lab/scenarios/aead"
-	chatlab "github.com/wardlab/ward/lab/scenarios/chat"
-	handshakelab "github.com/wardlab/ward/lab/scenarios/handshake"
-	kmslab "github.com/wardlab/ward/lab/scenarios/kms"
-	passwordlab "github.com/wardlab/ward/lab/scenarios/password"
-	tlslab "github.com/wardlab/ward/lab/scenarios/tls"
+	"github.com/wardlab/ward/lab/scenarios"
 )
-
-// scenarios lists the lab's scenarios in the order `ward bench` runs them.
-func scenarios() []lab.Scenario {
-	return []lab.Scenario{aeadlab.Scenario{}, passwordlab.Scenario{}, kmslab.Scenario{}, handshakelab.Scenario{}, tlslab.Scenario{}, chatlab.Scenario{}}
-}
 
 type benchOptions struct {
 	quick, quiet, list bool
@@ -35,7 +25,7 @@ func (a *app) newBenchCmd() *cobra.Command {
 	var o benchOptions
 	cmd := &cobra.Command{
 		Use:   "bench [scenario...]",
-		Short: "Run the lab: reproduce the seeds' experiments on this machine",
+		Short: "Run the lab: reproduce the field reports' experiments on this machine",
 		Long: `Run the lab's scenarios (all, or those named) and write results.csv,
 results.json, manifest.json, an HTML report (report.html) and a Markdown
 summary (summary.md) into --out. --quick runs a short profile that
@@ -52,11 +42,11 @@ finishes in a few minutes on 2 cores; the default is the full profile.`,
 }
 
 func (a *app) bench(cmd *cobra.Command, names []string, o *benchOptions) error {
-	all := scenarios()
+	all := scenarios.All()
 	if o.list {
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 		for _, s := range all {
-			fmt.Fprintf(tw, "%s\t%s\n", s.Name(), s.Description())
+			fmt.Fprintf(tw, "%s\t%s\n", s.Name(), s.Question())
 		}
 		return tw.Flush()
 	}
@@ -89,72 +79,68 @@ func (a *app) bench(cmd *cobra.Command, names []string, o *benchOptions) error {
 	}
 	var results []lab.Result
 	for _, s := range run {
-		start := time.Now()
-		bar := newProgress(a.stderr, s.Name(), 100, o.quiet)
-		log := a.stderr
-		if o.quiet {
-			log = nil
-		}
-		env := lab.NewEnv(s.Name(), o.quick, log, bar.set)
-		env.OutDir = o.out
-		env.Options = map[string]string{"kms": o.kms}
-		err := s.Run(cmd.Context(), env)
-		bar.finish()
+		rs, r, err := a.runScenario(cmd, s, o)
 		if err != nil {
-			return fmt.Errorf("bench %s: %w", s.Name(), err)
+			return err
 		}
-		results = append(results, env.Results()...)
-		if !o.quiet {
-			fmt.Fprintf(a.stderr, "%s: %d results in %s\n", s.Name(), len(env.Results()), time.Since(start).Round(time.Second))
-		}
+		results = append(results, rs...)
+		manifest.Runs = append(manifest.Runs, r)
 	}
 	if err := lab.WriteDir(o.out, manifest, results); err != nil {
 		return err
 	}
-	htmlPath, mdPath, err := report.Write(o.out, manifest, results)
+	htmlPath, mdPath, err := report.Write(o.out, manifest, results, all)
 	if err != nil {
 		return err
 	}
-	a.printSummary(results)
+	heads, err := report.Headlines(manifest, results, all)
+	if err != nil {
+		return err
+	}
+	a.printHeadlines(heads)
 	fmt.Fprintf(a.stdout, "\nresults: %s/%s, %s, %s\nsummary: %s\nreport:  %s\n", o.out, lab.ResultsCSV, lab.ResultsJSON, lab.ManifestJSON, mdPath, htmlPath)
 	return nil
 }
 
-// printSummary prints each scenario's headline rows: derived ratios and
-// seed quotes.
-func (a *app) printSummary(results []lab.Result) {
-	if len(results) == 0 {
+// runScenario runs one scenario with a progress bar, noting how busy the
+// machine was before and after.
+func (a *app) runScenario(cmd *cobra.Command, s lab.Scenario, o *benchOptions) ([]lab.Result, lab.ScenarioRun, error) {
+	start, before := time.Now(), lab.ReadLoad()
+	bar := newProgress(a.stderr, s.Name(), 100, o.quiet)
+	log := a.stderr
+	if o.quiet {
+		log = nil
+	}
+	env := lab.NewEnv(s.Name(), o.quick, log, bar.set)
+	env.OutDir = o.out
+	env.Options = map[string]string{"kms": o.kms}
+	err := s.Run(cmd.Context(), env)
+	bar.finish()
+	if err != nil {
+		return nil, lab.ScenarioRun{}, fmt.Errorf("bench %s: %w", s.Name(), err)
+	}
+	if !o.quiet {
+		fmt.Fprintf(a.stderr, "%s: %d results in %s\n", s.Name(), len(env.Results()), time.Since(start).Round(time.Second))
+	}
+	return env.Results(), lab.Run(s.Name(), before, lab.ReadLoad()), nil
+}
+
+// printHeadlines prints each section's headline results with their
+// spread.
+func (a *app) printHeadlines(rs []lab.Result) {
+	if len(rs) == 0 {
 		return
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tCASE\tMETRIC\tMEDIAN\tSOURCE")
-	for _, r := range results {
-		if !isHeadline(r) {
-			continue
-		}
+	fmt.Fprintln(tw, "SCENARIO\tCASE\tMETRIC\tMEDIAN\tP05–P95\tSOURCE")
+	for _, r := range rs {
 		src := "here"
 		if r.Source != "" {
 			src = r.Source
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.4g %s\t%s\n", r.Scenario, r.Case, r.Metric, r.Median, r.Unit, src)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s\t%s\n", r.Scenario, r.Case, r.Metric, lab.FormatNumber(r.Median), r.Unit, r.Spread(), src)
 	}
 	tw.Flush()
-}
-
-func isHeadline(r lab.Result) bool {
-	if r.Source != "" {
-		return true
-	}
-	switch r.Metric {
-	case "hash_latency", "burst_vs_ideal", "ratio", "speedup", "overhead":
-		return true
-	case "burst_time":
-		return r.Params["concurrent"] == 10
-	case "hw_speedup", "field_overhead":
-		size, _ := r.Params["size"].(int)
-		return size == 500 || size == 1<<20
-	}
-	return false
 }
 
 func (a *app) newReportCmd() *cobra.Command {
@@ -187,7 +173,7 @@ case measured in both, the ratio of B's median to A's.`,
 			if len(args) != 1 {
 				return usage(errors.New("report takes one results folder"), "")
 			}
-			h, m, err := report.Rebuild(args[0])
+			h, m, err := report.Rebuild(args[0], scenarios.All())
 			if err != nil {
 				return usage(err, "")
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/wardlab/ward/handshake"
 	"github.com/wardlab/ward/lab"
+	handshakelab "github.com/wardlab/ward/lab/scenarios/handshake"
 )
 
 func (a *app) newHandshakeCmd() *cobra.Command {
@@ -240,33 +241,17 @@ func (a *app) dial(ctx context.Context, addr string, o *dialOptions) error {
 	}
 	var runs []dialRun
 	for i := 1; i <= o.runs; i++ {
-		start := time.Now()
-		c, err := (&net.Dialer{Timeout: o.timeout}).DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return err
-		}
-		connect := time.Since(start)
-		r, err := handshake.Client(ctx, c, cfg)
-		c.Close()
+		d, err := handshakelab.Dial(ctx, addr, cfg, nil)
 		if err != nil {
 			if errors.Is(err, handshake.ErrBadSignature) || errors.Is(err, handshake.ErrUntrustedKey) || errors.Is(err, handshake.ErrBadFinished) {
 				return failed(err, "")
 			}
 			return err
 		}
-		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-		mode := "mlkem"
-		switch {
-		case suite.Sig != handshake.SigNone:
-			mode = "signed"
-		case suite.KEX == handshake.X25519:
-			mode = "x25519"
-		case strings.HasPrefix(suite.KEX.String(), "x25519+"):
-			mode = "hybrid"
-		}
-		runs = append(runs, dialRun{Mode: mode, Suite: suite.String(), Backend: backend.String(), Layout: layout.String(), Run: i,
-			ConnectMs: ms(connect), HandshakeTimeMs: ms(r.Stats.Confirmed), ClientCryptoMs: ms(r.Stats.CryptoTime),
-			BytesUp: r.Stats.BytesSent, BytesDown: r.Stats.BytesReceived, WireBytes: r.Stats.BytesSent + r.Stats.BytesReceived, Flights: r.Stats.Flights})
+		st := d.Result.Stats
+		runs = append(runs, dialRun{Mode: handshakelab.Mode(suite), Suite: suite.String(), Backend: backend.String(), Layout: layout.String(), Run: i,
+			ConnectMs: lab.Milliseconds(d.Connect), HandshakeTimeMs: lab.Milliseconds(st.Confirmed), ClientCryptoMs: lab.Milliseconds(st.CryptoTime),
+			BytesUp: st.BytesSent, BytesDown: st.BytesReceived, WireBytes: st.BytesSent + st.BytesReceived, Flights: st.Flights})
 	}
 	var hs, conn []float64
 	for _, r := range runs {
@@ -276,9 +261,7 @@ func (a *app) dial(ctx context.Context, addr string, o *dialOptions) error {
 	n, med, p05, p95 := lab.Summary(hs)
 	_, cmed, _, _ := lab.Summary(conn)
 	if o.asJSON {
-		e := json.NewEncoder(a.stdout)
-		e.SetIndent("", "  ")
-		return e.Encode(map[string]any{"addr": addr, "runs": runs, "summary": map[string]any{"n": n, "handshake_time_ms": map[string]float64{"median": med, "p05": p05, "p95": p95},
+		return a.writeJSON(map[string]any{"addr": addr, "runs": runs, "summary": map[string]any{"n": n, "handshake_time_ms": map[string]float64{"median": med, "p05": p05, "p95": p95},
 			"connect_ms_median": cmed, "wire_bytes": runs[0].WireBytes}})
 	}
 	fmt.Fprintf(a.stdout, "%v (%v, %v) to %s: %d runs, handshake median %.3f ms (p05 %.3f, p95 %.3f), connect median %.3f ms, %d bytes (%d up, %d down)\n",

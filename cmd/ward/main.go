@@ -28,6 +28,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/lab/scenarios"
 )
 
 // Exit codes.
@@ -79,7 +80,7 @@ func usage(err error, hint string) error  { return &cliError{code: exitUsageErr,
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if served, err := lab.ServeChild(ctx, scenarios(), os.Args[1:]); served {
+	if served, err := lab.ServeChild(ctx, scenarios.All(), os.Args[1:]); served {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "ward: error:", err)
 			os.Exit(exitUsageErr)

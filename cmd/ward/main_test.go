@@ -9,12 +9,13 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/lab/scenarios"
 )
 
 func TestMain(m *testing.M) {
 	// A lab child started by `ward bench` inside a script re-executes
 	// this test binary; serve it before anything else.
-	if served, err := lab.ServeChild(context.Background(), scenarios(), os.Args[1:]); served {
+	if served, err := lab.ServeChild(context.Background(), scenarios.All(), os.Args[1:]); served {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "ward: error:", err)
 			os.Exit(exitUsageErr)

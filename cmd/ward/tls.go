@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/lab"
+	tlslab "github.com/wardlab/ward/lab/scenarios/tls"
 	"github.com/wardlab/ward/pqtls"
 )
 
@@ -109,93 +109,101 @@ own clients.`,
 	return cmd
 }
 
+// tlsDialOptions are the flags of 'ward tls dial'.
+type tlsDialOptions struct {
+	groups     []string
+	runs       int
+	insecure   bool
+	resume     bool
+	serverName string
+	asJSON     bool
+	timeout    time.Duration
+}
+
+// tlsRun is one measured handshake as 'ward tls dial --json' prints it.
+type tlsRun struct {
+	Run             int     `json:"run"`
+	ConnectMs       float64 `json:"connect_ms"`
+	HandshakeTimeMs float64 `json:"handshake_time_ms"`
+	BytesUp         int     `json:"bytes_up"`
+	BytesDown       int     `json:"bytes_down"`
+	Flights         int     `json:"flights"`
+	Version         string  `json:"version"`
+	Group           string  `json:"group"`
+	PostQuantum     bool    `json:"post_quantum"`
+	CipherSuite     string  `json:"cipher_suite"`
+	Certificate     string  `json:"certificate"`
+	Resumed         bool    `json:"resumed"`
+	ExtraRTTModel   int     `json:"extra_round_trips_cwnd_model"`
+}
+
+func newTLSRun(i int, m *pqtls.Measurement) tlsRun {
+	st := m.State
+	return tlsRun{Run: i, ConnectMs: lab.Milliseconds(m.Connect), HandshakeTimeMs: lab.Milliseconds(m.Handshake),
+		BytesUp: m.BytesUp, BytesDown: m.BytesDown, Flights: m.Flights, Version: tls.VersionName(st.Version), Group: st.CurveID.String(),
+		PostQuantum: pqtls.IsPostQuantum(st.CurveID), CipherSuite: tls.CipherSuiteName(st.CipherSuite), Certificate: pqtls.LeafAlgorithm(st),
+		Resumed: st.DidResume, ExtraRTTModel: pqtls.ExtraRoundTrips(m.BytesDown, pqtls.InitialWindow)}
+}
+
 func (a *app) newTLSDialCmd() *cobra.Command {
-	var (
-		groups     []string
-		runs       int
-		insecure   bool
-		resume     bool
-		serverName string
-		asJSON     bool
-		timeout    time.Duration
-	)
+	var o tlsDialOptions
 	cmd := &cobra.Command{
 		Use:   "dial ADDR [--group G] [--runs N] [--resume] [--json]",
 		Short: "Measure TLS handshakes against any server: time, bytes, flights, what was negotiated",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			gs, err := parseGroups(groups)
-			if err != nil {
-				return usage(err, "")
-			}
-			if runs < 1 {
-				return usage(errors.New("--runs must be at least 1"), "")
-			}
-			host, _, err := net.SplitHostPort(args[0])
-			if err != nil {
-				return usage(err, "ADDR is host:port")
-			}
-			if serverName == "" {
-				serverName = host
-			}
-			cfg := func(cache tls.ClientSessionCache) *tls.Config {
-				return &tls.Config{ServerName: serverName, CurvePreferences: gs, InsecureSkipVerify: insecure, ClientSessionCache: cache}
-			}
-			var cache tls.ClientSessionCache
-			if resume {
-				cache = tls.NewLRUClientSessionCache(4)
-			}
-			type row struct {
-				Run             int     `json:"run"`
-				ConnectMs       float64 `json:"connect_ms"`
-				HandshakeTimeMs float64 `json:"handshake_time_ms"`
-				BytesUp         int     `json:"bytes_up"`
-				BytesDown       int     `json:"bytes_down"`
-				Flights         int     `json:"flights"`
-				Version         string  `json:"version"`
-				Group           string  `json:"group"`
-				PostQuantum     bool    `json:"post_quantum"`
-				CipherSuite     string  `json:"cipher_suite"`
-				Certificate     string  `json:"certificate"`
-				Resumed         bool    `json:"resumed"`
-				ExtraRTTModel   int     `json:"extra_round_trips_cwnd_model"`
-			}
-			var rows []row
-			var hs []float64
-			for i := 1; i <= runs; i++ {
-				ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-				m, err := pqtls.Dial(ctx, args[0], cfg(cache))
-				cancel()
-				if err != nil {
-					return err
-				}
-				st := m.State
-				rows = append(rows, row{Run: i, ConnectMs: float64(m.Connect.Microseconds()) / 1000, HandshakeTimeMs: float64(m.Handshake.Microseconds()) / 1000,
-					BytesUp: m.BytesUp, BytesDown: m.BytesDown, Flights: m.Flights, Version: tls.VersionName(st.Version), Group: st.CurveID.String(),
-					PostQuantum: pqtls.IsPostQuantum(st.CurveID), CipherSuite: tls.CipherSuiteName(st.CipherSuite), Certificate: pqtls.LeafAlgorithm(st),
-					Resumed: st.DidResume, ExtraRTTModel: pqtls.ExtraRoundTrips(m.BytesDown, pqtls.InitialWindow)})
-				hs = append(hs, rows[len(rows)-1].HandshakeTimeMs)
-			}
-			n, med, p05, p95 := lab.Summary(hs)
-			if asJSON {
-				e := json.NewEncoder(a.stdout)
-				e.SetIndent("", "  ")
-				return e.Encode(map[string]any{"addr": args[0], "runs": rows, "summary": map[string]any{"n": n, "handshake_time_ms": map[string]float64{"median": med, "p05": p05, "p95": p95}}})
-			}
-			r := rows[len(rows)-1]
-			fmt.Fprintf(a.stdout, "%s: %s, %s (post-quantum %v), %s, certificate %s, resumed %v\n", args[0], r.Version, r.Group, r.PostQuantum, r.CipherSuite, r.Certificate, r.Resumed)
-			fmt.Fprintf(a.stdout, "%d runs: handshake median %.3f ms (p05 %.3f, p95 %.3f); %d bytes up, %d down, %d flights; slow-start model: +%d round trips\n",
-				n, med, p05, p95, r.BytesUp, r.BytesDown, r.Flights, r.ExtraRTTModel)
-			return nil
-		},
+		RunE:  func(cmd *cobra.Command, args []string) error { return a.tlsDial(cmd.Context(), args[0], &o) },
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&groups, "group", nil, "key exchange groups to offer (default: Go's defaults)")
-	f.IntVar(&runs, "runs", 10, "handshakes")
-	f.BoolVar(&insecure, "insecure", false, "do not verify the certificate (test servers)")
-	f.BoolVar(&resume, "resume", false, "reuse session tickets after the first handshake")
-	f.StringVar(&serverName, "server-name", "", "SNI and verification name (default: ADDR's host)")
-	f.BoolVar(&asJSON, "json", false, "print JSON")
-	f.DurationVar(&timeout, "timeout", 10*time.Second, "per-handshake deadline")
+	f.StringSliceVar(&o.groups, "group", nil, "key exchange groups to offer (default: Go's defaults)")
+	f.IntVar(&o.runs, "runs", 10, "handshakes")
+	f.BoolVar(&o.insecure, "insecure", false, "do not verify the certificate (test servers)")
+	f.BoolVar(&o.resume, "resume", false, "reuse session tickets after the first handshake")
+	f.StringVar(&o.serverName, "server-name", "", "SNI and verification name (default: ADDR's host)")
+	f.BoolVar(&o.asJSON, "json", false, "print JSON")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-handshake deadline")
 	return cmd
+}
+
+func (a *app) tlsDial(ctx context.Context, addr string, o *tlsDialOptions) error {
+	gs, err := parseGroups(o.groups)
+	if err != nil {
+		return usage(err, "")
+	}
+	if o.runs < 1 {
+		return usage(errors.New("--runs must be at least 1"), "")
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usage(err, "ADDR is host:port")
+	}
+	if o.serverName == "" {
+		o.serverName = host
+	}
+	var cache tls.ClientSessionCache
+	if o.resume {
+		cache = tls.NewLRUClientSessionCache(4)
+	}
+	cfg := func() *tls.Config {
+		return &tls.Config{ServerName: o.serverName, CurvePreferences: gs, InsecureSkipVerify: o.insecure, ClientSessionCache: cache}
+	}
+	ms, err := tlslab.DialRuns(ctx, addr, cfg, o.runs, o.timeout, nil)
+	if err != nil {
+		return err
+	}
+	var rows []tlsRun
+	var hs []float64
+	for i, m := range ms {
+		rows = append(rows, newTLSRun(i+1, m))
+		hs = append(hs, rows[i].HandshakeTimeMs)
+	}
+	n, med, p05, p95 := lab.Summary(hs)
+	if o.asJSON {
+		return a.writeJSON(map[string]any{"addr": addr, "runs": rows,
+			"summary": map[string]any{"n": n, "handshake_time_ms": map[string]float64{"median": med, "p05": p05, "p95": p95}}})
+	}
+	r := rows[len(rows)-1]
+	fmt.Fprintf(a.stdout, "%s: %s, %s (post-quantum %v), %s, certificate %s, resumed %v\n", addr, r.Version, r.Group, r.PostQuantum, r.CipherSuite, r.Certificate, r.Resumed)
+	fmt.Fprintf(a.stdout, "%d runs: handshake median %.3f ms (p05 %.3f, p95 %.3f); %d bytes up, %d down, %d flights; slow-start model: +%d round trips\n",
+		n, med, p05, p95, r.BytesUp, r.BytesDown, r.Flights, r.ExtraRTTModel)
+	return nil
 }

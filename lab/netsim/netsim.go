@@ -6,10 +6,10 @@
 //     between client and server and delays, jitters and rate-limits the
 //     bytes in each direction, like a real link: writes pipeline, and a
 //     flight of several messages costs one one-way delay.
-//   - [SeedConn] reproduces seed 003's DelayedSocket: it sleeps the one-way
-//     delay before every Write on both sides. A flight split into three
-//     writes then costs three delays, which is where the seed's "signed
-//     needs two round trips" came from.
+//   - [SleepConn] reproduces the post-quantum field report's DelayedSocket:
+//     it sleeps the one-way delay before every Write on both sides. A
+//     flight split into three writes then costs three delays, which is
+//     where the report's "signed needs two round trips" came from.
 //
 // What neither models (there is no netem on these machines): delay on the
 // TCP handshake itself (SYN/SYN-ACK: connect is local to the proxy),
@@ -124,21 +124,22 @@ func (px *Proxy) Close() error {
 	return nil
 }
 
-// SeedConn wraps c so that every Write first sleeps delay, as seed 003's
-// DelayedSocket did. Apply it on both sides to reproduce the seed.
-func SeedConn(c net.Conn, delay time.Duration) net.Conn {
+// SleepConn wraps c so that every Write first sleeps delay, as the
+// post-quantum field report's DelayedSocket did. Apply it on both sides to
+// reproduce the report's delay model.
+func SleepConn(c net.Conn, delay time.Duration) net.Conn {
 	if delay <= 0 {
 		return c
 	}
-	return &seedConn{Conn: c, delay: delay}
+	return &sleepConn{Conn: c, delay: delay}
 }
 
-type seedConn struct {
+type sleepConn struct {
 	net.Conn
 	delay time.Duration
 }
 
-func (c *seedConn) Write(p []byte) (int, error) {
+func (c *sleepConn) Write(p []byte) (int, error) {
 	time.Sleep(c.delay)
 	return c.Conn.Write(p)
 }

@@ -96,12 +96,12 @@ func TestProxyBandwidth(t *testing.T) {
 }
 
 // TestSeedConn sleeps before every write: three writes, three delays.
-func TestSeedConn(t *testing.T) {
+func TestSleepConn(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
 	go io.Copy(io.Discard, b)
-	sc := SeedConn(a, 10*time.Millisecond)
+	sc := SleepConn(a, 10*time.Millisecond)
 	start := time.Now()
 	for range 3 {
 		sc.Write([]byte("x"))
@@ -109,7 +109,7 @@ func TestSeedConn(t *testing.T) {
 	if el := time.Since(start); el < 30*time.Millisecond {
 		t.Fatalf("3 writes took %v, want at least 30ms", el)
 	}
-	if SeedConn(a, 0) != a {
+	if SleepConn(a, 0) != a {
 		t.Fatal("zero delay should not wrap")
 	}
 }

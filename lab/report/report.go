@@ -1,6 +1,7 @@
 // Package report turns a lab results folder into a self-contained HTML
-// report (charts as inline SVG drawn with gonum/plot, no scripts, no
-// fetched assets) and a Markdown summary, and compares two runs.
+// report (every scenario's section, charts as inline SVG, no scripts, no
+// fetched assets) and a Markdown summary, and compares two runs with a
+// significance test.
 package report
 
 import (
@@ -8,9 +9,9 @@ import (
 	_ "embed"
 	"fmt"
 	"html/template"
-	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,48 +24,99 @@ const (
 	MarkdownFile = "summary.md"
 )
 
-// table is a table for both the HTML and the Markdown output.
-type table struct {
-	Caption string
-	Head    []string
-	Rows    [][]string
-}
-
-// section is one scenario's part of the report.
+// section is a scenario's section with what the report adds: an anchor,
+// the ratios whose spread is wider than their claim, and whether the
+// machine was busy.
 type section struct {
-	ID, Title, Question string
-	Answer              []string
-	Seed                string
-	Charts              []template.HTML
-	Tables              []table
+	lab.Section
+	ID        string
+	Uncertain []string
+	Busy      string
+	// Missing lists the peers and references that could not run here,
+	// with what installs them.
+	Missing []string
 }
 
-// builders make sections for the scenarios the report knows; others get
-// a generic table.
-var builders = map[string]func(ix index) (section, error){
-	"aead":      aeadSection,
-	"password":  passwordSection,
-	"handshake": handshakeSection,
-	"kms":       kmsSection,
-	"tls":       tlsSection,
-	"chat":      chatSection,
+// Sections builds each scenario's section from its results, in the order
+// of scenarios; results of scenarios not among them get a generic section.
+func Sections(m lab.Manifest, rs []lab.Result, scenarios []lab.Scenario) ([]section, error) {
+	by := map[string]lab.Results{}
+	var names []string
+	for _, r := range rs {
+		if by[r.Scenario] == nil {
+			names = append(names, r.Scenario)
+		}
+		by[r.Scenario] = append(by[r.Scenario], r)
+	}
+	rank := func(n string) int {
+		i := slices.IndexFunc(scenarios, func(s lab.Scenario) bool { return s.Name() == n })
+		if i < 0 {
+			return len(scenarios)
+		}
+		return i
+	}
+	sort.SliceStable(names, func(i, j int) bool { return rank(names[i]) < rank(names[j]) })
+	var out []section
+	for _, n := range names {
+		s := lab.GenericSection(n, by[n])
+		if i := rank(n); i < len(scenarios) {
+			var err error
+			if s, err = scenarios[i].Report(by[n]); err != nil {
+				return nil, fmt.Errorf("report: %s: %w", n, err)
+			}
+		}
+		out = append(out, section{Section: s, ID: n, Uncertain: uncertain(by[n]), Busy: busy(m, n), Missing: missing(by[n])})
+	}
+	return out, nil
 }
 
-// order is the order of sections in the report.
-var order = []string{"aead", "password", "kms", "handshake", "tls", "chat"}
+// withinNoise explains the list of uncertain ratios.
+const withinNoise = "ratios whose p05–p95 reaches past 1, so that this run cannot tell them from no difference"
+
+// uncertain lists the ratios whose p05–p95 spread reaches past 1.
+func uncertain(rs lab.Results) []string {
+	var out []string
+	for _, r := range rs {
+		if r.Source == "" && r.Uncertain() {
+			out = append(out, fmt.Sprintf("%s %sx (%s)", r.Case, lab.FormatNumber(r.Median), r.Spread()))
+		}
+	}
+	return out
+}
+
+// missing lists what could not run here.
+func missing(rs lab.Results) []string {
+	var out []string
+	for _, r := range rs.Where(func(r lab.Result) bool { return r.Metric == lab.MetricUnavailable }) {
+		out = append(out, r.Case+": "+r.Note)
+	}
+	return out
+}
+
+// busy says how busy the machine was while the scenario ran, if it was.
+func busy(m lab.Manifest, name string) string {
+	for _, r := range m.Runs {
+		if r.Name == name && r.Busy(m.Cores) {
+			return fmt.Sprintf("The machine was busy during this scenario (load average %.2f before, %.2f after, %.1f%% of CPU time stolen on %d cores): treat its figures with care.",
+				r.Load1Before, r.Load1After, r.StealPercent, m.Cores)
+		}
+	}
+	return ""
+}
 
 // Write builds report.html and summary.md in dir from the results.
-func Write(dir string, m lab.Manifest, rs []lab.Result) (htmlPath, mdPath string, err error) {
-	secs, err := sections(rs)
+func Write(dir string, m lab.Manifest, rs []lab.Result, scenarios []lab.Scenario) (htmlPath, mdPath string, err error) {
+	secs, err := Sections(m, rs, scenarios)
 	if err != nil {
 		return "", "", err
 	}
 	var hb bytes.Buffer
 	if err := page.Execute(&hb, struct {
-		M        lab.Manifest
-		Sections []section
-		Flags    string
-	}{m, secs, flagList(m)}); err != nil {
+		M           lab.Manifest
+		Sections    []section
+		Flags       string
+		WithinNoise string
+	}{m, secs, flagList(m), withinNoise}); err != nil {
 		return "", "", fmt.Errorf("report: %w", err)
 	}
 	htmlPath = filepath.Join(dir, HTMLFile)
@@ -79,122 +131,36 @@ func Write(dir string, m lab.Manifest, rs []lab.Result) (htmlPath, mdPath string
 }
 
 // Rebuild reads a results folder and writes its report.
-func Rebuild(dir string) (string, string, error) {
+func Rebuild(dir string, scenarios []lab.Scenario) (string, string, error) {
 	m, rs, err := lab.ReadDir(dir)
 	if err != nil {
 		return "", "", err
 	}
-	return Write(dir, m, rs)
+	return Write(dir, m, rs, scenarios)
 }
 
-func sections(rs []lab.Result) ([]section, error) {
-	by := map[string][]lab.Result{}
-	for _, r := range rs {
-		by[r.Scenario] = append(by[r.Scenario], r)
+// Headlines returns every section's headline results, in order.
+func Headlines(m lab.Manifest, rs []lab.Result, scenarios []lab.Scenario) ([]lab.Result, error) {
+	secs, err := Sections(m, rs, scenarios)
+	if err != nil {
+		return nil, err
 	}
-	names := sortedKeys(by)
-	sort.SliceStable(names, func(i, j int) bool { return rank(names[i]) < rank(names[j]) })
-	var out []section
-	for _, n := range names {
-		b, ok := builders[n]
-		if !ok {
-			b = genericSection
-		}
-		s, err := b(index{scenario: n, rs: by[n]})
-		if err != nil {
-			return nil, fmt.Errorf("report: %s: %w", n, err)
-		}
-		if s.ID == "" {
-			s.ID = n
-		}
-		out = append(out, s)
+	var out []lab.Result
+	for _, s := range secs {
+		out = append(out, s.Headlines...)
 	}
 	return out, nil
 }
 
-func rank(name string) int {
-	for i, n := range order {
-		if n == name {
-			return i
-		}
-	}
-	return len(order)
-}
-
 func flagList(m lab.Manifest) string {
 	var on []string
-	for _, f := range sortedKeys(m.CPUFlags) {
-		if m.CPUFlags[f] {
+	for f, ok := range m.CPUFlags {
+		if ok {
 			on = append(on, f)
 		}
 	}
+	sort.Strings(on)
 	return strings.Join(on, " ")
-}
-
-// index looks results up by case and metric.
-type index struct {
-	scenario string
-	rs       []lab.Result
-}
-
-func (ix index) get(cas, metric string) (lab.Result, bool) {
-	for _, r := range ix.rs {
-		if r.Case == cas && r.Metric == metric {
-			return r, true
-		}
-	}
-	return lab.Result{}, false
-}
-
-func (ix index) median(cas, metric string) float64 {
-	r, ok := ix.get(cas, metric)
-	if !ok {
-		return math.NaN()
-	}
-	return r.Median
-}
-
-func (ix index) where(f func(lab.Result) bool) []lab.Result {
-	var out []lab.Result
-	for _, r := range ix.rs {
-		if f(r) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// num reads a numeric parameter whether it came from memory (int) or JSON
-// (float64).
-func num(p map[string]any, k string) float64 {
-	switch v := p[k].(type) {
-	case float64:
-		return v
-	case int:
-		return float64(v)
-	case int64:
-		return float64(v)
-	}
-	return math.NaN()
-}
-
-func str(p map[string]any, k string) string {
-	if v, ok := p[k]; ok {
-		return fmt.Sprint(v)
-	}
-	return ""
-}
-
-func genericSection(ix index) (section, error) {
-	t := table{Caption: "All results", Head: []string{"case", "metric", "median", "p05", "p95", "unit", "source"}}
-	for _, r := range ix.rs {
-		src := r.Source
-		if src == "" {
-			src = "here"
-		}
-		t.Rows = append(t.Rows, []string{r.Case, r.Metric, fmtNum(r.Median), fmtNum(r.P05), fmtNum(r.P95), r.Unit, src})
-	}
-	return section{Title: "Scenario " + ix.scenario, Question: "Results of the " + ix.scenario + " scenario.", Tables: []table{t}}, nil
 }
 
 // markdown renders the summary with the same tables.
@@ -202,14 +168,26 @@ func markdown(m lab.Manifest, secs []section) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# ward lab report\n\nMachine: %s, %d cores, %s/%s, %s, flags: %s. Profile %s, %s, commit %s.\n\n",
 		m.CPUModel, m.Cores, m.OS, m.Arch, m.GoVersion, flagList(m), m.Profile, m.Date.Format("2006-01-02 15:04 MST"), short(m.GitCommit))
-	b.WriteString("Figures marked *seed* were measured elsewhere, on other hardware, and are quoted from the seed reports.\n")
+	b.WriteString("Figures marked *field report* were measured elsewhere, on other hardware, and are quoted from the field reports (FIELD-REPORTS.md); *same machine* lines ran a report's own stack here, in this run.\n")
 	for _, s := range secs {
 		fmt.Fprintf(&b, "\n## %s\n\n**Question.** %s\n\n", s.Title, s.Question)
 		for _, a := range s.Answer {
 			fmt.Fprintf(&b, "- %s\n", a)
 		}
-		if s.Seed != "" {
-			fmt.Fprintf(&b, "\n*Seed (measured elsewhere):* %s\n", s.Seed)
+		for _, a := range s.SameMachine {
+			fmt.Fprintf(&b, "- *Same machine, same run:* %s\n", a)
+		}
+		if s.FieldReport != "" {
+			fmt.Fprintf(&b, "\n*Field report (measured elsewhere):* %s\n", s.FieldReport)
+		}
+		if s.Busy != "" {
+			fmt.Fprintf(&b, "\n**Note.** %s\n", s.Busy)
+		}
+		for _, u := range s.Missing {
+			fmt.Fprintf(&b, "\n*Not run here:* %s\n", u)
+		}
+		if len(s.Uncertain) > 0 {
+			fmt.Fprintf(&b, "\n*Within noise* (%s): %s.\n", withinNoise, strings.Join(s.Uncertain, "; "))
 		}
 		for _, t := range s.Tables {
 			fmt.Fprintf(&b, "\n%s\n\n| %s |\n|%s\n", t.Caption, strings.Join(t.Head, " | "), strings.Repeat("---|", len(t.Head)))

@@ -1,9 +1,10 @@
-// Package aeadlab is the lab scenario "aead", which reproduces seed 000: AEAD seal and
-// open throughput with hardware AES on and off, and the cost of ward's
-// field layer over raw crypto/cipher.
+// Package aeadlab is the lab scenario "aead", which reproduces the field
+// report on encrypting chat messages in the database: AEAD seal and open
+// throughput with hardware AES on and off, and the cost of ward's field
+// layer over raw crypto/cipher.
 //
 // Hardware AES is switched off in a child process with GODEBUG=cpu.aes=off,
-// the Go analogue of the seed's -XX:-UseAESIntrinsics.
+// the Go analogue of the report's -XX:-UseAESIntrinsics.
 package aeadlab
 
 import (
@@ -30,24 +31,28 @@ var _ lab.ChildScenario = Scenario{}
 // Name returns "aead".
 func (Scenario) Name() string { return "aead" }
 
-// Description says what the scenario answers.
-func (Scenario) Description() string {
-	return "seed 000: AES-GCM/XChaCha20-Poly1305 seal+open by size, hardware AES on vs off, field layer overhead"
+// Title names the topic.
+func (Scenario) Title() string { return "Field encryption for databases: what AES-GCM costs" }
+
+// Question says what the scenario answers.
+func (Scenario) Question() string {
+	return "What does AES-GCM cost per value, with and without AES hardware, and what does ward's field layer add on top of raw crypto/cipher?"
 }
 
 // Sizes are the plaintext sizes measured: a short value, a chat message,
-// a page and the seed's 1 MiB buffer.
+// a page and the field report's 1 MiB buffer.
 var Sizes = []int{64, 500, 4096, 1 << 20}
 
 // HWOffEnv is the environment that disables hardware AES in the child.
 const HWOffEnv = "GODEBUG=cpu.aes=off"
 
+// caseKey names one measured case; Run records it and Report looks it up.
 type caseKey struct {
 	alg  keyring.Algorithm
-	op   string
+	op   string // seal or open
 	size int
-	impl string
-	hw   string
+	impl string // raw or field
+	hw   string // on or off
 }
 
 func (k caseKey) name() string {
@@ -56,6 +61,20 @@ func (k caseKey) name() string {
 
 func (k caseKey) params() map[string]any {
 	return map[string]any{"alg": k.alg.String(), "op": k.op, "size": k.size, "impl": k.impl, "aes_hw": k.hw}
+}
+
+// ratioKey names a derived ratio of a case.
+type ratioKey struct {
+	alg  keyring.Algorithm
+	op   string
+	size int
+}
+
+func (k ratioKey) hwSpeedup() string {
+	return fmt.Sprintf("%v/%s/%s/raw/aes-hw-speedup", k.alg, k.op, sizeName(k.size))
+}
+func (k ratioKey) fieldOverhead() string {
+	return fmt.Sprintf("%v/%s/%s/field-vs-raw", k.alg, k.op, sizeName(k.size))
 }
 
 func sizeName(n int) string {
@@ -68,26 +87,36 @@ func sizeName(n int) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-// Run measures raw AEADs and the field layer with hardware AES on (this
-// process), raw AEADs with it off (a child), and derives the ratios.
+// fieldReport are the field report's figures: the speed-up from AES
+// intrinsics in the JVM, measured elsewhere.
+var fieldReport = []lab.Result{
+	lab.Quote("aead", "field-report/java-aes-gcm/isolated", map[string]any{"alg": "AES-128-GCM", "op": "seal", "size": 1 << 20, "impl": "java"},
+		"hw_speedup", "x", 1.67, lab.SourceFieldReport, "Java AES/GCM/NoPadding, 1 MiB buffer, 10 warm-up + 1000 encryptions, AES intrinsics on vs off, run isolated"),
+	lab.Quote("aead", "field-report/java-aes-gcm/5M-ops", map[string]any{"alg": "AES-128-GCM", "op": "seal", "size": 1 << 20, "impl": "java"},
+		"hw_speedup", "x", 5.72, lab.SourceFieldReport, "the same over 5,000,000 operations"),
+}
+
+// Run measures raw AEADs and the field layer, interleaved, with hardware
+// AES on (this process), raw AEADs with it off (a child), and derives the
+// ratios with their spread.
 func (s Scenario) Run(ctx context.Context, env *lab.Env) error {
-	impls := []string{"raw", "field"}
-	total := len(keyring.Algorithms()) * len(Sizes) * 2 * len(impls)
+	total := len(keyring.Algorithms()) * len(Sizes) * 2
 	done := 0
-	times := map[caseKey]float64{}
+	samples := map[caseKey][]float64{}
 	for _, alg := range keyring.Algorithms() {
 		for _, size := range Sizes {
 			for _, op := range []string{"seal", "open"} {
-				for _, impl := range impls {
-					k := caseKey{alg, op, size, impl, "on"}
-					r, err := measure(ctx, env, k)
-					if err != nil {
-						return err
-					}
-					times[k] = r.Median
-					done++
-					env.Progress(done, total+total/4)
+				raw, fld := caseKey{alg, op, size, "raw", "on"}, caseKey{alg, op, size, "field", "on"}
+				rounds, err := measure(ctx, env, raw, fld)
+				if err != nil {
+					return err
 				}
+				samples[raw], samples[fld] = rounds[0], rounds[1]
+				r := ratioKey{alg, op, size}
+				env.Record(lab.PairedRatio("aead", r.fieldOverhead(), fld.params(), "field_overhead", rounds[1], rounds[0],
+					"per-round ratio of the field layer's time to raw crypto/cipher's, interleaved rounds"))
+				done++
+				env.Progress(done, total+total/4)
 			}
 		}
 	}
@@ -99,37 +128,23 @@ func (s Scenario) Run(ctx context.Context, env *lab.Env) error {
 	env.Record(off...)
 	for _, r := range off {
 		if r.Metric == "time" {
-			times[keyFromParams(r.Params)] = r.Median
+			k := keyFromParams(r.Params)
+			on := samples[caseKey{k.alg, k.op, k.size, "raw", "on"}]
+			p := k.params()
+			p["aes_hw"] = "off-vs-on"
+			env.Record(lab.CrossRatio("aead", ratioKey{k.alg, k.op, k.size}.hwSpeedup(), p, "hw_speedup", r.Samples, on,
+				"time with GODEBUG=cpu.aes=off over time with hardware AES (two processes: every pair of batches)"))
 		}
 	}
-	env.Progress(total+total/4, total+total/4)
-
-	// Derived ratios, from medians measured in this run.
-	for _, alg := range keyring.Algorithms() {
-		for _, size := range Sizes {
-			for _, op := range []string{"seal", "open"} {
-				on, off := times[caseKey{alg, op, size, "raw", "on"}], times[caseKey{alg, op, size, "raw", "off"}]
-				if on > 0 && off > 0 {
-					k := caseKey{alg, op, size, "raw", "on-vs-off"}
-					env.Record(lab.Derived("aead", fmt.Sprintf("%v/%s/%s/raw/aes-hw-speedup", alg, op, sizeName(size)), k.params(),
-						"hw_speedup", "x", off/on, "median time with GODEBUG=cpu.aes=off divided by median time with hardware AES"))
-				}
-				raw, fld := times[caseKey{alg, op, size, "raw", "on"}], times[caseKey{alg, op, size, "field", "on"}]
-				if raw > 0 && fld > 0 {
-					k := caseKey{alg, op, size, "field-vs-raw", "on"}
-					env.Record(lab.Derived("aead", fmt.Sprintf("%v/%s/%s/field-overhead", alg, op, sizeName(size)), k.params(),
-						"field_overhead", "%", (fld/raw-1)*100, "ward field layer median time over raw crypto/cipher median time, minus 1"))
-				}
-			}
+	ward := map[int][]float64{}
+	for _, size := range Sizes {
+		for _, ns := range samples[caseKey{keyring.AES128GCM, "seal", size, "raw", "on"}] {
+			ward[size] = append(ward[size], float64(size)/ns*1e3)
 		}
 	}
-	seedParams := map[string]any{"alg": "AES-128-GCM", "op": "seal", "size": 1 << 20, "impl": "java", "aes_hw": "on-vs-off"}
-	env.Record(
-		lab.Quote("aead", "seed/java-aes-gcm/isolated", seedParams, "hw_speedup", "x", 1.67, "seed",
-			"seed 000: Java AES/GCM/NoPadding, 1 MiB buffer, 10 warm-up + 1000 encryptions, AES intrinsics on vs off, run isolated"),
-		lab.Quote("aead", "seed/java-aes-gcm/5M-ops", seedParams, "hw_speedup", "x", 5.72, "seed",
-			"seed 000: the same over 5,000,000 operations"),
-	)
+	jvmPeer(ctx, env, ward)
+	env.Progress(1, 1)
+	env.Record(fieldReport...)
 	return nil
 }
 
@@ -152,34 +167,33 @@ func (s Scenario) RunChild(ctx context.Context, env *lab.Env, _ []string) error 
 }
 
 func keyFromParams(p map[string]any) caseKey {
-	alg, _ := keyring.ParseAlgorithm(fmt.Sprint(p["alg"]))
-	size := 0
-	switch v := p["size"].(type) {
-	case float64:
-		size = int(v)
-	case int:
-		size = v
-	}
-	return caseKey{alg, fmt.Sprint(p["op"]), size, fmt.Sprint(p["impl"]), fmt.Sprint(p["aes_hw"])}
+	alg, _ := keyring.ParseAlgorithm(lab.Str(p, "alg"))
+	return caseKey{alg, lab.Str(p, "op"), int(lab.Num(p, "size")), lab.Str(p, "impl"), lab.Str(p, "aes_hw")}
 }
 
-// measure records time and throughput for one case and returns the time.
-func measure(ctx context.Context, env *lab.Env, k caseKey) (lab.Result, error) {
-	op, err := newOp(k)
+// measure records time and throughput for the cases, measured in
+// interleaved rounds, and returns their samples (ns/op).
+func measure(ctx context.Context, env *lab.Env, keys ...caseKey) ([][]float64, error) {
+	ops := make([]func(int) error, len(keys))
+	for i, k := range keys {
+		var err error
+		if ops[i], err = newOp(k); err != nil {
+			return nil, err
+		}
+	}
+	rounds, err := lab.Interleave(ctx, env.Sampling, ops...)
 	if err != nil {
-		return lab.Result{}, err
+		return nil, fmt.Errorf("aead: %s: %w", keys[0].name(), err)
 	}
-	samples, err := lab.Measure(ctx, env.Sampling, op)
-	if err != nil {
-		return lab.Result{}, fmt.Errorf("aead: %s: %w", k.name(), err)
+	for i, k := range keys {
+		mbps := make([]float64, len(rounds[i]))
+		for j, ns := range rounds[i] {
+			mbps[j] = float64(k.size) / ns * 1e3 // bytes/ns → MB/s
+		}
+		env.Record(lab.FromSamples("", k.name(), k.params(), "time", "ns/op", rounds[i]),
+			lab.FromSamples("", k.name(), k.params(), "throughput", "MB/s", mbps))
 	}
-	t := lab.FromSamples("", k.name(), k.params(), "time", "ns/op", samples)
-	mbps := make([]float64, len(samples))
-	for i, ns := range samples {
-		mbps[i] = float64(k.size) / ns * 1e3 // bytes/ns → MB/s
-	}
-	env.Record(t, lab.FromSamples("", k.name(), k.params(), "throughput", "MB/s", mbps))
-	return t, nil
+	return rounds, nil
 }
 
 // newOp returns a function that seals or opens n values of the case's
@@ -190,77 +204,85 @@ func newOp(k caseKey) (func(n int) error, error) {
 	rand.Read(pt)
 	switch k.impl {
 	case "raw":
-		key := make([]byte, k.alg.KeySize())
-		rand.Read(key)
-		var a cipher.AEAD
-		var err error
-		if k.alg == keyring.XChaCha20Poly1305 {
-			a, err = chacha20poly1305.NewX(key)
-		} else {
-			var b cipher.Block
-			if b, err = aes.NewCipher(key); err == nil {
-				a, err = cipher.NewGCM(b)
-			}
+		return rawOp(k, pt)
+	case "field":
+		return fieldOp(k, pt)
+	}
+	return nil, fmt.Errorf("aead: unknown implementation %q", k.impl)
+}
+
+func rawOp(k caseKey, pt []byte) (func(n int) error, error) {
+	key := make([]byte, k.alg.KeySize())
+	rand.Read(key)
+	var a cipher.AEAD
+	var err error
+	if k.alg == keyring.XChaCha20Poly1305 {
+		a, err = chacha20poly1305.NewX(key)
+	} else {
+		var b cipher.Block
+		if b, err = aes.NewCipher(key); err == nil {
+			a, err = cipher.NewGCM(b)
 		}
-		if err != nil {
-			return nil, err
-		}
-		nonce := make([]byte, a.NonceSize())
-		ct := a.Seal(nil, nonce, pt, nil)
-		out := make([]byte, 0, k.size)
-		if k.op == "seal" {
-			return func(n int) error {
-				for range n {
-					rand.Read(nonce)
-					ct = a.Seal(ct[:0], nonce, pt, nil)
-				}
-				return nil
-			}, nil
-		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, a.NonceSize())
+	ct := a.Seal(nil, nonce, pt, nil)
+	out := make([]byte, 0, k.size)
+	if k.op == "seal" {
 		return func(n int) error {
 			for range n {
-				var err error
-				if out, err = a.Open(out[:0], nonce, ct, nil); err != nil {
-					return err
-				}
+				rand.Read(nonce)
+				ct = a.Seal(ct[:0], nonce, pt, nil)
 			}
 			return nil
 		}, nil
-	case "field":
-		kr, err := keyring.New(k.alg)
-		if err != nil {
-			return nil, err
+	}
+	return func(n int) error {
+		for range n {
+			var err error
+			if out, err = a.Open(out[:0], nonce, ct, nil); err != nil {
+				return err
+			}
 		}
-		col, err := field.NewColumn(kr, "messages", "body")
-		if err != nil {
-			return nil, err
-		}
-		row := field.RowInt(123456)
-		ct, err := col.AppendSeal(nil, row, pt)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]byte, 0, k.size)
-		if k.op == "seal" {
-			return func(n int) error {
-				var err error
-				for range n {
-					if ct, err = col.AppendSeal(ct[:0], row, pt); err != nil {
-						return err
-					}
-				}
-				return nil
-			}, nil
-		}
+		return nil
+	}, nil
+}
+
+func fieldOp(k caseKey, pt []byte) (func(n int) error, error) {
+	kr, err := keyring.New(k.alg)
+	if err != nil {
+		return nil, err
+	}
+	col, err := field.NewColumn(kr, "messages", "body")
+	if err != nil {
+		return nil, err
+	}
+	row := field.RowInt(123456)
+	ct, err := col.AppendSeal(nil, row, pt)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, k.size)
+	if k.op == "seal" {
 		return func(n int) error {
 			var err error
 			for range n {
-				if out, err = col.AppendOpen(out[:0], row, ct); err != nil {
+				if ct, err = col.AppendSeal(ct[:0], row, pt); err != nil {
 					return err
 				}
 			}
 			return nil
 		}, nil
 	}
-	return nil, fmt.Errorf("aead: unknown implementation %q", k.impl)
+	return func(n int) error {
+		var err error
+		for range n {
+			if out, err = col.AppendOpen(out[:0], row, ct); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
 }

@@ -44,11 +44,19 @@ func TestScenario(t *testing.T) {
 	}
 	cases := 3 * len(Sizes) * 2 // algorithms x sizes x ops
 	want := map[string]int{
-		"time/":           cases*2 + cases, // raw and field with AES on, raw with AES off
-		"throughput/":     cases * 3,
-		"hw_speedup/":     cases,
-		"field_overhead/": cases,
-		"hw_speedup/seed": 2,
+		"time/":                   cases*2 + cases, // raw and field with AES on, raw with AES off
+		"throughput/":             cases * 3,
+		"hw_speedup/":             cases,
+		"field_overhead/":         cases,
+		"hw_speedup/field-report": 2,
+	}
+	jvm := count["unavailable/peer"] == 0
+	if jvm {
+		want["throughput/peer"] = len(jvmModes) * len(Sizes)
+		want["hw_speedup/peer"] = (len(jvmModes) - 1) * len(Sizes)
+		want["throughput_ratio/"] = len(Sizes)
+	} else {
+		t.Log("the JVM peer did not run here")
 	}
 	for k, n := range want {
 		if count[k] != n {
@@ -63,5 +71,22 @@ func TestScenario(t *testing.T) {
 	}
 	if off != cases*2 {
 		t.Fatalf("%d results from the AES-off child, want %d", off, cases*2)
+	}
+	for _, r := range env.Results() {
+		if r.Metric == "time" && (len(r.Samples) != r.N || r.N < 3) {
+			t.Fatalf("%s: %d samples kept of %d", r.Case, len(r.Samples), r.N)
+		}
+		if r.Metric == "hw_speedup" && r.Source == "" && len(r.Samples) != 3*lab.QuickSampling.Samples {
+			t.Fatalf("%s: %d cross ratios, want 3 x %d", r.Case, len(r.Samples), lab.QuickSampling.Samples)
+		}
+	}
+	sec, err := Scenario{}.Report(env.Results())
+	headlines, same := 3, 0
+	if jvm {
+		headlines, same = 4, len(Sizes)
+	}
+	if err != nil || len(sec.Charts) != 1 || len(sec.Tables) != 2 || len(sec.Headlines) != headlines || len(sec.Answer) != 2 ||
+		len(sec.SameMachine) != same || sec.FieldReport == "" {
+		t.Fatalf("section %+v %v", sec, err)
 	}
 }

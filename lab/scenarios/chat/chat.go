@@ -1,5 +1,5 @@
-// Package chatlab is the lab scenario "chat", which answers seed 000's
-// question for the whole service: what does encrypting messages cost per
+// Package chatlab is the lab scenario "chat", which asks the chat field
+// report's question of the whole service: what does encrypting messages cost per
 // request? It runs the chat service in process on SQLite twice, with
 // encryption on and off, and measures "send message" (store, assistant
 // reads 50 messages of context, store reply) and "load conversation"
@@ -31,81 +31,120 @@ var _ lab.Scenario = Scenario{}
 // Name returns "chat".
 func (Scenario) Name() string { return "chat" }
 
-// Description says what the scenario answers.
-func (Scenario) Description() string {
-	return "seed 000's service: requests per second for send message and load conversation, encryption on vs off"
+// Title names the topic.
+func (Scenario) Title() string { return "The encrypted chat service, request by request" }
+
+// Question says what the scenario answers.
+func (Scenario) Question() string {
+	return "What does encrypting every message cost the chat service per request?"
 }
+
+// Operations measured.
+const (
+	SendMessage      = "send-message"
+	LoadConversation = "load-conversation-50"
+)
+
+var ops = []string{LoadConversation, SendMessage}
+
+// Encryption modes, measured side by side.
+const (
+	Plaintext = "plaintext"
+	Encrypted = "encrypted"
+)
+
+var modes = [2]string{Plaintext, Encrypted}
+
+// caseKey names a measured case.
+type caseKey struct{ op, mode string }
+
+func (k caseKey) name() string { return k.op + "/" + k.mode }
+
+func costCase(op string) string { return op + "/encryption-cost" }
+
+// Requests per operation and mode in each profile.
+const (
+	FullRequests  = 300
+	QuickRequests = 60
+)
 
 // Run measures both operations with encryption on and off.
 func (Scenario) Run(ctx context.Context, env *lab.Env) error {
-	n := 300
+	n := FullRequests
 	if env.Quick {
-		n = 60
+		n = QuickRequests
 	}
 	dir, err := os.MkdirTemp("", "ward-chat-lab-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	clients, closeAll, err := startServices(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
 	// Both services run at once and are measured alternately, request by
 	// request, so that both see the same machine state.
-	var clients [2]*client
-	for i, enc := range []bool{false, true} {
-		mode := modes[i]
-		cfg := chat.Config{DB: "sqlite:" + filepath.Join(dir, mode+".db"), KeyringPath: filepath.Join(dir, mode+"-kr.json"),
-			KeyService: local.Generate(), DisableEncryption: !enc}
-		if _, err := chat.Init(ctx, cfg); err != nil {
-			return err
-		}
-		app, err := chat.Open(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		defer app.Close()
-		ts := httptest.NewServer(app.Handler())
-		defer ts.Close()
-		if clients[i], err = newClient(ts.URL); err != nil {
-			return fmt.Errorf("chat (%s): %w", mode, err)
-		}
-	}
-	samples := map[string][]float64{}
-	for _, op := range []string{"load-conversation-50", "send-message"} {
-		for j := 0; j < n; j++ {
-			for i, c := range clients {
+	for i, op := range ops {
+		var samples [2][]float64
+		for range n {
+			for m, c := range clients {
 				d, err := c.do(op)
 				if err != nil {
-					return fmt.Errorf("chat (%s): %w", modes[i], err)
+					return fmt.Errorf("chat (%s): %w", modes[m], err)
 				}
-				samples[op+"/"+modes[i]] = append(samples[op+"/"+modes[i]], d)
+				samples[m] = append(samples[m], d)
 			}
 		}
-		env.Progress(len(samples)/2, 2)
-	}
-	med := map[string]float64{}
-	for _, op := range []string{"send-message", "load-conversation-50"} {
-		for _, mode := range modes {
-			ms := samples[op+"/"+mode]
+		for m, mode := range modes {
 			p := map[string]any{"op": op, "encryption": mode, "requests": n}
-			r := lab.FromSamples("chat", op+"/"+mode, p, "request_latency", "ms", ms)
-			rps := make([]float64, len(ms))
-			for j, v := range ms {
+			rps := make([]float64, n)
+			for j, v := range samples[m] {
 				rps[j] = 1000 / v
 			}
-			env.Record(r, lab.FromSamples("chat", op+"/"+mode, p, "requests_per_second", "req/s", rps))
-			med[op+"/"+mode] = r.Median
+			k := caseKey{op, mode}.name()
+			env.Record(lab.FromSamples("chat", k, p, "request_latency", "ms", samples[m]),
+				lab.FromSamples("chat", k, p, "requests_per_second", "req/s", rps))
 		}
-	}
-	for _, op := range []string{"send-message", "load-conversation-50"} {
-		on, off := med[op+"/encrypted"], med[op+"/plaintext"]
-		if on > 0 && off > 0 {
-			env.Record(lab.Derived("chat", op+"/encryption-cost", map[string]any{"op": op}, "overhead", "%", (on/off-1)*100,
-				"median request latency with encryption over without, minus 1; same service, same SQLite, same run"))
-		}
+		env.Record(lab.PairedRatio("chat", costCase(op), map[string]any{"op": op}, "encryption_cost", samples[1], samples[0],
+			"request latency with encryption over without, per alternating pair of requests; same service, same SQLite, same run"))
+		env.Progress(i+1, len(ops))
 	}
 	return nil
 }
 
-var modes = [2]string{"plaintext", "encrypted"}
+// startServices starts the service twice, encryption off and on, each
+// with a signed-up client holding a 50-message conversation.
+func startServices(ctx context.Context, dir string) ([2]*client, func(), error) {
+	var clients [2]*client
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	for i, mode := range modes {
+		cfg := chat.Config{DB: "sqlite:" + filepath.Join(dir, mode+".db"), KeyringPath: filepath.Join(dir, mode+"-kr.json"),
+			KeyService: local.Generate(), DisableEncryption: mode == Plaintext}
+		if _, err := chat.Init(ctx, cfg); err != nil {
+			closeAll()
+			return clients, nil, err
+		}
+		app, err := chat.Open(ctx, cfg)
+		if err != nil {
+			closeAll()
+			return clients, nil, err
+		}
+		ts := httptest.NewServer(app.Handler())
+		closers = append(closers, ts.Close, func() { app.Close() })
+		if clients[i], err = newClient(ts.URL); err != nil {
+			closeAll()
+			return clients, nil, fmt.Errorf("chat (%s): %w", mode, err)
+		}
+	}
+	return clients, closeAll, nil
+}
 
 // client is a signed-up user with a conversation of 50 messages.
 type client struct {
@@ -160,11 +199,11 @@ func (c *client) post(path, body string, out any) error {
 // stores it, lets the assistant read 50 messages and stores the reply).
 func (c *client) do(op string) (float64, error) {
 	start := time.Now()
-	if op == "send-message" {
+	if op == SendMessage {
 		if err := c.post(c.msgPath, c.body, nil); err != nil {
 			return 0, err
 		}
-		return float64(time.Since(start).Nanoseconds()) / 1e6, nil
+		return lab.Milliseconds(time.Since(start)), nil
 	}
 	resp, err := c.hc.Get(c.base + c.msgPath)
 	if err != nil {
@@ -176,5 +215,5 @@ func (c *client) do(op string) (float64, error) {
 	if err != nil || len(ms) != 50 {
 		return 0, fmt.Errorf("load: %d messages, %v", len(ms), err)
 	}
-	return float64(time.Since(start).Nanoseconds()) / 1e6, nil
+	return lab.Milliseconds(time.Since(start)), nil
 }

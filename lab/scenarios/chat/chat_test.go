@@ -15,14 +15,18 @@ func TestScenario(t *testing.T) {
 	if err := (Scenario{}).Run(context.Background(), env); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]lab.Result{}
-	for _, r := range env.Results() {
-		got[r.Case+"|"+r.Metric] = r
-	}
-	for _, k := range []string{"send-message/plaintext|request_latency", "send-message/encrypted|requests_per_second",
-		"load-conversation-50/encrypted|request_latency", "load-conversation-50/encryption-cost|overhead"} {
-		if r, ok := got[k]; !ok || (r.Metric != "overhead" && r.N != 60) {
-			t.Errorf("missing %s (%+v)", k, r)
+	rs := lab.Results(env.Results())
+	for _, k := range []struct{ cas, metric string }{{caseKey{SendMessage, Plaintext}.name(), "request_latency"},
+		{caseKey{SendMessage, Encrypted}.name(), "requests_per_second"}, {caseKey{LoadConversation, Encrypted}.name(), "request_latency"}} {
+		if r, ok := rs.Get(k.cas, k.metric); !ok || r.N != QuickRequests {
+			t.Errorf("missing %s %s (%+v)", k.cas, k.metric, r)
 		}
+	}
+	if r, ok := rs.Get(costCase(LoadConversation), "encryption_cost"); !ok || r.N != QuickRequests || r.Unit != "x" {
+		t.Errorf("cost: %+v", r)
+	}
+	sec, err := Scenario{}.Report(rs)
+	if err != nil || len(sec.Tables[0].Rows) != 2 || len(sec.Headlines) != 2 {
+		t.Fatalf("section: %v %+v", err, sec)
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // TestScenarioModels runs a few configurations end to end and checks the
-// delay models: under the seed model every write costs one delay, so the
+// delay models: under the sleep model every write costs one delay, so the
 // separate layout (4 writes to a confirmed key) takes at least 4 delays
 // and the bundled one 2; the link model pipelines writes.
 func TestScenarioModels(t *testing.T) {
@@ -23,9 +23,10 @@ func TestScenarioModels(t *testing.T) {
 	d := 20 * time.Millisecond
 	signed := handshake.Suite{KEX: handshake.MLKEM768, Sig: handshake.MLDSA65}
 	cfgs := []Config{
-		{Suite: handshake.Suite{KEX: handshake.X25519MLKEM768}, Model: "seed", Delay: d},
-		{Suite: signed, Layout: handshake.Bundled, Model: "seed", Delay: d},
-		{Suite: signed, Layout: handshake.Separate, Model: "seed", Delay: d},
+		{Suite: handshake.Suite{KEX: handshake.X25519}, Model: SleepModel},
+		{Suite: handshake.Suite{KEX: handshake.X25519MLKEM768}, Model: SleepModel, Delay: d},
+		{Suite: signed, Layout: handshake.Bundled, Model: SleepModel, Delay: d},
+		{Suite: signed, Layout: handshake.Separate, Model: SleepModel, Delay: d},
 		{Suite: signed, Layout: handshake.Separate, Model: "link", Delay: d},
 		{Suite: signed, Backend: handshake.Circl, Model: "link", Delay: d, Kbit: 1000},
 	}
@@ -44,11 +45,11 @@ func TestScenarioModels(t *testing.T) {
 		}
 	}
 	ms := float64(d.Milliseconds())
-	if v := med["mlkem768+mldsa65/stdlib/seed/20ms/separate"]; v < 4*ms {
-		t.Errorf("separate under the seed model: %v ms, want at least %v", v, 4*ms)
+	if v := med["mlkem768+mldsa65/stdlib/sleep/20ms/separate"]; v < 4*ms {
+		t.Errorf("separate under the sleep model: %v ms, want at least %v", v, 4*ms)
 	}
-	if v := med["mlkem768+mldsa65/stdlib/seed/20ms/bundled"]; v < 2*ms || v > 4*ms {
-		t.Errorf("bundled under the seed model: %v ms, want 2 to 4 delays", v)
+	if v := med["mlkem768+mldsa65/stdlib/sleep/20ms/bundled"]; v < 2*ms || v > 4*ms {
+		t.Errorf("bundled under the sleep model: %v ms, want 2 to 4 delays", v)
 	}
 	if v := med["mlkem768+mldsa65/stdlib/link/20ms/separate"]; v < 2*ms || v > 4*ms {
 		t.Errorf("separate over a link: %v ms, want about one round trip", v)
@@ -57,13 +58,33 @@ func TestScenarioModels(t *testing.T) {
 	if v := med["mlkem768+mldsa65/circl/link/20ms/bundled/1000kbit"]; v < 2*ms+40 {
 		t.Errorf("1 Mbit/s: %v ms", v)
 	}
+	checkPeer(t, env.Results())
+	sec, err := (Scenario{}).Report(env.Results())
+	if err != nil || len(sec.Tables) != 2 || len(sec.Answer) < 2 {
+		t.Fatalf("section: %v, %+v", err, sec)
+	}
 	f, err := os.Open(filepath.Join(env.OutDir, RunsCSV))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(rows) != 1+3*len(cfgs) || rows[0][0] != "mode" || rows[0][4] != "wire_bytes" {
+	if err != nil || len(rows) != 1+QuickRuns*len(cfgs) || rows[0][0] != "mode" || rows[0][4] != "wire_bytes" {
 		t.Fatalf("runs CSV: %d rows, %v", len(rows), err)
+	}
+}
+
+// checkPeer: the report's Python benchmark ran and was compared with
+// ward, or the results say it could not run here (and how to install it).
+func checkPeer(t *testing.T, rs lab.Results) {
+	t.Helper()
+	if u, ok := rs.Get(pythonCase(0), lab.MetricUnavailable); ok {
+		t.Logf("python peer not run: %s", u.Note)
+		return
+	}
+	py, ok := rs.Get(pythonCase(0), "handshake_time")
+	r, ok2 := rs.Get(pythonRatio(0), "ratio")
+	if !ok || !ok2 || py.Source != lab.SourcePeer || py.N != QuickRuns || r.Median <= 0 {
+		t.Fatalf("python peer: %+v %+v", py, r)
 	}
 }

@@ -1,31 +1,28 @@
-// Package kmslab is the lab scenario "kms", which reproduces seed 002:
-// 1,000 encryptions and decryptions of a ~500-character Japanese text with
-// a legacy local cipher, ward's field AEAD, per-call KMS, and envelope
-// encryption with and without a data-key cache, at added round-trip times
-// of 0, 1 and 8 ms between client and KMS.
+// Package kmslab is the lab scenario "kms", which reproduces the field
+// report on local encryption vs a KMS: encryptions and decryptions of a
+// ~500-character Japanese text with the report's legacy local cipher,
+// ward's field AEAD, per-call KMS, and envelope encryption with and without
+// a data-key cache, at added round-trip times of 0, 1 and 8 ms between
+// client and KMS (local-kms in process, shaped by netsim), or against a
+// real KMS given with --kms. Seconds per 1,000 operations come from
+// repeated batches interleaved method by method; the first operations of a
+// fresh client (first KMS call, first data key) are their own rows. The
+// report's own stack, Ruby's OpenSSL, runs beside them.
 package kmslab
 
 import (
-	"bytes"
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
 	"fmt"
 	"strings"
 	"time"
 
-	sdk "github.com/aws/aws-sdk-go-v2/service/kms"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-
-	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/localkms"
-	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/kms/awskms"
 	"github.com/wardlab/ward/kms/kmsurl"
 	"github.com/wardlab/ward/lab"
 	"github.com/wardlab/ward/lab/netsim"
+	"github.com/wardlab/ward/peers"
 )
 
 // Scenario is the "kms" lab scenario.
@@ -36,13 +33,16 @@ var _ lab.Scenario = Scenario{}
 // Name returns "kms".
 func (Scenario) Name() string { return "kms" }
 
-// Description says what the scenario answers.
-func (Scenario) Description() string {
-	return "seed 002: local cipher vs per-call KMS vs envelope encryption with cached data keys, at +0/1/8 ms RTT"
+// Title names the topic.
+func (Scenario) Title() string { return "Keys in a KMS" }
+
+// Question says what the scenario answers.
+func (Scenario) Question() string {
+	return "What does keeping keys in a KMS cost per operation, and does envelope encryption with cached data keys bring it back to local speed?"
 }
 
-// Text is the ~500-character Japanese message encrypted (seed 002 used a
-// few hundred characters).
+// Text is the ~500-character Japanese message encrypted (the report used
+// a few hundred characters).
 var Text = func() string {
 	base := "本日はお問い合わせいただきありがとうございます。ご注文の商品は明日発送予定です。"
 	var b strings.Builder
@@ -54,111 +54,33 @@ var Text = func() string {
 
 var ec = map[string]string{"app": "ward-lab", "table": "messages"}
 
-// method encrypts and decrypts one value.
+// method encrypts and decrypts one value. kmsBound methods call the KMS
+// on every value (or every data key) and are timed in smaller batches.
 type method struct {
 	name, label string
+	kmsBound    bool
 	enc         func(ctx context.Context, pt []byte) ([]byte, error)
 	dec         func(ctx context.Context, ct []byte) ([]byte, error)
+	fresh       func() method // a new instance with empty caches, for the cold rows
 }
 
-// Run measures every method.
-func (Scenario) Run(ctx context.Context, env *lab.Env) error {
-	ops := 1000
-	if env.Quick {
-		ops = 100
-	}
-	pt := []byte(Text)
+// caseKey names a measured case.
+type caseKey struct {
+	method, rtt, op string // op: encrypt or decrypt
+}
 
-	local, err := localMethods()
-	if err != nil {
-		return err
-	}
-	type stage struct {
-		rtt     string
-		methods []method
-		close   func()
-	}
-	var stages []stage
-	if url := env.Options["kms"]; url != "" {
-		ks, err := kmsurl.Open(ctx, url, nil)
-		if err != nil {
-			return err
-		}
-		stages = append(stages, stage{rtt: "real", methods: kmsMethods(ks)})
-	} else {
-		srv, err := localkms.Start()
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		if err := createKey(ctx, srv.Endpoint()); err != nil {
-			return err
-		}
-		for _, rtt := range []time.Duration{0, time.Millisecond, 8 * time.Millisecond} {
-			addr := srv.Addr()
-			var px *netsim.Proxy
-			if rtt > 0 {
-				// Integer-millisecond toxics: split the RTT across directions.
-				up := rtt / 2
-				down := rtt - up
-				if rtt == time.Millisecond {
-					up, down = time.Millisecond, 0
-				}
-				if px, err = netsim.Start(addr, netsim.Link{Latency: up}, netsim.Link{Latency: down}); err != nil {
-					return err
-				}
-				addr = px.Addr()
-			}
-			svc, err := awskms.New(ctx, awskms.Config{KeyID: "alias/ward-lab", Endpoint: "http://" + addr, Region: "us-east-1", Timeout: 10 * time.Second})
-			if err != nil {
-				return err
-			}
-			st := stage{rtt: fmt.Sprintf("%dms", rtt.Milliseconds()), methods: kmsMethods(svc)}
-			if px != nil {
-				st.close = func() { px.Close() }
-			}
-			stages = append(stages, st)
-		}
-	}
-	total := len(local) + 3*len(stages)
-	done := 0
-	perOp := map[string]float64{}
-	run := func(m method, rtt string) error {
-		r, err := measure(ctx, env, m, rtt, pt, ops)
-		if err != nil {
-			return fmt.Errorf("kms %s: %w", m.name, err)
-		}
-		perOp[m.name+"/"+rtt] = r
-		done++
-		env.Progress(done, total)
-		return nil
-	}
-	for _, m := range local {
-		if err := run(m, "local"); err != nil {
-			return err
-		}
-	}
-	for _, st := range stages {
-		for _, m := range st.methods {
-			if err := run(m, st.rtt); err != nil {
-				return err
-			}
-		}
-		if st.close != nil {
-			st.close()
-		}
-	}
-	for _, st := range stages {
-		pc, ev := perOp["kms-per-call/"+st.rtt], perOp["envelope-cached/"+st.rtt]
-		if pc > 0 && ev > 0 {
-			env.Record(lab.Derived("kms", "envelope-vs-per-call/"+st.rtt, map[string]any{"added_rtt": st.rtt}, "speedup", "x", pc/ev,
-				"median per-operation time (encrypt+decrypt) of per-call KMS over envelope with cached data keys"))
-		}
-	}
-	if f, e := perOp["field-local-key/local"], perOp["envelope-cached/0ms"]; f > 0 && e > 0 {
-		env.Record(lab.Derived("kms", "envelope-vs-field/0ms", map[string]any{"added_rtt": "0ms"}, "ratio", "x", e/f,
-			"median per-operation time of envelope (warm cache) over ward's field AEAD with a local key"))
-	}
+func (k caseKey) name() string { return k.method + "/" + k.rtt + "/" + k.op }
+
+// stage is the methods measured at one added round-trip time.
+type stage struct {
+	rtt     string
+	methods []method
+	close   func()
+}
+
+// fieldReport are the report's figures (Ruby, AWS), measured elsewhere.
+var fieldReport = func() []lab.Result {
+	var out []lab.Result
 	for _, q := range []struct {
 		m      string
 		enc, d float64
@@ -167,133 +89,242 @@ func (Scenario) Run(ctx context.Context, env *lab.Env) error {
 			name string
 			v    float64
 		}{{"encrypt", q.enc}, {"decrypt", q.d}} {
-			env.Record(lab.Quote("kms", "seed/"+q.m+"/"+op.name, map[string]any{"method": q.m, "op": op.name, "ops": 1000},
-				"total_time", "s", op.v, "seed", "seed 002: Ruby, 1,000 operations on a few-hundred-character text, measured elsewhere (AWS)"))
+			out = append(out, lab.Quote("kms", "field-report/"+q.m+"/"+op.name, map[string]any{"method": q.m, "op": op.name, "ops": 1000},
+				"s_per_1000", "s", op.v, lab.SourceFieldReport, "Ruby, 1,000 operations on a few-hundred-character text, measured elsewhere (AWS)"))
 		}
+	}
+	return out
+}()
+
+// Run measures every method.
+func (s Scenario) Run(ctx context.Context, env *lab.Env) error {
+	stages, cleanup, err := stages(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	pt := []byte(Text)
+	for i, st := range stages {
+		if err := measureStage(ctx, env, st, pt); err != nil {
+			return err
+		}
+		if st.close != nil {
+			st.close()
+		}
+		env.Progress(i+1, len(stages)+1)
+	}
+	rubyPeer(ctx, env)
+	env.Progress(1, 1)
+	env.Record(fieldReport...)
+	return nil
+}
+
+// stages builds the methods per added round trip: local-kms in process
+// at +0, +1 and +8 ms (the local methods measured at +0 ms, in the same
+// rounds), or the real KMS of --kms.
+func stages(ctx context.Context, env *lab.Env) ([]stage, func(), error) {
+	local, err := localMethods()
+	if err != nil {
+		return nil, nil, err
+	}
+	if url := env.Options["kms"]; url != "" {
+		newKS := func() (kms.KeyService, error) { return kmsurl.Open(ctx, url, nil) }
+		ks, err := newKS()
+		if err != nil {
+			return nil, nil, err
+		}
+		return []stage{{rtt: "real", methods: append(local, kmsMethods(ks, newKS)...)}}, func() {}, nil
+	}
+	srv, err := localkms.Start()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := createKey(ctx, srv.Endpoint()); err != nil {
+		srv.Close()
+		return nil, nil, err
+	}
+	var out []stage
+	for _, rtt := range []time.Duration{0, time.Millisecond, 8 * time.Millisecond} {
+		st, err := kmsStage(ctx, srv.Addr(), rtt)
+		if err != nil {
+			srv.Close()
+			return nil, nil, err
+		}
+		if rtt == 0 {
+			st.methods = append(local, st.methods...)
+		}
+		out = append(out, st)
+	}
+	return out, func() { srv.Close() }, nil
+}
+
+// kmsStage puts a netsim link adding rtt in front of the local KMS.
+func kmsStage(ctx context.Context, addr string, rtt time.Duration) (stage, error) {
+	var px *netsim.Proxy
+	if rtt > 0 {
+		// Integer-millisecond toxics: split the RTT across directions.
+		up, down := rtt/2, rtt-rtt/2
+		if rtt == time.Millisecond {
+			up, down = time.Millisecond, 0
+		}
+		var err error
+		if px, err = netsim.Start(addr, netsim.Link{Latency: up}, netsim.Link{Latency: down}); err != nil {
+			return stage{}, err
+		}
+		addr = px.Addr()
+	}
+	cfg := awskms.Config{KeyID: "alias/ward-lab", Endpoint: "http://" + addr, Region: "us-east-1", Timeout: 10 * time.Second}
+	newKS := func() (kms.KeyService, error) { return awskms.New(ctx, cfg) }
+	svc, err := newKS()
+	if err != nil {
+		return stage{}, err
+	}
+	st := stage{rtt: fmt.Sprintf("%dms", rtt.Milliseconds()), methods: kmsMethods(svc, newKS)}
+	if px != nil {
+		st.close = func() { px.Close() }
+	}
+	return st, nil
+}
+
+// batches returns the operations per timed batch and the rounds.
+func batches(env *lab.Env, kmsBound bool) (ops, rounds int) {
+	switch {
+	case env.Quick && kmsBound:
+		return 10, 11
+	case env.Quick:
+		return 1000, 11
+	case kmsBound:
+		return 50, 21
+	}
+	return 1000, 21
+}
+
+// measureStage records each method's cold first operations, then rounds
+// in which every method runs one batch of encryptions and one of
+// decryptions; a batch's time scaled to 1,000 operations is one sample.
+// Per-round ratios compare the envelope with per-call KMS and with the
+// local key.
+func measureStage(ctx context.Context, env *lab.Env, st stage, pt []byte) error {
+	for _, m := range st.methods {
+		if err := cold(ctx, env, m, st.rtt, pt); err != nil {
+			return fmt.Errorf("kms %s cold: %w", m.name, err)
+		}
+	}
+	per := map[caseKey][]float64{}
+	_, rounds := batches(env, false)
+	for range rounds {
+		for _, m := range st.methods {
+			ops, _ := batches(env, m.kmsBound)
+			enc, dec, err := batch(ctx, m, pt, ops)
+			if err != nil {
+				return fmt.Errorf("kms %s: %w", m.name, err)
+			}
+			per[caseKey{m.name, st.rtt, "encrypt"}] = append(per[caseKey{m.name, st.rtt, "encrypt"}], enc)
+			per[caseKey{m.name, st.rtt, "decrypt"}] = append(per[caseKey{m.name, st.rtt, "decrypt"}], dec)
+		}
+	}
+	for _, m := range st.methods {
+		for _, op := range []string{"encrypt", "decrypt"} {
+			k := caseKey{m.name, st.rtt, op}
+			ops, _ := batches(env, m.kmsBound)
+			env.Record(lab.FromSamples("kms", k.name(), map[string]any{"method": m.name, "label": m.label, "op": op, "added_rtt": st.rtt,
+				"batch_ops": ops, "bytes": len(pt)}, "s_per_1000", "s", per[k]))
+		}
+	}
+	recordRatios(env, st.rtt, per)
+	return nil
+}
+
+func recordRatios(env *lab.Env, rtt string, per map[caseKey][]float64) {
+	both := func(m string) []float64 {
+		e, d := per[caseKey{m, rtt, "encrypt"}], per[caseKey{m, rtt, "decrypt"}]
+		out := make([]float64, len(e))
+		for i := range e {
+			out[i] = e[i] + d[i]
+		}
+		return out
+	}
+	if len(per[caseKey{"kms-per-call", rtt, "encrypt"}]) > 0 {
+		env.Record(lab.PairedRatio("kms", "envelope-vs-per-call/"+rtt, map[string]any{"added_rtt": rtt}, "speedup", both("kms-per-call"), both("envelope-cached"),
+			"per-call KMS time (encrypt+decrypt) over envelope with cached data keys, per interleaved round"))
+	}
+	if len(per[caseKey{"field-local-key", rtt, "encrypt"}]) > 0 {
+		env.Record(lab.PairedRatio("kms", "envelope-vs-field/"+rtt, map[string]any{"added_rtt": rtt}, "ratio", both("envelope-cached"), both("field-local-key"),
+			"envelope (warm cache) time over ward's field AEAD with a local key, per interleaved round"))
+	}
+}
+
+// batch times ops encryptions, then ops decryptions of their results,
+// checking every round trip, and returns seconds per 1,000 of each.
+func batch(ctx context.Context, m method, pt []byte, ops int) (enc, dec float64, err error) {
+	cts := make([][]byte, ops)
+	start := time.Now()
+	for i := range ops {
+		if cts[i], err = m.enc(ctx, pt); err != nil {
+			return 0, 0, err
+		}
+	}
+	enc = time.Since(start).Seconds() * 1000 / float64(ops)
+	start = time.Now()
+	for i := range ops {
+		out, err := m.dec(ctx, cts[i])
+		if err != nil {
+			return 0, 0, err
+		}
+		if string(out) != string(pt) {
+			return 0, 0, fmt.Errorf("round trip %d does not match", i)
+		}
+	}
+	return enc, time.Since(start).Seconds() * 1000 / float64(ops), nil
+}
+
+// cold times the first encryption and decryption of fresh instances (a
+// new client's first KMS call, its first data key) as their own rows.
+func cold(ctx context.Context, env *lab.Env, m method, rtt string, pt []byte) error {
+	if m.fresh == nil {
+		return nil
+	}
+	var enc, dec []float64
+	for range 5 {
+		f := m.fresh()
+		start := time.Now()
+		ct, err := f.enc(ctx, pt)
+		if err != nil {
+			return err
+		}
+		enc = append(enc, float64(time.Since(start).Microseconds())/1000)
+		start = time.Now()
+		if _, err := f.dec(ctx, ct); err != nil {
+			return err
+		}
+		dec = append(dec, float64(time.Since(start).Microseconds())/1000)
+	}
+	for op, v := range map[string][]float64{"encrypt": enc, "decrypt": dec} {
+		k := caseKey{m.name, rtt, op}
+		r := lab.FromSamples("kms", k.name()+"/cold", map[string]any{"method": m.name, "op": op, "added_rtt": rtt}, "first_op", "ms", v)
+		r.Note = "the first operation of a fresh client: the first KMS call or data key, not in the seconds per 1,000"
+		env.Record(r)
 	}
 	return nil
 }
 
-// measure times ops encryptions, then ops decryptions of their results,
-// checking every round trip, and records totals and per-operation times.
-// It returns the median encrypt+decrypt time per operation in ms.
-func measure(ctx context.Context, env *lab.Env, m method, rtt string, pt []byte, ops int) (float64, error) {
-	cts := make([][]byte, ops)
-	encMs := make([]float64, ops)
-	decMs := make([]float64, ops)
-	var encTotal, decTotal time.Duration
-	for i := range ops {
-		start := time.Now()
-		ct, err := m.enc(ctx, pt)
-		d := time.Since(start)
-		if err != nil {
-			return 0, err
-		}
-		cts[i], encMs[i], encTotal = ct, float64(d.Nanoseconds())/1e6, encTotal+d
-	}
-	for i := range ops {
-		start := time.Now()
-		out, err := m.dec(ctx, cts[i])
-		d := time.Since(start)
-		if err != nil {
-			return 0, err
-		}
-		if !bytes.Equal(out, pt) {
-			return 0, fmt.Errorf("round trip %d does not match", i)
-		}
-		decMs[i], decTotal = float64(d.Nanoseconds())/1e6, decTotal+d
-	}
-	params := func(op string) map[string]any {
-		return map[string]any{"method": m.name, "label": m.label, "op": op, "added_rtt": rtt, "ops": ops, "bytes": len(pt)}
-	}
-	for _, x := range []struct {
-		op    string
-		ms    []float64
-		total time.Duration
-	}{{"encrypt", encMs, encTotal}, {"decrypt", decMs, decTotal}} {
-		cas := m.name + "/" + rtt + "/" + x.op
-		s := x.total.Seconds()
-		env.Record(lab.FromSamples("kms", cas, params(x.op), "op_latency", "ms", x.ms),
-			lab.Derived("kms", cas, params(x.op), "total_time", "s", s, fmt.Sprintf("wall time of %d sequential operations", ops)))
-	}
-	_, em, _, _ := lab.Summary(encMs)
-	_, dm, _, _ := lab.Summary(decMs)
-	return em + dm, nil
-}
-
-// localMethods are the seed's local cipher and ward's field AEAD.
-func localMethods() ([]method, error) {
-	// (a) The seed's AES-256-CBC with a fixed key and IV: unauthenticated,
-	// deterministic, a legacy baseline only.
-	key := bytes.Repeat([]byte{0x42}, 32)
-	iv := bytes.Repeat([]byte{0x24}, 16)
-	blk, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	cbc := method{name: "legacy-aes-256-cbc-fixed-iv", label: "(a) AES-256-CBC, fixed key and IV: unauthenticated legacy baseline",
-		enc: func(_ context.Context, pt []byte) ([]byte, error) {
-			pad := aes.BlockSize - len(pt)%aes.BlockSize
-			buf := append(bytes.Clone(pt), bytes.Repeat([]byte{byte(pad)}, pad)...)
-			cipher.NewCBCEncrypter(blk, iv).CryptBlocks(buf, buf)
-			return buf, nil
-		},
-		dec: func(_ context.Context, ct []byte) ([]byte, error) {
-			if len(ct)%aes.BlockSize != 0 || len(ct) == 0 {
-				return nil, fmt.Errorf("bad CBC length")
+// rubyPeer runs the report's own cipher, Ruby's OpenSSL AES-256-CBC with
+// a fixed key and IV, on this machine.
+func rubyPeer(ctx context.Context, env *lab.Env) {
+	pr, err := peers.New()
+	if err == nil {
+		defer pr.Close()
+		_, rounds := batches(env, false)
+		var r peers.RubyAESCBC
+		if r, err = pr.AESCBCRuby(ctx, rounds); err == nil {
+			for op, v := range map[string][]float64{"encrypt": r.EncryptS, "decrypt": r.DecryptS} {
+				res := lab.FromSamples("kms", caseKey{"ruby-openssl-aes-256-cbc", "local", op}.name(),
+					map[string]any{"method": "ruby-openssl-aes-256-cbc", "op": op, "chars": r.TextChars, "bytes": r.TextBytes}, "s_per_1000", "s", v)
+				res.Source, res.Note = lab.SourcePeer, "the report's own code: Ruby OpenSSL AES-256-CBC, fixed key and IV, 1,000 operations per round"
+				env.Record(res)
 			}
-			buf := bytes.Clone(ct)
-			cipher.NewCBCDecrypter(blk, iv).CryptBlocks(buf, buf)
-			pad := int(buf[len(buf)-1])
-			if pad == 0 || pad > aes.BlockSize {
-				return nil, fmt.Errorf("bad padding")
-			}
-			return buf[:len(buf)-pad], nil
-		}}
-	// (b) ward's field AEAD with a local key.
-	kr, err := keyring.New(keyring.AES256GCM)
-	if err != nil {
-		return nil, err
+			return
+		}
 	}
-	col, err := field.NewColumn(kr, "messages", "body")
-	if err != nil {
-		return nil, err
-	}
-	row := field.RowInt(1)
-	fld := method{name: "field-local-key", label: "(b) ward field AEAD (AES-256-GCM), local key",
-		enc: func(_ context.Context, pt []byte) ([]byte, error) { return col.AppendSeal(nil, row, pt) },
-		dec: func(_ context.Context, ct []byte) ([]byte, error) { return col.AppendOpen(nil, row, ct) }}
-	return []method{cbc, fld}, nil
-}
-
-// kmsMethods are per-call KMS and the two envelope variants over ks.
-func kmsMethods(ks kms.KeyService) []method {
-	cached := kms.NewEnvelope(ks, kms.EnvelopeOptions{})
-	fresh := kms.NewEnvelope(ks, kms.EnvelopeOptions{NoCache: true})
-	ctxBytes := []byte("messages/body/1")
-	return []method{
-		{name: "kms-per-call", label: "(c) KMS Encrypt/Decrypt on every value (the seed's KMS)",
-			enc: func(ctx context.Context, pt []byte) ([]byte, error) { return ks.Encrypt(ctx, pt, ec) },
-			dec: func(ctx context.Context, ct []byte) ([]byte, error) { return ks.Decrypt(ctx, ct, ec) }},
-		{name: "envelope-cached", label: "(d) envelope encryption, cached data keys",
-			enc: func(ctx context.Context, pt []byte) ([]byte, error) { return cached.Seal(ctx, pt, ctxBytes, ec) },
-			dec: func(ctx context.Context, ct []byte) ([]byte, error) { return cached.Open(ctx, ct, ctxBytes, ec) }},
-		{name: "envelope-per-message", label: "(e) envelope encryption, a new data key per message",
-			enc: func(ctx context.Context, pt []byte) ([]byte, error) { return fresh.Seal(ctx, pt, ctxBytes, ec) },
-			dec: func(ctx context.Context, ct []byte) ([]byte, error) { return fresh.Open(ctx, ct, ctxBytes, ec) }},
-	}
-}
-
-// createKey makes the lab's key and alias on a fresh local KMS.
-func createKey(ctx context.Context, endpoint string) error {
-	admin, err := awskms.New(ctx, awskms.Config{KeyID: "alias/ward-lab", Endpoint: endpoint, Region: "us-east-1"})
-	if err != nil {
-		return err
-	}
-	k, err := admin.Client().CreateKey(ctx, &sdk.CreateKeyInput{Description: aws.String("ward lab")})
-	if err != nil {
-		return fmt.Errorf("kms: creating the lab key: %w", err)
-	}
-	_, err = admin.Client().CreateAlias(ctx, &sdk.CreateAliasInput{AliasName: aws.String("alias/ward-lab"), TargetKeyId: k.KeyMetadata.KeyId})
-	return err
+	env.Record(lab.Unavailable("kms", "ruby-openssl-aes-256-cbc", lab.SourcePeer, err))
 }

@@ -2,13 +2,27 @@ package passwordlab
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"testing"
 
 	"github.com/wardlab/ward/lab"
 )
 
+func TestMain(m *testing.M) {
+	if served, err := lab.ServeChild(context.Background(), []lab.Scenario{Scenario{}}, os.Args[1:]); served {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
 // TestScenario runs the quick profile and checks every case is reported
-// with sane values, and the seed's figures are labelled as quotes.
+// with sane values and per-round samples, the report's figures are
+// labelled as quotes, and the section builds.
 func TestScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real password hashes")
@@ -17,28 +31,44 @@ func TestScenario(t *testing.T) {
 	if err := (Scenario{}).Run(context.Background(), env); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]lab.Result{}
-	for _, r := range env.Results() {
-		got[r.Case+"|"+r.Metric] = r
+	rs := lab.Results(env.Results())
+	for _, r := range rs {
+		if r.Metric == lab.MetricUnavailable {
+			t.Logf("not run: %s: %s", r.Case, r.Note)
+			continue
+		}
 		if r.Median <= 0 || r.P05 > r.Median || r.Median > r.P95 {
 			t.Errorf("bad summary: %+v", r)
 		}
 	}
-	for _, c := range Configs {
-		if r, ok := got[c.name+"|hash_latency"]; !ok || r.N != 5 {
-			t.Errorf("missing %s: %+v", c.name, r)
+	for _, c := range argon2Cases {
+		for _, impl := range []string{"ward", "x-crypto"} {
+			if r, ok := rs.Get(implKey{c, impl}.name(), "hash_latency"); !ok || r.N != 11 || len(r.Samples) != 11 {
+				t.Errorf("%s/%s: %+v", c.name, impl, r)
+			}
+		}
+		if r, ok := rs.Get(vsKey(c, "x-crypto"), "ratio"); !ok || r.N != 11 {
+			t.Errorf("ratio %s: %+v", c.name, r)
+		}
+		ward, x := rs.Median(implKey{c, "ward"}.name(), "peak_rss"), rs.Median(implKey{c, "x-crypto"}.name(), "peak_rss")
+		if !(ward > float64(c.params.Memory)/1024) || !(x > float64(c.params.Memory)/1024) {
+			t.Errorf("peak RSS %s: ward %v, x/crypto %v", c.name, ward, x)
 		}
 	}
-	for _, n := range []string{"1", "2", "10"} {
+	for _, n := range Bursts {
 		for _, mode := range []string{"unlimited", "limiter"} {
-			for _, m := range []string{"burst_time", "request_latency", "throughput", "peak_heap", "burst_vs_ideal"} {
-				if _, ok := got["signup-burst-"+n+"/"+mode+"|"+m]; !ok {
-					t.Errorf("missing burst %s/%s %s", n, mode, m)
+			for _, m := range []string{"burst_time", "request_latency", "burst_vs_ideal"} {
+				if _, ok := rs.Get(burstKey{n, mode}.name(), m); !ok {
+					t.Errorf("missing burst %d/%s %s", n, mode, m)
 				}
 			}
 		}
 	}
-	if r := got["seed/spring-argon2-v5.8|hash_latency"]; r.Source != "seed" || r.Median != 450 {
-		t.Errorf("seed quote: %+v", r)
+	if r, _ := rs.Get("field-report/spring-argon2-v5.8", "hash_latency"); r.Source != lab.SourceFieldReport || r.Median != 450 {
+		t.Errorf("field report quote: %+v", r)
+	}
+	sec, err := Scenario{}.Report(rs)
+	if err != nil || len(sec.Tables) != 3 || len(sec.Charts) != 1 || len(sec.Headlines) < 2 {
+		t.Fatalf("section: %+v %v", sec, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardlab/ward/lab"
 	"github.com/wardlab/ward/pqtls"
 )
 
@@ -28,5 +29,31 @@ func TestMeasureNegotiation(t *testing.T) {
 	w, b, err := compareBare(context.Background(), ch, 3)
 	if err != nil || len(w) != 3 || len(b) != 3 {
 		t.Fatal(err)
+	}
+}
+
+// TestReport builds the section from a small run's results: every
+// matrix cell the tables name must be a case the scenario records.
+func TestReport(t *testing.T) {
+	env := lab.NewEnv("tls", true, nil, nil)
+	ch, err := pqtls.GenerateChain(pqtls.ECDSAP256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := config{group: "X25519", cert: pqtls.ECDSAP256}
+	ms, err := measure(context.Background(), c, ch, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record(env, c, ms)
+	if err := recordBare(context.Background(), env, ch, 5); err != nil {
+		t.Fatal(err)
+	}
+	sec, err := Scenario{}.Report(env.Results())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sec.Tables) == 0 || sec.Tables[0].Rows[0][1] == "– () / –" || len(sec.Answer) == 0 {
+		t.Fatalf("section: %+v", sec.Tables[0].Rows[0])
 	}
 }

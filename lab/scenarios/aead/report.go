@@ -1,0 +1,134 @@
+package aeadlab
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"strings"
+
+	"gonum.org/v1/plot/plotter"
+
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/lab/chart"
+	"github.com/wardlab/ward/peers"
+)
+
+// Report builds the section: throughput by size with hardware AES on and
+// off, the field layer's overhead, and the field report's figures.
+func (s Scenario) Report(rs lab.Results) (lab.Section, error) {
+	sec := lab.Section{Title: s.Title(), Question: s.Question()}
+	sizes := measuredSizes(rs)
+	if len(sizes) == 0 {
+		return sec, nil
+	}
+	c, err := throughputChart(rs, sizes)
+	if err != nil {
+		return sec, err
+	}
+	sec.Charts = append(sec.Charts, c)
+	sec.Tables = append(sec.Tables, throughputTable(rs, sizes), ratioTable(rs, sizes))
+	big := sizes[len(sizes)-1]
+	hw, hwOK := rs.Get(ratioKey{keyring.AES256GCM, "seal", big}.hwSpeedup(), "hw_speedup")
+	ov500, _ := rs.Get(ratioKey{keyring.AES256GCM, "seal", 500}.fieldOverhead(), "field_overhead")
+	ovBig, _ := rs.Get(ratioKey{keyring.AES256GCM, "seal", big}.fieldOverhead(), "field_overhead")
+	if hwOK {
+		sec.Answer = append(sec.Answer, fmt.Sprintf("Hardware AES makes AES-256-GCM %sx faster at %s here (p05–p95 %s); XChaCha20-Poly1305, which needs no AES hardware, is the choice without it.",
+			lab.FormatNumber(hw.Median), sizeLabel(big), hw.Spread()))
+		sec.Headlines = append(sec.Headlines, hw)
+	}
+	sec.Answer = append(sec.Answer, fmt.Sprintf("ward's field layer (header, key ID, keyed context check, binding) adds %s at 500 B and %s at %s, per interleaved round.",
+		percent(ov500), percent(ovBig), sizeLabel(big)))
+	sec.Headlines = append(sec.Headlines, ov500, ovBig)
+	sec.SameMachine = sameMachine(rs)
+	if r, ok := rs.Get(jvmSpeedup(peers.AESIntrinsicsOff, big), "hw_speedup"); ok {
+		sec.Headlines = append(sec.Headlines, r)
+	}
+	var quotes []string
+	for _, q := range rs.Where(func(r lab.Result) bool { return r.Source == lab.SourceFieldReport }) {
+		quotes = append(quotes, fmt.Sprintf("%sx (%s)", lab.FormatNumber(q.Median), q.Note))
+	}
+	sec.FieldReport = "Java AES-GCM with AES intrinsics on vs off: " + strings.Join(quotes, "; ")
+	return sec, nil
+}
+
+// percent prints a ratio as an overhead with its spread: "+16 % (+12 to +19)".
+func percent(r lab.Result) string {
+	if r.N == 0 {
+		return "–"
+	}
+	p := func(v float64) string { return fmt.Sprintf("%+.0f %%", (v-1)*100) }
+	return fmt.Sprintf("%s (p05–p95 %s to %s)", p(r.Median), p(r.P05), p(r.P95))
+}
+
+func measuredSizes(rs lab.Results) []int {
+	var out []int
+	for _, size := range Sizes {
+		if _, ok := rs.Get(caseKey{keyring.AES256GCM, "seal", size, "raw", "on"}.name(), "throughput"); ok {
+			out = append(out, size)
+		}
+	}
+	return out
+}
+
+func sizeLabel(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func throughputChart(rs lab.Results, sizes []int) (template.HTML, error) {
+	var ss []chart.Series
+	for _, alg := range keyring.Algorithms() {
+		for _, v := range []struct{ hw, label string }{{"on", "AES hardware on"}, {"off", "AES hardware off"}} {
+			var pts plotter.XYs
+			for _, size := range sizes {
+				if y := rs.Median(caseKey{alg, "seal", size, "raw", v.hw}.name(), "throughput"); !math.IsNaN(y) && y > 0 {
+					pts = append(pts, plotter.XY{X: float64(size), Y: y})
+				}
+			}
+			ss = append(ss, chart.Series{Name: alg.String() + ", " + v.label, Points: pts, Dashed: v.hw == "off"})
+		}
+	}
+	return chart.Line("Seal throughput by value size", chart.Axes{X: "value size (bytes)", Y: "MB/s", LogX: true, LogY: true}, ss)
+}
+
+func throughputTable(rs lab.Results, sizes []int) lab.Table {
+	head := []string{"algorithm"}
+	for _, size := range sizes {
+		head = append(head, sizeLabel(size))
+	}
+	t := lab.Table{Caption: "Seal throughput, MB/s: raw crypto/cipher / ward field layer / raw with GODEBUG=cpu.aes=off", Head: head}
+	for _, alg := range keyring.Algorithms() {
+		row := []string{alg.String()}
+		for _, size := range sizes {
+			m := func(impl, hw string) string {
+				return lab.FormatNumber(rs.Median(caseKey{alg, "seal", size, impl, hw}.name(), "throughput"))
+			}
+			row = append(row, m("raw", "on")+" / "+m("field", "on")+" / "+m("raw", "off"))
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+func ratioTable(rs lab.Results, sizes []int) lab.Table {
+	t := lab.Table{Caption: "Hardware AES speed-up (time off / on) and field layer overhead over raw crypto/cipher, with p05–p95",
+		Head: []string{"algorithm", "op", "size", "hw speed-up", "field overhead"}}
+	for _, alg := range keyring.Algorithms() {
+		for _, op := range []string{"seal", "open"} {
+			for _, size := range sizes {
+				k := ratioKey{alg, op, size}
+				hw, _ := rs.Get(k.hwSpeedup(), "hw_speedup")
+				ov, _ := rs.Get(k.fieldOverhead(), "field_overhead")
+				t.Rows = append(t.Rows, []string{alg.String(), op, sizeLabel(size),
+					lab.FormatNumber(hw.Median) + "x (" + hw.Spread() + ")", percent(ov)})
+			}
+		}
+	}
+	return t
+}

@@ -1,0 +1,269 @@
+package handshakelab
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"math"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot/plotter"
+
+	"github.com/wardlab/ward/handshake"
+	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/lab/chart"
+	"github.com/wardlab/ward/peers"
+)
+
+// ratio is a comparison the section quotes: Num's handshake time over
+// Den's, from the same run.
+type ratio struct {
+	name     string
+	num, den Config
+	note     string
+}
+
+var (
+	mlkem     = map[int]handshake.KEX{512: handshake.MLKEM512, 768: handshake.MLKEM768, 1024: handshake.MLKEM1024}
+	hybrid    = map[int]handshake.KEX{512: handshake.X25519MLKEM512, 768: handshake.X25519MLKEM768, 1024: handshake.X25519MLKEM1024}
+	x25519    = handshake.Suite{KEX: handshake.X25519}
+	signed768 = handshake.Suite{KEX: handshake.MLKEM768, Sig: handshake.MLDSA65}
+)
+
+func signedVsHybrid(lvl int, model string) string {
+	return fmt.Sprintf("signed-bundled-vs-hybrid/mlkem%d/%s/20ms", lvl, model)
+}
+func separateVsBundled(lvl int, model string) string {
+	return fmt.Sprintf("signed-separate-vs-bundled/mlkem%d/%s/20ms", lvl, model)
+}
+func backendRatio(c Config) string { return "backend-stdlib-vs-circl/" + c.name() }
+
+// ratios are the comparisons the field report's questions turn on.
+func ratios() []ratio {
+	var out []ratio
+	d := 20 * time.Millisecond
+	for _, model := range []string{SleepModel, LinkModel} {
+		for _, lvl := range []int{512, 768, 1024} {
+			s := handshake.Suite{KEX: mlkem[lvl], Sig: handshake.MLDSA65}
+			bundled := Config{Suite: s, Model: model, Delay: d}
+			out = append(out,
+				ratio{signedVsHybrid(lvl, model), bundled, Config{Suite: handshake.Suite{KEX: hybrid[lvl]}, Model: model, Delay: d},
+					"handshake time, signed (bundled flight) over hybrid, same level and model"},
+				ratio{separateVsBundled(lvl, model), Config{Suite: s, Layout: handshake.Separate, Model: model, Delay: d}, bundled,
+					"handshake time, the report's separate writes over one bundled flight"})
+		}
+	}
+	for _, s := range []handshake.Suite{{KEX: handshake.MLKEM768}, {KEX: handshake.MLKEM1024}, {KEX: handshake.X25519MLKEM768}, signed768} {
+		std := Config{Suite: s, Model: SleepModel}
+		circl := std
+		circl.Backend = handshake.Circl
+		out = append(out, ratio{backendRatio(std), std, circl, "handshake time at 0 ms, crypto/mlkem and crypto/mldsa over circl"})
+	}
+	return out
+}
+
+// The field report's Python benchmark, run here.
+func pythonCase(delayMS int) string {
+	return fmt.Sprintf("python-cryptography/x25519/sleep/%dms", delayMS)
+}
+func pythonRatio(delayMS int) string {
+	return fmt.Sprintf("python-cryptography-vs-ward/x25519/sleep/%dms", delayMS)
+}
+
+var pythonDelays = []int{0, 20}
+
+// pythonPeer runs the report's X25519 benchmark in Python (Debian's
+// cryptography) beside ward's x25519 suite under the same delay model.
+func pythonPeer(ctx context.Context, env *lab.Env, runs int, times map[string][]float64) {
+	pr, err := peers.New()
+	if err != nil {
+		env.Record(lab.Unavailable("handshake", pythonCase(0), lab.SourcePeer, err))
+		return
+	}
+	defer pr.Close()
+	for _, d := range pythonDelays {
+		r, err := pr.X25519Python(ctx, d, runs)
+		if err != nil {
+			env.Record(lab.Unavailable("handshake", pythonCase(d), lab.SourcePeer, err))
+			return
+		}
+		p := map[string]any{"mode": "x25519", "mechanism": "X25519", "delay_model": SleepModel, "delay_ms": d, "stack": "python3 + cryptography"}
+		t := lab.FromSamples("handshake", pythonCase(d), p, "handshake_time", "ms", r.MS)
+		b := lab.Quote("handshake", pythonCase(d), p, "wire_bytes", "B", float64(r.WireBytes), lab.SourcePeer, "both directions, length prefixes included")
+		t.Source, t.Note = lab.SourcePeer, "the report's Python X25519 handshake over TCP (socket + cryptography, HKDF-SHA256), sleep-before-send delay"
+		env.Record(t, b)
+		ward := times[Config{Suite: x25519, Model: SleepModel, Delay: time.Duration(d) * time.Millisecond}.name()]
+		if len(ward) > 0 {
+			env.Record(lab.CrossRatio("handshake", pythonRatio(d), p, "ratio", r.MS, ward, "Python X25519 handshake time over ward's x25519 suite, same model, same run"))
+		}
+	}
+}
+
+// fieldReport is the report's table: means at 0/20/75 ms and bytes.
+var fieldReport = []struct {
+	suite handshake.Suite
+	t     [3]float64
+	bytes float64
+}{
+	{x25519, [3]float64{0.290, 40.56, 150.74}, 72},
+	{handshake.Suite{KEX: handshake.MLKEM512}, [3]float64{0.257, 40.54, 150.57}, 1576},
+	{handshake.Suite{KEX: handshake.MLKEM768}, [3]float64{0.283, 40.56, 150.72}, 2280},
+	{handshake.Suite{KEX: handshake.MLKEM1024}, [3]float64{0.293, 40.63, 150.69}, 3144},
+	{handshake.Suite{KEX: handshake.X25519MLKEM512}, [3]float64{0.506, 40.82, 150.90}, 1648},
+	{handshake.Suite{KEX: handshake.X25519MLKEM768}, [3]float64{0.539, 40.77, 150.90}, 2352},
+	{handshake.Suite{KEX: handshake.X25519MLKEM1024}, [3]float64{0.591, 40.81, 150.95}, 3216},
+	{handshake.Suite{KEX: handshake.MLKEM512, Sig: handshake.MLDSA65}, [3]float64{0.714, 81.40, 301.60}, 6845},
+	{signed768, [3]float64{0.731, 81.35, 301.49}, 7549},
+	{handshake.Suite{KEX: handshake.MLKEM1024, Sig: handshake.MLDSA65}, [3]float64{0.771, 81.32, 301.62}, 8413},
+}
+
+func fieldTimeCase(s handshake.Suite, delay time.Duration) string {
+	return fmt.Sprintf("field-report/%s/%s/%dms", Mode(s), Mechanism(s), delay.Milliseconds())
+}
+func fieldBytesCase(s handshake.Suite) string {
+	return fmt.Sprintf("field-report/%s/%s", Mode(s), Mechanism(s))
+}
+
+func recordFieldReport(env *lab.Env) {
+	for _, f := range fieldReport {
+		p := map[string]any{"mode": Mode(f.suite), "mechanism": Mechanism(f.suite)}
+		for i, d := range Delays {
+			env.Record(lab.Quote("handshake", fieldTimeCase(f.suite, d), map[string]any{"mode": p["mode"], "mechanism": p["mechanism"], "delay_model": SleepModel, "delay_ms": d.Milliseconds()},
+				"handshake_time", "ms", f.t[i], lab.SourceFieldReport, "field report (Python + liboqs + cryptography), mean of 60 runs, measured elsewhere"))
+		}
+		env.Record(lab.Quote("handshake", fieldBytesCase(f.suite), p, "wire_bytes", "B", f.bytes, lab.SourceFieldReport,
+			"field report: 4-byte length prefixes + payloads, both directions"))
+	}
+}
+
+// Report builds the section: time against delay under both models,
+// bytes, cryptography per backend, the report's table beside ward's, the
+// ratios with their spread and the Python benchmark run here.
+func (s Scenario) Report(rs lab.Results) (lab.Section, error) {
+	sec := lab.Section{Title: s.Title(), Question: s.Question()}
+	if _, ok := rs.Get(Config{Suite: x25519, Model: SleepModel}.name(), "handshake_time"); !ok {
+		return sec, nil
+	}
+	for _, f := range []func(lab.Results) (template.HTML, error){delayChart, bytesChart, cryptoChart} {
+		c, err := f(rs)
+		if err != nil {
+			return sec, err
+		}
+		sec.Charts = append(sec.Charts, c)
+	}
+	sec.Tables = append(sec.Tables, fieldTable(rs), ratioTable(rs))
+	answers(&sec, rs)
+	for _, d := range pythonDelays {
+		py, ok1 := rs.Get(pythonCase(d), "handshake_time")
+		r, ok2 := rs.Get(pythonRatio(d), "ratio")
+		ward := rs.Median(Config{Suite: x25519, Model: SleepModel, Delay: time.Duration(d) * time.Millisecond}.name(), "handshake_time")
+		if ok1 && ok2 {
+			sec.SameMachine = append(sec.SameMachine, fmt.Sprintf("the report's Python X25519 handshake (socket + cryptography) at %d ms: %s ms (p05–p95 %s); ward's x25519 suite %s ms; Python takes %sx ward's time (p05–p95 %s).",
+				d, lab.FormatNumber(py.Median), py.Spread(), lab.FormatNumber(ward), lab.FormatNumber(r.Median), r.Spread()))
+			if d == 0 {
+				sec.Headlines = append(sec.Headlines, r)
+			}
+		}
+	}
+	if len(sec.SameMachine) > 0 {
+		sec.SameMachine = append(sec.SameMachine, "the report's ML-KEM and ML-DSA modes ran on liboqs, which Debian does not package: only its X25519 mode runs here.")
+	}
+	sec.FieldReport = "Python + liboqs: X25519 0.29 ms, hybrid 0.51–0.59 ms, signed 0.71–0.77 ms at 0 ms; signed 81 ms vs 40.5 ms at 20 ms one-way; 7,549 bytes signed (ML-KEM-768)."
+	return sec, nil
+}
+
+func answers(sec *lab.Section, rs lab.Results) {
+	if floor, ok := rs.Get(loopbackCase, "rtt"); ok {
+		sec.Answer = append(sec.Answer, fmt.Sprintf("Transport floor: a 1-byte loopback round trip takes %s ms here (p05–p95 %s); every 0 ms handshake time includes it.",
+			lab.FormatNumber(floor.Median), floor.Spread()))
+	}
+	if r, ok := rs.Get(signedVsHybrid(768, SleepModel), "ratio"); ok {
+		sec.Answer = append(sec.Answer, fmt.Sprintf("With the server's flight bundled, ML-DSA-signed ML-KEM-768 takes %sx the hybrid's time at 20 ms (p05–p95 %s): one round trip, not two.",
+			lab.FormatNumber(r.Median), r.Spread()))
+		sec.Headlines = append(sec.Headlines, r)
+	}
+	if r, ok := rs.Get(separateVsBundled(768, SleepModel), "ratio"); ok {
+		link, _ := rs.Get(separateVsBundled(768, LinkModel), "ratio")
+		sec.Answer = append(sec.Answer, fmt.Sprintf("The report's separate writes under its sleep-before-send model cost %sx (p05–p95 %s; the report's 2x), but %sx (p05–p95 %s) on a link model, where writes pipeline.",
+			lab.FormatNumber(r.Median), r.Spread(), lab.FormatNumber(link.Median), link.Spread()))
+		sec.Headlines = append(sec.Headlines, r, link)
+	}
+}
+
+// chartSuites are the suites drawn against delay.
+var chartSuites = []handshake.Suite{x25519, {KEX: handshake.MLKEM768}, {KEX: handshake.X25519MLKEM768}, signed768}
+
+func delayChart(rs lab.Results) (template.HTML, error) {
+	line := func(c Config) plotter.XYs {
+		var pts plotter.XYs
+		for _, d := range Delays {
+			c.Delay = d
+			if v := rs.Median(c.name(), "handshake_time"); !math.IsNaN(v) {
+				pts = append(pts, plotter.XY{X: float64(d.Milliseconds()), Y: v})
+			}
+		}
+		return pts
+	}
+	var ss []chart.Series
+	for _, su := range chartSuites {
+		for _, model := range []string{LinkModel, SleepModel} {
+			ss = append(ss, chart.Series{Name: Mechanism(su) + " (" + model + " model)", Points: line(Config{Suite: su, Model: model}), Dashed: model == SleepModel})
+		}
+	}
+	ss = append(ss, chart.Series{Name: "ML-KEM-768+ML-DSA-65, separate writes (sleep model)", Dashed: true,
+		Points: line(Config{Suite: signed768, Layout: handshake.Separate, Model: SleepModel})})
+	return chart.Line("Handshake time vs one-way delay", chart.Axes{X: "one-way delay (ms)", Y: "ms to confirmed key"}, ss)
+}
+
+func bytesChart(rs lab.Results) (template.HTML, error) {
+	var labels []string
+	vals := map[string][]float64{}
+	for _, f := range fieldReport {
+		labels = append(labels, Mechanism(f.suite))
+		vals["ward"] = append(vals["ward"], rs.Median(Config{Suite: f.suite, Model: SleepModel}.name(), "wire_bytes"))
+		vals["field report (elsewhere)"] = append(vals["field report (elsewhere)"], f.bytes)
+	}
+	return chart.Bars("Bytes on the wire per handshake", "bytes", labels, []string{"ward", "field report (elsewhere)"}, vals)
+}
+
+func cryptoChart(rs lab.Results) (template.HTML, error) {
+	vals := map[string][]float64{}
+	var labels []string
+	for _, su := range []handshake.Suite{x25519, {KEX: handshake.MLKEM512}, {KEX: handshake.MLKEM768}, {KEX: handshake.MLKEM1024}, {KEX: handshake.X25519MLKEM768}, signed768} {
+		labels = append(labels, Mechanism(su))
+		for _, b := range []handshake.Backend{handshake.Stdlib, handshake.Circl} {
+			n := Config{Suite: su, Backend: b, Model: SleepModel}.name()
+			vals[b.String()] = append(vals[b.String()], rs.Median(n, "client_crypto")+rs.Median(n, "server_crypto"))
+		}
+	}
+	return chart.Bars("Cryptography time per handshake (client + server), 0 ms", "ms", labels, []string{"stdlib", "circl"}, vals)
+}
+
+func fieldTable(rs lab.Results) lab.Table {
+	t := lab.Table{Caption: "The field report's table shape: ward's median ms (p05–p95) at 0 / 20 / 75 ms one-way (report's delay model, stdlib, bundled flight) and bytes, the report's means beside",
+		Head: []string{"mechanism", "ward 0 ms", "ward 20 ms", "ward 75 ms", "ward bytes", "report 0 / 20 / 75 ms", "report bytes"}}
+	for _, f := range fieldReport {
+		row := []string{Mechanism(f.suite)}
+		var quoted []string
+		for _, d := range Delays {
+			r, _ := rs.Get(Config{Suite: f.suite, Model: SleepModel, Delay: d}.name(), "handshake_time")
+			row = append(row, lab.FormatNumber(r.Median)+" ("+r.Spread()+")")
+			quoted = append(quoted, lab.FormatNumber(rs.Median(fieldTimeCase(f.suite, d), "handshake_time")))
+		}
+		row = append(row, lab.FormatNumber(rs.Median(Config{Suite: f.suite, Model: SleepModel}.name(), "wire_bytes")),
+			strings.Join(quoted, " / "), lab.FormatNumber(f.bytes))
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+func ratioTable(rs lab.Results) lab.Table {
+	t := lab.Table{Caption: "Ratios of handshake times, same run: median and p05–p95 over all pairs of runs", Head: []string{"comparison", "ratio", "p05–p95"}}
+	for _, r := range ratios() {
+		if v, ok := rs.Get(r.name, "ratio"); ok {
+			t.Rows = append(t.Rows, []string{r.name, lab.FormatNumber(v.Median) + "x", v.Spread()})
+		}
+	}
+	return t
+}
