@@ -115,9 +115,6 @@ func NewBlindIndex(kr *keyring.Keyring, table, column string, opts ...IndexOptio
 	return b, nil
 }
 
-// Size returns the index length in bytes.
-func (b *BlindIndex) Size() int { return b.size }
-
 // Compute returns the index of value. Invalid UTF-8 is indexed as given,
 // without normalisation.
 func (b *BlindIndex) Compute(value string) []byte {

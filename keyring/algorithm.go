@@ -16,7 +16,7 @@ const (
 	// AlgorithmUnknown is the invalid zero value.
 	AlgorithmUnknown Algorithm = 0
 	// AES128GCM is AES-128 in GCM mode with a 12-byte random nonce and a
-	// 16-byte tag. It is the seed's choice (SEEDS.md, 000).
+	// 16-byte tag. It is the chat field report's choice (FIELD-REPORTS.md).
 	AES128GCM Algorithm = 1
 	// AES256GCM is AES-256 in GCM mode with a 12-byte random nonce and a
 	// 16-byte tag. It is the default.

@@ -141,9 +141,6 @@ func NewEnvelope(ks KeyService, opts EnvelopeOptions) *Envelope {
 	return e
 }
 
-// KeyService returns the underlying key service.
-func (e *Envelope) KeyService() KeyService { return e.ks }
-
 // Stats returns the counters.
 func (e *Envelope) Stats() Stats {
 	return Stats{SealHits: e.sealHits.Load(), SealMisses: e.sealMisses.Load(), OpenHits: e.openHits.Load(),

@@ -72,10 +72,10 @@ var (
 	// configuration: m=19456 KiB (19 MiB), t=2, p=1. It is the default.
 	OWASP = Params{Scheme: Argon2id, Memory: 19456, Time: 2, Parallelism: 1, SaltLen: 16, KeyLen: 32}
 	// SpringV58 is Spring Security's Argon2PasswordEncoder
-	// defaultsForSpringSecurity_v5_8(), the seed's profile: m=16384, t=2,
-	// p=1. It is below OWASP's equivalence line (m·t of 16384·2 against
+	// defaultsForSpringSecurity_v5_8(), the password field report's
+	// profile: m=16384, t=2, p=1. It is below OWASP's equivalence line (m·t of 16384·2 against
 	// 19456·2), so writing it needs Policy.AllowWeak; it exists to reproduce
-	// the seed and to interoperate.
+	// the field report and to interoperate.
 	SpringV58 = Params{Scheme: Argon2id, Memory: 16384, Time: 2, Parallelism: 1, SaltLen: 16, KeyLen: 32}
 	// Strong is RFC 9106's second recommended option: m=64 MiB, t=3, p=4.
 	Strong = Params{Scheme: Argon2id, Memory: 65536, Time: 3, Parallelism: 4, SaltLen: 16, KeyLen: 32}

@@ -133,9 +133,6 @@ func NewHasher(p Policy, limiter *Limiter) (*Hasher, error) {
 // function in use: "avx512", "avx2" or "generic".
 func Argon2Implementation() string { return argon2.Impl() }
 
-// Policy returns the hasher's policy.
-func (h *Hasher) Policy() Policy { return h.policy }
-
 // Limiter returns the hasher's limiter.
 func (h *Hasher) Limiter() *Limiter { return h.limiter }
 

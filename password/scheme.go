@@ -2,7 +2,6 @@ package password
 
 import (
 	"fmt"
-	"slices"
 )
 
 // scheme is one password hashing scheme: everything ward knows about it,
@@ -94,14 +93,4 @@ func under(name string, v, min uint64) error {
 		return &LimitError{Param: name, Value: v, Min: min}
 	}
 	return nil
-}
-
-// Schemes lists every scheme Verify accepts, in Scheme order.
-func Schemes() []Scheme {
-	out := make([]Scheme, 0, len(schemes))
-	for s := range schemes {
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
 }

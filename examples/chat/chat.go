@@ -190,9 +190,6 @@ func openDB(url string) (*sql.DB, field.Dialect, error) {
 // its security headers and request checks.
 func (s *Service) Handler() http.Handler { return s.server.handler() }
 
-// Keyring returns the service's keyring.
-func (s *Service) Keyring() *keyring.Keyring { return s.kr }
-
 // Close closes the database.
 func (s *Service) Close() error { return s.db.Close() }
 

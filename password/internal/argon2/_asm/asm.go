@@ -256,24 +256,30 @@ func genAVX2() {
 			}
 		}
 	}
+	avx2Output(q, out, x, y, xor)
+}
+
+// avx2Output writes out = Q ⊕ x ⊕ y, or out ^= Q ⊕ x ⊕ y, from the stack
+// buffer q, and returns.
+func avx2Output(q Mem, out, x, y, xor Register) {
 	Comment("out = Q ⊕ x ⊕ y, or out ^= Q ⊕ x ⊕ y; each 32 bytes are read before they are written.")
 	TESTB(xor, xor)
 	JNZ(LabelRef("avx2_xor"))
 	for i := 0; i < 32; i++ {
-		VMOVDQU(q.Offset(32*i), Y(0))
-		VPXOR(Mem{Base: x, Disp: 32 * i}, Y(0), Y(0))
-		VPXOR(Mem{Base: y, Disp: 32 * i}, Y(0), Y(0))
-		VMOVDQU(Y(0), Mem{Base: out, Disp: 32 * i})
+		VMOVDQU(q.Offset(32*i), ymm(0))
+		VPXOR(Mem{Base: x, Disp: 32 * i}, ymm(0), ymm(0))
+		VPXOR(Mem{Base: y, Disp: 32 * i}, ymm(0), ymm(0))
+		VMOVDQU(ymm(0), Mem{Base: out, Disp: 32 * i})
 	}
 	VZEROUPPER()
 	RET()
 	Label("avx2_xor")
 	for i := 0; i < 32; i++ {
-		VMOVDQU(q.Offset(32*i), Y(0))
-		VPXOR(Mem{Base: x, Disp: 32 * i}, Y(0), Y(0))
-		VPXOR(Mem{Base: y, Disp: 32 * i}, Y(0), Y(0))
-		VPXOR(Mem{Base: out, Disp: 32 * i}, Y(0), Y(0))
-		VMOVDQU(Y(0), Mem{Base: out, Disp: 32 * i})
+		VMOVDQU(q.Offset(32*i), ymm(0))
+		VPXOR(Mem{Base: x, Disp: 32 * i}, ymm(0), ymm(0))
+		VPXOR(Mem{Base: y, Disp: 32 * i}, ymm(0), ymm(0))
+		VPXOR(Mem{Base: out, Disp: 32 * i}, ymm(0), ymm(0))
+		VMOVDQU(ymm(0), Mem{Base: out, Disp: 32 * i})
 	}
 	VZEROUPPER()
 	RET()
