@@ -55,9 +55,11 @@ type Column struct {
 	enc          Encoding
 	bind         []string // bound columns, in order (nil: row key only)
 	legacy       bool     // also open values bound under the v1 context
+	mixed        bool     // also read values that are not ciphertexts as plaintext
 	prefix       []byte   // context prefix under the current binding
 	legacyPrefix []byte   // v1 context prefix
 	legacyOpens  atomic.Uint64
+	plainReads   atomic.Uint64
 }
 
 // ColumnOption configures a Column.
@@ -87,6 +89,17 @@ func Bind(columns ...string) ColumnOption {
 // a re-binding job runs: while it is on, a database writer can still move
 // an old value to another owner. [Column.LegacyOpens] counts such opens.
 func AcceptLegacyBinding() ColumnOption { return func(c *Column) { c.legacy = true } }
+
+// AcceptPlaintext is the mixed-read mode of a column moving from
+// plaintext to ciphertext while the application runs: Open returns a
+// stored value that does not parse as a ward ciphertext as it is, and
+// counts it ([Column.PlaintextReads]), while everything written is sealed.
+// A value that parses as a ward ciphertext must open; it is never taken
+// for plaintext. Turn it on for the migration only ([Reencrypt] with
+// FromPlaintext encrypts the existing rows; its census says when no
+// plaintext is left), then off: while it is on, a database writer can
+// plant plaintext that the application will show (SECURITY.md).
+func AcceptPlaintext() ColumnOption { return func(c *Column) { c.mixed = true } }
 
 // NewColumn returns a Column for table.column under kr. Table and column
 // names are part of every value's context: renaming either makes existing
@@ -136,6 +149,11 @@ func (c *Column) Keyring() *keyring.Keyring { return c.kr }
 // LegacyOpens counts values opened under the v1 context by
 // [AcceptLegacyBinding]: zero once a re-binding job has finished.
 func (c *Column) LegacyOpens() uint64 { return c.legacyOpens.Load() }
+
+// PlaintextReads counts the values Open returned as plaintext under
+// [AcceptPlaintext]: the progress of a migration, as the application
+// sees it.
+func (c *Column) PlaintextReads() uint64 { return c.plainReads.Load() }
 
 // Context returns the associated data a value in row is bound to, for
 // tools that seal outside this package (ward decrypt --table).
@@ -205,6 +223,13 @@ func (c *Column) SealNullString(row RowKey, s sql.NullString) (Ciphertext, error
 func (c *Column) Open(row RowKey, ct Ciphertext) ([]byte, error) {
 	if !ct.valid {
 		return nil, ErrNull
+	}
+	if ct.plain != nil {
+		if !c.mixed {
+			return nil, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: &plaintextError{ct.plain}}
+		}
+		c.plainReads.Add(1)
+		return append([]byte(nil), ct.data...), nil
 	}
 	pt, err := c.AppendOpen(nil, row, ct.data)
 	if err != nil {
@@ -293,10 +318,17 @@ func (e *OpenError) Unwrap() error { return e.Err }
 // Ciphertext is a sealed column value as stored in the database, or SQL
 // NULL. It implements [driver.Valuer] and [sql.Scanner]. The zero value is
 // NULL.
+//
+// A scanned value that does not parse as a ward ciphertext (in either
+// form) is held as such, not as an error: Open refuses it with
+// [ErrPlaintext], unless the column is migrating from plaintext
+// ([AcceptPlaintext]). A value that parses must open or fail; it is never
+// taken for plaintext.
 type Ciphertext struct {
-	data  []byte // binary form
+	data  []byte // binary form, or the raw stored value when plain
 	valid bool
-	text  bool // store as text
+	text  bool  // store as text
+	plain error // not nil: the stored value is not a ward ciphertext, and why
 }
 
 var (
@@ -307,22 +339,35 @@ var (
 // Valid reports whether the value is not NULL.
 func (c Ciphertext) Valid() bool { return c.valid }
 
-// Bytes returns the binary form (nil for NULL). The caller must not modify it.
-func (c Ciphertext) Bytes() []byte { return c.data }
+// Bytes returns the binary form (nil for NULL or a value that is not a
+// ward ciphertext). The caller must not modify it.
+func (c Ciphertext) Bytes() []byte {
+	if c.plain != nil {
+		return nil
+	}
+	return c.data
+}
 
 // Header parses the public header: algorithm and key ID.
 func (c Ciphertext) Header() (keyring.Header, error) {
 	if !c.valid {
 		return keyring.Header{}, ErrNull
 	}
+	if c.plain != nil {
+		return keyring.Header{}, c.plain
+	}
 	return keyring.ParseHeader(c.data)
 }
 
 // Value implements [driver.Valuer]: nil for NULL, []byte for the binary
-// encoding, string for the text encoding.
+// encoding, string for the text encoding. A scanned value that is not a
+// ward ciphertext is never written back: Value returns [ErrPlaintext].
 func (c Ciphertext) Value() (driver.Value, error) {
 	if !c.valid {
 		return nil, nil
+	}
+	if c.plain != nil {
+		return nil, &plaintextError{c.plain}
 	}
 	if c.text {
 		return keyring.EncodeText(c.data), nil
@@ -332,7 +377,8 @@ func (c Ciphertext) Value() (driver.Value, error) {
 
 // Scan implements [sql.Scanner]. It accepts NULL, the binary form (as
 // []byte) and the text form (as string or []byte), and copies the data, as
-// database/sql requires.
+// database/sql requires. Anything else that is a string or []byte is held
+// as a value that is not a ciphertext (see [Ciphertext]).
 func (c *Ciphertext) Scan(src any) error {
 	switch v := src.(type) {
 	case nil:
@@ -342,17 +388,37 @@ func (c *Ciphertext) Scan(src any) error {
 			return c.Scan(string(v))
 		}
 		*c = Ciphertext{data: append([]byte(nil), v...), valid: true}
-	case string:
-		b, err := keyring.DecodeText(v)
-		if err != nil {
-			return fmt.Errorf("field: scanning ciphertext: %w", err)
+		if _, err := keyring.ParseHeader(v); err != nil {
+			c.plain = err
 		}
-		*c = Ciphertext{data: b, valid: true, text: true}
+	case string:
+		*c = Ciphertext{valid: true, text: true}
+		b, err := keyring.DecodeText(v)
+		if err == nil {
+			_, err = keyring.ParseHeader(b)
+		}
+		if err != nil {
+			c.data, c.plain = []byte(v), err
+			return nil
+		}
+		c.data = b
 	default:
 		return fmt.Errorf("field: cannot scan %T into a Ciphertext", src)
 	}
 	return nil
 }
+
+// ErrPlaintext means a stored value is not a ward ciphertext: plaintext
+// written before the column was encrypted, or damage. The error also
+// matches the parse error ([keyring.ErrMalformed], [keyring.ErrTruncated]
+// or a [*keyring.VersionError]).
+var ErrPlaintext = errors.New("field: stored value is not a ward ciphertext")
+
+type plaintextError struct{ parse error }
+
+func (e *plaintextError) Error() string        { return ErrPlaintext.Error() + ": " + e.parse.Error() }
+func (e *plaintextError) Is(target error) bool { return target == ErrPlaintext }
+func (e *plaintextError) Unwrap() error        { return e.parse }
 
 // ParseCiphertext wraps a stored value (binary or text form) as a
 // Ciphertext without opening it.
@@ -361,8 +427,8 @@ func ParseCiphertext(b []byte) (Ciphertext, error) {
 	if err := c.Scan(b); err != nil {
 		return Ciphertext{}, err
 	}
-	if _, err := keyring.ParseHeader(c.data); err != nil {
-		return Ciphertext{}, fmt.Errorf("field: %w", err)
+	if c.plain != nil {
+		return Ciphertext{}, fmt.Errorf("field: %w", c.plain)
 	}
 	return c, nil
 }

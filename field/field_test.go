@@ -113,7 +113,11 @@ func TestCiphertextScan(t *testing.T) {
 	if err := c.Scan(42); err == nil {
 		t.Fatal("int scanned")
 	}
-	if err := c.Scan("w1:***"); !errors.Is(err, keyring.ErrMalformed) {
+	// A value that does not parse is held, and refused by Open.
+	if err := c.Scan("w1:***"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bin.Open(RowInt(7), c); !errors.Is(err, ErrPlaintext) || !errors.Is(err, keyring.ErrMalformed) {
 		t.Fatal(err)
 	}
 	// Scan copies: the driver may reuse its buffer.

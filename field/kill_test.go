@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -49,9 +50,15 @@ func TestReencryptChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	col := mustColumn(t, kr, table, "body")
+	var opts []ColumnOption
+	plain := os.Getenv("CHILD_PLAINTEXT") != ""
+	if plain {
+		opts = append(opts, WithEncoding(Text))
+	}
+	col := mustColumn(t, kr, table, "body", opts...)
 	pause, _ := time.ParseDuration(os.Getenv("CHILD_PAUSE"))
-	job := &Reencrypt{DB: db, Dialect: dialect, Column: col, Key: "id", BatchSize: 25, Pause: pause}
+	workers, _ := strconv.Atoi(os.Getenv("CHILD_WORKERS"))
+	job := &Reencrypt{DB: db, Dialect: dialect, Column: col, Key: "id", BatchSize: 25, Pause: pause, FromPlaintext: plain, Workers: workers}
 	if _, err := job.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +138,70 @@ func TestReencryptKilled(t *testing.T) {
 		end := checkAll(t, d, col, want)
 		if end[oldID] != 0 || end[newID] != n-n/50 {
 			t.Fatalf("after restart: %v", end)
+		}
+	})
+}
+
+// TestEncryptExistingKilled kills a real plaintext migration running four
+// workers with SIGKILL mid-run: every row still reads (plaintext or
+// ciphertext, through a mixed-mode column), and the restarted job
+// finishes with no plaintext left.
+func TestEncryptExistingKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	forEachDB(t, func(t *testing.T, d testDB) {
+		kr := newKR(t)
+		table := d.table(t, "plainkill")
+		const n = 3000
+		plainTable(t, d, table, "BIGINT", n, func(i int) any { return i })
+		mixed := mustColumn(t, kr, table, "body", WithEncoding(Text), AcceptPlaintext())
+		mk := local.Generate()
+		krPath := filepath.Join(t.TempDir(), "keyring.json")
+		data, err := kr.Marshal(context.Background(), mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(krPath, data, 0o600)
+		start := func(pause string) *exec.Cmd {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestReencryptChild$")
+			cmd.Env = append(os.Environ(), childEnv+"=1", local.EnvVar+"="+mk.Encode(), "CHILD_DRIVER="+d.driver, "CHILD_DSN="+d.dsn,
+				"CHILD_TABLE="+table, "CHILD_KEYRING="+krPath, "CHILD_PAUSE="+pause, "CHILD_PLAINTEXT=1", "CHILD_WORKERS=4")
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			return cmd
+		}
+		census := func() Census {
+			c, err := (&Reencrypt{DB: d.db, Dialect: d.dialect, Column: mixed, Key: "id"}).Count(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		child := start("20ms")
+		deadline := time.Now().Add(60 * time.Second)
+		for census().Current < 300 {
+			if time.Now().After(deadline) {
+				child.Process.Kill()
+				t.Fatal("child made no progress")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		child.Process.Kill()
+		child.Wait()
+		if p := readMixed(t, d, mixed, wantPlain); p == 0 || p == n-n/50 {
+			t.Fatalf("kill did not land mid-run: %d plaintext rows", p)
+		}
+		if err := start("0s").Wait(); err != nil {
+			t.Fatalf("restarted job: %v", err)
+		}
+		if p := readMixed(t, d, mixed, wantPlain); p != 0 {
+			t.Fatalf("%d plaintext rows after the restart", p)
+		}
+		if c := census(); !c.Done() || c.Plaintext != 0 {
+			t.Fatalf("census: %+v", c)
 		}
 	})
 }

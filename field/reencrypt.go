@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/wardlab/ward/keyring"
 )
@@ -14,7 +17,9 @@ import (
 // primary key, in the current ciphertext version, and bound under the
 // column's current binding ([Bind]). It is the job to run after a
 // rotation (before the old key is disabled), after declaring bound columns
-// (with [AcceptLegacyBinding] on), and to leave ciphertext v1 behind.
+// (with [AcceptLegacyBinding] on), to leave ciphertext v1 behind, and,
+// with FromPlaintext, to encrypt a column that held plaintext (with
+// [AcceptPlaintext] on in the application meanwhile).
 //
 // It walks the table in primary-key order in batches. Values already up to
 // date are recognised from their header and context check without
@@ -24,6 +29,12 @@ import (
 // the exact value that was read (compare-and-swap), so a concurrent
 // writer's newer value is never overwritten. Every new ciphertext is
 // opened again before it is written, so no row is ever left unreadable.
+//
+// Workers run batches in parallel in one process; Shard and Shards split
+// the table between processes or machines (key ranges for integer keys,
+// hash buckets for text keys), each crash-safe on its own, with the
+// database as the only coordinator. Rate caps rows per second so that live
+// traffic keeps its latency.
 type Reencrypt struct {
 	// DB is the database holding the column.
 	DB *sql.DB
@@ -40,7 +51,18 @@ type Reencrypt struct {
 	// Pause is slept between batches to limit load on a busy database
 	// (default 0).
 	Pause time.Duration
-	// Progress, if set, is called after every batch.
+	// FromPlaintext encrypts values that do not parse as ward ciphertexts
+	// (plaintext written before the column was encrypted). Values that
+	// parse must open, as always; they are never taken for plaintext.
+	FromPlaintext bool
+	// Workers is the number of batches processed at once (default 1).
+	Workers int
+	// Shard and Shards give this job's share of the table: shard i of n
+	// (0 <= i < n; n 0 or 1 means the whole table).
+	Shard, Shards int
+	// Rate limits the rows processed per second (0: no limit).
+	Rate float64
+	// Progress, if set, is called after every batch (never concurrently).
 	Progress func(Progress)
 }
 
@@ -54,272 +76,22 @@ type Progress struct {
 // Stats summarises a finished Reencrypt.
 type Stats struct {
 	Scanned     int // rows read
-	Reencrypted int // rows rewritten
+	Reencrypted int // rows rewritten (encrypted, re-sealed or re-bound)
+	Plaintext   int // of which were plaintext (FromPlaintext)
 	Current     int // rows already up to date
 	Null        int // NULL values (left alone)
 	Conflicts   int // rows changed by another writer while in flight
-	Failed      int // rows that did not open; left unchanged
+	Failed      int // rows that did not open (in the last pass); left unchanged
 	Passes      int // passes over the table
 	// FirstFailure describes the first row that did not open.
 	FirstFailure error
 }
 
-// Census counts the values of a column, for a dry run: per key ID, per
-// ciphertext version, and how many are still bound under the v1 context.
-type Census struct {
-	Rows      int
-	Null      int
-	Malformed int // values that are not ward ciphertexts
-	PerKey    map[keyring.KeyID]int
-	// PerVersion counts values per ciphertext format version.
-	PerVersion map[uint8]int
-	// LegacyBinding counts values whose context check matches the v1
-	// context rather than the column's bound columns (a column with
-	// Bind), or matches neither (Unbound). Only keys the keyring holds
-	// can be checked.
-	LegacyBinding, Unbound int
-	// Current counts values that need no work: under the primary key, in
-	// the current version and binding.
-	Current int
-}
-
 // ErrUnreadableRows is returned by Run when some rows could not be opened
-// (unknown or disabled key, tampering); they are left unchanged and
-// counted in Stats.Failed.
+// (unknown or disabled key, tampering, a value that looks like a
+// ciphertext but is not); they are left unchanged and counted in
+// Stats.Failed.
 var ErrUnreadableRows = errors.New("field: some rows could not be opened and were left unchanged")
-
-// queries are the statements of a job over one table.
-type queries struct {
-	count, first, next, update string
-}
-
-func (r *Reencrypt) queries() (queries, error) {
-	if r.DB == nil || r.Column == nil {
-		return queries{}, errors.New("field: Reencrypt needs DB and Column")
-	}
-	if r.Dialect != SQLite && r.Dialect != Postgres {
-		return queries{}, errors.New("field: Reencrypt needs a Dialect")
-	}
-	t, err := quoteIdent(r.Column.Table())
-	if err != nil {
-		return queries{}, err
-	}
-	c, err := quoteIdent(r.Column.Name())
-	if err != nil {
-		return queries{}, err
-	}
-	k, err := quoteIdent(r.Key)
-	if err != nil {
-		return queries{}, err
-	}
-	cols := k + ", " + c
-	for _, b := range r.Column.Bound() {
-		qb, err := quoteIdent(b)
-		if err != nil {
-			return queries{}, err
-		}
-		cols += ", " + qb
-	}
-	p := r.Dialect.Placeholder
-	return queries{
-		count:  fmt.Sprintf("SELECT COUNT(*) FROM %s", t),
-		first:  fmt.Sprintf("SELECT %s FROM %s ORDER BY %s LIMIT %s", cols, t, k, p(1)),
-		next:   fmt.Sprintf("SELECT %s FROM %s WHERE %s > %s ORDER BY %s LIMIT %s", cols, t, k, p(1), k, p(2)),
-		update: fmt.Sprintf("UPDATE %s SET %s = %s WHERE %s = %s AND %s = %s", t, c, p(1), k, p(2), c, p(3)),
-	}, nil
-}
-
-// dbRow is one row as read: primary key, value and bound values.
-type dbRow struct {
-	key   any
-	val   any // as scanned: nil, []byte or string
-	bound []any
-}
-
-// rowKey returns the row's key with its bound values.
-func (d dbRow) rowKey() (RowKey, error) {
-	rk, err := rowFromDB(d.key)
-	if err != nil {
-		return rk, err
-	}
-	if len(d.bound) > 0 {
-		rk = rk.With(d.bound...)
-	}
-	return rk, rk.err
-}
-
-func (r *Reencrypt) batchSize() int {
-	if r.BatchSize <= 0 {
-		return 500
-	}
-	return r.BatchSize
-}
-
-// readBatch reads up to the batch size of rows after last (nil: from the
-// start) in key order.
-func (r *Reencrypt) readBatch(ctx context.Context, q queries, last any) ([]dbRow, error) {
-	var rows *sql.Rows
-	var err error
-	if last == nil {
-		rows, err = r.DB.QueryContext(ctx, q.first, r.batchSize())
-	} else {
-		rows, err = r.DB.QueryContext(ctx, q.next, last, r.batchSize())
-	}
-	if err != nil {
-		return nil, fmt.Errorf("field: reading %s: %w", r.Column.Table(), err)
-	}
-	defer rows.Close()
-	var got []dbRow
-	nb := len(r.Column.Bound())
-	for rows.Next() {
-		d := dbRow{bound: make([]any, nb)}
-		dest := []any{&d.key, &d.val}
-		for i := range d.bound {
-			dest = append(dest, &d.bound[i])
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("field: reading %s: %w", r.Column.Table(), err)
-		}
-		if b, ok := d.key.([]byte); ok {
-			d.key = string(b)
-		}
-		if b, ok := d.val.([]byte); ok {
-			d.val = append([]byte(nil), b...)
-		}
-		got = append(got, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("field: reading %s: %w", r.Column.Table(), err)
-	}
-	return got, nil
-}
-
-// scan calls fn for every batch of rows in key order.
-func (r *Reencrypt) scan(ctx context.Context, q queries, fn func([]dbRow) error) error {
-	var last any
-	for {
-		got, err := r.readBatch(ctx, q, last)
-		if err != nil || len(got) == 0 {
-			return err
-		}
-		if err := fn(got); err != nil {
-			return err
-		}
-		if len(got) < r.batchSize() {
-			return nil
-		}
-		last = got[len(got)-1].key
-		if r.Pause > 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(r.Pause):
-			}
-		}
-	}
-}
-
-// valueState says what a stored value needs.
-type valueState int
-
-const (
-	stateNull      valueState = iota
-	stateCurrent              // up to date
-	stateStale                // to re-seal: old key, version or binding
-	stateMalformed            // not a ward ciphertext
-)
-
-// classify looks at a stored value without decrypting it.
-func (r *Reencrypt) classify(row dbRow, primary keyring.KeyID) (valueState, Ciphertext, keyring.Header) {
-	if row.val == nil {
-		return stateNull, Ciphertext{}, keyring.Header{}
-	}
-	var ct Ciphertext
-	if err := ct.Scan(row.val); err != nil {
-		return stateMalformed, ct, keyring.Header{}
-	}
-	h, err := ct.Header()
-	if err != nil {
-		return stateMalformed, ct, h
-	}
-	if h.KeyID != primary || h.Version != keyring.CurrentVersion {
-		return stateStale, ct, h
-	}
-	if r.Column.Bound() != nil && !r.boundCurrently(row, ct) {
-		return stateStale, ct, h
-	}
-	return stateCurrent, ct, h
-}
-
-// boundCurrently reports whether the value's context check matches the
-// column's current binding.
-func (r *Reencrypt) boundCurrently(row dbRow, ct Ciphertext) bool {
-	rk, err := row.rowKey()
-	if err != nil {
-		return false
-	}
-	ctx, err := r.Column.Context(rk)
-	if err != nil {
-		return false
-	}
-	ok, err := r.Column.Keyring().ContextMatches(ct.Bytes(), ctx)
-	return err == nil && ok
-}
-
-// Count is the dry run: it reads the column and counts values per key ID,
-// version and binding without decrypting or writing anything.
-func (r *Reencrypt) Count(ctx context.Context) (Census, error) {
-	q, err := r.queries()
-	if err != nil {
-		return Census{}, err
-	}
-	c := Census{PerKey: map[keyring.KeyID]int{}, PerVersion: map[uint8]int{}}
-	primary := r.Column.Keyring().Primary().ID
-	err = r.scan(ctx, q, func(rows []dbRow) error {
-		for _, row := range rows {
-			c.Rows++
-			st, ct, h := r.classify(row, primary)
-			switch st {
-			case stateNull:
-				c.Null++
-				continue
-			case stateMalformed:
-				c.Malformed++
-				continue
-			case stateCurrent:
-				c.Current++
-			}
-			c.PerKey[h.KeyID]++
-			c.PerVersion[h.Version]++
-			r.countBinding(&c, row, ct, h)
-		}
-		return nil
-	})
-	return c, err
-}
-
-func (r *Reencrypt) countBinding(c *Census, row dbRow, ct Ciphertext, h keyring.Header) {
-	if r.Column.Bound() == nil {
-		return
-	}
-	if _, ok := r.Column.Keyring().Lookup(h.KeyID); !ok {
-		return
-	}
-	if r.boundCurrently(row, ct) {
-		return
-	}
-	rk, err := row.rowKey()
-	if err != nil {
-		c.Unbound++
-		return
-	}
-	var buf [128]byte
-	if ok, _ := r.Column.Keyring().ContextMatches(ct.Bytes(), r.Column.legacyContext(buf[:], rk)); ok {
-		c.LegacyBinding++
-	} else {
-		c.Unbound++
-	}
-}
 
 // maxPasses bounds how often Run walks the table again to pick up rows
 // that concurrent writers changed under an old key.
@@ -328,13 +100,14 @@ const maxPasses = 3
 // Run brings every stale value up to date. It returns [ErrUnreadableRows]
 // (with Stats) if some values could not be opened.
 func (r *Reencrypt) Run(ctx context.Context) (Stats, error) {
-	q, err := r.queries()
+	q, err := r.queries(ctx)
 	if err != nil {
 		return Stats{}, err
 	}
 	var st Stats
 	for st.Passes < maxPasses {
 		st.Passes++
+		st.Failed, st.FirstFailure = 0, nil // a row that fails, fails again in every pass
 		before := st.Conflicts
 		if err := r.pass(ctx, q, &st); err != nil {
 			return st, err
@@ -349,33 +122,95 @@ func (r *Reencrypt) Run(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
+// pass walks the table (this shard) once: one goroutine reads batches in
+// key order, Workers goroutines re-seal and write them.
+func (r *Reencrypt) pass(ctx context.Context, q queries, st *Stats) error {
+	var total int
+	if err := r.DB.QueryRowContext(ctx, q.count, q.countArgs...).Scan(&total); err != nil {
+		return fmt.Errorf("field: counting %s: %w", r.Column.Table(), err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu      sync.Mutex
+		prog    = Progress{Total: total}
+		first   error
+		wg      sync.WaitGroup
+		batches = make(chan []dbRow)
+	)
+	var limit *rate.Limiter
+	if r.Rate > 0 {
+		limit = rate.NewLimiter(rate.Limit(r.Rate), max(r.batchSize(), int(r.Rate)))
+	}
+	for range max(1, r.Workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rows := range batches {
+				var local Stats
+				done, err := r.batch(ctx, q, rows, &local, limit)
+				mu.Lock()
+				st.merge(local)
+				prog.Scanned += len(rows)
+				prog.Reencrypted += done
+				if err != nil && first == nil {
+					first = err
+					cancel()
+				}
+				if r.Progress != nil && err == nil {
+					r.Progress(prog)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	err := r.scan(ctx, q, func(rows []dbRow) error {
+		select {
+		case batches <- rows:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	close(batches)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// batch re-seals and writes one batch, after waiting for the rate limit.
+func (r *Reencrypt) batch(ctx context.Context, q queries, rows []dbRow, st *Stats, limit *rate.Limiter) (int, error) {
+	if limit != nil {
+		if err := limit.WaitN(ctx, len(rows)); err != nil {
+			return 0, err
+		}
+	}
+	ups, err := r.reseal(rows, st)
+	if err != nil {
+		return 0, err
+	}
+	return r.apply(ctx, q, ups, st)
+}
+
+// merge adds another worker's counts.
+func (s *Stats) merge(o Stats) {
+	s.Scanned += o.Scanned
+	s.Reencrypted += o.Reencrypted
+	s.Plaintext += o.Plaintext
+	s.Current += o.Current
+	s.Null += o.Null
+	s.Conflicts += o.Conflicts
+	s.Failed += o.Failed
+	if s.FirstFailure == nil {
+		s.FirstFailure = o.FirstFailure
+	}
+}
+
 // update is one compare-and-swap: the row's key, the value read, the new
 // value.
 type update struct{ key, old, new any }
-
-func (r *Reencrypt) pass(ctx context.Context, q queries, st *Stats) error {
-	var total int
-	if err := r.DB.QueryRowContext(ctx, q.count).Scan(&total); err != nil {
-		return fmt.Errorf("field: counting %s: %w", r.Column.Table(), err)
-	}
-	prog := Progress{Total: total}
-	return r.scan(ctx, q, func(rows []dbRow) error {
-		ups, err := r.reseal(rows, st)
-		if err != nil {
-			return err
-		}
-		prog.Scanned += len(rows)
-		done, err := r.apply(ctx, q, ups, st)
-		if err != nil {
-			return err
-		}
-		prog.Reencrypted += done
-		if r.Progress != nil {
-			r.Progress(prog)
-		}
-		return nil
-	})
-}
 
 // reseal computes the new value of every stale row of a batch.
 func (r *Reencrypt) reseal(rows []dbRow, st *Stats) ([]update, error) {
@@ -397,11 +232,12 @@ func (r *Reencrypt) reseal(rows []dbRow, st *Stats) ([]update, error) {
 			r.fail(st, &OpenError{Table: r.Column.Table(), Column: r.Column.Name(), Row: fmt.Sprint(row.key), Err: err})
 			continue
 		}
-		if state == stateMalformed {
-			r.fail(st, &OpenError{Table: r.Column.Table(), Column: r.Column.Name(), Row: rk.String(), Err: keyring.ErrMalformed})
-			continue
+		var nv any
+		if state == statePlain {
+			nv, err = r.encryptPlain(rk, row.val, ct)
+		} else {
+			nv, err = r.resealOne(rk, ct)
 		}
-		nv, err := r.resealOne(rk, ct)
 		if errors.Is(err, errInternal) {
 			return nil, err
 		}
@@ -409,9 +245,41 @@ func (r *Reencrypt) reseal(rows []dbRow, st *Stats) ([]update, error) {
 			r.fail(st, err)
 			continue
 		}
+		if state == statePlain {
+			st.Plaintext++
+		}
 		ups = append(ups, update{row.key, row.val, nv})
 	}
 	return ups, nil
+}
+
+// encryptPlain seals a stored plaintext (FromPlaintext); without it, a
+// value that is not a ciphertext is a failure, as before.
+func (r *Reencrypt) encryptPlain(rk RowKey, stored any, ct Ciphertext) (any, error) {
+	col := r.Column
+	if !r.FromPlaintext {
+		return nil, &OpenError{Table: col.table, Column: col.name, Row: rk.String(), Err: &plaintextError{ct.plain}}
+	}
+	var pt []byte
+	switch v := stored.(type) {
+	case []byte:
+		pt = v
+	case string:
+		pt = []byte(v)
+	}
+	fresh, err := col.Seal(rk, pt)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errInternal, err)
+	}
+	check, err := col.Open(rk, fresh)
+	if err != nil || string(check) != string(pt) {
+		return nil, fmt.Errorf("%w: sealed value for row %s does not open: %v", errInternal, rk, err)
+	}
+	clear(check)
+	if _, isText := stored.(string); isText || col.enc == Text {
+		fresh.text = true // a TEXT column gets the text form
+	}
+	return fresh.Value()
 }
 
 var errInternal = errors.New("field: internal error")
@@ -458,17 +326,25 @@ func (r *Reencrypt) apply(ctx context.Context, q queries, ups []update, st *Stat
 		return 0, fmt.Errorf("field: begin: %w", err)
 	}
 	done := 0
-	for _, u := range ups {
-		res, err := tx.ExecContext(ctx, q.update, u.new, u.key, u.old)
+	for len(ups) > 0 {
+		chunk := ups[:min(len(ups), casRows)]
+		ups = ups[len(chunk):]
+		args := make([]any, 0, 3*len(chunk))
+		for _, u := range chunk {
+			args = append(args, u.key, u.old, u.new)
+		}
+		res, err := tx.ExecContext(ctx, q.cas(len(chunk)), args...)
 		if err != nil {
 			tx.Rollback()
 			return 0, fmt.Errorf("field: updating %s: %w", r.Column.Table(), err)
 		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			done++
-		} else {
-			st.Conflicts++
+		n, err := res.RowsAffected()
+		if err != nil {
+			tx.Rollback()
+			return 0, fmt.Errorf("field: updating %s: %w", r.Column.Table(), err)
 		}
+		done += int(n)
+		st.Conflicts += len(chunk) - int(n)
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("field: commit: %w", err)

@@ -129,6 +129,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newEncryptCmd(),
 		a.newDecryptCmd(),
 		a.newRotateCmd(),
+		a.newEncryptColumnCmd(),
 		a.newKMSCmd(),
 		a.newPasswordCmd(),
 		a.newHandshakeCmd(),

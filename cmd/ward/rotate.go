@@ -21,8 +21,11 @@ type rotateOptions struct {
 	db, table, column, key string
 	bind                   []string
 	text, dryRun, quiet    bool
-	batch                  int
+	batch, workers         int
 	pause                  time.Duration
+	shard                  string
+	rate                   float64
+	fromPlaintext          bool
 }
 
 func (a *app) newRotateCmd() *cobra.Command {
@@ -38,11 +41,49 @@ read. Safe to interrupt and run again: values already up to date are
 skipped. --dry-run only counts values per key ID, version and binding. Run
 it after 'ward keyring rotate', then disable the old key.
 
-Databases: postgres://USER@HOST/DB (password via $WARD_DB or PGPASSWORD, not
-argv) and sqlite:PATH.`,
+` + jobHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.rotate(cmd, &o) },
 	}
+	jobFlags(cmd, &o)
+	return cmd
+}
+
+func (a *app) newEncryptColumnCmd() *cobra.Command {
+	var o rotateOptions
+	cmd := &cobra.Command{
+		Use:   "encrypt-column --db URL --table T --column C",
+		Short: "Encrypt a column that holds plaintext, online (the application runs in mixed-read mode meanwhile)",
+		Long: `Encrypt every value of a column that is still plaintext, while the
+application keeps running with field.AcceptPlaintext (mixed reads: old
+plaintext reads as plaintext, everything written is encrypted). It shares
+'ward rotate's machinery: batches, compare-and-swap, resumable after a
+kill, every new value opened again before it is written. Values that parse
+as ward ciphertexts are never taken for plaintext: they must open, or the
+row is left unchanged and reported.
+
+First run it with --dry-run: the census counts plaintext, ciphertexts per
+key ID, and suspect values (plaintext that happens to parse as a
+ciphertext, which mixed mode would refuse to show). When a later dry run
+shows 0 plaintext, turn mixed mode off in the application.
+
+` + jobHelp,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { o.fromPlaintext = true; return a.rotate(cmd, &o) },
+	}
+	jobFlags(cmd, &o)
+	return cmd
+}
+
+const jobHelp = `Scale: --workers N processes batches in parallel; --shard I/N takes this
+process's share of the table (key ranges for integer keys, hash buckets for
+text keys) so that N processes or machines split a job, each crash-safe on
+its own; --rate caps rows per second so live traffic keeps its latency.
+
+Databases: postgres://USER@HOST/DB (password via $WARD_DB or PGPASSWORD, not
+argv) and sqlite:PATH.`
+
+func jobFlags(cmd *cobra.Command, o *rotateOptions) {
 	f := cmd.Flags()
 	f.StringVar(&o.db, "db", "", "database URL (default $"+DBEnv+")")
 	f.StringVar(&o.table, "table", "", "table name")
@@ -50,11 +91,24 @@ argv) and sqlite:PATH.`,
 	f.StringVar(&o.key, "key", "id", "primary-key column (the row key in each value's context)")
 	f.StringArrayVar(&o.bind, "bind", nil, "a bound column (field.Bind), repeated in order: values are re-bound to them")
 	f.BoolVar(&o.text, "text", false, "the column stores the text form (TEXT columns)")
-	f.BoolVar(&o.dryRun, "dry-run", false, "count values per key ID and change nothing")
+	f.BoolVar(&o.dryRun, "dry-run", false, "count values per key ID, version, binding and plaintext; change nothing")
 	f.IntVar(&o.batch, "batch", 500, "rows per transaction")
+	f.IntVar(&o.workers, "workers", 1, "batches processed in parallel")
+	f.StringVar(&o.shard, "shard", "", "this process's share, I/N (0 <= I < N)")
+	f.Float64Var(&o.rate, "rate", 0, "at most this many rows per second (0: no limit)")
 	f.DurationVar(&o.pause, "pause", 0, "sleep between batches, to limit load")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress output")
-	return cmd
+}
+
+// parseShard parses "I/N".
+func parseShard(s string) (i, n int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	if _, err := fmt.Sscanf(s, "%d/%d", &i, &n); err != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("--shard %q: want I/N with 0 <= I < N", s)
+	}
+	return i, n, nil
 }
 
 func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
@@ -63,6 +117,10 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	}
 	if o.db == "" || o.table == "" || o.column == "" {
 		return usage(errors.New("--db, --table and --column are required"), "")
+	}
+	shard, shards, err := parseShard(o.shard)
+	if err != nil {
+		return usage(err, "")
 	}
 	kr, err := a.loadKeyring(cmd)
 	if err != nil {
@@ -73,6 +131,38 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 		return err
 	}
 	defer db.Close()
+	col, err := jobColumn(kr, o)
+	if err != nil {
+		return usage(err, "")
+	}
+	job := &field.Reencrypt{DB: db, Dialect: dialect, Column: col, Key: o.key, BatchSize: o.batch, Pause: o.pause,
+		FromPlaintext: o.fromPlaintext, Workers: o.workers, Shard: shard, Shards: shards, Rate: o.rate}
+	name := o.table + "." + o.column
+	if o.dryRun {
+		c, err := job.Count(cmd.Context())
+		if err != nil {
+			return err
+		}
+		a.printCensus(kr, name, c, o.bind != nil)
+		return nil
+	}
+	verb := "re-encrypting "
+	if o.fromPlaintext {
+		verb = "encrypting "
+	}
+	bar := newProgress(a.stderr, verb+name, 1, o.quiet)
+	job.Progress = func(p field.Progress) { bar.set(p.Scanned, max(p.Total, p.Scanned)) }
+	st, err := job.Run(cmd.Context())
+	bar.finish()
+	fmt.Fprintf(a.stdout, "%s: %d written under %v (%d of them plaintext), %d already up to date, %d NULL, %d conflicts, %d failed (%d passes)\n",
+		name, st.Reencrypted, kr.Primary().ID, st.Plaintext, st.Current, st.Null, st.Conflicts, st.Failed, st.Passes)
+	if errors.Is(err, field.ErrUnreadableRows) {
+		return failed(err, "the rows that failed are unchanged; check '--dry-run' for keys missing from the keyring and suspect values")
+	}
+	return err
+}
+
+func jobColumn(kr *keyring.Keyring, o *rotateOptions) (*field.Column, error) {
 	enc := field.Binary
 	if o.text {
 		enc = field.Text
@@ -81,34 +171,12 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	if o.bind != nil {
 		opts = append(opts, field.Bind(o.bind...))
 	}
-	col, err := field.NewColumn(kr, o.table, o.column, opts...)
-	if err != nil {
-		return usage(err, "")
-	}
-	job := &field.Reencrypt{DB: db, Dialect: dialect, Column: col, Key: o.key, BatchSize: o.batch, Pause: o.pause}
-	if o.dryRun {
-		c, err := job.Count(cmd.Context())
-		if err != nil {
-			return err
-		}
-		a.printCensus(kr, o.table+"."+o.column, c, o.bind != nil)
-		return nil
-	}
-	bar := newProgress(a.stderr, "re-encrypting "+o.table+"."+o.column, 1, o.quiet)
-	job.Progress = func(p field.Progress) { bar.set(p.Scanned, max(p.Total, p.Scanned)) }
-	st, err := job.Run(cmd.Context())
-	bar.finish()
-	fmt.Fprintf(a.stdout, "%s.%s: %d re-encrypted under %v, %d already up to date, %d NULL, %d conflicts, %d failed (%d passes)\n",
-		o.table, o.column, st.Reencrypted, kr.Primary().ID, st.Current, st.Null, st.Conflicts, st.Failed, st.Passes)
-	if errors.Is(err, field.ErrUnreadableRows) {
-		return failed(err, "the rows that failed are unchanged; check 'ward rotate --dry-run' for keys missing from the keyring")
-	}
-	return err
+	return field.NewColumn(kr, o.table, o.column, opts...)
 }
 
 // printCensus prints a dry run's counts.
 func (a *app) printCensus(kr *keyring.Keyring, name string, c field.Census, bound bool) {
-	fmt.Fprintf(a.stdout, "%s: %d rows, %d NULL, %d malformed, %d up to date\n", name, c.Rows, c.Null, c.Malformed, c.Current)
+	fmt.Fprintf(a.stdout, "%s: %d rows, %d NULL, %d plaintext, %d suspect, %d up to date\n", name, c.Rows, c.Null, c.Plaintext, c.Suspect, c.Current)
 	for _, id := range slices.Sorted(maps.Keys(c.PerKey)) {
 		state := "not in keyring"
 		if info, ok := kr.Lookup(id); ok {
@@ -120,6 +188,12 @@ func (a *app) printCensus(kr *keyring.Keyring, name string, c field.Census, boun
 		fmt.Fprintf(a.stdout, "  ciphertext v%d: %d values\n", v, c.PerVersion[v])
 	}
 	if bound {
-		fmt.Fprintf(a.stdout, "  bound to the row only (v1 binding): %d; matching no binding: %d\n", c.LegacyBinding, c.Unbound)
+		fmt.Fprintf(a.stdout, "  bound to the row only (v1 binding): %d\n", c.LegacyBinding)
+	}
+	if c.Suspect > 0 {
+		fmt.Fprintf(a.stdout, "  %d values parse as ciphertexts but are not this column's (unknown key or context): fix them before mixed mode or a rotation\n", c.Suspect)
+	}
+	if c.Done() {
+		fmt.Fprintln(a.stdout, "  done: no plaintext, everything under the primary key, current format and binding")
 	}
 }

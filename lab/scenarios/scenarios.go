@@ -9,6 +9,7 @@ import (
 	chatlab "github.com/wardlab/ward/lab/scenarios/chat"
 	handshakelab "github.com/wardlab/ward/lab/scenarios/handshake"
 	kmslab "github.com/wardlab/ward/lab/scenarios/kms"
+	migratelab "github.com/wardlab/ward/lab/scenarios/migrate"
 	passwordlab "github.com/wardlab/ward/lab/scenarios/password"
 	tlslab "github.com/wardlab/ward/lab/scenarios/tls"
 )
@@ -23,5 +24,6 @@ func All() []lab.Scenario {
 		handshakelab.Scenario{},
 		tlslab.Scenario{},
 		chatlab.Scenario{},
+		migratelab.Scenario{},
 	}
 }

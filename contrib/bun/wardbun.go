@@ -1,0 +1,305 @@
+// Package wardbun encrypts bun model fields with ward's field layer. An
+// encrypted field has type [Text]; the model's two bun hooks call a
+// [Codec], which seals every Text field before bun writes the model and
+// opens it after bun scans a row (when every column, the row key and
+// owners included, is known):
+//
+//	type Note struct {
+//		bun.BaseModel `bun:"table:notes"`
+//		ID     string `bun:",pk"`              // client-assigned (a UUID): the row key
+//		UserID int64
+//		Body   wardbun.Text `bun:"type:text" ward:"bind:user_id"`
+//		Email      wardbun.Text `bun:"type:text"`
+//		EmailIndex []byte `ward:"index:email"` // blind index of Email, for equality search
+//	}
+//	func (n *Note) BeforeAppendModel(ctx context.Context, q bun.Query) error { return codec.Seal(ctx, q, n) }
+//	func (n *Note) AfterScanRow(ctx context.Context) error                 { return codec.Open(ctx, n) }
+//
+// The row key. A value is bound to the column named in key: (by default
+// the table's single primary key), which must be set before insert: a
+// database-assigned ID cannot be it. Use a client-assigned key (a UUID),
+// or write key:- to bind to table and column only (and bind: to an owner):
+// then a database writer can swap values between rows of the same table
+// (and owner) undetected.
+//
+// A Text that was not sealed (a model without the hook) refuses to be
+// written: plaintext never reaches the database. NULL stays NULL
+// ([Text.Null]); a tampered or misplaced value fails in AfterScanRow with
+// field's typed errors.
+package wardbun
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/schema"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/keyring"
+)
+
+// Text is an encrypted text column: plaintext in the model, a ward
+// ciphertext (text form) in the database; tag it `bun:"type:text"` so that
+// bun creates a text column. The zero value is the empty string; see
+// [Null] for SQL NULL.
+type Text struct {
+	s      string
+	null   bool
+	ct     field.Ciphertext // as scanned, or as sealed
+	sealed bool
+}
+
+// NewText returns a Text holding s.
+func NewText(s string) Text { return Text{s: s} }
+
+// Null returns a Text that is SQL NULL.
+func Null() Text { return Text{null: true} }
+
+// String returns the plaintext ("" for NULL).
+func (t Text) String() string { return t.s }
+
+// IsNull reports whether the value is SQL NULL.
+func (t Text) IsNull() bool { return t.null }
+
+// ErrNotSealed means a Text reached the database without being sealed:
+// the model lacks the BeforeAppendModel hook.
+var ErrNotSealed = errors.New("wardbun: value was not sealed (add the BeforeAppendModel hook that calls Codec.Seal)")
+
+// Value implements driver.Valuer: the sealed ciphertext, never plaintext.
+func (t Text) Value() (driver.Value, error) {
+	if t.null {
+		return nil, nil
+	}
+	if !t.sealed {
+		return nil, ErrNotSealed
+	}
+	return t.ct.Value()
+}
+
+// Scan implements sql.Scanner; Codec.Open decrypts afterwards.
+func (t *Text) Scan(src any) error {
+	*t = Text{null: src == nil}
+	return t.ct.Scan(src)
+}
+
+// ErrNoRowKey means the row key was zero when a value was sealed or opened.
+var ErrNoRowKey = errors.New("wardbun: the row key is not set")
+
+// Codec seals and opens the Text fields of bun models.
+type Codec struct {
+	db      *bun.DB
+	kr      *keyring.Keyring
+	colOpts []field.ColumnOption
+	cache   sync.Map // *schema.Field → *binding
+}
+
+// New returns a Codec for models of db under kr; opts (for example
+// field.AcceptPlaintext during a migration) apply to every column.
+func New(db *bun.DB, kr *keyring.Keyring, opts ...field.ColumnOption) *Codec {
+	return &Codec{db: db, kr: kr, colOpts: opts}
+}
+
+var textType = reflect.TypeFor[Text]()
+
+type binding struct {
+	col   *field.Column
+	key   *schema.Field // nil: key:-
+	bound []*schema.Field
+	index *field.BlindIndex // for an index field
+	of    *schema.Field     // the field an index is computed from
+}
+
+// Seal seals every Text field of model (a pointer to a struct) and
+// computes its blind indexes, for the inserts and updates among queries q
+// (bun calls BeforeAppendModel for selects too, where there is nothing to
+// seal).
+func (c *Codec) Seal(ctx context.Context, q bun.Query, model any) error {
+	if op := q.Operation(); op != "INSERT" && op != "UPDATE" {
+		return nil
+	}
+	return c.each(model, func(f *schema.Field, b *binding, strct reflect.Value) error {
+		if b.index != nil {
+			t := b.of.Value(strct).Interface().(Text)
+			out := f.Value(strct)
+			if t.null {
+				out.SetBytes(nil)
+			} else {
+				out.SetBytes(b.index.Compute(t.s))
+			}
+			return nil
+		}
+		t := f.Value(strct).Addr().Interface().(*Text)
+		if t.null {
+			return nil
+		}
+		rk, err := b.row(f, strct)
+		if err != nil {
+			return err
+		}
+		if t.ct, err = b.col.SealString(rk, t.s); err != nil {
+			return err
+		}
+		t.sealed = true
+		return nil
+	})
+}
+
+// Open decrypts every Text field of a scanned model.
+func (c *Codec) Open(ctx context.Context, model any) error {
+	return c.each(model, func(f *schema.Field, b *binding, strct reflect.Value) error {
+		if b.index != nil {
+			return nil
+		}
+		t := f.Value(strct).Addr().Interface().(*Text)
+		if t.null || !t.ct.Valid() {
+			return nil
+		}
+		rk, err := b.row(f, strct)
+		if err != nil {
+			return err
+		}
+		if t.s, err = b.col.OpenString(rk, t.ct); err != nil {
+			return err
+		}
+		t.sealed = true // what was read may be written back as is
+		return nil
+	})
+}
+
+// each calls fn for every Text field and index field of model.
+func (c *Codec) each(model any, fn func(*schema.Field, *binding, reflect.Value) error) error {
+	v := reflect.ValueOf(model)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("wardbun: model must be a pointer to a struct, not %T", model)
+	}
+	strct := v.Elem()
+	table := c.db.Table(strct.Type())
+	for _, f := range table.Fields {
+		isIndex := f.StructField.Tag.Get("ward") != "" && parseTag(f.StructField.Tag.Get("ward"))["index"] != ""
+		if f.IndirectType != textType && !isIndex {
+			continue
+		}
+		b, err := c.binding(table, f)
+		if err != nil {
+			return err
+		}
+		if err := fn(f, b, strct); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Codec) binding(table *schema.Table, f *schema.Field) (*binding, error) {
+	if b, ok := c.cache.Load(f); ok {
+		return b.(*binding), nil
+	}
+	tag := parseTag(f.StructField.Tag.Get("ward"))
+	b := &binding{}
+	if of := tag["index"]; of != "" {
+		if b.of = table.LookupField(of); b.of == nil || b.of.IndirectType != textType {
+			return nil, fmt.Errorf("wardbun: %s.%s: index of %q, which is not a Text column", table.Name, f.Name, of)
+		}
+		idx, err := field.NewBlindIndex(c.kr, table.Name, b.of.Name, field.WithNormalizer(field.NormalizeFold))
+		if err != nil {
+			return nil, err
+		}
+		b.index = idx
+	} else if err := c.bindRow(table, f, tag, b); err != nil {
+		return nil, err
+	}
+	v, _ := c.cache.LoadOrStore(f, b)
+	return v.(*binding), nil
+}
+
+func (c *Codec) bindRow(table *schema.Table, f *schema.Field, tag map[string]string, b *binding) error {
+	switch key := tag["key"]; {
+	case key == "-":
+	case key != "":
+		if b.key = table.LookupField(key); b.key == nil {
+			return fmt.Errorf("wardbun: %s.%s: key column %q not found", table.Name, f.Name, key)
+		}
+	case len(table.PKs) == 1:
+		b.key = table.PKs[0]
+	default:
+		return fmt.Errorf("wardbun: %s.%s: name the row key with ward:\"key:COLUMN\" (or key:- for none)", table.Name, f.Name)
+	}
+	var names []string
+	for _, n := range strings.Split(tag["bind"], ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		bf := table.LookupField(n)
+		if bf == nil {
+			return fmt.Errorf("wardbun: %s.%s: bound column %q not found", table.Name, f.Name, n)
+		}
+		b.bound = append(b.bound, bf)
+		names = append(names, bf.Name)
+	}
+	opts := append([]field.ColumnOption{field.WithEncoding(field.Text)}, c.colOpts...)
+	if len(names) > 0 {
+		opts = append(opts, field.Bind(names...))
+	}
+	var err error
+	b.col, err = field.NewColumn(c.kr, table.Name, f.Name, opts...)
+	return err
+}
+
+// row builds the row key of the model struct strct.
+func (b *binding) row(f *schema.Field, strct reflect.Value) (field.RowKey, error) {
+	rk := field.RowString("")
+	if b.key != nil {
+		kv := b.key.Value(strct)
+		if kv.IsZero() {
+			return rk, fmt.Errorf("%w: %s.%s is bound to %s, which is zero (assign it before insert, e.g. a UUID)", ErrNoRowKey, f.Table.Name, f.Name, b.key.Name)
+		}
+		switch kv.Kind() {
+		case reflect.String:
+			rk = field.RowString(kv.String())
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			rk = field.RowInt(kv.Int())
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			rk = field.RowInt(int64(kv.Uint()))
+		default:
+			return rk, fmt.Errorf("wardbun: %s.%s: row key %s of type %s", f.Table.Name, f.Name, b.key.Name, kv.Type())
+		}
+	}
+	if len(b.bound) > 0 {
+		vals := make([]any, len(b.bound))
+		for i, bf := range b.bound {
+			vals[i] = bf.Value(strct).Interface()
+		}
+		rk = rk.With(vals...)
+	}
+	return rk, nil
+}
+
+// parseTag parses `key:id;bind:user_id,role` and `index:email`.
+func parseTag(tag string) map[string]string {
+	m := map[string]string{}
+	for _, part := range strings.Split(tag, ";") {
+		if k, v, _ := strings.Cut(strings.TrimSpace(part), ":"); k != "" {
+			m[strings.ToLower(k)] = strings.TrimSpace(v)
+		}
+	}
+	return m
+}
+
+// Index returns the blind index of value for table.column, as a Codec
+// stores it in an index field, for queries:
+//
+//	idx, _ := codec.Index("notes", "email", "Alice@example.com")
+//	db.NewSelect().Model(&n).Where("email_index = ?", idx).Scan(ctx)
+func (c *Codec) Index(table, column, value string) ([]byte, error) {
+	idx, err := field.NewBlindIndex(c.kr, table, column, field.WithNormalizer(field.NormalizeFold))
+	if err != nil {
+		return nil, err
+	}
+	return idx.Compute(value), nil
+}

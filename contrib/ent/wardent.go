@@ -1,0 +1,323 @@
+// Package wardent encrypts fields of ent entities with ward's field layer.
+// A mutation hook seals the declared fields before ent writes them, and a
+// query interceptor opens them in the entities ent returns, so the
+// program sees plaintext and the database holds ciphertext (text form, in
+// a Text column):
+//
+//	codec, err := wardent.New(kr, []wardent.Field{
+//		{Type: "Note", Table: "notes", Column: "body", Bind: []string{"user_id"}},
+//		{Type: "Note", Table: "notes", Column: "email", IndexColumn: "email_index"},
+//	})
+//	client.Use(codec.Hook())
+//	client.Intercept(codec.Interceptor())
+//
+// The row key is the entity's ID, which must be assigned by the program
+// (a UUID, with SetID) so that the value can be bound to it before the
+// row exists; a database-assigned ID cannot be (set Key to "-" to bind to
+// table and column only, and say so: a database writer can then swap
+// values between rows of the same table and owner). Bulk updates of an
+// encrypted field are refused: every value is sealed for its own row.
+// NULL stays NULL; a tampered or misplaced value fails the query with
+// field's typed errors.
+package wardent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"entgo.io/ent"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/keyring"
+)
+
+// Field declares an encrypted field of an ent schema.
+type Field struct {
+	// Type is the schema's name ("Note"); Table its table ("notes").
+	Type, Table string
+	// Column is the field's name in the schema (and the column's).
+	Column string
+	// Bind names fields whose values the ciphertext is bound to (owners).
+	Bind []string
+	// Key is "-" to bind to table and column only; empty binds to the ID.
+	Key string
+	// IndexColumn, if set, names a Bytes field that receives the field's
+	// blind index (case-folded), for equality search.
+	IndexColumn string
+}
+
+// ErrNoRowKey means the entity's ID was not set when a value was sealed.
+var ErrNoRowKey = errors.New("wardent: the row key (the entity's ID) is not set")
+
+// ErrBulkUpdate means a bulk update tried to set an encrypted field.
+var ErrBulkUpdate = errors.New("wardent: an encrypted field can only be set per entity (UpdateOne), not in a bulk update")
+
+// Codec seals and opens the declared fields.
+type Codec struct {
+	kr     *keyring.Keyring
+	fields map[string][]*bound // by schema type
+}
+
+type bound struct {
+	Field
+	col *field.Column
+	idx *field.BlindIndex
+}
+
+// New returns a Codec for the declared fields under kr; opts (for example
+// field.AcceptPlaintext during a migration) apply to every column.
+func New(kr *keyring.Keyring, fields []Field, opts ...field.ColumnOption) (*Codec, error) {
+	c := &Codec{kr: kr, fields: map[string][]*bound{}}
+	for _, f := range fields {
+		o := append([]field.ColumnOption{field.WithEncoding(field.Text)}, opts...)
+		if len(f.Bind) > 0 {
+			o = append(o, field.Bind(f.Bind...))
+		}
+		col, err := field.NewColumn(kr, f.Table, f.Column, o...)
+		if err != nil {
+			return nil, err
+		}
+		b := &bound{Field: f, col: col}
+		if f.IndexColumn != "" {
+			if b.idx, err = field.NewBlindIndex(kr, f.Table, f.Column, field.WithNormalizer(field.NormalizeFold)); err != nil {
+				return nil, err
+			}
+		}
+		c.fields[f.Type] = append(c.fields[f.Type], b)
+	}
+	return c, nil
+}
+
+// Index returns the blind index of value for an indexed field, for
+// queries: note.EmailIndex(idx).
+func (c *Codec) Index(table, column, value string) ([]byte, error) {
+	idx, err := field.NewBlindIndex(c.kr, table, column, field.WithNormalizer(field.NormalizeFold))
+	if err != nil {
+		return nil, err
+	}
+	return idx.Compute(value), nil
+}
+
+// Hook returns the mutation hook that seals declared fields.
+func (c *Codec) Hook() ent.Hook {
+	return func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := c.seal(ctx, m); err != nil {
+				return nil, err
+			}
+			v, err := next.Mutate(ctx, m)
+			if err != nil {
+				return v, err
+			}
+			// The entity a create or update returns holds plaintext too.
+			return v, c.open(reflect.ValueOf(v))
+		})
+	}
+}
+
+func (c *Codec) seal(ctx context.Context, m ent.Mutation) error {
+	for _, b := range c.fields[m.Type()] {
+		v, set := m.Field(b.Column)
+		if !set {
+			continue
+		}
+		if !m.Op().Is(ent.OpCreate | ent.OpUpdateOne) {
+			return fmt.Errorf("%w: %s.%s", ErrBulkUpdate, b.Type, b.Column)
+		}
+		rk, err := b.rowOfMutation(ctx, m)
+		if err != nil {
+			return err
+		}
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("wardent: %s.%s holds a %T, want a string", b.Type, b.Column, v)
+		}
+		ct, err := b.col.SealString(rk, s)
+		if err != nil {
+			return err
+		}
+		text, _ := ct.Value()
+		if err := m.SetField(b.Column, text); err != nil {
+			return err
+		}
+		if b.idx != nil {
+			if err := m.SetField(b.IndexColumn, b.idx.Compute(s)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rowOfMutation builds the row key from the mutation: its ID and bound
+// fields (changed in this mutation, or as stored, for UpdateOne).
+func (b *bound) rowOfMutation(ctx context.Context, m ent.Mutation) (field.RowKey, error) {
+	rk := field.RowString("")
+	if b.Key != "-" {
+		id, ok := mutationID(m)
+		if !ok {
+			return rk, fmt.Errorf("%w: %s.%s (assign it before create: SetID, e.g. a UUID)", ErrNoRowKey, b.Type, b.Column)
+		}
+		rk = rowKey(id)
+	}
+	if len(b.Bind) == 0 {
+		return rk, nil
+	}
+	vals := make([]any, len(b.Bind))
+	for i, name := range b.Bind {
+		v, ok := m.Field(name)
+		if !ok && m.Op().Is(ent.OpUpdateOne) {
+			var err error
+			if v, err = m.OldField(ctx, name); err != nil {
+				return rk, fmt.Errorf("wardent: %s.%s: bound field %s: %w", b.Type, b.Column, name, err)
+			}
+		} else if !ok {
+			return rk, fmt.Errorf("wardent: %s.%s: bound field %s is not set", b.Type, b.Column, name)
+		}
+		vals[i] = v
+	}
+	return rk.With(vals...), nil
+}
+
+// mutationID calls the generated mutation's ID method.
+func mutationID(m ent.Mutation) (any, bool) {
+	meth := reflect.ValueOf(m).MethodByName("ID")
+	if !meth.IsValid() || meth.Type().NumIn() != 0 || meth.Type().NumOut() != 2 {
+		return nil, false
+	}
+	out := meth.Call(nil)
+	if !out[1].Bool() || out[0].IsZero() {
+		return nil, false
+	}
+	return out[0].Interface(), true
+}
+
+func rowKey(id any) field.RowKey {
+	rv := reflect.ValueOf(id)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return field.RowInt(rv.Int())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return field.RowInt(int64(rv.Uint()))
+	}
+	return field.RowString(fmt.Sprint(id))
+}
+
+// Interceptor returns the query interceptor that opens declared fields in
+// the entities a query returns.
+func (c *Codec) Interceptor() ent.Interceptor {
+	return ent.InterceptFunc(func(next ent.Querier) ent.Querier {
+		return ent.QuerierFunc(func(ctx context.Context, q ent.Query) (ent.Value, error) {
+			v, err := next.Query(ctx, q)
+			if err != nil {
+				return v, err
+			}
+			return v, c.open(reflect.ValueOf(v))
+		})
+	})
+}
+
+// open opens the declared fields of an entity, or of each in a slice.
+func (c *Codec) open(v reflect.Value) error {
+	switch v.Kind() {
+	case reflect.Slice:
+		for i := range v.Len() {
+			if err := c.open(v.Index(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Pointer:
+		if v.IsNil() || v.Elem().Kind() != reflect.Struct {
+			return nil
+		}
+	default:
+		return nil
+	}
+	strct := v.Elem()
+	for _, b := range c.fields[strct.Type().Name()] {
+		if err := b.openField(strct); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *bound) openField(strct reflect.Value) error {
+	fv := strct.FieldByName(goName(b.Column))
+	if !fv.IsValid() {
+		return fmt.Errorf("wardent: %s has no field for column %s", strct.Type(), b.Column)
+	}
+	var stored any
+	switch {
+	case fv.Kind() == reflect.String:
+		stored = fv.String()
+	case fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.String:
+		if fv.IsNil() {
+			return nil // NULL
+		}
+		stored = fv.Elem().String()
+	default:
+		return fmt.Errorf("wardent: %s.%s is a %s, want a string", b.Type, b.Column, fv.Type())
+	}
+	var ct field.Ciphertext
+	if err := ct.Scan(stored); err != nil {
+		return err
+	}
+	rk, err := b.rowOfEntity(strct)
+	if err != nil {
+		return err
+	}
+	pt, err := b.col.OpenString(rk, ct)
+	if err != nil {
+		return err
+	}
+	if fv.Kind() == reflect.Pointer {
+		fv.Set(reflect.ValueOf(&pt))
+	} else {
+		fv.SetString(pt)
+	}
+	return nil
+}
+
+func (b *bound) rowOfEntity(strct reflect.Value) (field.RowKey, error) {
+	rk := field.RowString("")
+	if b.Key != "-" {
+		id := strct.FieldByName("ID")
+		if !id.IsValid() || id.IsZero() {
+			return rk, fmt.Errorf("%w: select the ID with %s.%s", ErrNoRowKey, b.Type, b.Column)
+		}
+		rk = rowKey(id.Interface())
+	}
+	if len(b.Bind) == 0 {
+		return rk, nil
+	}
+	vals := make([]any, len(b.Bind))
+	for i, name := range b.Bind {
+		f := strct.FieldByName(goName(name))
+		if !f.IsValid() {
+			return rk, fmt.Errorf("wardent: %s has no field for bound column %s", strct.Type(), name)
+		}
+		vals[i] = f.Interface()
+	}
+	return rk.With(vals...), nil
+}
+
+// goName is ent's Go name of a field: "user_id" → "UserID".
+func goName(column string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(column, "_") {
+		switch part {
+		case "id", "url", "uuid", "ip", "html", "json", "sql", "api":
+			b.WriteString(strings.ToUpper(part))
+		default:
+			if part != "" {
+				b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+			}
+		}
+	}
+	return b.String()
+}

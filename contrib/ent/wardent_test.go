@@ -1,0 +1,106 @@
+package wardent_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	entsql "entgo.io/ent/dialect/sql"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
+
+	wardent "github.com/wardlab/ward/contrib/ent"
+	"github.com/wardlab/ward/contrib/ent/example/ent"
+	"github.com/wardlab/ward/contrib/ent/example/ent/note"
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/keyring"
+)
+
+var fields = []wardent.Field{
+	{Type: "Note", Table: "notes", Column: "body", Bind: []string{"user_id"}},
+	{Type: "Note", Table: "notes", Column: "email", IndexColumn: "email_index"},
+}
+
+// clients opens the ent client on SQLite (pure Go) and, when configured,
+// PostgreSQL, with the codec installed.
+type clientPair struct{ c, raw *ent.Client } // with the codec, and without (what the database holds)
+
+func clients(t *testing.T, codec *wardent.Codec) map[string]clientPair {
+	out := map[string]clientPair{}
+	open := func(name, driver, dialect, dsn string) {
+		db, err := sql.Open(driver, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		drv := entsql.OpenDB(dialect, db)
+		c := ent.NewClient(ent.Driver(drv))
+		c.Use(codec.Hook())
+		c.Intercept(codec.Interceptor())
+		t.Cleanup(func() { c.Close() })
+		out[name] = clientPair{c, ent.NewClient(ent.Driver(drv))}
+	}
+	open("sqlite", "sqlite", "sqlite3", "file:"+filepath.Join(t.TempDir(), "ent.db")+"?_pragma=foreign_keys(1)")
+	if url := os.Getenv("WARD_TEST_POSTGRES_URL"); url != "" {
+		open("postgres", "pgx", "postgres", url)
+	} else {
+		t.Log("WARD_TEST_POSTGRES_URL is not set: PostgreSQL skipped")
+	}
+	return out
+}
+
+func TestEnt(t *testing.T) {
+	ctx := context.Background()
+	kr, _ := keyring.New(keyring.AES256GCM)
+	codec, err := wardent.New(kr, fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range clients(t, codec) {
+		t.Run(name, func(t *testing.T) {
+			c, raw := p.c, p.raw
+			db := c.Note
+			c.Schema.Create(ctx)
+			t.Cleanup(func() { db.Delete().Exec(ctx) })
+			created, err := db.Create().SetID("n1").SetUserID(1).SetBody("milk, eggs").SetEmail("Alice@Example.com").Save(ctx)
+			if err != nil || created.Body != "milk, eggs" {
+				t.Fatalf("create: %+v %v", created, err)
+			}
+			if _, err := db.Create().SetID("n2").SetUserID(2).SetBody("").Save(ctx); err != nil {
+				t.Fatal(err)
+			}
+			stored, _ := raw.Note.Get(ctx, "n2")
+			if stored.Email != nil || len(stored.Body) < 40 || stored.Body[:3] != "w2:" {
+				t.Fatalf("stored: %+v", stored)
+			}
+			got, err := db.Get(ctx, "n1")
+			if err != nil || got.Body != "milk, eggs" || got.Email == nil || *got.Email != "Alice@Example.com" {
+				t.Fatalf("read back: %+v %v", got, err)
+			}
+			idx, _ := codec.Index("notes", "email", "alice@example.COM")
+			found, err := db.Query().Where(note.EmailIndex(idx)).Only(ctx)
+			if err != nil || found.ID != "n1" {
+				t.Fatalf("blind index: %+v %v", found, err)
+			}
+			upd, err := got.Update().SetBody("milk, eggs, bread").Save(ctx)
+			if err != nil || upd.Body != "milk, eggs, bread" {
+				t.Fatalf("update: %+v %v", upd, err)
+			}
+			// A database writer moves n1 to user 2: the query fails.
+			raw.Note.UpdateOneID("n1").SetUserID(2).ExecX(ctx)
+			_, err = db.Get(ctx, "n1")
+			var oe *field.OpenError
+			if !errors.Is(err, keyring.ErrWrongContext) || !errors.As(err, &oe) || oe.Column != "body" {
+				t.Fatalf("re-pointed owner: %v", err)
+			}
+			if _, err := db.Create().SetUserID(1).SetBody("x").Save(ctx); !errors.Is(err, wardent.ErrNoRowKey) {
+				t.Fatalf("no key: %v", err)
+			}
+			if _, err := db.Update().Where(note.UserID(1)).SetBody("x").Save(ctx); !errors.Is(err, wardent.ErrBulkUpdate) {
+				t.Fatalf("bulk update: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,328 @@
+// Package wardgorm encrypts GORM model fields with ward's field layer: a
+// field tagged `gorm:"serializer:ward"` is sealed when it is written and
+// opened when it is read, bound to its table, column, row and (optionally)
+// owner fields; a `[]byte` field tagged `gorm:"serializer:ward-index"`
+// holds the blind index of another field, for equality search.
+//
+//	type Note struct {
+//		ID     string `gorm:"primaryKey"`                         // client-assigned (a UUID): the row key
+//		UserID int64
+//		Body   string `gorm:"serializer:ward" ward:"key:ID;bind:UserID"`
+//		Email  string `gorm:"serializer:ward" ward:"key:ID"`
+//		EmailIndex []byte `gorm:"serializer:ward-index;type:bytes;index" ward:"of:Email"`
+//	}
+//	wardgorm.Register(kr) // once, before using the models
+//
+// The row key. A value is bound to its row by the field named in key: (by
+// default the model's primary key). It must be known before the row is
+// written, so a primary key the database assigns on insert (an
+// auto-increment ID) cannot be it: use a client-assigned key (a UUID, as
+// above), or bind to an owner with bind: and write key:- to bind to table
+// and column only — then a database writer can swap the field between
+// rows of the same table (and owner, if bound) undetected. Fields named in
+// key: and bind: must be declared before the encrypted field, so that GORM
+// has scanned them when it opens the value.
+//
+// NULL stays NULL (a nil *string); a tampered or misplaced value fails to
+// scan with field's typed errors ([field.OpenError] wrapping
+// [keyring.ErrWrongContext] or [keyring.ErrAuthentication]).
+package wardgorm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"gorm.io/gorm/schema"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/keyring"
+)
+
+// Serializer names registered by Register.
+const (
+	Name      = "ward"
+	IndexName = "ward-index"
+)
+
+// ErrNoRowKey means the field a value is bound to was zero when the value
+// was written or read.
+var ErrNoRowKey = errors.New("wardgorm: the row key is not set")
+
+// Option configures Register.
+type Option func(*Serializer)
+
+// WithColumnOptions passes field.ColumnOption values (for example
+// field.AcceptPlaintext during a migration) to every encrypted column.
+func WithColumnOptions(opts ...field.ColumnOption) Option {
+	return func(s *Serializer) { s.colOpts = append(s.colOpts, opts...) }
+}
+
+// Register registers the "ward" and "ward-index" serializers with GORM for
+// the keyring kr. GORM's serializer registry is global: register once per
+// process.
+func Register(kr *keyring.Keyring, opts ...Option) *Serializer {
+	s := &Serializer{kr: kr}
+	for _, o := range opts {
+		o(s)
+	}
+	schema.RegisterSerializer(Name, s)
+	schema.RegisterSerializer(IndexName, indexSerializer{s})
+	return s
+}
+
+// Serializer seals and opens tagged fields. It caches one field.Column and
+// binding per model field.
+type Serializer struct {
+	kr      *keyring.Keyring
+	colOpts []field.ColumnOption
+	cols    sync.Map // *schema.Field → *binding
+}
+
+// binding is what a tagged field is bound to.
+type binding struct {
+	col   *field.Column
+	key   *schema.Field // nil: key:- (table and column only)
+	bound []*schema.Field
+}
+
+// binding parses a field's ward tag once.
+func (s *Serializer) binding(f *schema.Field) (*binding, error) {
+	if b, ok := s.cols.Load(f); ok {
+		return b.(*binding), nil
+	}
+	tag := parseTag(f.Tag.Get("ward"))
+	b := &binding{}
+	keyName := tag["key"]
+	switch {
+	case keyName == "-":
+	case keyName != "":
+		if b.key = f.Schema.LookUpField(keyName); b.key == nil {
+			return nil, fmt.Errorf("wardgorm: %s.%s: key field %q not found", f.Schema.Name, f.Name, keyName)
+		}
+	case len(f.Schema.PrimaryFields) == 1:
+		b.key = f.Schema.PrimaryFields[0]
+	default:
+		return nil, fmt.Errorf("wardgorm: %s.%s: name the row key with ward:\"key:FIELD\" (or key:- for none)", f.Schema.Name, f.Name)
+	}
+	var names []string
+	for _, n := range splitList(tag["bind"]) {
+		bf := f.Schema.LookUpField(n)
+		if bf == nil {
+			return nil, fmt.Errorf("wardgorm: %s.%s: bound field %q not found", f.Schema.Name, f.Name, n)
+		}
+		b.bound = append(b.bound, bf)
+		names = append(names, bf.DBName)
+	}
+	opts := append([]field.ColumnOption{field.WithEncoding(field.Text)}, s.colOpts...)
+	if tag["binary"] != "" || f.FieldType == reflect.TypeOf([]byte(nil)) {
+		opts[0] = field.WithEncoding(field.Binary)
+	}
+	if len(names) > 0 {
+		opts = append(opts, field.Bind(names...))
+	}
+	col, err := field.NewColumn(s.kr, f.Schema.Table, f.DBName, opts...)
+	if err != nil {
+		return nil, err
+	}
+	b.col = col
+	v, _ := s.cols.LoadOrStore(f, b)
+	return v.(*binding), nil
+}
+
+// row builds the row key of the model dst.
+func (b *binding) row(ctx context.Context, f *schema.Field, dst reflect.Value) (field.RowKey, error) {
+	rk := field.RowString("")
+	if b.key != nil {
+		rv := b.key.ReflectValueOf(ctx, dst)
+		v, zero := rv.Interface(), rv.IsZero()
+		if zero {
+			return rk, fmt.Errorf("%w: %s.%s is bound to %s, which is zero (assign it before insert, e.g. a UUID; declare it before %s)",
+				ErrNoRowKey, f.Schema.Name, f.Name, b.key.Name, f.Name)
+		}
+		switch k := v.(type) {
+		case string:
+			rk = field.RowString(k)
+		default:
+			n, ok := toInt64(v)
+			if !ok {
+				return rk, fmt.Errorf("wardgorm: %s.%s: row key %s of type %T", f.Schema.Name, f.Name, b.key.Name, v)
+			}
+			rk = field.RowInt(n)
+		}
+	}
+	if len(b.bound) > 0 {
+		vals := make([]any, len(b.bound))
+		for i, bf := range b.bound {
+			vals[i] = bf.ReflectValueOf(ctx, dst).Interface()
+		}
+		rk = rk.With(vals...)
+	}
+	return rk, nil
+}
+
+// Value seals a field value for the database.
+func (s *Serializer) Value(ctx context.Context, f *schema.Field, dst reflect.Value, fieldValue any) (any, error) {
+	pt, null, err := plaintext(fieldValue)
+	if err != nil || null {
+		return nil, err
+	}
+	b, err := s.binding(f)
+	if err != nil {
+		return nil, err
+	}
+	rk, err := b.row(ctx, f, dst)
+	if err != nil {
+		return nil, err
+	}
+	ct, err := b.col.Seal(rk, pt)
+	if err != nil {
+		return nil, err
+	}
+	return ct.Value()
+}
+
+// Scan opens a database value into the field.
+func (s *Serializer) Scan(ctx context.Context, f *schema.Field, dst reflect.Value, dbValue any) error {
+	out := reflect.New(f.FieldType).Elem()
+	if dbValue != nil {
+		b, err := s.binding(f)
+		if err != nil {
+			return err
+		}
+		var ct field.Ciphertext
+		if err := ct.Scan(dbValue); err != nil {
+			return err
+		}
+		rk, err := b.row(ctx, f, dst)
+		if err != nil {
+			return err
+		}
+		pt, err := b.col.Open(rk, ct)
+		if err != nil {
+			return err
+		}
+		if err := setPlaintext(out, pt); err != nil {
+			return fmt.Errorf("wardgorm: %s.%s: %w", f.Schema.Name, f.Name, err)
+		}
+	}
+	f.ReflectValueOf(ctx, dst).Set(out)
+	return nil
+}
+
+// indexSerializer computes a blind index from another field.
+type indexSerializer struct{ s *Serializer }
+
+// Value computes the blind index of the field named in of:.
+func (x indexSerializer) Value(ctx context.Context, f *schema.Field, dst reflect.Value, _ any) (any, error) {
+	src := f.Schema.LookUpField(parseTag(f.Tag.Get("ward"))["of"])
+	if src == nil {
+		return nil, fmt.Errorf("wardgorm: %s.%s: name the indexed field with ward:\"of:FIELD\"", f.Schema.Name, f.Name)
+	}
+	pt, null, err := plaintext(src.ReflectValueOf(ctx, dst).Interface())
+	if err != nil || null {
+		return nil, err
+	}
+	return x.s.Index(f.Schema.Table, src.DBName, string(pt))
+}
+
+// Scan stores the index as read.
+func (indexSerializer) Scan(ctx context.Context, f *schema.Field, dst reflect.Value, dbValue any) error {
+	var b []byte
+	switch v := dbValue.(type) {
+	case []byte:
+		b = append([]byte(nil), v...)
+	case string:
+		b = []byte(v)
+	}
+	f.ReflectValueOf(ctx, dst).Set(reflect.ValueOf(b))
+	return nil
+}
+
+// Index returns the blind index of value for table.column, as the
+// "ward-index" serializer stores it (HMAC under a key for the table and
+// the indexed column, case-folding normalisation), for queries:
+//
+//	idx, _ := s.Index("users", "email", "Alice@example.com")
+//	db.Where("email_index = ?", idx).First(&u)
+func (s *Serializer) Index(table, column, value string) ([]byte, error) {
+	idx, err := field.NewBlindIndex(s.kr, table, column, field.WithNormalizer(field.NormalizeFold))
+	if err != nil {
+		return nil, err
+	}
+	return idx.Compute(value), nil
+}
+
+func plaintext(v any) (pt []byte, null bool, err error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, true, nil
+	case string:
+		return []byte(x), false, nil
+	case *string:
+		if x == nil {
+			return nil, true, nil
+		}
+		return []byte(*x), false, nil
+	case []byte:
+		if x == nil {
+			return nil, true, nil
+		}
+		return x, false, nil
+	}
+	return nil, false, fmt.Errorf("wardgorm: cannot encrypt a %T (string, *string or []byte)", v)
+}
+
+func setPlaintext(out reflect.Value, pt []byte) error {
+	switch out.Interface().(type) {
+	case string:
+		out.SetString(string(pt))
+	case *string:
+		s := string(pt)
+		out.Set(reflect.ValueOf(&s))
+	case []byte:
+		out.SetBytes(pt)
+	default:
+		return fmt.Errorf("cannot decrypt into %s", out.Type())
+	}
+	return nil
+}
+
+func toInt64(v any) (int64, bool) {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return rv.Int(), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return int64(rv.Uint()), true
+	}
+	return 0, false
+}
+
+// parseTag parses `key:ID;bind:UserID,Role;binary`.
+func parseTag(tag string) map[string]string {
+	m := map[string]string{}
+	for _, part := range strings.Split(tag, ";") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), ":")
+		if k != "" {
+			m[strings.ToLower(k)] = strings.TrimSpace(v)
+			if v == "" {
+				m[strings.ToLower(k)] = "true"
+			}
+		}
+	}
+	return m
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,135 @@
+package field
+
+import (
+	"context"
+
+	"github.com/wardlab/ward/keyring"
+)
+
+// Census counts the values of a column, for a dry run: per key ID, per
+// ciphertext version, how many are still bound under the v1 context, and
+// how many are plaintext.
+type Census struct {
+	Rows      int
+	Null      int
+	Plaintext int // values that do not parse as ward ciphertexts
+	// Suspect counts values that parse as ward ciphertexts but cannot be
+	// this column's: their key is not in the keyring, or their context
+	// check matches neither the current nor the v1 binding. Before a
+	// column holding plaintext is migrated, each is plaintext that happens
+	// to look like a ciphertext: fix those rows before turning on
+	// [AcceptPlaintext], which would refuse them rather than show them.
+	Suspect int
+	PerKey  map[keyring.KeyID]int
+	// PerVersion counts values per ciphertext format version.
+	PerVersion map[uint8]int
+	// LegacyBinding counts values whose context check matches the v1
+	// context rather than the column's bound columns (a column with
+	// Bind).
+	LegacyBinding int
+	// Current counts values that need no work: under the primary key, in
+	// the current version and binding.
+	Current int
+}
+
+// valueState says what a stored value needs.
+type valueState int
+
+const (
+	stateNull    valueState = iota
+	stateCurrent            // up to date
+	stateStale              // to re-seal: old key, version or binding
+	statePlain              // not a ward ciphertext
+)
+
+// classify looks at a stored value without decrypting it.
+func (r *Reencrypt) classify(row dbRow, primary keyring.KeyID) (valueState, Ciphertext, keyring.Header) {
+	if row.val == nil {
+		return stateNull, Ciphertext{}, keyring.Header{}
+	}
+	var ct Ciphertext
+	if err := ct.Scan(row.val); err != nil || ct.plain != nil {
+		return statePlain, ct, keyring.Header{}
+	}
+	h, _ := ct.Header()
+	if h.KeyID != primary || h.Version != keyring.CurrentVersion {
+		return stateStale, ct, h
+	}
+	if r.Column.Bound() != nil && !r.bindingMatches(row, ct, false) {
+		return stateStale, ct, h
+	}
+	return stateCurrent, ct, h
+}
+
+// bindingMatches reports whether the value's context check matches the
+// column's current context for its row, or, with legacy, the v1 context.
+func (r *Reencrypt) bindingMatches(row dbRow, ct Ciphertext, legacy bool) bool {
+	rk, err := row.rowKey()
+	if err != nil {
+		return false
+	}
+	var ctx []byte
+	if legacy {
+		var buf [128]byte
+		ctx = r.Column.legacyContext(buf[:], rk)
+	} else if ctx, err = r.Column.Context(rk); err != nil {
+		return false
+	}
+	ok, err := r.Column.Keyring().ContextMatches(ct.Bytes(), ctx)
+	return err == nil && ok
+}
+
+// Count is the dry run: it reads the column (this shard) and counts
+// values per key ID, version, binding and plaintext without decrypting or
+// writing anything.
+func (r *Reencrypt) Count(ctx context.Context) (Census, error) {
+	q, err := r.queries(ctx)
+	if err != nil {
+		return Census{}, err
+	}
+	c := Census{PerKey: map[keyring.KeyID]int{}, PerVersion: map[uint8]int{}}
+	primary := r.Column.Keyring().Primary().ID
+	err = r.scan(ctx, q, func(rows []dbRow) error {
+		for _, row := range rows {
+			c.Rows++
+			st, ct, h := r.classify(row, primary)
+			switch st {
+			case stateNull:
+				c.Null++
+				continue
+			case statePlain:
+				c.Plaintext++
+				continue
+			case stateCurrent:
+				c.Current++
+			}
+			c.PerKey[h.KeyID]++
+			c.PerVersion[h.Version]++
+			r.countBinding(&c, row, ct, h)
+		}
+		return nil
+	})
+	return c, err
+}
+
+// countBinding sorts a ciphertext that is not current by what its
+// context check matches.
+func (r *Reencrypt) countBinding(c *Census, row dbRow, ct Ciphertext, h keyring.Header) {
+	if _, ok := r.Column.Keyring().Lookup(h.KeyID); !ok {
+		c.Suspect++
+		return
+	}
+	switch {
+	case r.bindingMatches(row, ct, false):
+	case r.Column.Bound() != nil && r.bindingMatches(row, ct, true):
+		c.LegacyBinding++
+	default:
+		c.Suspect++
+	}
+}
+
+// Done reports whether the census found nothing left to do: no plaintext,
+// no suspect value, everything current.
+func (c Census) Done() bool {
+	return c.Plaintext == 0 && c.Suspect == 0 && c.Current == c.Rows-c.Null
+}

@@ -1,0 +1,273 @@
+package field
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"time"
+)
+
+// queries are the statements of a job over one table (or shard of it).
+type queries struct {
+	count, first, next string
+	// cas builds the statement that updates n rows at once, each only if
+	// it still holds the value read (see casUpdate).
+	cas func(n int) string
+	// countArgs and rangeArgs bound an integer key range (shards).
+	countArgs, rangeArgs []any
+	// bucket, when set, keeps only rows of this job's hash bucket (shards
+	// of a table with text keys).
+	bucket func(key any) bool
+}
+
+func (r *Reencrypt) columns() (table, col, key, cols string, err error) {
+	if table, err = quoteIdent(r.Column.Table()); err != nil {
+		return
+	}
+	if col, err = quoteIdent(r.Column.Name()); err != nil {
+		return
+	}
+	if key, err = quoteIdent(r.Key); err != nil {
+		return
+	}
+	cols = key + ", " + col
+	for _, b := range r.Column.Bound() {
+		qb, err := quoteIdent(b)
+		if err != nil {
+			return "", "", "", "", err
+		}
+		cols += ", " + qb
+	}
+	return
+}
+
+func (r *Reencrypt) queries(ctx context.Context) (queries, error) {
+	if r.DB == nil || r.Column == nil {
+		return queries{}, errors.New("field: Reencrypt needs DB and Column")
+	}
+	if r.Dialect != SQLite && r.Dialect != Postgres {
+		return queries{}, errors.New("field: Reencrypt needs a Dialect")
+	}
+	if r.Shards > 1 && (r.Shard < 0 || r.Shard >= r.Shards) {
+		return queries{}, fmt.Errorf("field: shard %d of %d", r.Shard, r.Shards)
+	}
+	t, c, k, cols, err := r.columns()
+	if err != nil {
+		return queries{}, err
+	}
+	p := r.Dialect.Placeholder
+	q := queries{
+		count: fmt.Sprintf("SELECT COUNT(*) FROM %s", t),
+		first: fmt.Sprintf("SELECT %s FROM %s ORDER BY %s LIMIT %s", cols, t, k, p(1)),
+		next:  fmt.Sprintf("SELECT %s FROM %s WHERE %s > %s ORDER BY %s LIMIT %s", cols, t, k, p(1), k, p(2)),
+	}
+	keyType, colType, err := r.pgTypes(ctx)
+	if err != nil {
+		return queries{}, err
+	}
+	q.cas = func(n int) string { return casUpdate(r.Dialect, t, c, k, keyType, colType, n) }
+	if r.Shards <= 1 {
+		return q, nil
+	}
+	return r.shard(ctx, q, t, k, cols)
+}
+
+// casRows is the number of rows one compare-and-swap statement updates.
+const casRows = 256
+
+// casUpdate is one UPDATE of n rows from a VALUES list of (key, value
+// read, new value): a row changes only if it still holds the value read,
+// and the statement's row count says how many did. One statement per
+// chunk instead of one per row spares a round trip to the database per
+// row. PostgreSQL needs the VALUES typed (keyType, colType); SQLite names
+// VALUES columns column1, column2, column3.
+func casUpdate(d Dialect, t, c, k, keyType, colType string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "UPDATE %s SET %s = v.ward_new FROM (", t, c)
+	if d == SQLite {
+		b.WriteString("SELECT column1 AS ward_key, column2 AS ward_old, column3 AS ward_new FROM (")
+	}
+	b.WriteString("VALUES ")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if d == Postgres {
+			fmt.Fprintf(&b, "($%d::%s, $%d::%s, $%d::%s)", 3*i+1, keyType, 3*i+2, colType, 3*i+3, colType)
+		} else {
+			b.WriteString("(?, ?, ?)")
+		}
+	}
+	if d == SQLite {
+		b.WriteString(")) AS v")
+	} else {
+		b.WriteString(") AS v(ward_key, ward_old, ward_new)")
+	}
+	fmt.Fprintf(&b, " WHERE %s.%s = v.ward_key AND %s.%s = v.ward_old", t, k, t, c)
+	return b.String()
+}
+
+// pgTypes returns the SQL types of the key and the column (PostgreSQL).
+func (r *Reencrypt) pgTypes(ctx context.Context) (keyType, colType string, err error) {
+	if r.Dialect != Postgres {
+		return "", "", nil
+	}
+	t, _ := quoteIdent(r.Column.Table())
+	q := "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2"
+	for _, a := range []struct {
+		name string
+		out  *string
+	}{{r.Key, &keyType}, {r.Column.Name(), &colType}} {
+		if err := r.DB.QueryRowContext(ctx, q, t, a.name).Scan(a.out); err != nil {
+			return "", "", fmt.Errorf("field: type of %s.%s: %w", r.Column.Table(), a.name, err)
+		}
+	}
+	return keyType, colType, nil
+}
+
+// shard restricts the queries to this job's share: an even split of the
+// key range for integer keys, an FNV-1a hash bucket for text keys (read in
+// full, filtered here).
+func (r *Reencrypt) shard(ctx context.Context, q queries, t, k, cols string) (queries, error) {
+	var lo, hi any
+	if err := r.DB.QueryRowContext(ctx, fmt.Sprintf("SELECT MIN(%s), MAX(%s) FROM %s", k, k, t)).Scan(&lo, &hi); err != nil {
+		return q, fmt.Errorf("field: key range of %s: %w", r.Column.Table(), err)
+	}
+	min, ok1 := lo.(int64)
+	max, ok2 := hi.(int64)
+	if lo == nil || !ok1 || !ok2 {
+		n, i := uint32(r.Shards), uint32(r.Shard)
+		q.bucket = func(key any) bool {
+			h := fnv.New32a()
+			fmt.Fprint(h, key)
+			return h.Sum32()%n == i
+		}
+		return q, nil
+	}
+	span := (max - min + 1) / int64(r.Shards)
+	from := min + int64(r.Shard)*span
+	to := from + span // exclusive
+	if r.Shard == r.Shards-1 {
+		to = max + 1
+	}
+	p := r.Dialect.Placeholder
+	q.count = fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE %s >= %s AND %s < %s", t, k, p(1), k, p(2))
+	q.countArgs = []any{from, to}
+	q.first = fmt.Sprintf("SELECT %s FROM %s WHERE %s >= %s AND %s < %s ORDER BY %s LIMIT %s", cols, t, k, p(1), k, p(2), k, p(3))
+	q.next = fmt.Sprintf("SELECT %s FROM %s WHERE %s > %s AND %s < %s ORDER BY %s LIMIT %s", cols, t, k, p(1), k, p(2), k, p(3))
+	q.rangeArgs = []any{from, to}
+	return q, nil
+}
+
+// dbRow is one row as read: primary key, value and bound values.
+type dbRow struct {
+	key   any
+	val   any // as scanned: nil, []byte or string
+	bound []any
+}
+
+// rowKey returns the row's key with its bound values.
+func (d dbRow) rowKey() (RowKey, error) {
+	rk, err := rowFromDB(d.key)
+	if err != nil {
+		return rk, err
+	}
+	if len(d.bound) > 0 {
+		rk = rk.With(d.bound...)
+	}
+	return rk, rk.err
+}
+
+func (r *Reencrypt) batchSize() int {
+	if r.BatchSize <= 0 {
+		return 500
+	}
+	return r.BatchSize
+}
+
+// readBatch reads up to the batch size of rows after last (nil: from the
+// start) in key order.
+func (r *Reencrypt) readBatch(ctx context.Context, q queries, last any) ([]dbRow, error) {
+	var args []any
+	switch {
+	case last == nil && q.rangeArgs != nil:
+		args = []any{q.rangeArgs[0], q.rangeArgs[1], r.batchSize()}
+	case last == nil:
+		args = []any{r.batchSize()}
+	case q.rangeArgs != nil:
+		args = []any{last, q.rangeArgs[1], r.batchSize()}
+	default:
+		args = []any{last, r.batchSize()}
+	}
+	query := q.next
+	if last == nil {
+		query = q.first
+	}
+	rows, err := r.DB.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("field: reading %s: %w", r.Column.Table(), err)
+	}
+	defer rows.Close()
+	var got []dbRow
+	nb := len(r.Column.Bound())
+	for rows.Next() {
+		d := dbRow{bound: make([]any, nb)}
+		dest := []any{&d.key, &d.val}
+		for i := range d.bound {
+			dest = append(dest, &d.bound[i])
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("field: reading %s: %w", r.Column.Table(), err)
+		}
+		if b, ok := d.key.([]byte); ok {
+			d.key = string(b)
+		}
+		if b, ok := d.val.([]byte); ok {
+			d.val = append([]byte(nil), b...)
+		}
+		got = append(got, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("field: reading %s: %w", r.Column.Table(), err)
+	}
+	return got, nil
+}
+
+// scan calls fn for every batch of rows in key order (of this shard).
+func (r *Reencrypt) scan(ctx context.Context, q queries, fn func([]dbRow) error) error {
+	var last any
+	for {
+		got, err := r.readBatch(ctx, q, last)
+		if err != nil || len(got) == 0 {
+			return err
+		}
+		full := len(got) == r.batchSize()
+		last = got[len(got)-1].key
+		if q.bucket != nil {
+			mine := got[:0]
+			for _, d := range got {
+				if q.bucket(d.key) {
+					mine = append(mine, d)
+				}
+			}
+			got = mine
+		}
+		if len(got) > 0 {
+			if err := fn(got); err != nil {
+				return err
+			}
+		}
+		if !full {
+			return nil
+		}
+		if r.Pause > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(r.Pause):
+			}
+		}
+	}
+}

@@ -1,0 +1,298 @@
+package migratelab
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/lab"
+)
+
+const table = "migrate_msgs"
+
+var words = strings.Fields(`the a of to and in is it you that he was for on are with as I his they be at one have this from
+or had by word but what some we can out other were all there when up use your how said an each she which do their time if
+will way about many then them write would like so these her long make thing see him two has look more day could go come
+did number sound no most people my over know water than call first who may down side been now find any new work part take
+get place made live where after back little only round man year came show every good me give our under name very through
+just form sentence great think say help low line differ turn cause much mean before move right boy old too same tell does
+set three want air well also play small end put home read hand port large spell add even land here must big high such`)
+
+// message returns a chat-sized message (about 500 characters) for row i.
+func message(i int) string {
+	r := rand.New(rand.NewPCG(uint64(i), 42))
+	var b strings.Builder
+	for b.Len() < 480 {
+		b.WriteString(words[r.IntN(len(words))])
+		b.WriteByte(' ')
+	}
+	return fmt.Sprintf("%d: %s", i, b.String())
+}
+
+// load (re)creates the table with n plaintext messages.
+func (e *env) load(ctx context.Context) error {
+	e.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table)
+	if _, err := e.db.ExecContext(ctx, "CREATE TABLE "+table+" (id BIGINT PRIMARY KEY, body TEXT)"); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if e.dialect == field.Postgres {
+		return e.copyIn(ctx)
+	}
+	tx, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	stmt, err := tx.PrepareContext(ctx, "INSERT INTO "+table+" (id, body) VALUES (?, ?)")
+	if err != nil {
+		tx.Rollback()
+		return err
+	}
+	for i := 1; i <= e.rows; i++ {
+		if _, err := stmt.ExecContext(ctx, i, message(i)); err != nil {
+			tx.Rollback()
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// copyIn loads PostgreSQL with COPY.
+func (e *env) copyIn(ctx context.Context) error {
+	conn, err := e.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		i := 0
+		_, err := dc.(*stdlib.Conn).Conn().CopyFrom(ctx, pgx.Identifier{table}, []string{"id", "body"},
+			pgx.CopyFromFunc(func() ([]any, error) {
+				if i >= e.rows {
+					return nil, nil
+				}
+				i++
+				return []any{int64(i), message(i)}, nil
+			}))
+		if err == nil {
+			_, err = dc.(*stdlib.Conn).Conn().Exec(ctx, "ANALYZE "+table)
+		}
+		return err
+	})
+}
+
+func (e *env) column(opts ...field.ColumnOption) (*field.Column, error) {
+	return field.NewColumn(e.kr, table, "body", append([]field.ColumnOption{field.WithEncoding(field.Text)}, opts...)...)
+}
+
+// runJob runs a job and records its throughput per window of progress
+// (rows/s), overall rows/s, and how busy the machine's CPUs were.
+func (e *env) runJob(ctx context.Context, k jobKey, job *field.Reencrypt) ([]lab.Result, error) {
+	var windows []float64
+	last, lastRows := time.Now(), 0
+	job.Progress = func(p field.Progress) {
+		if now := time.Now(); p.Scanned-lastRows >= max(e.rows/20, job.BatchSize) {
+			windows = append(windows, float64(p.Scanned-lastRows)/now.Sub(last).Seconds())
+			last, lastRows = now, p.Scanned
+		}
+	}
+	cpu0, start := readCPU(), time.Now()
+	st, err := job.Run(ctx)
+	el, cpu := time.Since(start), readCPU().busySince(cpu0)
+	if err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", k.name(), err)
+	}
+	if st.Reencrypted != e.rows {
+		return nil, fmt.Errorf("migrate %s: %d of %d rows written", k.name(), st.Reencrypted, e.rows)
+	}
+	p := k.params()
+	total := lab.Derived("migrate", k.name(), p, "rows_per_second", "rows/s", elapsedRate(e.rows, el), "rows over the job's wall time")
+	return []lab.Result{total,
+		lab.FromSamples("migrate", k.name(), p, "window_rows_per_second", "rows/s", windows),
+		lab.Derived("migrate", k.name(), p, "cpu_busy", "%", cpu*100, "share of all cores busy during the job (this process and the database)")}, nil
+}
+
+// encryptExisting loads plaintext and encrypts it.
+func (e *env) encryptExisting(ctx context.Context, k jobKey) ([]lab.Result, error) {
+	if err := e.load(ctx); err != nil {
+		return nil, err
+	}
+	col, err := e.column()
+	if err != nil {
+		return nil, err
+	}
+	return e.runJob(ctx, k, &field.Reencrypt{DB: e.db, Dialect: e.dialect, Column: col, Key: "id", FromPlaintext: true, Workers: k.workers, BatchSize: k.batch})
+}
+
+// rotate adds a primary key and re-encrypts the (encrypted) table.
+func (e *env) rotate(ctx context.Context, k jobKey) ([]lab.Result, error) {
+	if _, err := e.kr.Rotate(ctx, keyring.AES256GCM); err != nil {
+		return nil, err
+	}
+	col, err := e.column()
+	if err != nil {
+		return nil, err
+	}
+	return e.runJob(ctx, k, &field.Reencrypt{DB: e.db, Dialect: e.dialect, Column: col, Key: "id", Workers: k.workers, BatchSize: k.batch})
+}
+
+// references times pgcrypto updating the whole table in one statement,
+// into a bytea column, the way a user might encrypt a column in SQL.
+func (e *env) references(ctx context.Context) []lab.Result {
+	if e.dialect != field.Postgres {
+		err := fmt.Errorf("pgcrypto runs inside PostgreSQL, which this run did not have (apt-get install postgresql)")
+		return []lab.Result{lab.Unavailable("migrate", pgpSym, lab.SourceReference, err), lab.Unavailable("migrate", encryptIV, lab.SourceReference, err)}
+	}
+	passphrase := "ward lab passphrase, not a secret"
+	key, iv := make([]byte, 32), make([]byte, 16)
+	var out []lab.Result
+	for _, ref := range []struct{ name, sql string }{
+		{pgpSym, "UPDATE " + table + " SET enc = pgp_sym_encrypt(body, $1)"},
+		{encryptIV, "UPDATE " + table + " SET enc = encrypt_iv(convert_to(body, 'UTF8'), $1::bytea, $2::bytea, 'aes-cbc')"},
+	} {
+		r, err := e.reference(ctx, ref.name, ref.sql, passphrase, key, iv)
+		if err != nil {
+			out = append(out, lab.Unavailable("migrate", ref.name, lab.SourceReference, err))
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (e *env) reference(ctx context.Context, name, query string, args ...any) (lab.Result, error) {
+	if err := e.load(ctx); err != nil {
+		return lab.Result{}, err
+	}
+	for _, s := range []string{"CREATE EXTENSION IF NOT EXISTS pgcrypto", "ALTER TABLE " + table + " ADD COLUMN enc BYTEA"} {
+		if _, err := e.db.ExecContext(ctx, s); err != nil {
+			return lab.Result{}, err
+		}
+	}
+	// Each statement gets the parameters it names.
+	if name == pgpSym {
+		args = args[:1]
+	} else {
+		args = args[1:]
+	}
+	start := time.Now()
+	if _, err := e.db.ExecContext(ctx, query, args...); err != nil {
+		return lab.Result{}, err
+	}
+	r := lab.Derived("migrate", name, map[string]any{"job": name}, "rows_per_second", "rows/s", elapsedRate(e.rows, time.Since(start)),
+		"one UPDATE over the whole table into a BYTEA column: one long transaction, and the key travels in the SQL statement's parameters")
+	r.Source = lab.SourceReference
+	return r, nil
+}
+
+// appLatency runs an application loop (read and open a random row, or
+// write a sealed value) alone and during an encrypt-existing job limited
+// to rate rows/s, and compares the loop's p95 latency.
+func (e *env) appLatency(ctx context.Context, rate float64) ([]lab.Result, error) {
+	d := 10 * time.Second
+	if e.rows <= QuickRows {
+		d = 3 * time.Second
+	}
+	if err := e.load(ctx); err != nil {
+		return nil, err
+	}
+	app, err := e.column(field.AcceptPlaintext())
+	if err != nil {
+		return nil, err
+	}
+	alone, err := e.appLoop(ctx, app, d)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.load(ctx); err != nil {
+		return nil, err
+	}
+	jctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := (&field.Reencrypt{DB: e.db, Dialect: e.dialect, Column: app, Key: "id", FromPlaintext: true, Workers: 2, Rate: rate}).Run(jctx)
+		done <- err
+	}()
+	during, err := e.appLoop(ctx, app, d)
+	cancel()
+	<-done
+	if err != nil {
+		return nil, err
+	}
+	p := map[string]any{"job_rate": rate}
+	a := lab.FromSamples("migrate", appAlone, p, "latency", "ms", alone)
+	b := lab.FromSamples("migrate", appDuring, p, "latency", "ms", during)
+	return []lab.Result{a, b, lab.Derived("migrate", appRatio, p, "p95_ratio", "x", b.P95/a.P95,
+		"the application loop's p95 latency during a job limited to 25% of one worker's unthrottled rate, over its p95 alone")}, nil
+}
+
+// appLoop reads or writes random rows for d and returns each operation's
+// latency in ms.
+func (e *env) appLoop(ctx context.Context, col *field.Column, d time.Duration) ([]float64, error) {
+	sel := e.dialect.Rebind("SELECT body FROM " + table + " WHERE id = ?")
+	upd := e.dialect.Rebind("UPDATE " + table + " SET body = ? WHERE id = ?")
+	var out []float64
+	r := rand.New(rand.NewPCG(1, 2))
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		id := int64(r.IntN(e.rows) + 1)
+		start := time.Now()
+		if r.IntN(2) == 0 {
+			var ct field.Ciphertext
+			if err := e.db.QueryRowContext(ctx, sel, id).Scan(&ct); err != nil && err != sql.ErrNoRows {
+				return nil, err
+			}
+			if _, err := col.OpenString(field.RowInt(id), ct); err != nil {
+				return nil, fmt.Errorf("migrate: the application read row %d: %w", id, err)
+			}
+		} else {
+			ct, err := col.SealString(field.RowInt(id), message(int(id)))
+			if err != nil {
+				return nil, err
+			}
+			if _, err := e.db.ExecContext(ctx, upd, ct, id); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, lab.Milliseconds(time.Since(start)))
+	}
+	return out, nil
+}
+
+// cpuTimes are the machine's CPU counters from /proc/stat.
+type cpuTimes struct{ idle, total uint64 }
+
+func readCPU() cpuTimes {
+	var c cpuTimes
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return c
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	for i, f := range strings.Fields(line)[1:] {
+		var v uint64
+		fmt.Sscan(f, &v)
+		if i < 8 {
+			c.total += v
+		}
+		if i == 3 || i == 4 { // idle, iowait
+			c.idle += v
+		}
+	}
+	return c
+}
+
+// busySince is the share of CPU time spent busy since before (0 to 1).
+func (c cpuTimes) busySince(before cpuTimes) float64 {
+	if c.total <= before.total {
+		return 0
+	}
+	return 1 - float64(c.idle-before.idle)/float64(c.total-before.total)
+}
