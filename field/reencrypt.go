@@ -140,7 +140,7 @@ func (r *Reencrypt) pass(ctx context.Context, q queries, st *Stats) error {
 	)
 	var limit *rate.Limiter
 	if r.Rate > 0 {
-		limit = rate.NewLimiter(rate.Limit(r.Rate), max(r.batchSize(), int(r.Rate)))
+		limit = rate.NewLimiter(rate.Limit(r.Rate), r.batchSize()) // one batch at a time: no burst
 	}
 	for range max(1, r.Workers) {
 		wg.Add(1)

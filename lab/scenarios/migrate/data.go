@@ -208,22 +208,25 @@ func (e *env) appLatency(ctx context.Context, rate float64) ([]lab.Result, error
 	if err != nil {
 		return nil, err
 	}
-	alone, err := e.appLoop(ctx, app, d)
+	alone, err := e.appLoop(ctx, app, d, nil)
 	if err != nil {
 		return nil, err
 	}
 	if err := e.load(ctx); err != nil {
 		return nil, err
 	}
+	// The job runs as an operator would throttle it: one worker, small
+	// batches (short row locks), limited to rate; the loop measures only
+	// while it runs.
 	jctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
+	finished := make(chan struct{})
 	go func() {
-		_, err := (&field.Reencrypt{DB: e.db, Dialect: e.dialect, Column: app, Key: "id", FromPlaintext: true, Workers: 2, Rate: rate}).Run(jctx)
-		done <- err
+		defer close(finished)
+		(&field.Reencrypt{DB: e.db, Dialect: e.dialect, Column: app, Key: "id", FromPlaintext: true, BatchSize: 100, Rate: rate}).Run(jctx)
 	}()
-	during, err := e.appLoop(ctx, app, d)
+	during, err := e.appLoop(ctx, app, d, finished)
 	cancel()
-	<-done
+	<-finished
 	if err != nil {
 		return nil, err
 	}
@@ -234,14 +237,19 @@ func (e *env) appLatency(ctx context.Context, rate float64) ([]lab.Result, error
 		"the application loop's p95 latency during a job limited to 25% of one worker's unthrottled rate, over its p95 alone")}, nil
 }
 
-// appLoop reads or writes random rows for d and returns each operation's
-// latency in ms.
-func (e *env) appLoop(ctx context.Context, col *field.Column, d time.Duration) ([]float64, error) {
+// appLoop reads or writes random rows for d, or until stop yields, and
+// returns each operation's latency in ms.
+func (e *env) appLoop(ctx context.Context, col *field.Column, d time.Duration, stop <-chan struct{}) ([]float64, error) {
 	sel := e.dialect.Rebind("SELECT body FROM " + table + " WHERE id = ?")
 	upd := e.dialect.Rebind("UPDATE " + table + " SET body = ? WHERE id = ?")
 	var out []float64
 	r := rand.New(rand.NewPCG(1, 2))
 	for end := time.Now().Add(d); time.Now().Before(end); {
+		select {
+		case <-stop:
+			return out, nil
+		default:
+		}
 		id := int64(r.IntN(e.rows) + 1)
 		start := time.Now()
 		if r.IntN(2) == 0 {
