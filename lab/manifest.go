@@ -53,9 +53,9 @@ func (r ScenarioRun) Busy(cores int) bool {
 // Load is a reading of the machine's load: the 1-minute load average and
 // the CPU time counters of /proc/stat.
 type Load struct {
-	at           time.Time
-	load1        float64
-	steal, total uint64
+	at                 time.Time
+	load1              float64
+	steal, idle, total uint64
 }
 
 // ReadLoad reads the load now (zeros where /proc is missing).
@@ -73,12 +73,24 @@ func ReadLoad() Load {
 			if i < 8 { // user nice system idle iowait irq softirq steal; guest is inside user
 				l.total += v
 			}
+			if i == 3 || i == 4 { // idle, iowait
+				l.idle += v
+			}
 			if i == 7 {
 				l.steal = v
 			}
 		}
 	}
 	return l
+}
+
+// BusySince is the share of the machine's CPU time spent busy (not idle
+// or waiting for I/O) between before and l, from 0 to 1.
+func (l Load) BusySince(before Load) float64 {
+	if l.total <= before.total {
+		return 0
+	}
+	return 1 - float64(l.idle-before.idle)/float64(l.total-before.total)
 }
 
 // Run describes a scenario that ran from before to after.

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 //go:embed java/*.java ruby/*.rb python/*.py c/*.c c/*.h
@@ -44,9 +45,33 @@ var ErrMissing = errors.New("peers: not available on this machine")
 // Is reports whether target is ErrMissing.
 func (e *MissingError) Is(target error) bool { return target == ErrMissing }
 
-// Runner builds and runs peers in a private temporary folder.
+// Runner builds and runs peers in a private temporary folder. Each peer
+// is compiled once per Runner, however often it runs.
 type Runner struct {
-	dir string
+	dir   string
+	mu    sync.Mutex
+	built map[string]built // by source
+}
+
+type built struct {
+	path string
+	err  error
+}
+
+// once builds src with build the first time it is asked for, and returns
+// that result afterwards.
+func (r *Runner) once(src string, build func() (string, error)) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b, ok := r.built[src]; ok {
+		return b.path, b.err
+	}
+	path, err := build()
+	if r.built == nil {
+		r.built = map[string]built{}
+	}
+	r.built[src] = built{path, err}
+	return path, err
 }
 
 // New writes the peers' sources to a temporary folder.
@@ -108,6 +133,10 @@ func runJSON(ctx context.Context, out any, name string, args ...string) error {
 // buildC compiles a C peer against the given libraries (and optional
 // include and library folders) and returns the binary.
 func (r *Runner) buildC(ctx context.Context, peer, src, out string, flags []string, install string) (string, error) {
+	return r.once(src, func() (string, error) { return r.cc(ctx, peer, src, out, flags, install) })
+}
+
+func (r *Runner) cc(ctx context.Context, peer, src, out string, flags []string, install string) (string, error) {
 	cc, err := need(peer, "cc", "apt-get install gcc")
 	if err != nil {
 		return "", err

@@ -40,6 +40,10 @@ const installJDK = "apt-get install default-jdk-headless"
 
 // javac compiles a Java peer with classpath and returns the class folder.
 func (r *Runner) javac(ctx context.Context, peer, src string, classpath ...string) (string, error) {
+	return r.once(src, func() (string, error) { return r.compileJava(ctx, peer, src, classpath) })
+}
+
+func (r *Runner) compileJava(ctx context.Context, peer, src string, classpath []string) (string, error) {
 	javac, err := need(peer, "javac", installJDK)
 	if err != nil {
 		return "", err

@@ -89,15 +89,15 @@ func (a *app) bench(cmd *cobra.Command, names []string, o *benchOptions) error {
 	if err := lab.WriteDir(o.out, manifest, results); err != nil {
 		return err
 	}
-	htmlPath, mdPath, err := report.Write(o.out, manifest, results, all)
+	rep, err := report.New(manifest, results, all)
 	if err != nil {
 		return err
 	}
-	heads, err := report.Headlines(manifest, results, all)
+	htmlPath, mdPath, err := rep.Write(o.out)
 	if err != nil {
 		return err
 	}
-	a.printHeadlines(heads)
+	a.printHeadlines(rep.Headlines())
 	fmt.Fprintf(a.stdout, "\nresults: %s/%s, %s, %s\nsummary: %s\nreport:  %s\n", o.out, lab.ResultsCSV, lab.ResultsJSON, lab.ManifestJSON, mdPath, htmlPath)
 	return nil
 }

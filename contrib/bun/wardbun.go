@@ -97,6 +97,7 @@ type Codec struct {
 	kr      *keyring.Keyring
 	colOpts []field.ColumnOption
 	cache   sync.Map // *schema.Field → *binding
+	indexes sync.Map // "table\x00column" → *field.BlindIndex
 }
 
 // New returns a Codec for models of db under kr; opts (for example
@@ -206,7 +207,7 @@ func (c *Codec) binding(table *schema.Table, f *schema.Field) (*binding, error) 
 		if b.of = table.LookupField(of); b.of == nil || b.of.IndirectType != textType {
 			return nil, fmt.Errorf("wardbun: %s.%s: index of %q, which is not a Text column", table.Name, f.Name, of)
 		}
-		idx, err := field.NewBlindIndex(c.kr, table.Name, b.of.Name, field.WithNormalizer(field.NormalizeFold))
+		idx, err := c.blindIndex(table.Name, b.of.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -297,9 +298,23 @@ func parseTag(tag string) map[string]string {
 //	idx, _ := codec.Index("notes", "email", "Alice@example.com")
 //	db.NewSelect().Model(&n).Where("email_index = ?", idx).Scan(ctx)
 func (c *Codec) Index(table, column, value string) ([]byte, error) {
-	idx, err := field.NewBlindIndex(c.kr, table, column, field.WithNormalizer(field.NormalizeFold))
+	idx, err := c.blindIndex(table, column)
 	if err != nil {
 		return nil, err
 	}
 	return idx.Compute(value), nil
+}
+
+// blindIndex returns the (cached) blind index of table.column.
+func (c *Codec) blindIndex(table, column string) (*field.BlindIndex, error) {
+	key := table + "\x00" + column
+	if idx, ok := c.indexes.Load(key); ok {
+		return idx.(*field.BlindIndex), nil
+	}
+	idx, err := field.NewBlindIndex(c.kr, table, column, field.WithNormalizer(field.NormalizeFold))
+	if err != nil {
+		return nil, err
+	}
+	v, _ := c.indexes.LoadOrStore(key, idx)
+	return v.(*field.BlindIndex), nil
 }

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"entgo.io/ent"
 
@@ -57,8 +58,9 @@ var ErrBulkUpdate = errors.New("wardent: an encrypted field can only be set per 
 
 // Codec seals and opens the declared fields.
 type Codec struct {
-	kr     *keyring.Keyring
-	fields map[string][]*bound // by schema type
+	kr      *keyring.Keyring
+	fields  map[string][]*bound // by schema type
+	indexes sync.Map            // "table\x00column" → *field.BlindIndex
 }
 
 type bound struct {
@@ -82,7 +84,7 @@ func New(kr *keyring.Keyring, fields []Field, opts ...field.ColumnOption) (*Code
 		}
 		b := &bound{Field: f, col: col}
 		if f.IndexColumn != "" {
-			if b.idx, err = field.NewBlindIndex(kr, f.Table, f.Column, field.WithNormalizer(field.NormalizeFold)); err != nil {
+			if b.idx, err = c.blindIndex(f.Table, f.Column); err != nil {
 				return nil, err
 			}
 		}
@@ -94,11 +96,25 @@ func New(kr *keyring.Keyring, fields []Field, opts ...field.ColumnOption) (*Code
 // Index returns the blind index of value for an indexed field, for
 // queries: note.EmailIndex(idx).
 func (c *Codec) Index(table, column, value string) ([]byte, error) {
-	idx, err := field.NewBlindIndex(c.kr, table, column, field.WithNormalizer(field.NormalizeFold))
+	idx, err := c.blindIndex(table, column)
 	if err != nil {
 		return nil, err
 	}
 	return idx.Compute(value), nil
+}
+
+// blindIndex returns the (cached) blind index of table.column.
+func (c *Codec) blindIndex(table, column string) (*field.BlindIndex, error) {
+	key := table + "\x00" + column
+	if idx, ok := c.indexes.Load(key); ok {
+		return idx.(*field.BlindIndex), nil
+	}
+	idx, err := field.NewBlindIndex(c.kr, table, column, field.WithNormalizer(field.NormalizeFold))
+	if err != nil {
+		return nil, err
+	}
+	v, _ := c.indexes.LoadOrStore(key, idx)
+	return v.(*field.BlindIndex), nil
 }
 
 // Hook returns the mutation hook that seals declared fields.

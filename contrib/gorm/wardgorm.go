@@ -80,6 +80,7 @@ type Serializer struct {
 	kr      *keyring.Keyring
 	colOpts []field.ColumnOption
 	cols    sync.Map // *schema.Field → *binding
+	indexes sync.Map // "table\x00column" → *field.BlindIndex
 }
 
 // binding is what a tagged field is bound to.
@@ -249,11 +250,16 @@ func (indexSerializer) Scan(ctx context.Context, f *schema.Field, dst reflect.Va
 //	idx, _ := s.Index("users", "email", "Alice@example.com")
 //	db.Where("email_index = ?", idx).First(&u)
 func (s *Serializer) Index(table, column, value string) ([]byte, error) {
-	idx, err := field.NewBlindIndex(s.kr, table, column, field.WithNormalizer(field.NormalizeFold))
-	if err != nil {
-		return nil, err
+	key := table + "\x00" + column
+	idx, ok := s.indexes.Load(key)
+	if !ok {
+		bi, err := field.NewBlindIndex(s.kr, table, column, field.WithNormalizer(field.NormalizeFold))
+		if err != nil {
+			return nil, err
+		}
+		idx, _ = s.indexes.LoadOrStore(key, bi)
 	}
-	return idx.Compute(value), nil
+	return idx.(*field.BlindIndex).Compute(value), nil
 }
 
 func plaintext(v any) (pt []byte, null bool, err error) {

@@ -57,21 +57,28 @@ func Open(ctx context.Context, rawURL string, getenv func(string) string) (kms.K
 	if err != nil {
 		return nil, fmt.Errorf("kmsurl: %w", err)
 	}
-	mu.RLock()
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	mu.RLock()
 	open, ok := providers[u.Scheme]
-	var known []string
-	for s := range providers {
-		known = append(known, s+"://")
-	}
 	mu.RUnlock()
 	if !ok {
-		slices.Sort(known)
-		return nil, fmt.Errorf("kmsurl: unsupported scheme %q (%s)", u.Scheme, strings.Join(known, ", "))
+		return nil, fmt.Errorf("kmsurl: unsupported scheme %q (%s)", u.Scheme, strings.Join(schemes(), ", "))
 	}
 	return open(ctx, u, getenv)
+}
+
+// schemes lists the registered URL schemes, sorted.
+func schemes() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	var out []string
+	for s := range providers {
+		out = append(out, s+"://")
+	}
+	slices.Sort(out)
+	return out
 }
 
 func openLocal(_ context.Context, u *url.URL, getenv func(string) string) (kms.KeyService, error) {

@@ -37,9 +37,9 @@ type section struct {
 	Missing []string
 }
 
-// Sections builds each scenario's section from its results, in the order
+// sections builds each scenario's section from its results, in the order
 // of scenarios; results of scenarios not among them get a generic section.
-func Sections(m lab.Manifest, rs []lab.Result, scenarios []lab.Scenario) ([]section, error) {
+func sections(m lab.Manifest, rs []lab.Result, scenarios []lab.Scenario) ([]section, error) {
 	by := map[string]lab.Results{}
 	var names []string
 	for _, r := range rs {
@@ -104,19 +104,31 @@ func busy(m lab.Manifest, name string) string {
 	return ""
 }
 
-// Write builds report.html and summary.md in dir from the results.
-func Write(dir string, m lab.Manifest, rs []lab.Result, scenarios []lab.Scenario) (htmlPath, mdPath string, err error) {
-	secs, err := Sections(m, rs, scenarios)
+// Report is the report of a set of results: every scenario's section,
+// built once (charts included), then written and summarised.
+type Report struct {
+	m    lab.Manifest
+	secs []section
+}
+
+// New builds the sections of the results, in the order of scenarios.
+func New(m lab.Manifest, rs []lab.Result, scenarios []lab.Scenario) (*Report, error) {
+	secs, err := sections(m, rs, scenarios)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
+	return &Report{m: m, secs: secs}, nil
+}
+
+// Write writes report.html and summary.md into dir.
+func (r *Report) Write(dir string) (htmlPath, mdPath string, err error) {
 	var hb bytes.Buffer
 	if err := page.Execute(&hb, struct {
 		M           lab.Manifest
 		Sections    []section
 		Flags       string
 		WithinNoise string
-	}{m, secs, flagList(m), withinNoise}); err != nil {
+	}{r.m, r.secs, flagList(r.m), withinNoise}); err != nil {
 		return "", "", fmt.Errorf("report: %w", err)
 	}
 	htmlPath = filepath.Join(dir, HTMLFile)
@@ -124,10 +136,19 @@ func Write(dir string, m lab.Manifest, rs []lab.Result, scenarios []lab.Scenario
 		return "", "", fmt.Errorf("report: %w", err)
 	}
 	mdPath = filepath.Join(dir, MarkdownFile)
-	if err := os.WriteFile(mdPath, markdown(m, secs), 0o644); err != nil {
+	if err := os.WriteFile(mdPath, markdown(r.m, r.secs), 0o644); err != nil {
 		return "", "", fmt.Errorf("report: %w", err)
 	}
 	return htmlPath, mdPath, nil
+}
+
+// Headlines returns every section's headline results, in order.
+func (r *Report) Headlines() []lab.Result {
+	var out []lab.Result
+	for _, s := range r.secs {
+		out = append(out, s.Headlines...)
+	}
+	return out
 }
 
 // Rebuild reads a results folder and writes its report.
@@ -136,20 +157,11 @@ func Rebuild(dir string, scenarios []lab.Scenario) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	return Write(dir, m, rs, scenarios)
-}
-
-// Headlines returns every section's headline results, in order.
-func Headlines(m lab.Manifest, rs []lab.Result, scenarios []lab.Scenario) ([]lab.Result, error) {
-	secs, err := Sections(m, rs, scenarios)
+	r, err := New(m, rs, scenarios)
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
-	var out []lab.Result
-	for _, s := range secs {
-		out = append(out, s.Headlines...)
-	}
-	return out, nil
+	return r.Write(dir)
 }
 
 func flagList(m lab.Manifest) string {

@@ -63,7 +63,7 @@ func chartsIn(t *testing.T, dir string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secs, err := Sections(m, rs, scenarios.All())
+	secs, err := sections(m, rs, scenarios.All())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestSectionNotes(t *testing.T) {
 		lab.PairedRatio("new", "noisy", nil, "ratio", []float64{1.2, 0.9, 1.3}, []float64{1, 1, 1}, ""),
 		lab.Unavailable("new", "java-peer", lab.SourcePeer, errors.New("java: not installed (apt-get install default-jdk-headless)"))}
 	m := lab.Manifest{Cores: 2, Runs: []lab.ScenarioRun{{Name: "new", Load1Before: 3.5}}}
-	secs, err := Sections(m, rs, nil)
+	secs, err := sections(m, rs, nil)
 	if err != nil || len(secs) != 1 || len(secs[0].Tables[0].Rows) != 4 {
 		t.Fatalf("%+v %v", secs, err)
 	}

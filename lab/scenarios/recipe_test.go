@@ -85,9 +85,13 @@ func TestScenarioRecipe(t *testing.T) {
 	if _, _, err := report.Rebuild(dir, all); err != nil {
 		t.Fatal(err)
 	}
-	heads, err := report.Headlines(m, env.Results(), all)
-	if err != nil || len(heads) != 1 || heads[0].Scenario != "hashing" || heads[0].Median <= 1 {
-		t.Fatalf("headlines %+v %v", heads, err)
+	r, err := report.New(m, env.Results(), all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads := r.Headlines()
+	if len(heads) != 1 || heads[0].Scenario != "hashing" || heads[0].Median <= 1 {
+		t.Fatalf("headlines %+v", heads)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"time"
 
@@ -104,9 +103,9 @@ func (e *env) runJob(ctx context.Context, k jobKey, job *field.Reencrypt) ([]lab
 			last, lastRows = now, p.Scanned
 		}
 	}
-	cpu0, start := readCPU(), time.Now()
+	cpu0, start := lab.ReadLoad(), time.Now()
 	st, err := job.Run(ctx)
-	el, cpu := time.Since(start), readCPU().busySince(cpu0)
+	el, cpu := time.Since(start), lab.ReadLoad().BusySince(cpu0)
 	if err != nil {
 		return nil, fmt.Errorf("migrate %s: %w", k.name(), err)
 	}
@@ -272,35 +271,4 @@ func (e *env) appLoop(ctx context.Context, col *field.Column, d time.Duration, s
 		out = append(out, lab.Milliseconds(time.Since(start)))
 	}
 	return out, nil
-}
-
-// cpuTimes are the machine's CPU counters from /proc/stat.
-type cpuTimes struct{ idle, total uint64 }
-
-func readCPU() cpuTimes {
-	var c cpuTimes
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return c
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	for i, f := range strings.Fields(line)[1:] {
-		var v uint64
-		fmt.Sscan(f, &v)
-		if i < 8 {
-			c.total += v
-		}
-		if i == 3 || i == 4 { // idle, iowait
-			c.idle += v
-		}
-	}
-	return c
-}
-
-// busySince is the share of CPU time spent busy since before (0 to 1).
-func (c cpuTimes) busySince(before cpuTimes) float64 {
-	if c.total <= before.total {
-		return 0
-	}
-	return 1 - float64(c.idle-before.idle)/float64(c.total-before.total)
 }

@@ -17,8 +17,8 @@ func (Note) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("id").Immutable(), // client-assigned (a UUID): the row key
 		field.Int64("user_id"),
-		field.Text("body"),                      // ciphertext in the database, plaintext in the program
+		field.Text("body"),                        // ciphertext in the database, plaintext in the program
 		field.Text("email").Optional().Nillable(), // NULL stays NULL
-		field.Bytes("email_index").Optional(),   // blind index of email
+		field.Bytes("email_index").Optional(),     // blind index of email
 	}
 }
