@@ -1,12 +1,14 @@
-// Command ward protects application data and measures what that costs.
+// Command ward is ward's operator CLI: it manages keyrings, encrypts and
+// rotates database columns, hashes passwords and talks to the KMS.
 //
 // Usage:
 //
 //	ward keyring new|add|rotate|promote|disable|enable|list|gen-master-key
 //	ward encrypt|decrypt [--context S | --table T --column C --row R]
 //	ward rotate --db URL --table T --column C [--dry-run]
-//	ward bench [scenario...] [--quick] [--out DIR]
-//	ward report DIR | ward report --compare DIR_A DIR_B
+//	ward encrypt-column --db URL --table T --column C [--text]
+//	ward password hash|verify|inspect|calibrate
+//	ward kms encrypt|decrypt|info
 //
 // Secrets come from files, the environment or a no-echo prompt on the
 // terminal, never from argv.
@@ -27,8 +29,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardlab/ward/lab"
-	"github.com/wardlab/ward/lab/scenarios"
+	_ "github.com/wardlab/ward/kms/awskms" // registers awskms://
 )
 
 // Exit codes.
@@ -80,13 +81,6 @@ func usage(err error, hint string) error  { return &cliError{code: exitUsageErr,
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if served, err := lab.ServeChild(ctx, scenarios.All(), os.Args[1:]); served {
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "ward: error:", err)
-			os.Exit(exitUsageErr)
-		}
-		os.Exit(exitOK)
-	}
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, prompt: promptSecret}
 	os.Exit(a.run(ctx, os.Args[1:]))
 }
@@ -116,7 +110,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 func (a *app) newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "ward",
-		Short:         "Protect application data and measure what the protection costs",
+		Short:         "Operate ward: keyrings, column encryption and rotation, passwords, KMS",
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -132,10 +126,6 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newEncryptColumnCmd(),
 		a.newKMSCmd(),
 		a.newPasswordCmd(),
-		a.newHandshakeCmd(),
-		a.newTLSCmd(),
-		a.newBenchCmd(),
-		a.newReportCmd(),
 	)
 	return root
 }

@@ -1,15 +1,21 @@
-// Package awskms is the key service of an AWS KMS key (a kms.KeyService) backed by AWS KMS through the official
-// SDK (github.com/aws/aws-sdk-go-v2), or any server that speaks its API
+// Package awskms is the key service of an AWS KMS key (a kms.KeyService)
+// through the official SDK (github.com/aws/aws-sdk-go-v2), or any server that speaks its API
 // (such as local-kms). Credentials come from the SDK's standard chain; with
 // an endpoint override and no credentials in the environment, static
 // placeholder credentials are used, which local KMS servers accept.
+//
+// Importing the package registers the awskms:// scheme with kmsurl.
 package awskms
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"net/url"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,6 +27,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/wardlab/ward/kms"
+	"github.com/wardlab/ward/kms/kmsurl"
 )
 
 // Config configures a Service.
@@ -204,4 +211,33 @@ func Classify(err error) error {
 		return kms.ErrUnavailable
 	}
 	return kms.ErrUnavailable
+}
+
+func init() { kmsurl.Register("awskms", open) }
+
+// open opens the key service an awskms:// URL names:
+//
+//	awskms://alias/NAME?region=R       a key by alias (or awskms://KEY-ID)
+//	awskms:///arn:aws:kms:…            a key by ARN
+//	…&endpoint=http://127.0.0.1:4599   an AWS-KMS-compatible endpoint (local-kms)
+//	…&timeout=2s&attempts=3            per-call deadline and retry attempts
+func open(ctx context.Context, u *url.URL, _ func(string) string) (kms.KeyService, error) {
+	keyID := strings.TrimPrefix(u.Host+u.Path, "/")
+	if keyID == "" {
+		return nil, fmt.Errorf("awskms: %q names no key (awskms://alias/NAME or awskms:///ARN)", u.Redacted())
+	}
+	q := u.Query()
+	cfg := Config{KeyID: keyID, Region: q.Get("region"), Endpoint: q.Get("endpoint")}
+	var err error
+	if t := q.Get("timeout"); t != "" {
+		if cfg.Timeout, err = time.ParseDuration(t); err != nil {
+			return nil, fmt.Errorf("awskms: timeout: %w", err)
+		}
+	}
+	if a := q.Get("attempts"); a != "" {
+		if cfg.MaxAttempts, err = strconv.Atoi(a); err != nil {
+			return nil, fmt.Errorf("awskms: attempts: %w", err)
+		}
+	}
+	return New(ctx, cfg)
 }

@@ -1,14 +1,14 @@
 // Package kmsurl opens a kms.KeyService from a URL:
 //
-//	local://PATH                       master key in a file (local:// alone: $WARD_MASTER_KEY)
-//	awskms://alias/NAME?region=R       AWS KMS key by alias (or awskms://KEY-ID)
-//	awskms:///arn:aws:kms:…            AWS KMS key by ARN
-//	…&endpoint=http://127.0.0.1:4599   an AWS-KMS-compatible endpoint (local-kms)
-//	…&timeout=2s&attempts=3            per-call deadline and retry attempts
+//	local://PATH    master key in a file (local:// alone: $WARD_MASTER_KEY)
+//
+// Other providers live in their own modules and register their scheme
+// when imported, as database/sql drivers do:
+//
+//	import _ "github.com/wardlab/ward/kms/awskms" // awskms://alias/NAME?region=R
 //
 // Adding a provider (GCP, Azure, Vault) is one package implementing
-// kms.KeyService and one line in the providers table below, or a call to
-// Register (CONTRIBUTING.md).
+// kms.KeyService whose init calls Register (CONTRIBUTING.md).
 package kmsurl
 
 import (
@@ -17,13 +17,10 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/wardlab/ward/kms"
-	"github.com/wardlab/ward/kms/awskms"
 	"github.com/wardlab/ward/kms/local"
 )
 
@@ -34,8 +31,7 @@ type Opener func(ctx context.Context, u *url.URL, getenv func(string) string) (k
 var (
 	mu        sync.RWMutex
 	providers = map[string]Opener{
-		"local":  openLocal,
-		"awskms": openAWS,
+		"local": openLocal,
 	}
 )
 
@@ -64,7 +60,11 @@ func Open(ctx context.Context, rawURL string, getenv func(string) string) (kms.K
 	open, ok := providers[u.Scheme]
 	mu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("kmsurl: unsupported scheme %q (%s)", u.Scheme, strings.Join(schemes(), ", "))
+		hint := ""
+		if u.Scheme == "awskms" {
+			hint = `; import _ "github.com/wardlab/ward/kms/awskms" to register it`
+		}
+		return nil, fmt.Errorf("kmsurl: unsupported scheme %q (%s)%s", u.Scheme, strings.Join(schemes(), ", "), hint)
 	}
 	return open(ctx, u, getenv)
 }
@@ -87,25 +87,4 @@ func openLocal(_ context.Context, u *url.URL, getenv func(string) string) (kms.K
 		path = u.Opaque
 	}
 	return local.Load(path, getenv)
-}
-
-func openAWS(ctx context.Context, u *url.URL, _ func(string) string) (kms.KeyService, error) {
-	keyID := strings.TrimPrefix(u.Host+u.Path, "/")
-	if keyID == "" {
-		return nil, fmt.Errorf("kmsurl: %q names no key (awskms://alias/NAME or awskms:///ARN)", u.Redacted())
-	}
-	q := u.Query()
-	cfg := awskms.Config{KeyID: keyID, Region: q.Get("region"), Endpoint: q.Get("endpoint")}
-	var err error
-	if t := q.Get("timeout"); t != "" {
-		if cfg.Timeout, err = time.ParseDuration(t); err != nil {
-			return nil, fmt.Errorf("kmsurl: timeout: %w", err)
-		}
-	}
-	if a := q.Get("attempts"); a != "" {
-		if cfg.MaxAttempts, err = strconv.Atoi(a); err != nil {
-			return nil, fmt.Errorf("kmsurl: attempts: %w", err)
-		}
-	}
-	return awskms.New(ctx, cfg)
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/lab"
-	"github.com/wardlab/ward/peers"
+	"github.com/wardlab/ward/lab/peers"
 )
 
 // jvmKey names the JVM peer's case: the report's own stack, AES-128-GCM

@@ -11,7 +11,7 @@ import (
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/lab"
 	"github.com/wardlab/ward/lab/chart"
-	"github.com/wardlab/ward/peers"
+	"github.com/wardlab/ward/lab/peers"
 )
 
 // Report builds the section: throughput by size with hardware AES on and

@@ -15,8 +15,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/wardlab/ward/handshake"
 	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/pq/handshake"
 )
 
 // Scenario is the "handshake" lab scenario.
@@ -86,7 +86,7 @@ func (c Config) name() string {
 }
 
 func (c Config) params() map[string]any {
-	return map[string]any{"suite": c.Suite.String(), "mode": Mode(c.Suite), "mechanism": Mechanism(c.Suite), "backend": c.Backend.String(),
+	return map[string]any{"suite": c.Suite.String(), "mode": c.Suite.Family(), "mechanism": c.Suite.Mechanism(), "backend": c.Backend.String(),
 		"layout": c.Layout.String(), "pinned_key": c.PinnedKey, "delay_model": c.Model, "delay_ms": c.Delay.Milliseconds(),
 		"jitter_ms": c.Jitter.Milliseconds(), "bandwidth_kbit": c.Kbit}
 }
@@ -253,7 +253,7 @@ func runsWriter(env *lab.Env) (*csv.Writer, func(), error) {
 func writeRuns(w *csv.Writer, c Config, rs []run) {
 	f3 := func(d time.Duration) string { return strconv.FormatFloat(lab.Milliseconds(d), 'f', 3, 64) }
 	for j, r := range rs {
-		w.Write([]string{Mode(c.Suite), Mechanism(c.Suite), strconv.FormatInt(c.Delay.Milliseconds(), 10), f3(r.confirmed), strconv.Itoa(r.up + r.down),
+		w.Write([]string{c.Suite.Family(), c.Suite.Mechanism(), strconv.FormatInt(c.Delay.Milliseconds(), 10), f3(r.confirmed), strconv.Itoa(r.up + r.down),
 			c.Suite.String(), c.Backend.String(), c.Layout.String(), strconv.FormatBool(c.PinnedKey), c.Model,
 			strconv.FormatInt(c.Kbit, 10), strconv.FormatInt(c.Jitter.Milliseconds(), 10), strconv.Itoa(j + 1),
 			f3(r.connect), f3(r.clientCrypto), f3(r.serverCrypto), strconv.Itoa(r.up), strconv.Itoa(r.down),

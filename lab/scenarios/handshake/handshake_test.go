@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardlab/ward/handshake"
 	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/pq/handshake"
 )
 
 // TestScenarioModels runs a few configurations end to end and checks the

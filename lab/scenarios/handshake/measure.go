@@ -6,9 +6,9 @@ import (
 	"net"
 	"time"
 
-	"github.com/wardlab/ward/handshake"
 	"github.com/wardlab/ward/lab"
 	"github.com/wardlab/ward/lab/netsim"
+	"github.com/wardlab/ward/pq/handshake"
 )
 
 // run is one measured handshake, both sides.
@@ -53,7 +53,7 @@ func measure(ctx context.Context, c Config, keys map[handshake.Sig]*handshake.Si
 	}
 	var out []run
 	for i := 0; i <= runs; i++ { // run 0 warms up
-		d, cerr := Dial(ctx, addr, ccfg, wrap)
+		d, cerr := handshake.Dial(ctx, addr, ccfg, wrap)
 		sr := <-results
 		if cerr != nil || sr.err != nil {
 			return nil, fmt.Errorf("client: %v; server: %v", cerr, sr.err)

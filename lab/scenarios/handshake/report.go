@@ -10,10 +10,10 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 
-	"github.com/wardlab/ward/handshake"
 	"github.com/wardlab/ward/lab"
 	"github.com/wardlab/ward/lab/chart"
-	"github.com/wardlab/ward/peers"
+	"github.com/wardlab/ward/lab/peers"
+	"github.com/wardlab/ward/pq/handshake"
 )
 
 // ratio is a comparison the section quotes: Num's handshake time over
@@ -119,15 +119,15 @@ var fieldReport = []struct {
 }
 
 func fieldTimeCase(s handshake.Suite, delay time.Duration) string {
-	return fmt.Sprintf("field-report/%s/%s/%dms", Mode(s), Mechanism(s), delay.Milliseconds())
+	return fmt.Sprintf("field-report/%s/%s/%dms", s.Family(), s.Mechanism(), delay.Milliseconds())
 }
 func fieldBytesCase(s handshake.Suite) string {
-	return fmt.Sprintf("field-report/%s/%s", Mode(s), Mechanism(s))
+	return fmt.Sprintf("field-report/%s/%s", s.Family(), s.Mechanism())
 }
 
 func recordFieldReport(env *lab.Env) {
 	for _, f := range fieldReport {
-		p := map[string]any{"mode": Mode(f.suite), "mechanism": Mechanism(f.suite)}
+		p := map[string]any{"mode": f.suite.Family(), "mechanism": f.suite.Mechanism()}
 		for i, d := range Delays {
 			env.Record(lab.Quote("handshake", fieldTimeCase(f.suite, d), map[string]any{"mode": p["mode"], "mechanism": p["mechanism"], "delay_model": SleepModel, "delay_ms": d.Milliseconds()},
 				"handshake_time", "ms", f.t[i], lab.SourceFieldReport, "field report (Python + liboqs + cryptography), mean of 60 runs, measured elsewhere"))
@@ -208,7 +208,7 @@ func delayChart(rs lab.Results) (template.HTML, error) {
 	var ss []chart.Series
 	for _, su := range chartSuites {
 		for _, model := range []string{LinkModel, SleepModel} {
-			ss = append(ss, chart.Series{Name: Mechanism(su) + " (" + model + " model)", Points: line(Config{Suite: su, Model: model}), Dashed: model == SleepModel})
+			ss = append(ss, chart.Series{Name: su.Mechanism() + " (" + model + " model)", Points: line(Config{Suite: su, Model: model}), Dashed: model == SleepModel})
 		}
 	}
 	ss = append(ss, chart.Series{Name: "ML-KEM-768+ML-DSA-65, separate writes (sleep model)", Dashed: true,
@@ -220,7 +220,7 @@ func bytesChart(rs lab.Results) (template.HTML, error) {
 	var labels []string
 	vals := map[string][]float64{}
 	for _, f := range fieldReport {
-		labels = append(labels, Mechanism(f.suite))
+		labels = append(labels, f.suite.Mechanism())
 		vals["ward"] = append(vals["ward"], rs.Median(Config{Suite: f.suite, Model: SleepModel}.name(), "wire_bytes"))
 		vals["field report (elsewhere)"] = append(vals["field report (elsewhere)"], f.bytes)
 	}
@@ -231,7 +231,7 @@ func cryptoChart(rs lab.Results) (template.HTML, error) {
 	vals := map[string][]float64{}
 	var labels []string
 	for _, su := range []handshake.Suite{x25519, {KEX: handshake.MLKEM512}, {KEX: handshake.MLKEM768}, {KEX: handshake.MLKEM1024}, {KEX: handshake.X25519MLKEM768}, signed768} {
-		labels = append(labels, Mechanism(su))
+		labels = append(labels, su.Mechanism())
 		for _, b := range []handshake.Backend{handshake.Stdlib, handshake.Circl} {
 			n := Config{Suite: su, Backend: b, Model: SleepModel}.name()
 			vals[b.String()] = append(vals[b.String()], rs.Median(n, "client_crypto")+rs.Median(n, "server_crypto"))
@@ -244,7 +244,7 @@ func fieldTable(rs lab.Results) lab.Table {
 	t := lab.Table{Caption: "The field report's table shape: ward's median ms (p05–p95) at 0 / 20 / 75 ms one-way (report's delay model, stdlib, bundled flight) and bytes, the report's means beside",
 		Head: []string{"mechanism", "ward 0 ms", "ward 20 ms", "ward 75 ms", "ward bytes", "report 0 / 20 / 75 ms", "report bytes"}}
 	for _, f := range fieldReport {
-		row := []string{Mechanism(f.suite)}
+		row := []string{f.suite.Mechanism()}
 		var quoted []string
 		for _, d := range Delays {
 			r, _ := rs.Get(Config{Suite: f.suite, Model: SleepModel, Delay: d}.name(), "handshake_time")

@@ -22,7 +22,7 @@ import (
 	"github.com/wardlab/ward/kms/kmsurl"
 	"github.com/wardlab/ward/lab"
 	"github.com/wardlab/ward/lab/netsim"
-	"github.com/wardlab/ward/peers"
+	"github.com/wardlab/ward/lab/peers"
 )
 
 // Scenario is the "kms" lab scenario.

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/lab/peers"
 	"github.com/wardlab/ward/password"
-	"github.com/wardlab/ward/peers"
 )
 
 // Bursts are the concurrent sign-up sizes; 10 is the field report's.

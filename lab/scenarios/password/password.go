@@ -17,8 +17,8 @@ import (
 	xargon2 "golang.org/x/crypto/argon2"
 
 	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/lab/peers"
 	"github.com/wardlab/ward/password"
-	"github.com/wardlab/ward/peers"
 )
 
 // Scenario is the "password" lab scenario.

@@ -10,32 +10,8 @@ import (
 
 	"github.com/wardlab/ward/lab"
 	"github.com/wardlab/ward/lab/netsim"
-	"github.com/wardlab/ward/pqtls"
+	"github.com/wardlab/ward/pq/pqtls"
 )
-
-// DialRuns measures runs TLS handshakes against addr, each with a fresh
-// connection and newConfig(), under a per-handshake timeout; check, when
-// not nil, vets each measurement (what was negotiated). The lab and
-// 'ward tls dial' both measure through it.
-func DialRuns(ctx context.Context, addr string, newConfig func() *tls.Config, runs int, timeout time.Duration,
-	check func(*pqtls.Measurement) error) ([]*pqtls.Measurement, error) {
-	var out []*pqtls.Measurement
-	for range runs {
-		dctx, cancel := context.WithTimeout(ctx, timeout)
-		m, err := pqtls.Dial(dctx, addr, newConfig())
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		if check != nil {
-			if err := check(m); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, m)
-	}
-	return out, nil
-}
 
 // serve serves TLS on a loopback listener: each connection handshakes,
 // receives one byte (so that the client processes its session ticket) and
@@ -94,7 +70,7 @@ func measure(ctx context.Context, c config, ch *pqtls.Chain, runs int) ([]*pqtls
 	if _, err := pqtls.Dial(ctx, addr, newCfg()); err != nil { // warm-up
 		return nil, err
 	}
-	return DialRuns(ctx, addr, newCfg, runs, 30*time.Second, func(m *pqtls.Measurement) error {
+	return pqtls.DialRuns(ctx, addr, newCfg, runs, 30*time.Second, func(m *pqtls.Measurement) error {
 		st := m.State
 		if st.CurveID != group || st.DidResume != c.resumed || st.Version != tls.VersionTLS13 {
 			return fmt.Errorf("negotiated %s, wanted %s resumed=%v", pqtls.Describe(st), c.group, c.resumed)

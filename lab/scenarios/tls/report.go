@@ -6,7 +6,7 @@ import (
 
 	"github.com/wardlab/ward/lab"
 	"github.com/wardlab/ward/lab/chart"
-	"github.com/wardlab/ward/pqtls"
+	"github.com/wardlab/ward/pq/pqtls"
 )
 
 // Report builds the section: time and bytes by group and chain at each

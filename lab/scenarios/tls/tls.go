@@ -12,10 +12,10 @@ import (
 	"maps"
 	"time"
 
-	"github.com/wardlab/ward/handshake"
 	"github.com/wardlab/ward/lab"
 	handshakelab "github.com/wardlab/ward/lab/scenarios/handshake"
-	"github.com/wardlab/ward/pqtls"
+	"github.com/wardlab/ward/pq/handshake"
+	"github.com/wardlab/ward/pq/pqtls"
 )
 
 // Scenario is the "tls" lab scenario.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/lab"
-	"github.com/wardlab/ward/pqtls"
+	"github.com/wardlab/ward/pq/pqtls"
 )
 
 // TestMeasureNegotiation runs a few configurations and checks that what

@@ -27,6 +27,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	_ "github.com/wardlab/ward/kms/awskms" // registers awskms://
+
 	"github.com/wardlab/ward/examples/chat"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"

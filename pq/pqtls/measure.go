@@ -141,3 +141,26 @@ func LeafAlgorithm(st tls.ConnectionState) string {
 	}
 	return st.PeerCertificates[0].PublicKeyAlgorithm.String()
 }
+
+// DialRuns measures runs TLS handshakes against addr, each with a fresh
+// connection and newConfig(), under a per-handshake timeout; check, when
+// not nil, vets each measurement (what was negotiated).
+func DialRuns(ctx context.Context, addr string, newConfig func() *tls.Config, runs int, timeout time.Duration,
+	check func(*Measurement) error) ([]*Measurement, error) {
+	var out []*Measurement
+	for range runs {
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		m, err := Dial(dctx, addr, newConfig())
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if check != nil {
+			if err := check(m); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

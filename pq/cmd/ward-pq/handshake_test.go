@@ -10,14 +10,14 @@ import (
 	"time"
 )
 
-// TestHandshakeTwoProcesses builds ward, runs 'handshake serve' and
+// TestHandshakeTwoProcesses builds ward-pq, runs 'handshake serve' and
 // 'handshake dial' as separate processes, and checks the pinned, signed
 // handshake and a wrong pin.
 func TestHandshakeTwoProcesses(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the ward binary")
+		t.Skip("builds the ward-pq binary")
 	}
-	bin := filepath.Join(t.TempDir(), "ward")
+	bin := filepath.Join(t.TempDir(), "ward-pq")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -12,9 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardlab/ward/lab"
-	tlslab "github.com/wardlab/ward/lab/scenarios/tls"
-	"github.com/wardlab/ward/pqtls"
+	"github.com/wardlab/ward/pq/pqtls"
 )
 
 func (a *app) newTLSCmd() *cobra.Command {
@@ -109,7 +107,7 @@ own clients.`,
 	return cmd
 }
 
-// tlsDialOptions are the flags of 'ward tls dial'.
+// tlsDialOptions are the flags of 'ward-pq tls dial'.
 type tlsDialOptions struct {
 	groups     []string
 	runs       int
@@ -120,7 +118,7 @@ type tlsDialOptions struct {
 	timeout    time.Duration
 }
 
-// tlsRun is one measured handshake as 'ward tls dial --json' prints it.
+// tlsRun is one measured handshake as 'ward-pq tls dial --json' prints it.
 type tlsRun struct {
 	Run             int     `json:"run"`
 	ConnectMs       float64 `json:"connect_ms"`
@@ -139,7 +137,7 @@ type tlsRun struct {
 
 func newTLSRun(i int, m *pqtls.Measurement) tlsRun {
 	st := m.State
-	return tlsRun{Run: i, ConnectMs: lab.Milliseconds(m.Connect), HandshakeTimeMs: lab.Milliseconds(m.Handshake),
+	return tlsRun{Run: i, ConnectMs: milliseconds(m.Connect), HandshakeTimeMs: milliseconds(m.Handshake),
 		BytesUp: m.BytesUp, BytesDown: m.BytesDown, Flights: m.Flights, Version: tls.VersionName(st.Version), Group: st.CurveID.String(),
 		PostQuantum: pqtls.IsPostQuantum(st.CurveID), CipherSuite: tls.CipherSuiteName(st.CipherSuite), Certificate: pqtls.LeafAlgorithm(st),
 		Resumed: st.DidResume, ExtraRTTModel: pqtls.ExtraRoundTrips(m.BytesDown, pqtls.InitialWindow)}
@@ -186,7 +184,7 @@ func (a *app) tlsDial(ctx context.Context, addr string, o *tlsDialOptions) error
 	cfg := func() *tls.Config {
 		return &tls.Config{ServerName: o.serverName, CurvePreferences: gs, InsecureSkipVerify: o.insecure, ClientSessionCache: cache}
 	}
-	ms, err := tlslab.DialRuns(ctx, addr, cfg, o.runs, o.timeout, nil)
+	ms, err := pqtls.DialRuns(ctx, addr, cfg, o.runs, o.timeout, nil)
 	if err != nil {
 		return err
 	}
@@ -196,7 +194,7 @@ func (a *app) tlsDial(ctx context.Context, addr string, o *tlsDialOptions) error
 		rows = append(rows, newTLSRun(i+1, m))
 		hs = append(hs, rows[i].HandshakeTimeMs)
 	}
-	n, med, p05, p95 := lab.Summary(hs)
+	n, med, p05, p95 := summary(hs)
 	if o.asJSON {
 		return a.writeJSON(map[string]any{"addr": addr, "runs": rows,
 			"summary": map[string]any{"n": n, "handshake_time_ms": map[string]float64{"median": med, "p05": p05, "p95": p95}}})

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/wardlab/ward/handshake"
+	"github.com/wardlab/ward/pq/handshake"
 )
 
 // A hybrid X25519+ML-KEM-768 handshake authenticated by the server's

@@ -14,9 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardlab/ward/handshake"
-	"github.com/wardlab/ward/lab"
-	handshakelab "github.com/wardlab/ward/lab/scenarios/handshake"
+	"github.com/wardlab/ward/pq/handshake"
 )
 
 func (a *app) newHandshakeCmd() *cobra.Command {
@@ -24,7 +22,7 @@ func (a *app) newHandshakeCmd() *cobra.Command {
 		Use:   "handshake",
 		Short: "Measure post-quantum key exchange between two processes or hosts",
 		Long: `Run ward's minimal key-exchange protocol (X25519, ML-KEM, hybrid, and
-ML-DSA-signed suites) between 'ward handshake serve' and 'ward handshake dial',
+ML-DSA-signed suites) between 'ward-pq handshake serve' and 'ward-pq handshake dial',
 for example between two machines or regions instead of simulated delay.`,
 	}
 	cmd.AddCommand(a.newHandshakeServeCmd(), a.newHandshakeDialCmd())
@@ -181,7 +179,7 @@ func (a *app) newHandshakeDialCmd() *cobra.Command {
 	var o dialOptions
 	cmd := &cobra.Command{
 		Use:   "dial ADDR --suite S [--runs N] [--pin FINGERPRINT] [--json]",
-		Short: "Run handshakes against 'ward handshake serve' and report time and bytes",
+		Short: "Run handshakes against 'ward-pq handshake serve' and report time and bytes",
 		Args:  cobra.ExactArgs(1),
 		RunE:  func(cmd *cobra.Command, args []string) error { return a.dial(cmd.Context(), args[0], &o) },
 	}
@@ -224,7 +222,7 @@ func (a *app) dial(ctx context.Context, addr string, o *dialOptions) error {
 	if o.pin != "" {
 		fp, err := hex.DecodeString(strings.TrimSpace(o.pin))
 		if err != nil || len(fp) != 32 {
-			return usage(errors.New("--pin must be 64 hex digits"), "copy the fingerprint 'ward handshake serve' prints")
+			return usage(errors.New("--pin must be 64 hex digits"), "copy the fingerprint 'ward-pq handshake serve' prints")
 		}
 		cfg.PinnedFingerprint = fp
 	}
@@ -234,14 +232,14 @@ func (a *app) dial(ctx context.Context, addr string, o *dialOptions) error {
 		}
 	}
 	if suite.Sig != handshake.SigNone && cfg.PinnedFingerprint == nil && cfg.PinnedKey == nil && !o.insecure {
-		return usage(errors.New("a signed suite needs --pin or --pin-key"), "'ward handshake serve' prints the fingerprints")
+		return usage(errors.New("a signed suite needs --pin or --pin-key"), "'ward-pq handshake serve' prints the fingerprints")
 	}
 	if o.runs < 1 {
 		return usage(errors.New("--runs must be at least 1"), "")
 	}
 	var runs []dialRun
 	for i := 1; i <= o.runs; i++ {
-		d, err := handshakelab.Dial(ctx, addr, cfg, nil)
+		d, err := handshake.Dial(ctx, addr, cfg, nil)
 		if err != nil {
 			if errors.Is(err, handshake.ErrBadSignature) || errors.Is(err, handshake.ErrUntrustedKey) || errors.Is(err, handshake.ErrBadFinished) {
 				return failed(err, "")
@@ -249,8 +247,8 @@ func (a *app) dial(ctx context.Context, addr string, o *dialOptions) error {
 			return err
 		}
 		st := d.Result.Stats
-		runs = append(runs, dialRun{Mode: handshakelab.Mode(suite), Suite: suite.String(), Backend: backend.String(), Layout: layout.String(), Run: i,
-			ConnectMs: lab.Milliseconds(d.Connect), HandshakeTimeMs: lab.Milliseconds(st.Confirmed), ClientCryptoMs: lab.Milliseconds(st.CryptoTime),
+		runs = append(runs, dialRun{Mode: suite.Family(), Suite: suite.String(), Backend: backend.String(), Layout: layout.String(), Run: i,
+			ConnectMs: milliseconds(d.Connect), HandshakeTimeMs: milliseconds(st.Confirmed), ClientCryptoMs: milliseconds(st.CryptoTime),
 			BytesUp: st.BytesSent, BytesDown: st.BytesReceived, WireBytes: st.BytesSent + st.BytesReceived, Flights: st.Flights})
 	}
 	var hs, conn []float64
@@ -258,8 +256,8 @@ func (a *app) dial(ctx context.Context, addr string, o *dialOptions) error {
 		hs = append(hs, r.HandshakeTimeMs)
 		conn = append(conn, r.ConnectMs)
 	}
-	n, med, p05, p95 := lab.Summary(hs)
-	_, cmed, _, _ := lab.Summary(conn)
+	n, med, p05, p95 := summary(hs)
+	_, cmed, _, _ := summary(conn)
 	if o.asJSON {
 		return a.writeJSON(map[string]any{"addr": addr, "runs": runs, "summary": map[string]any{"n": n, "handshake_time_ms": map[string]float64{"median": med, "p05": p05, "p95": p95},
 			"connect_ms_median": cmed, "wire_bytes": runs[0].WireBytes}})

@@ -149,7 +149,7 @@ func (a *app) newReportCmd() *cobra.Command {
 		Use:   "report DIR | report --compare DIR_A DIR_B",
 		Short: "Rebuild the HTML report of a results folder, or compare two runs",
 		Long: `Rebuild report.html and summary.md from a results folder written by
-'ward bench' (on this machine or another), or with --compare print, for every
+'ward-lab bench' (on this machine or another), or with --compare print, for every
 case measured in both, the ratio of B's median to A's.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if compare {

@@ -3,7 +3,7 @@ package pqtls_test
 import (
 	"fmt"
 
-	"github.com/wardlab/ward/pqtls"
+	"github.com/wardlab/ward/pq/pqtls"
 )
 
 // How many extra round trips TCP slow start costs a server flight, by

@@ -1,4 +1,4 @@
-package handshakelab
+package handshake
 
 import (
 	"context"
@@ -6,17 +6,15 @@ import (
 	"net"
 	"strconv"
 	"time"
-
-	"github.com/wardlab/ward/handshake"
 )
 
-// Mode names a suite's family as the field report's CSV did: "x25519",
-// "mlkem", "hybrid" or "signed".
-func Mode(s handshake.Suite) string {
+// Family names a suite's family as the post-quantum field report's CSV
+// did: "x25519", "mlkem", "hybrid" or "signed".
+func (s Suite) Family() string {
 	switch {
-	case s.Sig != handshake.SigNone:
+	case s.Sig != SigNone:
 		return "signed"
-	case s.KEX == handshake.X25519:
+	case s.KEX == X25519:
 		return "x25519"
 	case s.KEX.HasX25519():
 		return "hybrid"
@@ -24,9 +22,9 @@ func Mode(s handshake.Suite) string {
 	return "mlkem"
 }
 
-// Mechanism names a suite's primitives as the field report did, such as
-// "X25519+ML-KEM-768" or "ML-KEM-768+ML-DSA-65".
-func Mechanism(s handshake.Suite) string {
+// Mechanism names a suite's primitives, such as "X25519+ML-KEM-768" or
+// "ML-KEM-768+ML-DSA-65".
+func (s Suite) Mechanism() string {
 	var m string
 	switch lvl := s.KEX.MLKEMLevel(); {
 	case lvl == 0:
@@ -37,11 +35,11 @@ func Mechanism(s handshake.Suite) string {
 		m = "ML-KEM-" + strconv.Itoa(lvl)
 	}
 	switch s.Sig {
-	case handshake.MLDSA44:
+	case MLDSA44:
 		m += "+ML-DSA-44"
-	case handshake.MLDSA65:
+	case MLDSA65:
 		m += "+ML-DSA-65"
-	case handshake.MLDSA87:
+	case MLDSA87:
 		m += "+ML-DSA-87"
 	}
 	return m
@@ -53,14 +51,13 @@ type Dialed struct {
 	Connect time.Duration
 	// Result is the client's result; Result.Stats.Confirmed is the time
 	// to a confirmed key.
-	Result *handshake.Result
+	Result *Result
 }
 
-// Dial connects to addr and runs one client handshake, timing the TCP
-// connection apart from the handshake. wrap, when not nil, wraps the
-// connection first (the field report's sleep-before-send delay model).
-// The lab and 'ward handshake dial' both measure through it.
-func Dial(ctx context.Context, addr string, cfg *handshake.ClientConfig, wrap func(net.Conn) net.Conn) (Dialed, error) {
+// Dial connects to addr over TCP and runs one client handshake, timing
+// the connection apart from the handshake, and closes the connection.
+// wrap, when not nil, wraps the connection first (a link model, say).
+func Dial(ctx context.Context, addr string, cfg *ClientConfig, wrap func(net.Conn) net.Conn) (Dialed, error) {
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
@@ -75,7 +72,7 @@ func Dial(ctx context.Context, addr string, cfg *handshake.ClientConfig, wrap fu
 	if wrap != nil {
 		c = wrap(c)
 	}
-	if d.Result, err = handshake.Client(ctx, c, cfg); err != nil {
+	if d.Result, err = Client(ctx, c, cfg); err != nil {
 		return Dialed{}, err
 	}
 	return d, nil

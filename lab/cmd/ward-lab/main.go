@@ -1,0 +1,93 @@
+// Command ward-lab is ward's lab: it reproduces the four field reports'
+// experiments on this machine, side by side with ward, and writes CSV,
+// JSON, an HTML report with charts and a Markdown summary.
+//
+// Usage:
+//
+//	ward-lab bench [scenario...] [--quick] [--out DIR]
+//	ward-lab report DIR | ward-lab report --compare DIR_A DIR_B
+//
+// Exit codes: 0 success; 2 usage or any other error. Errors go to stderr
+// as "ward-lab: error: …", with a "hint:" line when the fix is known.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/lab/scenarios"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitUsageErr = 2 // usage or other error
+)
+
+// app carries what every command needs; tests build their own.
+type app struct {
+	stdout, stderr io.Writer
+}
+
+// cliError is an error with an exit code and an optional hint.
+type cliError struct {
+	code int
+	err  error
+	hint string
+}
+
+func (e *cliError) Error() string { return e.err.Error() }
+func (e *cliError) Unwrap() error { return e.err }
+
+func usage(err error, hint string) error { return &cliError{code: exitUsageErr, err: err, hint: hint} }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	// A scenario measured in a child process (another GODEBUG, a fresh
+	// heap) re-executes this binary; serve it before anything else.
+	if served, err := lab.ServeChild(ctx, scenarios.All(), os.Args[1:]); served {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "ward-lab: error:", err)
+			os.Exit(exitUsageErr)
+		}
+		os.Exit(exitOK)
+	}
+	a := &app{stdout: os.Stdout, stderr: os.Stderr}
+	os.Exit(a.run(ctx, os.Args[1:]))
+}
+
+// run executes one command line and returns the exit code.
+func (a *app) run(ctx context.Context, args []string) int {
+	root := &cobra.Command{
+		Use:           "ward-lab",
+		Short:         "Measure what protecting data costs: the field reports' experiments beside ward's",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err, "see ward-lab --help") })
+	root.AddCommand(a.newBenchCmd(), a.newReportCmd())
+	root.SetArgs(args)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(a.stderr, "ward-lab: error: %v\n", err)
+	var ce *cliError
+	if errors.As(err, &ce) {
+		if ce.hint != "" {
+			fmt.Fprintf(a.stderr, "hint: %s\n", ce.hint)
+		}
+		return ce.code
+	}
+	return exitUsageErr
+}
