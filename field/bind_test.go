@@ -183,8 +183,14 @@ func TestLedger(t *testing.T) {
 		if err := l.Check(ctx, kr); err != nil {
 			t.Fatalf("empty ledger: %v", err)
 		}
+		if ids, err := l.Keyrings(ctx); err != nil || len(ids) != 0 {
+			t.Fatalf("empty ledger lists %v %v", ids, err)
+		}
 		if err := l.Record(ctx, kr); err != nil {
 			t.Fatal(err)
+		}
+		if ids, err := l.Keyrings(ctx); err != nil || len(ids) != 1 || ids[0] != kr.ID() {
+			t.Fatalf("ledger lists %v %v, want [%s]", ids, err, kr.ID())
 		}
 		stale, _ := os.ReadFile(kr.Path())
 		id, _ := kr.Add(ctx, keyring.AES256GCM)

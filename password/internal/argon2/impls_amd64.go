@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-//go:generate sh -c "cd _asm && go run . -out ../g_amd64.s -stubs ../g_amd64_stubs.go -pkg argon2"
+//go:generate sh -c "cd _asm && GOWORK=off go run . -out ../g_amd64.s -stubs ../g_amd64_stubs.go -pkg argon2"
 
 // available lists the implementations of G this machine can run, slowest
 // first.

@@ -1,4 +1,4 @@
-package kms_test
+package awskms_test
 
 import (
 	"context"

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/wardlab/ward/internal/walls"
+)
+
+// TestLinksNoLab: the operator CLI, the binary that rotates production
+// keys, links no package of the lab, the PQ protocols, the examples, test
+// doubles, emulators, proxies, plotting or browsers.
+func TestLinksNoLab(t *testing.T) {
+	deps, err := walls.List(".", true, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := walls.ForbiddenDeps(deps, walls.CLIForbidden); len(bad) > 0 {
+		t.Fatalf("ward links %d forbidden packages: %v", len(bad), bad)
+	}
+}
+
+// maxBinary is the size the operator CLI must stay under with a plain
+// go build (README, "Modules").
+const maxBinary = 30 << 20
+
+// TestBinarySize builds the CLI as a user would and checks its size.
+func TestBinarySize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the ward binary")
+	}
+	bin := filepath.Join(t.TempDir(), "ward")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	st, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ward: %.1f MiB", float64(st.Size())/(1<<20))
+	if st.Size() > maxBinary {
+		t.Fatalf("ward is %.1f MiB, over %d MiB", float64(st.Size())/(1<<20), maxBinary>>20)
+	}
+}
