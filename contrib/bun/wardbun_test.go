@@ -1,10 +1,11 @@
 package wardbun_test
 
 import (
+	"github.com/wardlab/ward/internal/pgtest"
+
 	"context"
 	"database/sql"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -49,7 +50,7 @@ func databases(t *testing.T) map[string]*bun.DB {
 		t.Fatal(err)
 	}
 	out["sqlite"] = bun.NewDB(sq, sqlitedialect.New())
-	if url := os.Getenv("WARD_TEST_POSTGRES_URL"); url != "" {
+	if url := pgtest.URL(t); url != "" {
 		pg, err := sql.Open("pgx", url)
 		if err != nil {
 			t.Fatal(err)
@@ -86,7 +87,7 @@ func TestBun(t *testing.T) {
 				Email sql.NullString
 			}
 			db.NewRaw("SELECT body, email FROM bun_notes WHERE id = 'n2'").Scan(ctx, &raw.Body, &raw.Email)
-			if raw.Email.Valid || len(raw.Body) < 40 || raw.Body[:3] != "w2:" {
+			if raw.Email.Valid || len(raw.Body) < 40 || raw.Body[:3] != "w3:" {
 				t.Fatalf("stored: %+v", raw)
 			}
 			var got Note

@@ -1,10 +1,11 @@
 package wardent_test
 
 import (
+	"github.com/wardlab/ward/internal/pgtest"
+
 	"context"
 	"database/sql"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -43,7 +44,7 @@ func clients(t *testing.T, codec *wardent.Codec) map[string]clientPair {
 		out[name] = clientPair{c, ent.NewClient(ent.Driver(drv))}
 	}
 	open("sqlite", "sqlite", "sqlite3", "file:"+filepath.Join(t.TempDir(), "ent.db")+"?_pragma=foreign_keys(1)")
-	if url := os.Getenv("WARD_TEST_POSTGRES_URL"); url != "" {
+	if url := pgtest.URL(t); url != "" {
 		open("postgres", "pgx", "postgres", url)
 	} else {
 		t.Log("WARD_TEST_POSTGRES_URL is not set: PostgreSQL skipped")
@@ -72,7 +73,7 @@ func TestEnt(t *testing.T) {
 				t.Fatal(err)
 			}
 			stored, _ := raw.Note.Get(ctx, "n2")
-			if stored.Email != nil || len(stored.Body) < 40 || stored.Body[:3] != "w2:" {
+			if stored.Email != nil || len(stored.Body) < 40 || stored.Body[:3] != "w3:" {
 				t.Fatalf("stored: %+v", stored)
 			}
 			got, err := db.Get(ctx, "n1")

@@ -1,6 +1,8 @@
 package wardgorm_test
 
 import (
+	"github.com/wardlab/ward/internal/pgtest"
+
 	"errors"
 	"os"
 	"path/filepath"
@@ -52,7 +54,7 @@ func databases(t *testing.T) map[string]*gorm.DB {
 		t.Fatal(err)
 	}
 	out["sqlite"] = sq
-	if url := os.Getenv("WARD_TEST_POSTGRES_URL"); url != "" {
+	if url := pgtest.URL(t); url != "" {
 		pg, err := gorm.Open(postgres.Open(url), cfg())
 		if err != nil {
 			t.Fatal(err)
@@ -84,7 +86,7 @@ func TestGORM(t *testing.T) {
 				Title *string
 			}
 			db.Raw("SELECT body, title FROM notes WHERE id = ?", "n2").Scan(&raw)
-			if raw.Title != nil || len(raw.Body) < 40 || raw.Body[:3] != "w2:" {
+			if raw.Title != nil || len(raw.Body) < 40 || raw.Body[:3] != "w3:" {
 				t.Fatalf("stored: %+v", raw)
 			}
 			var got Note
@@ -171,7 +173,7 @@ func TestGORMMixed(t *testing.T) {
 			}
 			var stored string
 			db.Raw("SELECT label FROM counters WHERE id = 2").Scan(&stored)
-			if stored[:3] != "w2:" {
+			if stored[:3] != "w3:" {
 				t.Fatalf("new row stored as %q", stored)
 			}
 		})

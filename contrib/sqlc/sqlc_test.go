@@ -1,6 +1,8 @@
 package wardsqlc_test
 
 import (
+	"github.com/wardlab/ward/internal/pgtest"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -75,7 +77,7 @@ func TestSQLC(t *testing.T) {
 		run(t, kr, sq, lite{notesqlite.New(sq)})
 	})
 	t.Run("postgres", func(t *testing.T) {
-		url := os.Getenv("WARD_TEST_POSTGRES_URL")
+		url := pgtest.URL(t)
 		if url == "" {
 			t.Skip("WARD_TEST_POSTGRES_URL is not set")
 		}

@@ -117,6 +117,7 @@ var Plumbing = []string{
 	Module + "/internal/conncap",
 	Module + "/internal/dburl",
 	Module + "/internal/pgcluster",
+	Module + "/internal/pgtest",
 	Module + "/internal/walls",
 }
 
