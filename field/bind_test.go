@@ -155,7 +155,7 @@ func TestReencryptLeavesV1Behind(t *testing.T) {
 	}
 	var raw string
 	db.QueryRow(`SELECT body FROM messages WHERE id = 42`).Scan(&raw)
-	if !strings.HasPrefix(raw, "w2:") {
+	if !strings.HasPrefix(raw, "w3:") {
 		t.Fatalf("stored %q", raw[:5])
 	}
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // Census counts the values of a column, for a dry run: per key ID, per
-// ciphertext version, how many are still bound under the v1 context, and
-// how many are plaintext.
+// ciphertext version, how many are still bound without the column's bound
+// columns, and how many are plaintext.
 type Census struct {
 	Rows      int
 	Null      int
@@ -23,8 +23,8 @@ type Census struct {
 	PerKey  map[keyring.KeyID]int
 	// PerVersion counts values per ciphertext format version.
 	PerVersion map[uint8]int
-	// LegacyBinding counts values whose context check matches the v1
-	// context rather than the column's bound columns (a column with
+	// LegacyBinding counts values whose context check matches the
+	// context without bound columns rather than the column's bound columns (a column with
 	// Bind).
 	LegacyBinding int
 	// Current counts values that need no work: under the primary key, in
@@ -62,17 +62,22 @@ func (r *Reencrypt) classify(row dbRow, primary keyring.KeyID) (valueState, Ciph
 }
 
 // bindingMatches reports whether the value's context check matches the
-// column's current context for its row, or, with legacy, the v1 context.
+// context it was sealed under for its row (by its version), or, with
+// legacy, the context without bound columns.
 func (r *Reencrypt) bindingMatches(row dbRow, ct Ciphertext, legacy bool) bool {
 	rk, err := row.rowKey()
 	if err != nil {
 		return false
 	}
+	raw := ct.Bytes()
+	if len(raw) == 0 {
+		return false
+	}
+	var buf [128]byte
 	var ctx []byte
 	if legacy {
-		var buf [128]byte
-		ctx = r.Column.legacyContext(buf[:], rk)
-	} else if ctx, err = r.Column.Context(rk); err != nil {
+		ctx = r.Column.unboundContextFor(buf[:], rk, raw[0])
+	} else if ctx, err = r.Column.contextFor(buf[:], rk, raw[0]); err != nil {
 		return false
 	}
 	ok, err := r.Column.Keyring().ContextMatches(ct.Bytes(), ctx)

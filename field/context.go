@@ -3,15 +3,19 @@ package field
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/wardlab/ward/keyring"
 )
 
-// Context domains. A column without bound columns binds a value to table,
-// column and row key (v1, the layout since the first release). A column
-// declared with [Bind] binds it also to the names and values of its bound
-// columns (v2). FORMAT.md gives both byte by byte.
+// Context domains. Values sealed as ciphertext v3 are bound under the v3
+// layout: table, column, the bound columns' names, the row key and the
+// bound values in their canonical encodings. Older values were bound under
+// v1 (table, column, row key) or, for a column declared with [Bind], v2;
+// both are still read. FORMAT.md gives every layout byte by byte.
 const (
 	contextDomainV1 = "ward/field/v1"
 	contextDomainV2 = "ward/field/v2"
+	contextDomainV3 = "ward/field/v3"
 )
 
 // appendContextPrefixV1 encodes the fixed part of a v1 context:
@@ -26,15 +30,16 @@ func appendContextPrefixV1(b []byte, table, column string) []byte {
 	return appendString(b, column)
 }
 
-// appendContextPrefixV2 encodes the fixed part of a v2 context:
+// appendContextPrefix encodes the fixed part of a v2 or v3 context (domain
+// says which):
 //
-//	"ward/field/v2" 0x00 uvarint(len(table)) table uvarint(len(column)) column
+//	domain 0x00 uvarint(len(table)) table uvarint(len(column)) column
 //	uvarint(count) { uvarint(len(name)) name }*count
 //
 // followed, per value, by uvarint(len(row key)) row key and, for each bound
 // column, uvarint(0) for NULL or uvarint(len(value)+1) value.
-func appendContextPrefixV2(b []byte, table, column string, bind []string) []byte {
-	b = append(b, contextDomainV2...)
+func appendContextPrefix(b []byte, domain, table, column string, bind []string) []byte {
+	b = append(b, domain...)
 	b = append(b, 0)
 	b = appendString(b, table)
 	b = appendString(b, column)
@@ -50,39 +55,80 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// appendRowV2 appends the per-value part of a v2 context.
-func appendRowV2(b []byte, row RowKey) []byte {
+// appendRowKey appends uvarint(len(row key)) row key.
+func appendRowKey(b []byte, row RowKey) []byte {
 	var key [24]byte
 	k := row.appendTo(key[:0])
 	b = binary.AppendUvarint(b, uint64(len(k)))
-	b = append(b, k...)
-	for _, v := range row.bound {
-		if v.null {
-			b = binary.AppendUvarint(b, 0)
-			continue
-		}
-		b = binary.AppendUvarint(b, uint64(len(v.text))+1)
-		b = append(b, v.text...)
-	}
-	return b
+	return append(b, k...)
 }
 
-// context appends the context a value in row is bound to, under the
-// column's current binding.
-func (c *Column) context(buf []byte, row RowKey) ([]byte, error) {
+// appendBound appends one bound value: uvarint(0) for NULL, or
+// uvarint(len(value)+1) value.
+func appendBound(b []byte, v boundValue) []byte {
+	if v.null {
+		return binary.AppendUvarint(b, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(len(v.text))+1)
+	return append(b, v.text...)
+}
+
+// checkBinding reports a row key whose bound values do not fit the column.
+func (c *Column) checkBinding(row RowKey) error {
 	if row.err != nil {
-		return nil, row.err
+		return row.err
 	}
 	if len(row.bound) != len(c.bind) {
-		return nil, fmt.Errorf("%w: %s.%s binds %d columns %v, got %d values", ErrBinding, c.table, c.name, len(c.bind), c.bind, len(row.bound))
+		return fmt.Errorf("%w: %s.%s binds %d columns %v, got %d values", ErrBinding, c.table, c.name, len(c.bind), c.bind, len(row.bound))
 	}
-	if c.bind == nil {
-		return row.appendTo(append(buf[:0], c.prefix...)), nil
-	}
-	return appendRowV2(append(buf[:0], c.prefix...), row), nil
+	return nil
 }
 
-// legacyContext is the v1 context of row, which bound columns replace.
-func (c *Column) legacyContext(buf []byte, row RowKey) []byte {
+// context appends the v3 context a value in row is bound to, under the
+// column's binding: what Seal binds a new value to.
+func (c *Column) context(buf []byte, row RowKey) ([]byte, error) {
+	if err := c.checkBinding(row); err != nil {
+		return nil, err
+	}
+	b := appendRowKey(append(buf[:0], c.prefix...), row)
+	for _, v := range row.bound {
+		b = appendBound(b, v)
+	}
+	return b, nil
+}
+
+// contextFor appends the context a stored value of the given ciphertext
+// version was bound to: v3 values under v3; v1 and v2 values (the legacy
+// path) under v1, or v2 for a column with bound columns, whose values are
+// encoded as v2 did.
+func (c *Column) contextFor(buf []byte, row RowKey, version byte) ([]byte, error) {
+	if version == keyring.Version3 {
+		return c.context(buf, row)
+	}
+	if c.bind == nil {
+		return row.appendTo(append(buf[:0], c.legacyPrefix...)), nil
+	}
+	if len(row.raw) != len(c.bind) {
+		return nil, c.checkBinding(row)
+	}
+	b := appendRowKey(append(buf[:0], c.prefixV2...), row)
+	for i, v := range row.raw {
+		bv, err := boundTextV2(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: bound value %d: %v", ErrBinding, i+1, err)
+		}
+		b = appendBound(b, bv)
+	}
+	return b, nil
+}
+
+// unboundContextFor appends the context a stored value was bound to before
+// the column declared its bound columns: table, column and row key only (v1
+// for v1 and v2 values, v3 with no bound columns for v3 values). It is what
+// [AcceptLegacyBinding] and re-binding jobs accept.
+func (c *Column) unboundContextFor(buf []byte, row RowKey, version byte) []byte {
+	if version == keyring.Version3 {
+		return appendRowKey(append(buf[:0], c.unboundPrefix...), row)
+	}
 	return row.appendTo(append(buf[:0], c.legacyPrefix...))
 }

@@ -39,27 +39,29 @@ var ErrNull = errors.New("field: value is NULL")
 type Encoding uint8
 
 const (
-	// Binary stores the binary v1 form, for BLOB and BYTEA columns. It is
+	// Binary stores the binary form, for BLOB and BYTEA columns. It is
 	// the default.
 	Binary Encoding = iota
-	// Text stores the "w2:" base64url text form, for TEXT and VARCHAR
+	// Text stores the "w3:" base64url text form, for TEXT and VARCHAR
 	// columns. It is a third larger.
 	Text
 )
 
 // Column seals and opens the values of one database column.
 type Column struct {
-	kr           *keyring.Keyring
-	table        string
-	name         string
-	enc          Encoding
-	bind         []string // bound columns, in order (nil: row key only)
-	legacy       bool     // also open values bound under the v1 context
-	mixed        bool     // also read values that are not ciphertexts as plaintext
-	prefix       []byte   // context prefix under the current binding
-	legacyPrefix []byte   // v1 context prefix
-	legacyOpens  atomic.Uint64
-	plainReads   atomic.Uint64
+	kr            *keyring.Keyring
+	table         string
+	name          string
+	enc           Encoding
+	bind          []string // bound columns, in order (nil: row key only)
+	legacy        bool     // also open values bound without the bound columns (AcceptLegacyBinding)
+	mixed         bool     // also read values that are not ciphertexts as plaintext
+	prefix        []byte   // v3 context prefix under the column's binding
+	unboundPrefix []byte   // v3 context prefix without bound columns
+	prefixV2      []byte   // v2 context prefix (legacy values of a bound column)
+	legacyPrefix  []byte   // v1 context prefix
+	legacyOpens   atomic.Uint64
+	plainReads    atomic.Uint64
 }
 
 // ColumnOption configures a Column.
@@ -85,7 +87,8 @@ func Bind(columns ...string) ColumnOption {
 
 // AcceptLegacyBinding makes Open accept, besides values bound under the
 // column's bound columns, values bound to table, column and row key only
-// (the v1 context, written before Bind was declared). It is for the time
+// (written before Bind was declared: the v1 context for ciphertext v1 and
+// v2, the v3 context without bound columns for v3). It is for the time
 // a re-binding job runs: while it is on, a database writer can still move
 // an old value to another owner. [Column.LegacyOpens] counts such opens.
 func AcceptLegacyBinding() ColumnOption { return func(c *Column) { c.legacy = true } }
@@ -127,9 +130,10 @@ func NewColumn(kr *keyring.Keyring, table, column string, opts ...ColumnOption) 
 		return nil, fmt.Errorf("field: %s.%s: AcceptLegacyBinding needs Bind", table, column)
 	}
 	c.legacyPrefix = appendContextPrefixV1(nil, table, column)
-	c.prefix = c.legacyPrefix
+	c.prefix = appendContextPrefix(nil, contextDomainV3, table, column, c.bind)
+	c.unboundPrefix = appendContextPrefix(nil, contextDomainV3, table, column, nil)
 	if c.bind != nil {
-		c.prefix = appendContextPrefixV2(nil, table, column, c.bind)
+		c.prefixV2 = appendContextPrefix(nil, contextDomainV2, table, column, c.bind)
 	}
 	return c, nil
 }
@@ -146,7 +150,7 @@ func (c *Column) Bound() []string { return c.bind }
 // Keyring returns the keyring the column seals with.
 func (c *Column) Keyring() *keyring.Keyring { return c.kr }
 
-// LegacyOpens counts values opened under the v1 context by
+// LegacyOpens counts values opened without their bound columns by
 // [AcceptLegacyBinding]: zero once a re-binding job has finished.
 func (c *Column) LegacyOpens() uint64 { return c.legacyOpens.Load() }
 
@@ -185,14 +189,17 @@ func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, e
 // AppendOpen appends the plaintext of a binary ciphertext for row to dst.
 // On error dst is returned unchanged.
 func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, error) {
+	if len(ciphertext) == 0 {
+		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: keyring.ErrTruncated}
+	}
 	var buf [128]byte
-	ctx, err := c.context(buf[:], row)
+	ctx, err := c.contextFor(buf[:], row, ciphertext[0])
 	if err != nil {
 		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
 	}
 	out, err := c.kr.AppendOpen(dst, ciphertext, ctx)
 	if errors.Is(err, keyring.ErrWrongContext) && c.legacy {
-		if out, err = c.kr.AppendOpen(dst, ciphertext, c.legacyContext(buf[:], row)); err == nil {
+		if out, err = c.kr.AppendOpen(dst, ciphertext, c.unboundContextFor(buf[:], row, ciphertext[0])); err == nil {
 			c.legacyOpens.Add(1)
 		}
 	}

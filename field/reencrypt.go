@@ -291,7 +291,7 @@ func (r *Reencrypt) resealOne(rk RowKey, ct Ciphertext) (any, error) {
 	pt, err := col.Open(rk, ct)
 	if err != nil && col.Bound() != nil && !col.legacy && errors.Is(err, keyring.ErrWrongContext) {
 		var buf [128]byte
-		if pt, err = col.kr.Open(ct.Bytes(), col.legacyContext(buf[:], rk)); err != nil {
+		if pt, err = col.kr.Open(ct.Bytes(), col.unboundContextFor(buf[:], rk, ct.Bytes()[0])); err != nil {
 			err = &OpenError{Table: col.table, Column: col.name, Row: rk.String(), Err: err}
 		}
 	}

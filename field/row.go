@@ -2,23 +2,26 @@ package field
 
 import (
 	"database/sql/driver"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
+	"time"
 )
 
 // RowKey identifies a row in a ciphertext's context: the primary key, and
 // for a column declared with [Bind], the values of the bound columns.
 // Integer and string keys with the same decimal text are the same RowKey,
 // so RowInt(42) opens what RowString("42") sealed; bound values follow the
-// same rule.
+// same rule (FORMAT.md, "Field context v3").
 type RowKey struct {
 	s     string
 	n     int64
 	isInt bool
-	bound []boundValue
-	err   error // a bound value that could not be converted
+	bound []boundValue // the bound values, canonically encoded (v3)
+	raw   []any        // the bound values as given, for values sealed before v3
+	err   error        // a bound value outside the closed set
 }
 
 // boundValue is a bound column's value as text; null marks SQL NULL.
@@ -34,11 +37,17 @@ func RowInt(n int64) RowKey { return RowKey{n: n, isInt: true} }
 func RowString(s string) RowKey { return RowKey{s: s} }
 
 // With returns the row key with the values of the column's bound columns,
-// in the order [Bind] declared them. Values may be strings, []byte,
-// integers, bools, nil (SQL NULL), or anything implementing driver.Valuer
-// or fmt.Stringer (a UUID type, sql.NullInt64, …).
+// in the order [Bind] declared them. The values are a closed set, each
+// with one encoding whatever type the database returns it as: nil (SQL
+// NULL), strings and []byte, integers of any kind (as decimal text), bools
+// (as 1 or 0), time.Time (Unix microseconds in UTC), 16-byte arrays such as
+// UUID types (lowercase hyphenated text), non-nil pointers to these, and a
+// driver.Valuer whose Value is one of these. Anything else — a type that is
+// only a fmt.Stringer, a float — is recorded as [ErrBinding], which Seal
+// and Open return.
 func (r RowKey) With(values ...any) RowKey {
 	out := r
+	out.raw = values
 	out.bound = make([]boundValue, 0, len(values))
 	for i, v := range values {
 		bv, err := boundText(v)
@@ -50,8 +59,88 @@ func (r RowKey) With(values ...any) RowKey {
 	return out
 }
 
-// boundText converts a bound value to its canonical text.
+// maxPointerDepth bounds how many pointers boundText follows.
+const maxPointerDepth = 4
+
+// boundText returns a bound value's canonical v3 encoding.
 func boundText(v any) (boundValue, error) {
+	for depth := 0; ; depth++ {
+		if vv, ok := v.(driver.Valuer); ok {
+			if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+				return boundValue{null: true}, nil
+			}
+			dv, err := vv.Value()
+			if err != nil {
+				return boundValue{}, err
+			}
+			if _, again := dv.(driver.Valuer); again {
+				return boundValue{}, fmt.Errorf("%T.Value returned another Valuer", v)
+			}
+			v = dv
+		}
+		switch x := v.(type) {
+		case nil:
+			return boundValue{null: true}, nil
+		case string:
+			return boundValue{text: x}, nil
+		case []byte:
+			return boundValue{text: string(x)}, nil
+		case bool:
+			if x {
+				return boundValue{text: "1"}, nil
+			}
+			return boundValue{text: "0"}, nil
+		case time.Time:
+			return boundValue{text: strconv.FormatInt(x.UnixMicro(), 10)}, nil
+		}
+		rv := reflect.ValueOf(v)
+		switch rv.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			return boundValue{text: strconv.FormatInt(rv.Int(), 10)}, nil
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			return boundValue{text: strconv.FormatUint(rv.Uint(), 10)}, nil
+		case reflect.Bool:
+			return boundText(rv.Bool())
+		case reflect.String:
+			return boundValue{text: rv.String()}, nil
+		case reflect.Array:
+			if rv.Len() == 16 && rv.Type().Elem().Kind() == reflect.Uint8 {
+				var u [16]byte
+				reflect.Copy(reflect.ValueOf(u[:]), rv)
+				return boundValue{text: uuidText(u)}, nil
+			}
+		case reflect.Pointer:
+			if rv.IsNil() {
+				return boundValue{null: true}, nil
+			}
+			if depth < maxPointerDepth {
+				v = rv.Elem().Interface()
+				continue
+			}
+		}
+		return boundValue{}, fmt.Errorf("unsupported type %T (FORMAT.md lists the bound-value types)", v)
+	}
+}
+
+// uuidText is the lowercase hyphenated form of a UUID.
+func uuidText(u [16]byte) string {
+	var b [36]byte
+	hex.Encode(b[0:8], u[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], u[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], u[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], u[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:36], u[10:16])
+	return string(b[:])
+}
+
+// boundTextV2 is how v2 (read only) encoded a bound value: it also took
+// any fmt.Stringer, whose text may not survive a database round trip (a
+// time.Time's String() carries the monotonic clock reading).
+func boundTextV2(v any) (boundValue, error) {
 	if vv, ok := v.(driver.Valuer); ok {
 		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
 			return boundValue{null: true}, nil

@@ -8,52 +8,83 @@ import (
 	"strings"
 )
 
-// Ciphertext formats v1 and v2 (binary form) share one layout, all
-// integers big-endian:
+// Ciphertext format v3 (binary form), all integers big-endian:
 //
 //	offset size  field
-//	0      1     version: 0x01 or 0x02
-//	1      1     algorithm (1 AES-128-GCM, 2 AES-256-GCM, 3 XChaCha20-Poly1305)
-//	2      4     key ID
-//	6      4     context check
-//	10     n     nonce (12 bytes for AES-GCM, 24 for XChaCha20-Poly1305)
-//	10+n   ...   AEAD ciphertext of the plaintext, followed by the 16-byte tag
+//	0      1     version: 0x03
+//	1      1     key class (1 a keyring key, 2 a subject key)
+//	2      1     algorithm (1 AES-128-GCM, 2 AES-256-GCM, 3 XChaCha20-Poly1305)
+//	3      4     key ID (class 1) or subject key version (class 2)
+//	7      4     context check
+//	11     n     nonce (12 bytes for AES-GCM, 24 for XChaCha20-Poly1305)
+//	11+n   ...   AEAD ciphertext of the plaintext, followed by the 16-byte tag
 //
-// The AEAD's associated data is the 10 header bytes followed by the
-// context, so every header byte is authenticated. The context check lets
-// Open tell a value presented under another context from a tampered one;
-// the tag is the security. In v2 (written since ward-keyring/v2) it is the
-// first 4 bytes of HMAC-SHA-256 of nonce ‖ context under a key derived
-// from the data key, and reveals nothing about the context without the
-// key. In v1 (read only) it was an unkeyed CRC-32C of the context.
+// v1 and v2 (read only) had a 10-byte header without the class byte:
+// version, algorithm, key ID, check. The AEAD's associated data is the
+// header followed by the context, so every header byte is authenticated.
+// The context check lets Open tell a value presented under another context
+// from a tampered one; the tag is the security. In v3 it is a CRC-32C of
+// the context masked by AES under a key derived from the data key over the
+// value's nonce (for XChaCha20-Poly1305 keys, a Poly1305 tag under such a
+// key); in v2 the first 4 bytes of HMAC-SHA-256
+// of nonce ‖ context; in v1 an unkeyed CRC-32C of the context.
 //
-// The text form is "w1:" or "w2:" followed by the unpadded base64url
-// encoding of the binary form. See FORMAT.md at the module root.
+// The text form is "w3:" ("w2:", "w1:") followed by the unpadded base64url
+// encoding of the binary form. See FORMAT.md at the repository's root.
 const (
 	// Version1 is the first byte of a v1 ciphertext (read, never written).
 	Version1 = 0x01
-	// Version2 is the first byte of the ciphertexts Seal writes.
+	// Version2 is the first byte of a v2 ciphertext (read, never written).
 	Version2 = 0x02
+	// Version3 is the first byte of the ciphertexts Seal writes.
+	Version3 = 0x03
 	// CurrentVersion is the version Seal writes.
-	CurrentVersion = Version2
-	// HeaderSize is the size of the header before the nonce.
-	HeaderSize = 10
+	CurrentVersion = Version3
+	// HeaderSize is the size of a v3 header, before the nonce.
+	HeaderSize = 11
 	// CheckSize is the size of the context check.
 	CheckSize = 4
 )
+
+// headerSizeV2 is the size of a v1 or v2 header.
+const headerSizeV2 = 10
+
+// KeyClass says which kind of key sealed a v3 ciphertext.
+type KeyClass uint8
+
+const (
+	// ClassKeyring is a keyring key, named by its key ID.
+	ClassKeyring KeyClass = 1
+	// ClassSubject is a subject's own data key (keys per user), named by
+	// the subject bound in the context and the key version in the header.
+	ClassSubject KeyClass = 2
+)
+
+// headerSize returns the header size of a ciphertext version.
+func headerSize(version byte) int {
+	if version == Version3 {
+		return HeaderSize
+	}
+	return headerSizeV2
+}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Header is the public, parsed header of a ciphertext.
 type Header struct {
-	Version      uint8
+	Version uint8
+	// Class is the key class (v3); v1 and v2 values are ClassKeyring.
+	Class        KeyClass
 	Algorithm    Algorithm
 	KeyID        KeyID
 	ContextCheck uint32
 }
 
+// size is the header's size in its version.
+func (h Header) size() int { return headerSize(h.Version) }
+
 // Overhead returns how many bytes a ciphertext under alg adds to its
-// plaintext.
+// plaintext in the current version.
 func Overhead(alg Algorithm) int { return HeaderSize + alg.NonceSize() + TagSize }
 
 // ParseHeader parses and validates the header of a binary ciphertext
@@ -62,39 +93,47 @@ func ParseHeader(ct []byte) (Header, error) {
 	if len(ct) < 1 {
 		return Header{}, ErrTruncated
 	}
-	if ct[0] != Version1 && ct[0] != Version2 {
+	var h Header
+	switch ct[0] {
+	case Version1, Version2:
+		if len(ct) < headerSizeV2 {
+			return Header{}, ErrTruncated
+		}
+		h = Header{Version: ct[0], Class: ClassKeyring, Algorithm: Algorithm(ct[1]),
+			KeyID: KeyID(binary.BigEndian.Uint32(ct[2:6])), ContextCheck: binary.BigEndian.Uint32(ct[6:10])}
+	case Version3:
+		if len(ct) < HeaderSize {
+			return Header{}, ErrTruncated
+		}
+		h = Header{Version: ct[0], Class: KeyClass(ct[1]), Algorithm: Algorithm(ct[2]),
+			KeyID: KeyID(binary.BigEndian.Uint32(ct[3:7])), ContextCheck: binary.BigEndian.Uint32(ct[7:11])}
+		if h.Class != ClassKeyring && h.Class != ClassSubject {
+			return Header{}, &VersionError{What: "ciphertext key class", Version: strconv.Itoa(int(h.Class))}
+		}
+	default:
 		return Header{}, &VersionError{What: "ciphertext", Version: "0x" + strconv.FormatUint(uint64(ct[0]), 16)}
-	}
-	if len(ct) < HeaderSize {
-		return Header{}, ErrTruncated
-	}
-	h := Header{
-		Version:      ct[0],
-		Algorithm:    Algorithm(ct[1]),
-		KeyID:        KeyID(binary.BigEndian.Uint32(ct[2:6])),
-		ContextCheck: binary.BigEndian.Uint32(ct[6:10]),
 	}
 	if !h.Algorithm.valid() {
 		return Header{}, ErrMalformed
 	}
-	if len(ct) < Overhead(h.Algorithm) {
+	if len(ct) < h.size()+h.Algorithm.NonceSize()+TagSize {
 		return Header{}, ErrTruncated
 	}
 	return h, nil
 }
 
-// textPrefix returns "w1:" or "w2:".
+// textPrefix returns "w1:", "w2:" or "w3:".
 func textPrefix(version byte) string { return "w" + strconv.Itoa(int(version)) + ":" }
 
-// EncodeText returns the text form of a binary ciphertext: "w2:" (or "w1:"
-// for a v1 value) and unpadded base64url.
+// EncodeText returns the text form of a binary ciphertext: "w3:" ("w2:",
+// "w1:" for older values) and unpadded base64url.
 func EncodeText(ct []byte) string { return string(AppendText(nil, ct)) }
 
 // AppendText appends the text form of a binary ciphertext to dst.
 func AppendText(dst, ct []byte) []byte {
 	v := byte(CurrentVersion)
-	if len(ct) > 0 && ct[0] == Version1 {
-		v = Version1
+	if len(ct) > 0 && (ct[0] == Version1 || ct[0] == Version2) {
+		v = ct[0]
 	}
 	dst = append(dst, textPrefix(v)...)
 	return base64.RawURLEncoding.AppendEncode(dst, ct)
@@ -108,7 +147,7 @@ func DecodeText(s string) ([]byte, error) {
 	if len(s) < 3 || s[0] != 'w' || s[2] != ':' {
 		return nil, ErrMalformed
 	}
-	if s[1] != '1' && s[1] != '2' {
+	if s[1] != '1' && s[1] != '2' && s[1] != '3' {
 		if s[1] >= '0' && s[1] <= '9' {
 			return nil, &VersionError{What: "ciphertext", Version: s[1:2]}
 		}

@@ -3,11 +3,18 @@ package keyring
 import (
 	"bytes"
 	"context"
+	"crypto/aes"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
+	"hash/crc32"
 	"os"
 	"testing"
+
+	"golang.org/x/crypto/chacha20poly1305"
 
 	"github.com/wardlab/ward/kms/local"
 )
@@ -36,7 +43,7 @@ func writeGolden(t *testing.T, path string) {
 	ctx := context.Background()
 	mk := local.Generate()
 	kr, _ := New(AES128GCM)
-	g := goldenFile{Comment: "ward ciphertext v2 and keyring file v2 golden vectors; regenerate with go test ./keyring -run Golden -update", MasterKey: mk.Encode()}
+	g := goldenFile{Comment: "ward ciphertext v3 and keyring file v2 golden vectors; regenerate with go test ./keyring -run Golden -update only when a version is added", MasterKey: mk.Encode()}
 	for _, alg := range Algorithms() {
 		if kr.Primary().Algorithm != alg {
 			kr.Rotate(ctx, alg)
@@ -58,13 +65,13 @@ func writeGolden(t *testing.T, path string) {
 // what this build writes.
 func TestGolden(t *testing.T) {
 	if *update {
-		writeGolden(t, "testdata/v2-vectors.json")
+		writeGolden(t, "testdata/v3-vectors.json")
 	}
 	for _, tc := range []struct {
 		path       string
 		version    byte
 		generation uint64
-	}{{"testdata/v1-vectors.json", Version1, 0}, {"testdata/v2-vectors.json", Version2, 2}} {
+	}{{"testdata/v1-vectors.json", Version1, 0}, {"testdata/v2-vectors.json", Version2, 2}, {"testdata/v3-vectors.json", Version3, 2}} {
 		t.Run(tc.path, func(t *testing.T) { checkGolden(t, tc.path, tc.version, tc.generation) })
 	}
 }
@@ -102,9 +109,49 @@ func checkGolden(t *testing.T, path string, version byte, generation uint64) {
 		if ok, err := kr.ContextMatches(ct, []byte(v.Context)); !ok || err != nil {
 			t.Fatalf("context check of %s: %v %v", v.Algorithm, ok, err)
 		}
+		if ok, _ := kr.ContextMatches(ct, []byte(v.Context+"x")); ok {
+			t.Fatalf("context check of %s matches another context", v.Algorithm)
+		}
+		if version == Version3 {
+			checkV3Spec(t, kr, h, ct, []byte(v.Context))
+		}
 		fromText, err := DecodeText(v.Text)
 		if err != nil || !bytes.Equal(fromText, ct) || EncodeText(ct) != v.Text {
 			t.Fatalf("text form of %s: %v", v.Algorithm, err)
 		}
+	}
+}
+
+// checkV3Spec recomputes a v3 context check as FORMAT.md states it, with
+// the primitives directly: K_check from HKDF-SHA-256, then CRC-32C of the
+// context masked by AES(K_check, nonce ‖ 0^32) for AES-GCM, or the tag of
+// XChaCha20-Poly1305 under K_check over the empty plaintext.
+func checkV3Spec(t *testing.T, kr *Keyring, h Header, ct, context []byte) {
+	t.Helper()
+	k := kr.load().byID[h.KeyID]
+	kc, err := hkdf.Key(sha256.New, k.material, nil, "ward ciphertext v3 context check", h.Algorithm.KeySize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce := ct[HeaderSize : HeaderSize+h.Algorithm.NonceSize()]
+	var want []byte
+	if h.Algorithm == XChaCha20Poly1305 {
+		a, err := chacha20poly1305.NewX(kc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = a.Seal(nil, nonce, nil, context)[:CheckSize]
+	} else {
+		b, err := aes.NewCipher(kc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in, mask [16]byte
+		copy(in[:], nonce)
+		b.Encrypt(mask[:], in[:])
+		want = binary.BigEndian.AppendUint32(nil, crc32.Checksum(context, crc32.MakeTable(crc32.Castagnoli))^binary.BigEndian.Uint32(mask[:4]))
+	}
+	if !bytes.Equal(want, ct[7:11]) {
+		t.Fatalf("%v: check %x, the spec gives %x", h.Algorithm, ct[7:11], want)
 	}
 }

@@ -1,6 +1,7 @@
 package keyring
 
 import (
+	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
 	"crypto/hmac"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"golang.org/x/crypto/chacha20poly1305"
 )
 
 // KeyID is the public 32-bit identifier of a key. It is written in every
@@ -81,25 +84,51 @@ type key struct {
 	KeyInfo
 	material []byte
 	aead     cipher.AEAD
-	// check keys the context check of v2 ciphertexts: HMAC-SHA-256 under
-	// a key derived from the material (see contextCheckV2).
+	// checkBlock (AES-GCM keys) or checkAEAD (XChaCha20-Poly1305 keys)
+	// keys the context check of v3 ciphertexts under a key derived from
+	// the material (see checkV3).
+	checkBlock cipher.Block
+	checkAEAD  cipher.AEAD
+	// check keys the context check of v2 ciphertexts (read only):
+	// HMAC-SHA-256 under a key derived from the material (see
+	// contextCheckV2), built on first use.
 	check *sync.Pool // of *checker
 }
 
-// checkInfo is the HKDF info of a key's context-check key.
-const checkInfo = "ward ciphertext v2 context check"
+// HKDF infos of a key's context-check keys.
+const (
+	checkInfoV2 = "ward ciphertext v2 context check"
+	checkInfoV3 = "ward ciphertext v3 context check"
+)
 
 func newKey(info KeyInfo, material []byte) (*key, error) {
 	a, err := info.Algorithm.newAEAD(material)
 	if err != nil {
 		return nil, err
 	}
-	ck, err := hkdf.Key(sha256.New, material, nil, checkInfo, 32)
+	ck3, err := hkdf.Key(sha256.New, material, nil, checkInfoV3, info.Algorithm.KeySize())
 	if err != nil {
 		return nil, err
 	}
-	pool := &sync.Pool{New: func() any { return &checker{mac: hmac.New(sha256.New, ck)} }}
-	return &key{KeyInfo: info, material: material, aead: a, check: pool}, nil
+	k := &key{KeyInfo: info, material: material, aead: a}
+	if info.Algorithm == XChaCha20Poly1305 {
+		k.checkAEAD, err = chacha20poly1305.NewX(ck3)
+	} else {
+		k.checkBlock, err = aes.NewCipher(ck3)
+	}
+	clear(ck3)
+	if err != nil {
+		return nil, err
+	}
+	pool := &sync.Pool{New: func() any {
+		ck, err := hkdf.Key(sha256.New, material, nil, checkInfoV2, 32)
+		if err != nil {
+			panic("keyring: HKDF of a valid key failed: " + err.Error())
+		}
+		return &checker{mac: hmac.New(sha256.New, ck)}
+	}}
+	k.check = pool
+	return k, nil
 }
 
 // withState returns a copy of k in another state, sharing its material.

@@ -65,13 +65,17 @@ func TestOpenErrors(t *testing.T) {
 	tampered := bytes.Clone(ct)
 	tampered[len(tampered)-1] ^= 1
 	badVersion := bytes.Clone(ct)
-	badVersion[0] = 3
+	badVersion[0] = 4
+	badClass := bytes.Clone(ct)
+	badClass[1] = 9
+	subject := bytes.Clone(ct)
+	subject[1] = byte(ClassSubject) // a keyring does not hold subject keys
 	badAlg := bytes.Clone(ct)
-	badAlg[1] = 3 // valid algorithm, wrong for this key
+	badAlg[2] = 3 // valid algorithm, wrong for this key
 	unknownAlg := bytes.Clone(ct)
-	unknownAlg[1] = 9
+	unknownAlg[2] = 9
 	headerTampered := bytes.Clone(ct)
-	headerTampered[6] ^= 0xff // context check: reported as wrong context
+	headerTampered[8] ^= 0xff // context check: reported as wrong context
 
 	for _, tc := range []struct {
 		name string
@@ -87,6 +91,8 @@ func TestOpenErrors(t *testing.T) {
 		{"tampered", tampered, ctx, kr, ErrAuthentication},
 		{"wrong context", ct, []byte("messages/body/43"), kr, ErrWrongContext},
 		{"wrong version", badVersion, ctx, kr, ErrUnsupportedVersion},
+		{"unknown key class", badClass, ctx, kr, ErrUnsupportedVersion},
+		{"subject class", subject, ctx, kr, ErrUnknownKey},
 		{"algorithm mismatch", badAlg, ctx, kr, ErrMalformed},
 		{"unknown algorithm", unknownAlg, ctx, kr, ErrMalformed},
 		{"unknown key", ct, ctx, other, ErrUnknownKey},
@@ -206,17 +212,17 @@ func TestTextForm(t *testing.T) {
 	kr := mustNew(t, AES256GCM)
 	ct, _ := kr.Seal([]byte("hi"), nil)
 	s := EncodeText(ct)
-	if !strings.HasPrefix(s, "w2:") || !IsText([]byte(s)) || IsText(ct) {
+	if !strings.HasPrefix(s, "w3:") || !IsText([]byte(s)) || IsText(ct) {
 		t.Fatalf("text form %q", s)
 	}
 	back, err := DecodeText(s)
 	if err != nil || !bytes.Equal(back, ct) {
 		t.Fatal(err)
 	}
-	if _, err := DecodeText("w3:AAAA"); !errors.Is(err, ErrUnsupportedVersion) {
-		t.Fatalf("w3: %v", err)
+	if _, err := DecodeText("w4:AAAA"); !errors.Is(err, ErrUnsupportedVersion) {
+		t.Fatalf("w4: %v", err)
 	}
-	v1 := "w1:" + s[3:] // a v2 value under a v1 prefix
+	v1 := "w1:" + s[3:] // a v3 value under a v1 prefix
 	for _, bad := range []string{"", "hello", "w1:!!!", "w1:AAA=", v1, "wx:AAAA"} {
 		if _, err := DecodeText(bad); !errors.Is(err, ErrMalformed) {
 			t.Fatalf("%q: %v", bad, err)
@@ -260,7 +266,7 @@ func TestParse(t *testing.T) {
 // TestContextCheckRevealsNothing is the offline attack of issue 11 on the
 // v1 context check: with only the ciphertext, try 10,000 guesses of a
 // context such as "customer-pin:4711". Against v1's unkeyed CRC-32C the
-// right guess matched; against v2's keyed check the right guess does not
+// right guess matched; against the keyed check (v2 HMAC, v3 masked CRC) the right guess does not
 // stand out (any match is chance, 10,000 in 2^32). A damaged check reads as
 // "wrong context or damaged", never as an intact copy.
 func TestContextCheckRevealsNothing(t *testing.T) {

@@ -1,12 +1,14 @@
 package keyring
 
 import (
+	"crypto/aes"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/binary"
 	"fmt"
 	"hash"
 	"hash/crc32"
+	"slices"
 	"sync"
 )
 
@@ -15,7 +17,7 @@ import (
 var adPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
 // Seal encrypts plaintext under the primary key, bound to context, and
-// returns a binary ciphertext (format v2). The same context must be passed
+// returns a binary ciphertext (format v3). The same context must be passed
 // to Open.
 func (kr *Keyring) Seal(plaintext, context []byte) ([]byte, error) {
 	return kr.AppendSeal(nil, plaintext, context)
@@ -32,23 +34,26 @@ func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
 	ret, out := sliceForAppend(dst, total)
 	nonce := out[HeaderSize : HeaderSize+ns]
 	rand.Read(nonce)
-	out[0] = Version2
-	out[1] = byte(k.Algorithm)
-	binary.BigEndian.PutUint32(out[2:6], uint32(k.ID))
-	binary.BigEndian.PutUint32(out[6:10], k.contextCheckV2(nonce, context))
+	out[0] = Version3
+	out[1] = byte(ClassKeyring)
+	out[2] = byte(k.Algorithm)
+	binary.BigEndian.PutUint32(out[3:7], uint32(k.ID))
 	// The associated data is header || context, assembled in a pooled
 	// buffer so that context does not escape and callers can pass stack
-	// buffers.
+	// buffers; the check covers the context part of it.
 	adp := adPool.Get().(*[]byte)
 	ad := append(append((*adp)[:0], out[:HeaderSize]...), context...)
+	check, ad := k.checkV3(nonce, ad, HeaderSize)
+	copy(out[7:11], check[:])
+	copy(ad[7:11], check[:])
 	k.aead.Seal(out[:HeaderSize+ns], nonce, plaintext, ad)
 	*adp = ad
 	adPool.Put(adp)
 	return ret, nil
 }
 
-// Open authenticates and decrypts a binary ciphertext (v1 or v2) sealed for
-// context. On any error it returns nil plaintext.
+// Open authenticates and decrypts a binary ciphertext (v1, v2 or v3)
+// sealed for context. On any error it returns nil plaintext.
 func (kr *Keyring) Open(ciphertext, context []byte) ([]byte, error) {
 	return kr.AppendOpen(nil, ciphertext, context)
 }
@@ -60,10 +65,10 @@ func (kr *Keyring) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	ns := k.Algorithm.NonceSize()
+	ns, hs := k.Algorithm.NonceSize(), h.size()
 	adp := adPool.Get().(*[]byte)
-	ad := append(append((*adp)[:0], ciphertext[:HeaderSize]...), context...)
-	out, err := k.aead.Open(dst, ciphertext[HeaderSize:HeaderSize+ns], ciphertext[HeaderSize+ns:], ad)
+	ad := append(append((*adp)[:0], ciphertext[:hs]...), context...)
+	out, err := k.aead.Open(dst, ciphertext[hs:hs+ns], ciphertext[hs+ns:], ad)
 	*adp = ad
 	adPool.Put(adp)
 	if err != nil {
@@ -97,6 +102,9 @@ func (kr *Keyring) keyFor(ciphertext []byte) (Header, *key, error) {
 	if err != nil {
 		return h, nil, err
 	}
+	if h.Class != ClassKeyring {
+		return h, nil, fmt.Errorf("%w: a subject key sealed this value, not a keyring key", ErrUnknownKey)
+	}
 	k, ok := kr.load().byID[h.KeyID]
 	if !ok {
 		return h, nil, &KeyError{ID: h.KeyID, Err: ErrUnknownKey}
@@ -119,15 +127,55 @@ func (k *key) checkMatches(h Header, ciphertext, context []byte) bool {
 		k.check.Put(c)
 		return sum == h.ContextCheck
 	}
-	nonce := ciphertext[HeaderSize : HeaderSize+k.Algorithm.NonceSize()]
-	want := k.contextCheckV2(nonce, context)
-	var a, b [CheckSize]byte
-	binary.BigEndian.PutUint32(a[:], want)
-	binary.BigEndian.PutUint32(b[:], h.ContextCheck)
-	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+	hs := h.size()
+	nonce := ciphertext[hs : hs+k.Algorithm.NonceSize()]
+	var want, got [CheckSize]byte
+	if h.Version == Version2 {
+		binary.BigEndian.PutUint32(want[:], k.contextCheckV2(nonce, context))
+	} else {
+		adp := adPool.Get().(*[]byte)
+		*adp = append((*adp)[:0], context...) // context must not escape
+		want, *adp = k.checkV3(nonce, *adp, 0)
+		adPool.Put(adp)
+	}
+	binary.BigEndian.PutUint32(got[:], h.ContextCheck)
+	return subtle.ConstantTimeCompare(want[:], got[:]) == 1
 }
 
-// contextCheckV2 is the first 4 bytes of HMAC-SHA-256(K, nonce ‖ context),
+// checkV3 is the v3 context check of the context buf[from:], for a value
+// with this nonce (FORMAT.md):
+//
+//   - AES-GCM keys: CRC-32C(context) XOR the first 4 bytes of
+//     AES(K_check, nonce ‖ 0x00000000), one block cipher call;
+//   - XChaCha20-Poly1305 keys: the first 4 bytes of the tag of
+//     XChaCha20-Poly1305 under K_check over the empty plaintext, with the
+//     context as associated data.
+//
+// Either way the check is masked by a pseudorandom function of a fresh
+// random nonce under a key derived from the data key: it reveals nothing
+// about the context without the key, and equal contexts give unrelated
+// checks. buf is a pooled buffer, never a caller's (interface calls make
+// their arguments escape); the work areas are its spare capacity, which
+// does not overlap the context, so that a check allocates nothing. It
+// returns buf, grown if it had to be.
+func (k *key) checkV3(nonce, buf []byte, from int) ([CheckSize]byte, []byte) {
+	n := len(buf)
+	buf = slices.Grow(buf, 2*aes.BlockSize)
+	if k.checkAEAD != nil {
+		tag := k.checkAEAD.Seal(buf[n:n], nonce, nil, buf[from:n])
+		return [CheckSize]byte(tag[:CheckSize]), buf
+	}
+	in, out := buf[n:n+aes.BlockSize], buf[n+aes.BlockSize:n+2*aes.BlockSize]
+	copy(in, nonce)
+	clear(in[len(nonce):])
+	k.checkBlock.Encrypt(out, in)
+	var c [CheckSize]byte
+	binary.BigEndian.PutUint32(c[:], crc32.Checksum(buf[from:n], castagnoli)^binary.BigEndian.Uint32(out))
+	return c, buf
+}
+
+// contextCheckV2 is v2's check (read only): the first 4 bytes of
+// HMAC-SHA-256(K, nonce ‖ context),
 // K = HKDF-SHA-256(key material, info "ward ciphertext v2 context check").
 // The nonce makes checks of equal contexts differ between values.
 func (k *key) contextCheckV2(nonce, context []byte) uint32 {

@@ -55,7 +55,7 @@ func TestKMSCommands(t *testing.T) {
 	}
 	// --kms alone means the key service of the keyring: a keyring value.
 	code, kct, _ := run("hello", "--kms", url("alias/one"), "encrypt", "--context", "c")
-	if code != 0 || !strings.HasPrefix(kct, "w2:") {
+	if code != 0 || !strings.HasPrefix(kct, "w3:") {
 		t.Fatal(kct)
 	}
 	if code, out, e := run(kct, "--kms", url("alias/one"), "decrypt", "--context", "c"); code != 0 || out != "hello" {
