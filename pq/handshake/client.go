@@ -92,9 +92,6 @@ func (hs *clientHandshake) sendHello() error {
 	if hs.suite.Sig != SigNone && hs.cfg.PinnedKey == nil {
 		hs.flags |= flagSendKey
 	}
-	if hs.cfg.Layout == Separate {
-		hs.flags |= flagSeparate
-	}
 	return hs.write(appendFrame(nil, frameClientHello, hs.suite.wire(), []byte{hs.flags}, ek, xpub), true)
 }
 

@@ -29,8 +29,7 @@ import (
 
 // Flags in the ClientHello.
 const (
-	flagSendKey  = 1 << 0 // the client wants the server's public key on the wire
-	flagSeparate = 1 << 1 // the client asks for the separate layout (experiments)
+	flagSendKey = 1 << 0 // the client wants the server's public key on the wire
 )
 
 // FinishedSize is the size of a finished message (HMAC-SHA-256).
@@ -48,8 +47,6 @@ const DefaultHelloTimeout = 2 * time.Second
 type ClientConfig struct {
 	Suite   Suite
 	Backend Backend
-	// Layout asks the server to bundle or separate its flight.
-	Layout Layout
 	// PinnedKey is the server's ML-DSA public key. With it, the server does
 	// not send its key (the "client already has it" wire variant).
 	PinnedKey []byte

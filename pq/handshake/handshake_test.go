@@ -100,16 +100,13 @@ func TestAllSuitesBothBackends(t *testing.T) {
 	ks := serverKeys(t)
 	for _, suite := range AllSuites() {
 		for _, b := range []Backend{Stdlib, Circl} {
-			for _, layout := range []Layout{Bundled, Separate} {
-				if layout == Separate && suite.Sig == SigNone {
-					continue
-				}
+			{
 				for _, pinFull := range []bool{false, true} {
 					if pinFull && suite.Sig == SigNone {
 						continue
 					}
-					name := suite.String() + "/" + b.String() + "/" + layout.String()
-					ccfg := &ClientConfig{Suite: suite, Backend: b, Layout: layout}
+					name := suite.String() + "/" + b.String()
+					ccfg := &ClientConfig{Suite: suite, Backend: b}
 					if k := keyFor(ks, suite.Sig); k != nil {
 						if pinFull {
 							ccfg.PinnedKey = k.PublicKey()
@@ -130,14 +127,7 @@ func TestAllSuitesBothBackends(t *testing.T) {
 						t.Fatalf("%s: bytes up %d/%d down %d/%d, want %d %d", name, cr.Stats.BytesSent, sr.Stats.BytesReceived,
 							cr.Stats.BytesReceived, sr.Stats.BytesSent, up, down)
 					}
-					wantWrites := 1
-					if layout == Separate {
-						wantWrites = 2
-						if !pinFull {
-							wantWrites = 3
-						}
-					}
-					if sr.Stats.Writes != wantWrites || cr.Stats.Writes != 2 {
+					if sr.Stats.Writes != 1 || cr.Stats.Writes != 2 {
 						t.Fatalf("%s: writes server %d client %d", name, sr.Stats.Writes, cr.Stats.Writes)
 					}
 				}

@@ -97,7 +97,7 @@ func (hs *serverHandshake) readHello() ([]byte, error) {
 // checkFlags validates the ClientHello's flags and finds the signing key.
 func (hs *serverHandshake) checkFlags(flags byte) error {
 	signed := hs.suite.Sig != SigNone
-	if flags&^(flagSendKey|flagSeparate) != 0 || (!signed && flags&flagSendKey != 0) {
+	if flags&^flagSendKey != 0 || (!signed && flags&flagSendKey != 0) {
 		hs.alert(alertDecode)
 		return fmt.Errorf("%w: ClientHello flags %#02x", ErrProtocol, flags)
 	}
@@ -150,19 +150,17 @@ func (hs *serverHandshake) deriveKeys(shares []byte) (ct, xpub []byte, err error
 	return ct, xpub, err
 }
 
-// sendFlight writes key share, [public key], [signature] and finished:
-// in one write, or, in the separate layout the client may ask for, as the
-// field report's server did.
+// sendFlight writes key share, [public key], [signature] and finished in
+// one write: one round trip, signed or not.
 func (hs *serverHandshake) sendFlight(ct, xpub []byte) error {
 	wire := hs.suite.wire()
-	var writes [][]byte
+	var flight []byte
 	add := func(b []byte) {
 		hs.th.Write(b)
-		writes = append(writes, b)
+		flight = append(flight, b...)
 	}
 	add(appendFrame(nil, frameServerKeyShare, wire, ct, xpub))
-	signed := hs.suite.Sig != SigNone
-	if signed {
+	if hs.suite.Sig != SigNone {
 		if hs.flags&flagSendKey != 0 {
 			add(appendFrame(nil, frameServerPublicKey, wire, hs.key.PublicKey()))
 		}
@@ -174,24 +172,8 @@ func (hs *serverHandshake) sendFlight(ct, xpub []byte) error {
 		}
 		add(appendFrame(nil, frameSignature, wire, sig))
 	}
-	sf := appendFrame(nil, frameServerFinished, wire, hs.ks.finished("server finished", hs.th.Sum(nil)))
-	hs.th.Write(sf)
-	if hs.flags&flagSeparate != 0 && signed {
-		// The finished message rides with the signature.
-		writes[len(writes)-1] = append(writes[len(writes)-1], sf...)
-	} else {
-		var all []byte
-		for _, w := range writes {
-			all = append(all, w...)
-		}
-		writes = [][]byte{append(all, sf...)}
-	}
-	for _, w := range writes {
-		if err := hs.write(w, false); err != nil {
-			return err
-		}
-	}
-	return nil
+	add(appendFrame(nil, frameServerFinished, wire, hs.ks.finished("server finished", hs.th.Sum(nil))))
+	return hs.write(flight, false)
 }
 
 func (cfg *ServerConfig) key(alg Sig) *SigningKey {

@@ -138,24 +138,6 @@ func AllSuites() []Suite {
 	return out
 }
 
-// Layout is how the server writes its flight in signed suites.
-type Layout uint8
-
-const (
-	// Bundled writes the server's whole flight at once: one round trip.
-	Bundled Layout = iota
-	// Separate writes the public key, the KEM share and the signature as
-	// separate writes, like the post-quantum field report's benchmark.
-	Separate
-)
-
-func (l Layout) String() string {
-	if l == Separate {
-		return "separate"
-	}
-	return "bundled"
-}
-
 // Backend selects the implementation of ML-KEM and ML-DSA.
 type Backend uint8
 

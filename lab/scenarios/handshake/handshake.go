@@ -60,7 +60,7 @@ var Delays = []time.Duration{0, 20 * time.Millisecond, 75 * time.Millisecond}
 type Config struct {
 	Suite     handshake.Suite
 	Backend   handshake.Backend
-	Layout    handshake.Layout
+	Layout    Layout
 	PinnedKey bool   // the client already has the key (not sent)
 	Model     string // SleepModel or LinkModel
 	Delay     time.Duration
@@ -94,21 +94,21 @@ func (c Config) params() map[string]any {
 // shape is a suite with the layouts it is measured in.
 type shape struct {
 	suite   handshake.Suite
-	layouts []handshake.Layout
+	layouts []Layout
 	pinned  bool
 }
 
 // shapes are the field report's ten mechanisms, the signed ones in both
 // layouts, and one with the key pinned (not sent).
 func shapes() []shape {
-	b := []handshake.Layout{handshake.Bundled}
+	b := []Layout{Bundled}
 	out := []shape{{handshake.Suite{KEX: handshake.X25519}, b, false}}
 	for _, k := range []handshake.KEX{handshake.MLKEM512, handshake.MLKEM768, handshake.MLKEM1024,
 		handshake.X25519MLKEM512, handshake.X25519MLKEM768, handshake.X25519MLKEM1024} {
 		out = append(out, shape{handshake.Suite{KEX: k}, b, false})
 	}
 	for _, k := range []handshake.KEX{handshake.MLKEM512, handshake.MLKEM768, handshake.MLKEM1024} {
-		out = append(out, shape{handshake.Suite{KEX: k, Sig: handshake.MLDSA65}, []handshake.Layout{handshake.Bundled, handshake.Separate}, false})
+		out = append(out, shape{handshake.Suite{KEX: k, Sig: handshake.MLDSA65}, []Layout{Bundled, Separate}, false})
 	}
 	return append(out, shape{handshake.Suite{KEX: handshake.MLKEM768, Sig: handshake.MLDSA65}, b, true})
 }

@@ -25,9 +25,9 @@ func TestScenarioModels(t *testing.T) {
 	cfgs := []Config{
 		{Suite: handshake.Suite{KEX: handshake.X25519}, Model: SleepModel},
 		{Suite: handshake.Suite{KEX: handshake.X25519MLKEM768}, Model: SleepModel, Delay: d},
-		{Suite: signed, Layout: handshake.Bundled, Model: SleepModel, Delay: d},
-		{Suite: signed, Layout: handshake.Separate, Model: SleepModel, Delay: d},
-		{Suite: signed, Layout: handshake.Separate, Model: "link", Delay: d},
+		{Suite: signed, Layout: Bundled, Model: SleepModel, Delay: d},
+		{Suite: signed, Layout: Separate, Model: SleepModel, Delay: d},
+		{Suite: signed, Layout: Separate, Model: "link", Delay: d},
 		{Suite: signed, Backend: handshake.Circl, Model: "link", Delay: d, Kbit: 1000},
 	}
 	env := lab.NewEnv("handshake", true, nil, nil)

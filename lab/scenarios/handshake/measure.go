@@ -41,8 +41,23 @@ func measure(ctx context.Context, c Config, keys map[handshake.Sig]*handshake.Si
 	if c.Model == SleepModel {
 		wrap = func(conn net.Conn) net.Conn { return netsim.SleepConn(conn, c.Delay) }
 	}
-	results := serve(ctx, ln, keys, c.Backend, wrap)
-	ccfg := &handshake.ClientConfig{Suite: c.Suite, Backend: c.Backend, Layout: c.Layout, Timeout: 30 * time.Second}
+	// The server's side: the field report's separate writes are the lab's
+	// own layout, applied on top of the delay model.
+	var flights chan *separateFlight
+	serverWrap := wrap
+	if c.Layout == Separate {
+		flights = make(chan *separateFlight, 1)
+		serverWrap = func(conn net.Conn) net.Conn {
+			if wrap != nil {
+				conn = wrap(conn)
+			}
+			sf := newSeparateFlight(conn)
+			flights <- sf
+			return sf
+		}
+	}
+	results := serve(ctx, ln, keys, c.Backend, serverWrap)
+	ccfg := &handshake.ClientConfig{Suite: c.Suite, Backend: c.Backend, Timeout: 30 * time.Second}
 	if k := keys[c.Suite.Sig]; k != nil {
 		if c.PinnedKey {
 			ccfg.PinnedKey = k.PublicKey()
@@ -61,10 +76,14 @@ func measure(ctx context.Context, c Config, keys map[handshake.Sig]*handshake.Si
 		if d.Result.Key != sr.r.Key {
 			return nil, fmt.Errorf("run %d: client and server derived different keys", i)
 		}
+		writes := sr.r.Stats.Writes
+		if flights != nil {
+			writes = int((<-flights).writes.Load())
+		}
 		if i > 0 {
 			cs, ss := d.Result.Stats, sr.r.Stats
 			out = append(out, run{connect: d.Connect, confirmed: cs.Confirmed, clientCrypto: cs.CryptoTime, serverCrypto: ss.CryptoTime,
-				up: cs.BytesSent, down: cs.BytesReceived, writes: ss.Writes, flights: cs.Flights})
+				up: cs.BytesSent, down: cs.BytesReceived, writes: writes, flights: cs.Flights})
 		}
 	}
 	return out, nil

@@ -50,7 +50,7 @@ func ratios() []ratio {
 			out = append(out,
 				ratio{signedVsHybrid(lvl, model), bundled, Config{Suite: handshake.Suite{KEX: hybrid[lvl]}, Model: model, Delay: d},
 					"handshake time, signed (bundled flight) over hybrid, same level and model"},
-				ratio{separateVsBundled(lvl, model), Config{Suite: s, Layout: handshake.Separate, Model: model, Delay: d}, bundled,
+				ratio{separateVsBundled(lvl, model), Config{Suite: s, Layout: Separate, Model: model, Delay: d}, bundled,
 					"handshake time, the report's separate writes over one bundled flight"})
 		}
 	}
@@ -212,7 +212,7 @@ func delayChart(rs lab.Results) (template.HTML, error) {
 		}
 	}
 	ss = append(ss, chart.Series{Name: "ML-KEM-768+ML-DSA-65, separate writes (sleep model)", Dashed: true,
-		Points: line(Config{Suite: signed768, Layout: handshake.Separate, Model: SleepModel})})
+		Points: line(Config{Suite: signed768, Layout: Separate, Model: SleepModel})})
 	return chart.Line("Handshake time vs one-way delay", chart.Axes{X: "one-way delay (ms)", Y: "ms to confirmed key"}, ss)
 }
 

@@ -152,11 +152,11 @@ func (a *app) newHandshakeServeCmd() *cobra.Command {
 }
 
 type dialOptions struct {
-	suite, backend, layout string
-	runs                   int
-	pin, pinKeyFile        string
-	insecure, asJSON       bool
-	timeout                time.Duration
+	suite, backend   string
+	runs             int
+	pin, pinKeyFile  string
+	insecure, asJSON bool
+	timeout          time.Duration
 }
 
 // dialRun is one measured handshake, with the lab's handshake columns.
@@ -164,7 +164,6 @@ type dialRun struct {
 	Mode            string  `json:"mode"`
 	Suite           string  `json:"suite"`
 	Backend         string  `json:"backend"`
-	Layout          string  `json:"layout"`
 	Run             int     `json:"run"`
 	ConnectMs       float64 `json:"connect_ms"`
 	HandshakeTimeMs float64 `json:"handshake_time_ms"`
@@ -186,7 +185,6 @@ func (a *app) newHandshakeDialCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.suite, "suite", "x25519+mlkem768", "suite, for example x25519, mlkem768, x25519+mlkem768, mlkem768+mldsa65")
 	f.StringVar(&o.backend, "backend", "stdlib", "stdlib or circl")
-	f.StringVar(&o.layout, "layout", "bundled", "bundled or separate (the server's flight, signed suites)")
 	f.IntVar(&o.runs, "runs", 10, "handshakes to run")
 	f.StringVar(&o.pin, "pin", "", "the server's ML-DSA key fingerprint (hex, as 'serve' prints it)")
 	f.StringVar(&o.pinKeyFile, "pin-key", "", "file holding the server's ML-DSA public key (raw); the key is then not sent")
@@ -210,15 +208,7 @@ func (a *app) dial(ctx context.Context, addr string, o *dialOptions) error {
 	if err != nil {
 		return usage(err, "")
 	}
-	layout := handshake.Bundled
-	switch o.layout {
-	case "bundled":
-	case "separate":
-		layout = handshake.Separate
-	default:
-		return usage(fmt.Errorf("unknown layout %q", o.layout), "bundled or separate")
-	}
-	cfg := &handshake.ClientConfig{Suite: suite, Backend: backend, Layout: layout, Timeout: o.timeout, InsecureSkipPin: o.insecure}
+	cfg := &handshake.ClientConfig{Suite: suite, Backend: backend, Timeout: o.timeout, InsecureSkipPin: o.insecure}
 	if o.pin != "" {
 		fp, err := hex.DecodeString(strings.TrimSpace(o.pin))
 		if err != nil || len(fp) != 32 {
@@ -247,7 +237,7 @@ func (a *app) dial(ctx context.Context, addr string, o *dialOptions) error {
 			return err
 		}
 		st := d.Result.Stats
-		runs = append(runs, dialRun{Mode: suite.Family(), Suite: suite.String(), Backend: backend.String(), Layout: layout.String(), Run: i,
+		runs = append(runs, dialRun{Mode: suite.Family(), Suite: suite.String(), Backend: backend.String(), Run: i,
 			ConnectMs: milliseconds(d.Connect), HandshakeTimeMs: milliseconds(st.Confirmed), ClientCryptoMs: milliseconds(st.CryptoTime),
 			BytesUp: st.BytesSent, BytesDown: st.BytesReceived, WireBytes: st.BytesSent + st.BytesReceived, Flights: st.Flights})
 	}
@@ -262,7 +252,7 @@ func (a *app) dial(ctx context.Context, addr string, o *dialOptions) error {
 		return a.writeJSON(map[string]any{"addr": addr, "runs": runs, "summary": map[string]any{"n": n, "handshake_time_ms": map[string]float64{"median": med, "p05": p05, "p95": p95},
 			"connect_ms_median": cmed, "wire_bytes": runs[0].WireBytes}})
 	}
-	fmt.Fprintf(a.stdout, "%v (%v, %v) to %s: %d runs, handshake median %.3f ms (p05 %.3f, p95 %.3f), connect median %.3f ms, %d bytes (%d up, %d down)\n",
-		suite, backend, layout, addr, n, med, p05, p95, cmed, runs[0].WireBytes, runs[0].BytesUp, runs[0].BytesDown)
+	fmt.Fprintf(a.stdout, "%v (%v) to %s: %d runs, handshake median %.3f ms (p05 %.3f, p95 %.3f), connect median %.3f ms, %d bytes (%d up, %d down)\n",
+		suite, backend, addr, n, med, p05, p95, cmed, runs[0].WireBytes, runs[0].BytesUp, runs[0].BytesDown)
 	return nil
 }
