@@ -47,10 +47,9 @@ type Config struct {
 	// KeyService seals the keyring: a local master key (kms/local) or a
 	// KMS key (kms/kmsurl).
 	KeyService kms.KeyService
-	// DisableEncryption stores messages, titles and e-mail addresses in
-	// plaintext. It exists only for the lab's baseline measurement; never
-	// set it in a deployment.
-	DisableEncryption bool
+	// Codec turns messages, titles and e-mail addresses into what the
+	// database stores and back (default: ward's field layer, [FieldCodec]).
+	Codec Codec
 	// AllowUnpepperedHashes accepts password hashes written before the
 	// pepper was on (they are upgraded at the next log-in). Leave it off
 	// once every user has logged in: a database writer could otherwise
@@ -153,7 +152,7 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err := rebind(ctx, db, dialect, kr); err != nil {
 		return nil, err
 	}
-	st, err := newStore(db, dialect, kr, cfg.DisableEncryption)
+	st, err := newStore(db, dialect, kr, cfg.Codec)
 	if err != nil {
 		return nil, err
 	}

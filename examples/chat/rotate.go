@@ -62,8 +62,8 @@ func (s *Service) reload(ctx context.Context) error {
 }
 
 func (s *Service) reencrypt(ctx context.Context, out io.Writer) error {
-	if s.store.plaintext {
-		return nil
+	if _, ward := s.store.codec.(FieldCodec); !ward {
+		return nil // values another codec stored are not ward ciphertexts
 	}
 	for _, col := range []*field.Column{s.store.cols.body, s.store.cols.title, s.store.cols.email} {
 		st, err := (&field.Reencrypt{DB: s.db, Dialect: s.dialect, Column: col, Key: "id"}).Run(ctx)

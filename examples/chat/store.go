@@ -55,10 +55,43 @@ func newColumns(kr *keyring.Keyring, legacy ...field.ColumnOption) (*columns, er
 
 // store holds users, sessions, conversations and messages.
 type store struct {
-	db        *sql.DB
-	dialect   field.Dialect
-	cols      *columns
-	plaintext bool // the lab's baseline only
+	db      *sql.DB
+	dialect field.Dialect
+	cols    *columns
+	codec   Codec
+}
+
+// Codec turns the plaintext of an encrypted column into the value the
+// database stores, and a stored value back into plaintext. The service
+// uses [FieldCodec]; a measurement that wants the service without
+// encryption (the lab's baseline) passes its own.
+type Codec interface {
+	// Seal returns the value to store for plaintext in row of col.
+	Seal(col *field.Column, row field.RowKey, plaintext string) (any, error)
+	// Open returns the plaintext of a stored value in row of col.
+	Open(col *field.Column, row field.RowKey, stored []byte) (string, error)
+}
+
+// FieldCodec seals with ward's field layer: every value bound to its
+// column, row and owners.
+type FieldCodec struct{}
+
+// Seal seals plaintext with col for row.
+func (FieldCodec) Seal(col *field.Column, row field.RowKey, plaintext string) (any, error) {
+	ct, err := col.SealString(row, plaintext)
+	if err != nil {
+		return nil, err
+	}
+	return ct, nil
+}
+
+// Open opens a stored ciphertext with col for row.
+func (FieldCodec) Open(col *field.Column, row field.RowKey, stored []byte) (string, error) {
+	ct, err := field.ParseCiphertext(stored)
+	if err != nil {
+		return "", err
+	}
+	return col.OpenString(row, ct)
 }
 
 // errNotFound is returned for rows that do not exist or belong to someone
@@ -71,12 +104,15 @@ var errExists = errors.New("chat: account exists")
 // errTampered is returned when a row MAC does not match.
 var errTampered = errors.New("chat: a row was altered in the database")
 
-func newStore(db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, plaintext bool) (*store, error) {
+func newStore(db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, codec Codec) (*store, error) {
 	cols, err := newColumns(kr)
 	if err != nil {
 		return nil, err
 	}
-	return &store{db: db, dialect: dialect, cols: cols, plaintext: plaintext}, nil
+	if codec == nil {
+		codec = FieldCodec{}
+	}
+	return &store{db: db, dialect: dialect, cols: cols, codec: codec}, nil
 }
 
 // q rewrites ? placeholders for the database.
@@ -95,25 +131,11 @@ func newID() int64 {
 }
 
 func (s *store) seal(col *field.Column, row field.RowKey, text string) (any, error) {
-	if s.plaintext {
-		return []byte(text), nil
-	}
-	ct, err := col.SealString(row, text)
-	if err != nil {
-		return nil, err
-	}
-	return ct, nil
+	return s.codec.Seal(col, row, text)
 }
 
 func (s *store) open(col *field.Column, row field.RowKey, raw []byte) (string, error) {
-	if s.plaintext {
-		return string(raw), nil
-	}
-	ct, err := field.ParseCiphertext(raw)
-	if err != nil {
-		return "", err
-	}
-	return col.OpenString(row, ct)
+	return s.codec.Open(col, row, raw)
 }
 
 // emailKey is the blind index of an address: the log-in limiter counts

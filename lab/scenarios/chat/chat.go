@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/examples/chat"
+	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/lab"
 )
@@ -114,6 +115,18 @@ func (Scenario) Run(ctx context.Context, env *lab.Env) error {
 	return nil
 }
 
+// identityCodec stores plaintext as it is: the baseline the lab measures
+// the field layer's cost against, passed to the service from outside.
+type identityCodec struct{}
+
+func (identityCodec) Seal(_ *field.Column, _ field.RowKey, plaintext string) (any, error) {
+	return []byte(plaintext), nil
+}
+
+func (identityCodec) Open(_ *field.Column, _ field.RowKey, stored []byte) (string, error) {
+	return string(stored), nil
+}
+
 // startServices starts the service twice, encryption off and on, each
 // with a signed-up client holding a 50-message conversation.
 func startServices(ctx context.Context, dir string) ([2]*client, func(), error) {
@@ -126,7 +139,10 @@ func startServices(ctx context.Context, dir string) ([2]*client, func(), error) 
 	}
 	for i, mode := range modes {
 		cfg := chat.Config{DB: "sqlite:" + filepath.Join(dir, mode+".db"), KeyringPath: filepath.Join(dir, mode+"-kr.json"),
-			KeyService: local.Generate(), DisableEncryption: mode == Plaintext}
+			KeyService: local.Generate()}
+		if mode == Plaintext {
+			cfg.Codec = identityCodec{}
+		}
 		if _, err := chat.Init(ctx, cfg); err != nil {
 			closeAll()
 			return clients, nil, err
