@@ -3,6 +3,7 @@ package field
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 
 	"github.com/wardlab/ward/keyring"
 )
@@ -57,10 +58,15 @@ func appendString(b []byte, s string) []byte {
 
 // appendRowKey appends uvarint(len(row key)) row key.
 func appendRowKey(b []byte, row RowKey) []byte {
-	var key [24]byte
-	k := row.appendTo(key[:0])
-	b = binary.AppendUvarint(b, uint64(len(k)))
-	return append(b, k...)
+	if row.isInt { // at most 20 digits: a one-byte length, written after
+		b = append(b, 0)
+		at := len(b)
+		b = strconv.AppendInt(b, row.n, 10)
+		b[at-1] = byte(len(b) - at)
+		return b
+	}
+	b = binary.AppendUvarint(b, uint64(len(row.s)))
+	return append(b, row.s...)
 }
 
 // appendBound appends one bound value: uvarint(0) for NULL, or

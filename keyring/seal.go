@@ -98,6 +98,14 @@ func (kr *Keyring) ContextMatches(ciphertext, context []byte) (bool, error) {
 // keyFor parses the header and finds an enabled key of the right
 // algorithm.
 func (kr *Keyring) keyFor(ciphertext []byte) (Header, *key, error) {
+	// Fast path: a v3 value under the primary key, the common case.
+	if p := kr.load().primary; p != nil && len(ciphertext) >= HeaderSize && ciphertext[0] == Version3 &&
+		ciphertext[1] == byte(ClassKeyring) && ciphertext[2] == byte(p.Algorithm) &&
+		KeyID(binary.BigEndian.Uint32(ciphertext[3:7])) == p.ID &&
+		len(ciphertext) >= HeaderSize+p.Algorithm.NonceSize()+TagSize {
+		return Header{Version: Version3, Class: ClassKeyring, Algorithm: p.Algorithm, KeyID: p.ID,
+			ContextCheck: binary.BigEndian.Uint32(ciphertext[7:11])}, p, nil
+	}
 	h, err := ParseHeader(ciphertext)
 	if err != nil {
 		return h, nil, err
