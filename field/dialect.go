@@ -61,8 +61,10 @@ func (d Dialect) Rebind(query string) string {
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
 
-// quoteIdent validates and quotes a (possibly schema-qualified) identifier.
-func quoteIdent(s string) (string, error) {
+// QuoteIdent validates and quotes a (possibly schema-qualified) SQL
+// identifier: letters, digits and underscores only, so that a table or
+// column name from a flag or a config file cannot inject SQL.
+func QuoteIdent(s string) (string, error) {
 	if !identRE.MatchString(s) {
 		return "", fmt.Errorf("field: invalid SQL identifier %q", s)
 	}

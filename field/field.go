@@ -11,9 +11,9 @@
 // only ever holds ciphertext. SQL NULL stays NULL; the empty string is
 // encrypted like any other value.
 //
-// [BlindIndex] supports equality search without decryption; [Reencrypt]
-// moves a column to the keyring's primary key, the current ciphertext
-// version and the current binding; [Ledger] records which keyring and key
+// [BlindIndex] supports equality search without decryption; the jobs of
+// package reseal (field/reseal) move a column to the keyring's primary
+// key, the current ciphertext version and the current binding; [Ledger] records which keyring and key
 // IDs a database's values use, so that a service refuses a keyring that
 // cannot open them.
 //
@@ -79,8 +79,8 @@ func WithEncoding(e Encoding) ColumnOption { return func(c *Column) { c.enc = e 
 // [RowKey.With].
 //
 // Adding Bind to a column that holds values changes their context: turn on
-// [AcceptLegacyBinding] and run [Reencrypt], which re-binds every value,
-// then turn it off.
+// [AcceptLegacyBinding] and run a re-sealing job (package field/reseal),
+// which re-binds every value, then turn it off.
 func Bind(columns ...string) ColumnOption {
 	return func(c *Column) { c.bind = append([]string(nil), columns...) }
 }
@@ -98,8 +98,8 @@ func AcceptLegacyBinding() ColumnOption { return func(c *Column) { c.legacy = tr
 // stored value that does not parse as a ward ciphertext as it is, and
 // counts it ([Column.PlaintextReads]), while everything written is sealed.
 // A value that parses as a ward ciphertext must open; it is never taken
-// for plaintext. Turn it on for the migration only ([Reencrypt] with
-// FromPlaintext encrypts the existing rows; its census says when no
+// for plaintext. Turn it on for the migration only (a job of package
+// field/reseal with FromPlaintext encrypts the existing rows; its census says when no
 // plaintext is left), then off: while it is on, a database writer can
 // plant plaintext that the application will show (SECURITY.md).
 func AcceptPlaintext() ColumnOption { return func(c *Column) { c.mixed = true } }
@@ -207,6 +207,42 @@ func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, 
 		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
 	}
 	return out, nil
+}
+
+// OpenRebinding is Open for jobs that re-bind a column: for a column with
+// bound columns, it also accepts a value bound without them (sealed before
+// [Bind] was declared), whether or not the column accepts that in Open
+// ([AcceptLegacyBinding]).
+func (c *Column) OpenRebinding(row RowKey, ct Ciphertext) ([]byte, error) {
+	pt, err := c.Open(row, ct)
+	if err == nil || c.bind == nil || c.legacy || !errors.Is(err, keyring.ErrWrongContext) {
+		return pt, err
+	}
+	var buf [128]byte
+	raw := ct.Bytes()
+	if pt, err = c.kr.Open(raw, c.unboundContextFor(buf[:], row, raw[0])); err != nil {
+		return nil, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
+	}
+	return pt, nil
+}
+
+// Matches reports, from the value's context check and without decrypting,
+// whether ct was sealed for row under the column's bound columns (bound),
+// or without them (unbound, a value to re-bind). A match is a hint (the
+// check is 32 bits); only Open authenticates.
+func (c *Column) Matches(row RowKey, ct Ciphertext) (bound, unbound bool) {
+	raw := ct.Bytes()
+	if len(raw) == 0 {
+		return false, false
+	}
+	var buf [128]byte
+	if cx, err := c.contextFor(buf[:], row, raw[0]); err == nil {
+		bound, _ = c.kr.ContextMatches(raw, cx)
+	}
+	if c.bind != nil {
+		unbound, _ = c.kr.ContextMatches(raw, c.unboundContextFor(buf[:], row, raw[0]))
+	}
+	return bound, unbound
 }
 
 // SealString encrypts s for row.
@@ -353,6 +389,25 @@ func (c Ciphertext) Bytes() []byte {
 		return nil
 	}
 	return c.data
+}
+
+// Err returns, for a scanned value that is not a ward ciphertext, an error
+// that matches [ErrPlaintext] and says why; nil for a ciphertext or NULL.
+func (c Ciphertext) Err() error {
+	if c.plain != nil {
+		return &plaintextError{c.plain}
+	}
+	return nil
+}
+
+// IsText reports whether the value is stored in the text form.
+func (c Ciphertext) IsText() bool { return c.text }
+
+// AsText returns c to be stored in the text form ("w3:…"), as a TEXT
+// column needs.
+func (c Ciphertext) AsText() Ciphertext {
+	c.text = true
+	return c
 }
 
 // Header parses the public header: algorithm and key ID.

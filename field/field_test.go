@@ -217,10 +217,10 @@ func TestNewColumnErrors(t *testing.T) {
 	if _, err := NewColumn(newKR(t), "t", "c", WithEncoding(9)); err == nil {
 		t.Fatal("bad encoding")
 	}
-	if _, err := quoteIdent(`x"; DROP TABLE y; --`); err == nil {
+	if _, err := QuoteIdent(`x"; DROP TABLE y; --`); err == nil {
 		t.Fatal("injection accepted")
 	}
-	if q, err := quoteIdent("public.messages"); err != nil || q != `"public"."messages"` {
+	if q, err := QuoteIdent("public.messages"); err != nil || q != `"public"."messages"` {
 		t.Fatal(q, err)
 	}
 }

@@ -56,7 +56,7 @@ func (l *Ledger) table() (string, error) {
 	if name == "" {
 		name = DefaultLedgerTable
 	}
-	return quoteIdent(name)
+	return QuoteIdent(name)
 }
 
 func (l *Ledger) create(ctx context.Context) (string, error) {

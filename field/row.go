@@ -173,18 +173,9 @@ func boundTextV2(v any) (boundValue, error) {
 	return boundValue{}, fmt.Errorf("unsupported type %T", v)
 }
 
-// rowFromDB converts a primary-key value scanned from the database.
-func rowFromDB(v any) (RowKey, error) {
-	switch x := v.(type) {
-	case int64:
-		return RowInt(x), nil
-	case string:
-		return RowString(x), nil
-	case []byte:
-		return RowString(string(x)), nil
-	}
-	return RowKey{}, fmt.Errorf("field: unsupported primary key type %T", v)
-}
+// Err returns the [ErrBinding] a bound value given to With recorded, or
+// nil.
+func (r RowKey) Err() error { return r.err }
 
 func (r RowKey) appendTo(b []byte) []byte {
 	if r.isInt {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -135,7 +136,7 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	if err != nil {
 		return usage(err, "")
 	}
-	job := &field.Reencrypt{DB: db, Dialect: dialect, Column: col, Key: o.key, BatchSize: o.batch, Pause: o.pause,
+	job := &reseal.Job{DB: db, Dialect: dialect, Column: col, Key: o.key, BatchSize: o.batch, Pause: o.pause,
 		FromPlaintext: o.fromPlaintext, Workers: o.workers, Shard: shard, Shards: shards, Rate: o.rate}
 	name := o.table + "." + o.column
 	if o.dryRun {
@@ -151,12 +152,12 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 		verb = "encrypting "
 	}
 	bar := newProgress(a.stderr, verb+name, 1, o.quiet)
-	job.Progress = func(p field.Progress) { bar.set(p.Scanned, max(p.Total, p.Scanned)) }
+	job.Progress = func(p reseal.Progress) { bar.set(p.Scanned, max(p.Total, p.Scanned)) }
 	st, err := job.Run(cmd.Context())
 	bar.finish()
 	fmt.Fprintf(a.stdout, "%s: %d written under %v (%d of them plaintext), %d already up to date, %d NULL, %d conflicts, %d failed (%d passes)\n",
 		name, st.Reencrypted, kr.Primary().ID, st.Plaintext, st.Current, st.Null, st.Conflicts, st.Failed, st.Passes)
-	if errors.Is(err, field.ErrUnreadableRows) {
+	if errors.Is(err, reseal.ErrUnreadableRows) {
 		return failed(err, "the rows that failed are unchanged; check '--dry-run' for keys missing from the keyring and suspect values")
 	}
 	return err
@@ -175,7 +176,7 @@ func jobColumn(kr *keyring.Keyring, o *rotateOptions) (*field.Column, error) {
 }
 
 // printCensus prints a dry run's counts.
-func (a *app) printCensus(kr *keyring.Keyring, name string, c field.Census, bound bool) {
+func (a *app) printCensus(kr *keyring.Keyring, name string, c reseal.Census, bound bool) {
 	fmt.Fprintf(a.stdout, "%s: %d rows, %d NULL, %d plaintext, %d suspect, %d up to date\n", name, c.Rows, c.Null, c.Plaintext, c.Suspect, c.Current)
 	for _, id := range slices.Sorted(maps.Keys(c.PerKey)) {
 		state := "not in keyring"

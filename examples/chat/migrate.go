@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -86,7 +87,7 @@ func rebind(ctx context.Context, db *sql.DB, dialect field.Dialect, kr *keyring.
 		return err
 	}
 	for _, col := range []*field.Column{cols.body, cols.title} {
-		job := &field.Reencrypt{DB: db, Dialect: dialect, Column: col, Key: "id"}
+		job := &reseal.Job{DB: db, Dialect: dialect, Column: col, Key: "id"}
 		if _, err := job.Run(ctx); err != nil {
 			return fmt.Errorf("chat: re-binding %s.%s: %w", col.Table(), col.Name(), err)
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -66,7 +67,7 @@ func (s *Service) reencrypt(ctx context.Context, out io.Writer) error {
 		return nil // values another codec stored are not ward ciphertexts
 	}
 	for _, col := range []*field.Column{s.store.cols.body, s.store.cols.title, s.store.cols.email} {
-		st, err := (&field.Reencrypt{DB: s.db, Dialect: s.dialect, Column: col, Key: "id"}).Run(ctx)
+		st, err := (&reseal.Job{DB: s.db, Dialect: s.dialect, Column: col, Key: "id"}).Run(ctx)
 		if err != nil {
 			return err
 		}

@@ -103,6 +103,7 @@ var LibraryAllowed = []string{
 var Library = []string{
 	Module + "/keyring",
 	Module + "/field",
+	Module + "/field/reseal",
 	Module + "/password",
 	Module + "/password/internal/argon2",
 	Module + "/kms",
@@ -115,6 +116,7 @@ var Library = []string{
 // import them (except conncap, which holds no dependency).
 var Plumbing = []string{
 	Module + "/internal/conncap",
+	Module + "/internal/dbtest",
 	Module + "/internal/dburl",
 	Module + "/internal/pgcluster",
 	Module + "/internal/pgtest",

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/lab"
 )
@@ -41,7 +42,7 @@ func message(i int) string {
 func (e *env) load(ctx context.Context) error {
 	e.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table)
 	if _, err := e.db.ExecContext(ctx, "CREATE TABLE "+table+" (id BIGINT PRIMARY KEY, body TEXT)"); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return fmt.Errorf("reseal: %w", err)
 	}
 	if e.dialect == field.Postgres {
 		return e.copyIn(ctx)
@@ -94,10 +95,10 @@ func (e *env) column(opts ...field.ColumnOption) (*field.Column, error) {
 
 // runJob runs a job and records its throughput per window of progress
 // (rows/s), overall rows/s, and how busy the machine's CPUs were.
-func (e *env) runJob(ctx context.Context, k jobKey, job *field.Reencrypt) ([]lab.Result, error) {
+func (e *env) runJob(ctx context.Context, k jobKey, job *reseal.Job) ([]lab.Result, error) {
 	var windows []float64
 	last, lastRows := time.Now(), 0
-	job.Progress = func(p field.Progress) {
+	job.Progress = func(p reseal.Progress) {
 		if now := time.Now(); p.Scanned-lastRows >= max(e.rows/20, job.BatchSize) {
 			windows = append(windows, float64(p.Scanned-lastRows)/now.Sub(last).Seconds())
 			last, lastRows = now, p.Scanned
@@ -128,7 +129,7 @@ func (e *env) encryptExisting(ctx context.Context, k jobKey) ([]lab.Result, erro
 	if err != nil {
 		return nil, err
 	}
-	return e.runJob(ctx, k, &field.Reencrypt{DB: e.db, Dialect: e.dialect, Column: col, Key: "id", FromPlaintext: true, Workers: k.workers, BatchSize: k.batch})
+	return e.runJob(ctx, k, &reseal.Job{DB: e.db, Dialect: e.dialect, Column: col, Key: "id", FromPlaintext: true, Workers: k.workers, BatchSize: k.batch})
 }
 
 // rotate adds a primary key and re-encrypts the (encrypted) table.
@@ -140,7 +141,7 @@ func (e *env) rotate(ctx context.Context, k jobKey) ([]lab.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.runJob(ctx, k, &field.Reencrypt{DB: e.db, Dialect: e.dialect, Column: col, Key: "id", Workers: k.workers, BatchSize: k.batch})
+	return e.runJob(ctx, k, &reseal.Job{DB: e.db, Dialect: e.dialect, Column: col, Key: "id", Workers: k.workers, BatchSize: k.batch})
 }
 
 // references times pgcrypto updating the whole table in one statement,
@@ -221,7 +222,7 @@ func (e *env) appLatency(ctx context.Context, rate float64) ([]lab.Result, error
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		(&field.Reencrypt{DB: e.db, Dialect: e.dialect, Column: app, Key: "id", FromPlaintext: true, BatchSize: 100, Rate: rate}).Run(jctx)
+		(&reseal.Job{DB: e.db, Dialect: e.dialect, Column: app, Key: "id", FromPlaintext: true, BatchSize: 100, Rate: rate}).Run(jctx)
 	}()
 	during, err := e.appLoop(ctx, app, d, finished)
 	cancel()
@@ -257,7 +258,7 @@ func (e *env) appLoop(ctx context.Context, col *field.Column, d time.Duration, s
 				return nil, err
 			}
 			if _, err := col.OpenString(field.RowInt(id), ct); err != nil {
-				return nil, fmt.Errorf("migrate: the application read row %d: %w", id, err)
+				return nil, fmt.Errorf("reseal: the application read row %d: %w", id, err)
 			}
 		} else {
 			ct, err := col.SealString(field.RowInt(id), message(int(id)))

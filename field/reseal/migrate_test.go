@@ -1,4 +1,4 @@
-package field
+package reseal
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wardlab/ward/field"
 )
 
 // plainTable creates table (key type keyType, body TEXT) with n plaintext
@@ -44,7 +46,7 @@ func wantPlain(i int64) string {
 
 // readMixed reads every row through a mixed-mode column and checks each
 // value; it returns how many were still plaintext.
-func readMixed(t *testing.T, d testDB, col *Column, want func(int64) string) (plain int) {
+func readMixed(t *testing.T, d testDB, col *field.Column, want func(int64) string) (plain int) {
 	t.Helper()
 	rows, err := d.db.Query(fmt.Sprintf(`SELECT id, body FROM %s ORDER BY id`, col.Table()))
 	if err != nil {
@@ -54,7 +56,7 @@ func readMixed(t *testing.T, d testDB, col *Column, want func(int64) string) (pl
 	before := col.PlaintextReads()
 	for rows.Next() {
 		var id int64
-		var ct Ciphertext
+		var ct field.Ciphertext
 		if err := rows.Scan(&id, &ct); err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +66,7 @@ func readMixed(t *testing.T, d testDB, col *Column, want func(int64) string) (pl
 			}
 			continue
 		}
-		s, err := col.OpenString(RowInt(id), ct)
+		s, err := col.OpenString(field.RowInt(id), ct)
 		if err != nil || s != want(id) {
 			t.Fatalf("row %d: %q, %v", id, s, err)
 		}
@@ -88,13 +90,13 @@ func TestEncryptExisting(t *testing.T) {
 		table := d.table(t, "plain")
 		const n = 3000
 		plainTable(t, d, table, "BIGINT", n, func(i int) any { return i })
-		app := mustColumn(t, kr, table, "body", WithEncoding(Text), AcceptPlaintext())
+		app := mustColumn(t, kr, table, "body", field.WithEncoding(field.Text), field.AcceptPlaintext())
 		// A plaintext that parses as a ciphertext (another keyring's).
-		other, _ := mustColumn(t, newKR(t), table, "body", WithEncoding(Text)).SealString(RowInt(7), "x")
+		other, _ := mustColumn(t, newKR(t), table, "body", field.WithEncoding(field.Text)).SealString(field.RowInt(7), "x")
 		look, _ := other.Value()
 		d.db.Exec(d.q(fmt.Sprintf(`UPDATE %s SET body = ? WHERE id = 7`, table)), look)
 
-		job := &Reencrypt{DB: d.db, Dialect: d.dialect, Column: app, Key: "id", BatchSize: 97, FromPlaintext: true, Workers: 3}
+		job := &Job{DB: d.db, Dialect: d.dialect, Column: app, Key: "id", BatchSize: 97, FromPlaintext: true, Workers: 3}
 		c, err := job.Count(ctx)
 		if err != nil || c.Plaintext != n-n/50-1 || c.Suspect != 1 || c.Null != n/50 || c.Done() {
 			t.Fatalf("census before: %+v %v", c, err)
@@ -115,7 +117,7 @@ func TestEncryptExisting(t *testing.T) {
 					continue
 				}
 				v := fmt.Sprintf("edited %d/%d", id, i)
-				ct, _ := app.SealString(RowInt(id), v)
+				ct, _ := app.SealString(field.RowInt(id), v)
 				if _, err := d.db.Exec(d.q(fmt.Sprintf(`UPDATE %s SET body = ? WHERE id = ?`, table)), ct, id); err == nil {
 					written.Store(id, v)
 				}
@@ -134,7 +136,7 @@ func TestEncryptExisting(t *testing.T) {
 			return wantPlain(id)
 		}
 		// The operator fixes the look-alike (the census pointed at it).
-		fixed, _ := app.SealString(RowInt(7), wantPlain(7))
+		fixed, _ := app.SealString(field.RowInt(7), wantPlain(7))
 		d.db.Exec(d.q(fmt.Sprintf(`UPDATE %s SET body = ? WHERE id = 7`, table)), fixed)
 		if p := readMixed(t, d, app, want); p != 0 {
 			t.Fatalf("%d rows still read as plaintext", p)
@@ -162,9 +164,9 @@ func TestShards(t *testing.T) {
 				table := d.table(t, "sharded")
 				const n, shards = 1000, 3
 				plainTable(t, d, table, keys.typ, n, keys.key)
-				col := mustColumn(t, kr, table, "body", WithEncoding(Text))
-				job := func(i int) *Reencrypt {
-					return &Reencrypt{DB: d.db, Dialect: d.dialect, Column: col, Key: "id", BatchSize: 50, FromPlaintext: true, Shard: i, Shards: shards}
+				col := mustColumn(t, kr, table, "body", field.WithEncoding(field.Text))
+				job := func(i int) *Job {
+					return &Job{DB: d.db, Dialect: d.dialect, Column: col, Key: "id", BatchSize: 50, FromPlaintext: true, Shard: i, Shards: shards}
 				}
 				first, err := job(0).Run(ctx)
 				if err != nil || first.Plaintext < n/shards/2 || first.Plaintext > n*2/shards {
@@ -184,7 +186,7 @@ func TestShards(t *testing.T) {
 				for err := range errs {
 					t.Fatal(err)
 				}
-				c, err := (&Reencrypt{DB: d.db, Dialect: d.dialect, Column: col, Key: "id"}).Count(ctx)
+				c, err := (&Job{DB: d.db, Dialect: d.dialect, Column: col, Key: "id"}).Count(ctx)
 				if err != nil || !c.Done() || c.Rows != n {
 					t.Fatalf("census: %+v %v", c, err)
 				}
@@ -205,8 +207,8 @@ func TestRate(t *testing.T) {
 		table := d.table(t, "rated")
 		const n = 600
 		plainTable(t, d, table, "BIGINT", n, func(i int) any { return i })
-		col := mustColumn(t, kr, table, "body", WithEncoding(Text))
-		job := &Reencrypt{DB: d.db, Dialect: d.dialect, Column: col, Key: "id", BatchSize: 50, FromPlaintext: true, Workers: 2, Rate: 500}
+		col := mustColumn(t, kr, table, "body", field.WithEncoding(field.Text))
+		job := &Job{DB: d.db, Dialect: d.dialect, Column: col, Key: "id", BatchSize: 50, FromPlaintext: true, Workers: 2, Rate: 500}
 		start := time.Now()
 		if _, err := job.Run(context.Background()); err != nil {
 			t.Fatal(err)

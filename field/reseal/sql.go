@@ -1,4 +1,4 @@
-package field
+package reseal
 
 import (
 	"context"
@@ -7,13 +7,15 @@ import (
 	"hash/fnv"
 	"strings"
 	"time"
+
+	"github.com/wardlab/ward/field"
 )
 
 // queries are the statements of a job over one table (or shard of it).
 type queries struct {
 	count, first, next string
 	// cas builds the statement that updates n rows at once, each only if
-	// it still holds the value read (see casUpdate).
+	// it still holds the value read (see casSQL).
 	cas func(n int) string
 	// countArgs and rangeArgs bound an integer key range (shards).
 	countArgs, rangeArgs []any
@@ -22,19 +24,19 @@ type queries struct {
 	bucket func(key any) bool
 }
 
-func (r *Reencrypt) columns() (table, col, key, cols string, err error) {
-	if table, err = quoteIdent(r.Column.Table()); err != nil {
+func (r *Job) columns() (table, col, key, cols string, err error) {
+	if table, err = field.QuoteIdent(r.Column.Table()); err != nil {
 		return
 	}
-	if col, err = quoteIdent(r.Column.Name()); err != nil {
+	if col, err = field.QuoteIdent(r.Column.Name()); err != nil {
 		return
 	}
-	if key, err = quoteIdent(r.Key); err != nil {
+	if key, err = field.QuoteIdent(r.Key); err != nil {
 		return
 	}
 	cols = key + ", " + col
 	for _, b := range r.Column.Bound() {
-		qb, err := quoteIdent(b)
+		qb, err := field.QuoteIdent(b)
 		if err != nil {
 			return "", "", "", "", err
 		}
@@ -43,15 +45,15 @@ func (r *Reencrypt) columns() (table, col, key, cols string, err error) {
 	return
 }
 
-func (r *Reencrypt) queries(ctx context.Context) (queries, error) {
+func (r *Job) queries(ctx context.Context) (queries, error) {
 	if r.DB == nil || r.Column == nil {
-		return queries{}, errors.New("field: Reencrypt needs DB and Column")
+		return queries{}, errors.New("reseal: Job needs DB and field.Column")
 	}
-	if r.Dialect != SQLite && r.Dialect != Postgres {
-		return queries{}, errors.New("field: Reencrypt needs a Dialect")
+	if r.Dialect != field.SQLite && r.Dialect != field.Postgres {
+		return queries{}, errors.New("reseal: Job needs a field.Dialect")
 	}
 	if r.Shards > 1 && (r.Shard < 0 || r.Shard >= r.Shards) {
-		return queries{}, fmt.Errorf("field: shard %d of %d", r.Shard, r.Shards)
+		return queries{}, fmt.Errorf("reseal: shard %d of %d", r.Shard, r.Shards)
 	}
 	t, c, k, cols, err := r.columns()
 	if err != nil {
@@ -67,7 +69,7 @@ func (r *Reencrypt) queries(ctx context.Context) (queries, error) {
 	if err != nil {
 		return queries{}, err
 	}
-	q.cas = func(n int) string { return casUpdate(r.Dialect, t, c, k, keyType, colType, n) }
+	q.cas = func(n int) string { return casSQL(r.Dialect, t, c, k, keyType, colType, n) }
 	if r.Shards <= 1 {
 		return q, nil
 	}
@@ -77,16 +79,30 @@ func (r *Reencrypt) queries(ctx context.Context) (queries, error) {
 // casRows is the number of rows one compare-and-swap statement updates.
 const casRows = 256
 
-// casUpdate is one UPDATE of n rows from a VALUES list of (key, value
+// update is one compare-and-swap: the row's key, the value read, the new
+// value.
+type update struct{ key, old, new any }
+
+// casUpdate returns the statement that updates the rows of chunk (at most
+// casRows) and its arguments, in the order casSQL numbers them.
+func (q queries) casUpdate(chunk []update) (string, []any) {
+	args := make([]any, 0, 3*len(chunk))
+	for _, u := range chunk {
+		args = append(args, u.key, u.old, u.new)
+	}
+	return q.cas(len(chunk)), args
+}
+
+// casSQL is one UPDATE of n rows from a VALUES list of (key, value
 // read, new value): a row changes only if it still holds the value read,
 // and the statement's row count says how many did. One statement per
 // chunk instead of one per row spares a round trip to the database per
 // row. PostgreSQL needs the VALUES typed (keyType, colType); SQLite names
 // VALUES columns column1, column2, column3.
-func casUpdate(d Dialect, t, c, k, keyType, colType string, n int) string {
+func casSQL(d field.Dialect, t, c, k, keyType, colType string, n int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "UPDATE %s SET %s = v.ward_new FROM (", t, c)
-	if d == SQLite {
+	if d == field.SQLite {
 		b.WriteString("SELECT column1 AS ward_key, column2 AS ward_old, column3 AS ward_new FROM (")
 	}
 	b.WriteString("VALUES ")
@@ -94,13 +110,13 @@ func casUpdate(d Dialect, t, c, k, keyType, colType string, n int) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		if d == Postgres {
+		if d == field.Postgres {
 			fmt.Fprintf(&b, "($%d::%s, $%d::%s, $%d::%s)", 3*i+1, keyType, 3*i+2, colType, 3*i+3, colType)
 		} else {
 			b.WriteString("(?, ?, ?)")
 		}
 	}
-	if d == SQLite {
+	if d == field.SQLite {
 		b.WriteString(")) AS v")
 	} else {
 		b.WriteString(") AS v(ward_key, ward_old, ward_new)")
@@ -110,18 +126,18 @@ func casUpdate(d Dialect, t, c, k, keyType, colType string, n int) string {
 }
 
 // pgTypes returns the SQL types of the key and the column (PostgreSQL).
-func (r *Reencrypt) pgTypes(ctx context.Context) (keyType, colType string, err error) {
-	if r.Dialect != Postgres {
+func (r *Job) pgTypes(ctx context.Context) (keyType, colType string, err error) {
+	if r.Dialect != field.Postgres {
 		return "", "", nil
 	}
-	t, _ := quoteIdent(r.Column.Table())
+	t, _ := field.QuoteIdent(r.Column.Table())
 	q := "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2"
 	for _, a := range []struct {
 		name string
 		out  *string
 	}{{r.Key, &keyType}, {r.Column.Name(), &colType}} {
 		if err := r.DB.QueryRowContext(ctx, q, t, a.name).Scan(a.out); err != nil {
-			return "", "", fmt.Errorf("field: type of %s.%s: %w", r.Column.Table(), a.name, err)
+			return "", "", fmt.Errorf("reseal: type of %s.%s: %w", r.Column.Table(), a.name, err)
 		}
 	}
 	return keyType, colType, nil
@@ -130,10 +146,10 @@ func (r *Reencrypt) pgTypes(ctx context.Context) (keyType, colType string, err e
 // shard restricts the queries to this job's share: an even split of the
 // key range for integer keys, an FNV-1a hash bucket for text keys (read in
 // full, filtered here).
-func (r *Reencrypt) shard(ctx context.Context, q queries, t, k, cols string) (queries, error) {
+func (r *Job) shard(ctx context.Context, q queries, t, k, cols string) (queries, error) {
 	var lo, hi any
 	if err := r.DB.QueryRowContext(ctx, fmt.Sprintf("SELECT MIN(%s), MAX(%s) FROM %s", k, k, t)).Scan(&lo, &hi); err != nil {
-		return q, fmt.Errorf("field: key range of %s: %w", r.Column.Table(), err)
+		return q, fmt.Errorf("reseal: key range of %s: %w", r.Column.Table(), err)
 	}
 	min, ok1 := lo.(int64)
 	max, ok2 := hi.(int64)
@@ -169,7 +185,7 @@ type dbRow struct {
 }
 
 // rowKey returns the row's key with its bound values.
-func (d dbRow) rowKey() (RowKey, error) {
+func (d dbRow) rowKey() (field.RowKey, error) {
 	rk, err := rowFromDB(d.key)
 	if err != nil {
 		return rk, err
@@ -177,10 +193,10 @@ func (d dbRow) rowKey() (RowKey, error) {
 	if len(d.bound) > 0 {
 		rk = rk.With(d.bound...)
 	}
-	return rk, rk.err
+	return rk, rk.Err()
 }
 
-func (r *Reencrypt) batchSize() int {
+func (r *Job) batchSize() int {
 	if r.BatchSize <= 0 {
 		return 500
 	}
@@ -189,7 +205,7 @@ func (r *Reencrypt) batchSize() int {
 
 // readBatch reads up to the batch size of rows after last (nil: from the
 // start) in key order.
-func (r *Reencrypt) readBatch(ctx context.Context, q queries, last any) ([]dbRow, error) {
+func (r *Job) readBatch(ctx context.Context, q queries, last any) ([]dbRow, error) {
 	var args []any
 	switch {
 	case last == nil && q.rangeArgs != nil:
@@ -207,7 +223,7 @@ func (r *Reencrypt) readBatch(ctx context.Context, q queries, last any) ([]dbRow
 	}
 	rows, err := r.DB.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("field: reading %s: %w", r.Column.Table(), err)
+		return nil, fmt.Errorf("reseal: reading %s: %w", r.Column.Table(), err)
 	}
 	defer rows.Close()
 	var got []dbRow
@@ -219,7 +235,7 @@ func (r *Reencrypt) readBatch(ctx context.Context, q queries, last any) ([]dbRow
 			dest = append(dest, &d.bound[i])
 		}
 		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("field: reading %s: %w", r.Column.Table(), err)
+			return nil, fmt.Errorf("reseal: reading %s: %w", r.Column.Table(), err)
 		}
 		if b, ok := d.key.([]byte); ok {
 			d.key = string(b)
@@ -230,13 +246,13 @@ func (r *Reencrypt) readBatch(ctx context.Context, q queries, last any) ([]dbRow
 		got = append(got, d)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("field: reading %s: %w", r.Column.Table(), err)
+		return nil, fmt.Errorf("reseal: reading %s: %w", r.Column.Table(), err)
 	}
 	return got, nil
 }
 
 // scan calls fn for every batch of rows in key order (of this shard).
-func (r *Reencrypt) scan(ctx context.Context, q queries, fn func([]dbRow) error) error {
+func (r *Job) scan(ctx context.Context, q queries, fn func([]dbRow) error) error {
 	var last any
 	for {
 		got, err := r.readBatch(ctx, q, last)
@@ -270,4 +286,17 @@ func (r *Reencrypt) scan(ctx context.Context, q queries, fn func([]dbRow) error)
 			}
 		}
 	}
+}
+
+// rowFromDB converts a primary-key value scanned from the database.
+func rowFromDB(v any) (field.RowKey, error) {
+	switch x := v.(type) {
+	case int64:
+		return field.RowInt(x), nil
+	case string:
+		return field.RowString(x), nil
+	case []byte:
+		return field.RowString(string(x)), nil
+	}
+	return field.RowKey{}, fmt.Errorf("reseal: unsupported primary key type %T", v)
 }

@@ -1,8 +1,9 @@
-package field
+package reseal
 
 import (
 	"context"
 
+	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -18,7 +19,7 @@ type Census struct {
 	// check matches neither the current nor the v1 binding. Before a
 	// column holding plaintext is migrated, each is plaintext that happens
 	// to look like a ciphertext: fix those rows before turning on
-	// [AcceptPlaintext], which would refuse them rather than show them.
+	// [field.AcceptPlaintext], which would refuse them rather than show them.
 	Suspect int
 	PerKey  map[keyring.KeyID]int
 	// PerVersion counts values per ciphertext format version.
@@ -43,12 +44,12 @@ const (
 )
 
 // classify looks at a stored value without decrypting it.
-func (r *Reencrypt) classify(row dbRow, primary keyring.KeyID) (valueState, Ciphertext, keyring.Header) {
+func (r *Job) classify(row dbRow, primary keyring.KeyID) (valueState, field.Ciphertext, keyring.Header) {
 	if row.val == nil {
-		return stateNull, Ciphertext{}, keyring.Header{}
+		return stateNull, field.Ciphertext{}, keyring.Header{}
 	}
-	var ct Ciphertext
-	if err := ct.Scan(row.val); err != nil || ct.plain != nil {
+	var ct field.Ciphertext
+	if err := ct.Scan(row.val); err != nil || ct.Err() != nil {
 		return statePlain, ct, keyring.Header{}
 	}
 	h, _ := ct.Header()
@@ -64,30 +65,22 @@ func (r *Reencrypt) classify(row dbRow, primary keyring.KeyID) (valueState, Ciph
 // bindingMatches reports whether the value's context check matches the
 // context it was sealed under for its row (by its version), or, with
 // legacy, the context without bound columns.
-func (r *Reencrypt) bindingMatches(row dbRow, ct Ciphertext, legacy bool) bool {
+func (r *Job) bindingMatches(row dbRow, ct field.Ciphertext, legacy bool) bool {
 	rk, err := row.rowKey()
 	if err != nil {
 		return false
 	}
-	raw := ct.Bytes()
-	if len(raw) == 0 {
-		return false
-	}
-	var buf [128]byte
-	var ctx []byte
+	bound, unbound := r.Column.Matches(rk, ct)
 	if legacy {
-		ctx = r.Column.unboundContextFor(buf[:], rk, raw[0])
-	} else if ctx, err = r.Column.contextFor(buf[:], rk, raw[0]); err != nil {
-		return false
+		return unbound
 	}
-	ok, err := r.Column.Keyring().ContextMatches(ct.Bytes(), ctx)
-	return err == nil && ok
+	return bound
 }
 
 // Count is the dry run: it reads the column (this shard) and counts
 // values per key ID, version, binding and plaintext without decrypting or
 // writing anything.
-func (r *Reencrypt) Count(ctx context.Context) (Census, error) {
+func (r *Job) Count(ctx context.Context) (Census, error) {
 	q, err := r.queries(ctx)
 	if err != nil {
 		return Census{}, err
@@ -119,7 +112,7 @@ func (r *Reencrypt) Count(ctx context.Context) (Census, error) {
 
 // countBinding sorts a ciphertext that is not current by what its
 // context check matches.
-func (r *Reencrypt) countBinding(c *Census, row dbRow, ct Ciphertext, h keyring.Header) {
+func (r *Job) countBinding(c *Census, row dbRow, ct field.Ciphertext, h keyring.Header) {
 	if _, ok := r.Column.Keyring().Lookup(h.KeyID); !ok {
 		c.Suspect++
 		return

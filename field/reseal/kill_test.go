@@ -1,4 +1,4 @@
-package field
+package reseal
 
 import (
 	"context"
@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
 
 // The kill test re-executes the test binary as a child that runs
-// Reencrypt; these variables carry its arguments.
+// Job; these variables carry its arguments.
 const (
 	childEnv = "WARD_FIELD_REENCRYPT_CHILD"
 )
@@ -32,10 +33,10 @@ func TestReencryptChild(t *testing.T) {
 		dsn     = os.Getenv("CHILD_DSN")
 		table   = os.Getenv("CHILD_TABLE")
 		krPath  = os.Getenv("CHILD_KEYRING")
-		dialect = SQLite
+		dialect = field.SQLite
 	)
 	if driver == "pgx" {
-		dialect = Postgres
+		dialect = field.Postgres
 	}
 	mk, err := local.Load("", nil)
 	if err != nil {
@@ -50,15 +51,15 @@ func TestReencryptChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var opts []ColumnOption
+	var opts []field.ColumnOption
 	plain := os.Getenv("CHILD_PLAINTEXT") != ""
 	if plain {
-		opts = append(opts, WithEncoding(Text))
+		opts = append(opts, field.WithEncoding(field.Text))
 	}
 	col := mustColumn(t, kr, table, "body", opts...)
 	pause, _ := time.ParseDuration(os.Getenv("CHILD_PAUSE"))
 	workers, _ := strconv.Atoi(os.Getenv("CHILD_WORKERS"))
-	job := &Reencrypt{DB: db, Dialect: dialect, Column: col, Key: "id", BatchSize: 25, Pause: pause, FromPlaintext: plain, Workers: workers}
+	job := &Job{DB: db, Dialect: dialect, Column: col, Key: "id", BatchSize: 25, Pause: pause, FromPlaintext: plain, Workers: workers}
 	if _, err := job.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestReencryptKilled(t *testing.T) {
 			return cmd
 		}
 		counts := func() map[keyring.KeyID]int {
-			c, err := (&Reencrypt{DB: d.db, Dialect: d.dialect, Column: col, Key: "id"}).Count(context.Background())
+			c, err := (&Job{DB: d.db, Dialect: d.dialect, Column: col, Key: "id"}).Count(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +156,7 @@ func TestEncryptExistingKilled(t *testing.T) {
 		table := d.table(t, "plainkill")
 		const n = 3000
 		plainTable(t, d, table, "BIGINT", n, func(i int) any { return i })
-		mixed := mustColumn(t, kr, table, "body", WithEncoding(Text), AcceptPlaintext())
+		mixed := mustColumn(t, kr, table, "body", field.WithEncoding(field.Text), field.AcceptPlaintext())
 		mk := local.Generate()
 		krPath := filepath.Join(t.TempDir(), "keyring.json")
 		data, err := kr.Marshal(context.Background(), mk)
@@ -174,7 +175,7 @@ func TestEncryptExistingKilled(t *testing.T) {
 			return cmd
 		}
 		census := func() Census {
-			c, err := (&Reencrypt{DB: d.db, Dialect: d.dialect, Column: mixed, Key: "id"}).Count(context.Background())
+			c, err := (&Job{DB: d.db, Dialect: d.dialect, Column: mixed, Key: "id"}).Count(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}

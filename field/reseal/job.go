@@ -1,4 +1,4 @@
-package field
+package reseal
 
 import (
 	"context"
@@ -8,18 +8,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wardlab/ward/field"
 	"golang.org/x/time/rate"
-
-	"github.com/wardlab/ward/keyring"
 )
 
-// Reencrypt brings every value of a column up to date: under the keyring's
+// Job brings every value of a column up to date: under the keyring's
 // primary key, in the current ciphertext version, and bound under the
-// column's current binding ([Bind]). It is the job to run after a
+// column's current binding ([field.Bind]). It is the job to run after a
 // rotation (before the old key is disabled), after declaring bound columns
-// (with [AcceptLegacyBinding] on), to leave ciphertext v1 behind, and,
+// (with [field.AcceptLegacyBinding] on), to leave ciphertext v1 behind, and,
 // with FromPlaintext, to encrypt a column that held plaintext (with
-// [AcceptPlaintext] on in the application meanwhile).
+// [field.AcceptPlaintext] on in the application meanwhile).
 //
 // It walks the table in primary-key order in batches. Values already up to
 // date are recognised from their header and context check without
@@ -35,14 +34,14 @@ import (
 // hash buckets for text keys), each crash-safe on its own, with the
 // database as the only coordinator. Rate caps rows per second so that live
 // traffic keeps its latency.
-type Reencrypt struct {
+type Job struct {
 	// DB is the database holding the column.
 	DB *sql.DB
 	// Dialect selects placeholder syntax.
-	Dialect Dialect
+	Dialect field.Dialect
 	// Column is the encrypted column; its table, name and bound columns
 	// are used in SQL.
-	Column *Column
+	Column *field.Column
 	// Key names the table's primary-key column (integer or text).
 	Key string
 	// BatchSize is the number of rows read and updated per transaction
@@ -66,14 +65,14 @@ type Reencrypt struct {
 	Progress func(Progress)
 }
 
-// Progress reports a running Reencrypt.
+// Progress reports a running Job.
 type Progress struct {
 	Scanned     int // rows read so far in this pass
 	Reencrypted int // rows rewritten
 	Total       int // rows in the table when the pass started
 }
 
-// Stats summarises a finished Reencrypt.
+// Stats summarises a finished Job.
 type Stats struct {
 	Scanned     int // rows read
 	Reencrypted int // rows rewritten (encrypted, re-sealed or re-bound)
@@ -91,7 +90,7 @@ type Stats struct {
 // (unknown or disabled key, tampering, a value that looks like a
 // ciphertext but is not); they are left unchanged and counted in
 // Stats.Failed.
-var ErrUnreadableRows = errors.New("field: some rows could not be opened and were left unchanged")
+var ErrUnreadableRows = errors.New("reseal: some rows could not be opened and were left unchanged")
 
 // maxPasses bounds how often Run walks the table again to pick up rows
 // that concurrent writers changed under an old key.
@@ -99,7 +98,7 @@ const maxPasses = 3
 
 // Run brings every stale value up to date. It returns [ErrUnreadableRows]
 // (with Stats) if some values could not be opened.
-func (r *Reencrypt) Run(ctx context.Context) (Stats, error) {
+func (r *Job) Run(ctx context.Context) (Stats, error) {
 	q, err := r.queries(ctx)
 	if err != nil {
 		return Stats{}, err
@@ -124,10 +123,10 @@ func (r *Reencrypt) Run(ctx context.Context) (Stats, error) {
 
 // pass walks the table (this shard) once: one goroutine reads batches in
 // key order, Workers goroutines re-seal and write them.
-func (r *Reencrypt) pass(ctx context.Context, q queries, st *Stats) error {
+func (r *Job) pass(ctx context.Context, q queries, st *Stats) error {
 	var total int
 	if err := r.DB.QueryRowContext(ctx, q.count, q.countArgs...).Scan(&total); err != nil {
-		return fmt.Errorf("field: counting %s: %w", r.Column.Table(), err)
+		return fmt.Errorf("reseal: counting %s: %w", r.Column.Table(), err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -181,7 +180,7 @@ func (r *Reencrypt) pass(ctx context.Context, q queries, st *Stats) error {
 }
 
 // batch re-seals and writes one batch, after waiting for the rate limit.
-func (r *Reencrypt) batch(ctx context.Context, q queries, rows []dbRow, st *Stats, limit *rate.Limiter) (int, error) {
+func (r *Job) batch(ctx context.Context, q queries, rows []dbRow, st *Stats, limit *rate.Limiter) (int, error) {
 	if limit != nil {
 		if err := limit.WaitN(ctx, len(rows)); err != nil {
 			return 0, err
@@ -208,12 +207,8 @@ func (s *Stats) merge(o Stats) {
 	}
 }
 
-// update is one compare-and-swap: the row's key, the value read, the new
-// value.
-type update struct{ key, old, new any }
-
 // reseal computes the new value of every stale row of a batch.
-func (r *Reencrypt) reseal(rows []dbRow, st *Stats) ([]update, error) {
+func (r *Job) reseal(rows []dbRow, st *Stats) ([]update, error) {
 	primary := r.Column.Keyring().Primary().ID
 	var ups []update
 	for _, row := range rows {
@@ -229,7 +224,7 @@ func (r *Reencrypt) reseal(rows []dbRow, st *Stats) ([]update, error) {
 		}
 		rk, err := row.rowKey()
 		if err != nil {
-			r.fail(st, &OpenError{Table: r.Column.Table(), Column: r.Column.Name(), Row: fmt.Sprint(row.key), Err: err})
+			r.fail(st, &field.OpenError{Table: r.Column.Table(), Column: r.Column.Name(), Row: fmt.Sprint(row.key), Err: err})
 			continue
 		}
 		var nv any
@@ -255,10 +250,10 @@ func (r *Reencrypt) reseal(rows []dbRow, st *Stats) ([]update, error) {
 
 // encryptPlain seals a stored plaintext (FromPlaintext); without it, a
 // value that is not a ciphertext is a failure, as before.
-func (r *Reencrypt) encryptPlain(rk RowKey, stored any, ct Ciphertext) (any, error) {
+func (r *Job) encryptPlain(rk field.RowKey, stored any, ct field.Ciphertext) (any, error) {
 	col := r.Column
 	if !r.FromPlaintext {
-		return nil, &OpenError{Table: col.table, Column: col.name, Row: rk.String(), Err: &plaintextError{ct.plain}}
+		return nil, &field.OpenError{Table: col.Table(), Column: col.Name(), Row: rk.String(), Err: ct.Err()}
 	}
 	var pt []byte
 	switch v := stored.(type) {
@@ -276,25 +271,19 @@ func (r *Reencrypt) encryptPlain(rk RowKey, stored any, ct Ciphertext) (any, err
 		return nil, fmt.Errorf("%w: sealed value for row %s does not open: %v", errInternal, rk, err)
 	}
 	clear(check)
-	if _, isText := stored.(string); isText || col.enc == Text {
-		fresh.text = true // a TEXT column gets the text form
+	if _, isText := stored.(string); isText {
+		fresh = fresh.AsText() // a TEXT column gets the text form
 	}
 	return fresh.Value()
 }
 
-var errInternal = errors.New("field: internal error")
+var errInternal = errors.New("reseal: internal error")
 
 // resealOne opens ct (accepting the v1 binding when the column declares
 // bound columns: that is what re-binding is for) and seals it again.
-func (r *Reencrypt) resealOne(rk RowKey, ct Ciphertext) (any, error) {
+func (r *Job) resealOne(rk field.RowKey, ct field.Ciphertext) (any, error) {
 	col := r.Column
-	pt, err := col.Open(rk, ct)
-	if err != nil && col.Bound() != nil && !col.legacy && errors.Is(err, keyring.ErrWrongContext) {
-		var buf [128]byte
-		if pt, err = col.kr.Open(ct.Bytes(), col.unboundContextFor(buf[:], rk, ct.Bytes()[0])); err != nil {
-			err = &OpenError{Table: col.table, Column: col.name, Row: rk.String(), Err: err}
-		}
-	}
+	pt, err := col.OpenRebinding(rk, ct)
 	if err != nil {
 		return nil, err
 	}
@@ -309,51 +298,48 @@ func (r *Reencrypt) resealOne(rk RowKey, ct Ciphertext) (any, error) {
 		return nil, fmt.Errorf("%w: re-sealed value for row %s does not open: %v", errInternal, rk, err)
 	}
 	clear(check)
-	if ct.text {
-		fresh.text = true // keep the stored form: a TEXT column stays text
+	if ct.IsText() {
+		fresh = fresh.AsText() // keep the stored form: a TEXT column stays text
 	}
 	return fresh.Value()
 }
 
 // apply writes a batch of updates in one transaction, each only if the
 // row still holds the value read.
-func (r *Reencrypt) apply(ctx context.Context, q queries, ups []update, st *Stats) (int, error) {
+func (r *Job) apply(ctx context.Context, q queries, ups []update, st *Stats) (int, error) {
 	if len(ups) == 0 {
 		return 0, nil
 	}
 	tx, err := r.DB.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("field: begin: %w", err)
+		return 0, fmt.Errorf("reseal: begin: %w", err)
 	}
 	done := 0
 	for len(ups) > 0 {
 		chunk := ups[:min(len(ups), casRows)]
 		ups = ups[len(chunk):]
-		args := make([]any, 0, 3*len(chunk))
-		for _, u := range chunk {
-			args = append(args, u.key, u.old, u.new)
-		}
-		res, err := tx.ExecContext(ctx, q.cas(len(chunk)), args...)
+		stmt, args := q.casUpdate(chunk)
+		res, err := tx.ExecContext(ctx, stmt, args...)
 		if err != nil {
 			tx.Rollback()
-			return 0, fmt.Errorf("field: updating %s: %w", r.Column.Table(), err)
+			return 0, fmt.Errorf("reseal: updating %s: %w", r.Column.Table(), err)
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
 			tx.Rollback()
-			return 0, fmt.Errorf("field: updating %s: %w", r.Column.Table(), err)
+			return 0, fmt.Errorf("reseal: updating %s: %w", r.Column.Table(), err)
 		}
 		done += int(n)
 		st.Conflicts += len(chunk) - int(n)
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("field: commit: %w", err)
+		return 0, fmt.Errorf("reseal: commit: %w", err)
 	}
 	st.Reencrypted += done
 	return done, nil
 }
 
-func (r *Reencrypt) fail(st *Stats, err error) {
+func (r *Job) fail(st *Stats, err error) {
 	st.Failed++
 	if st.FirstFailure == nil {
 		st.FirstFailure = err

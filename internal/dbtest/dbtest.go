@@ -1,0 +1,69 @@
+// Package dbtest runs a test against the databases ward supports: a fresh
+// SQLite file always, and PostgreSQL when WARD_TEST_POSTGRES_URL is set
+// (.ci/run starts a throwaway cluster and sets it), each in a schema of its
+// own (package pgtest).
+package dbtest
+
+import (
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the pgx driver
+	_ "modernc.org/sqlite"             // the SQLite driver
+
+	"github.com/wardlab/ward/internal/pgtest"
+)
+
+// DB is one database under test.
+type DB struct {
+	Name   string // "sqlite" or "postgres"
+	DB     *sql.DB
+	Driver string // the database/sql driver name
+	DSN    string
+	Blob   string // the binary column type
+}
+
+// SQLiteDSN is the data source of a SQLite file with a busy timeout and
+// WAL, as the tests that run jobs beside writers need.
+func SQLiteDSN(path string) string {
+	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+}
+
+// ForEach runs fn against a fresh SQLite file and, when configured, a real
+// PostgreSQL database, as subtests named "sqlite" and "postgres".
+func ForEach(t *testing.T, fn func(t *testing.T, d DB)) {
+	t.Run("sqlite", func(t *testing.T) {
+		dsn := SQLiteDSN(filepath.Join(t.TempDir(), "test.db"))
+		db, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		fn(t, DB{Name: "sqlite", DB: db, Driver: "sqlite", DSN: dsn, Blob: "BLOB"})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := pgtest.URL(t)
+		if url == "" {
+			t.Skipf("%s is not set: skipping PostgreSQL (.ci/run starts a throwaway cluster and sets it)", pgtest.Env)
+		}
+		db, err := sql.Open("pgx", url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Ping(); err != nil {
+			t.Fatalf("%s is set but PostgreSQL is unreachable: %v", pgtest.Env, err)
+		}
+		t.Cleanup(func() { db.Close() })
+		fn(t, DB{Name: "postgres", DB: db, Driver: "pgx", DSN: url, Blob: "BYTEA"})
+	})
+}
+
+// Table returns a unique table name, dropped when the test ends.
+func (d DB) Table(t *testing.T, prefix string) string {
+	name := fmt.Sprintf("%s_%d", prefix, rand.Uint32())
+	t.Cleanup(func() { d.DB.Exec("DROP TABLE IF EXISTS " + name) })
+	return name
+}
