@@ -18,7 +18,7 @@ import (
 func BenchmarkArgon2(b *testing.B) {
 	ctx := context.Background()
 	pw, salt := []byte("correct horse battery staple"), []byte("saltsaltsalt1234")
-	for _, p := range []Params{SpringV58, OWASP, Strong} {
+	for _, p := range []Params{SpringV58(), OWASP(), Strong()} {
 		name := fmt.Sprintf("m=%d,t=%d,p=%d", p.Memory, p.Time, p.Parallelism)
 		b.Run(name+"/ward-"+argon2.Impl(), func(b *testing.B) {
 			h, err := NewHasher(Policy{Preferred: p, AllowWeak: true}, NewLimiter(LimiterConfig{MaxInFlight: 4}))

@@ -77,7 +77,7 @@ func Calibrate(ctx context.Context, target time.Duration, maxMemoryKiB uint32) (
 		per := d
 		t := uint32(target / per)
 		if t > 1 {
-			p.Time = min(t, DefaultLimits.MaxArgon2Time)
+			p.Time = min(t, DefaultLimits().MaxArgon2Time)
 			if d, err = measure(p); err != nil {
 				return c, err
 			}

@@ -43,15 +43,14 @@ func (d *decoded) saltWithSuffix() []byte {
 var errUnknownParam = errors.New("unknown parameter")
 
 var (
-	b64     = base64.RawStdEncoding.Strict()
-	b64Pad  = base64.StdEncoding.Strict()
-	bcryptB = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	b64    = base64.RawStdEncoding.Strict()
+	b64Pad = base64.StdEncoding.Strict()
 )
 
 // Inspect parses an encoded hash without computing anything, and returns
 // its scheme and parameters. It applies DefaultLimits.
 func Inspect(encoded string) (Params, string, error) {
-	d, err := decode(encoded, DefaultLimits)
+	d, err := decode(encoded, DefaultLimits())
 	if err != nil {
 		return Params{}, "", err
 	}
@@ -216,34 +215,6 @@ func (d *decoded) parseParams(list string) error {
 		}
 	}
 	return nil
-}
-
-// decodeBcrypt checks the modular crypt form $2a$NN$<53 chars> before
-// x/crypto/bcrypt sees it. $2x$ (the buggy crypt_blowfish variant) is
-// refused.
-func decodeBcrypt(s, format string) (*decoded, error) {
-	bad := func(r string) error { return &ParseError{format, r} }
-	if len(s) != 60 {
-		return nil, bad("bcrypt hashes are 60 characters")
-	}
-	if s[0] != '$' || s[1] != '2' || s[3] != '$' || s[6] != '$' {
-		return nil, bad("not $2?$NN$…")
-	}
-	switch s[2] {
-	case 'a', 'b', 'y':
-	default:
-		return nil, fmt.Errorf("%w: bcrypt variant $2%c$", ErrUnsupportedScheme, s[2])
-	}
-	cost, err := parseUint(s[4:6], 8)
-	if err != nil || cost < 4 || cost > 31 {
-		return nil, bad("cost must be 04 to 31")
-	}
-	for i := 7; i < 60; i++ {
-		if !strings.ContainsRune(bcryptB, rune(s[i])) {
-			return nil, bad("invalid character in salt or hash")
-		}
-	}
-	return &decoded{format: format, bcrypt: []byte(s), params: Params{Scheme: Bcrypt, Cost: int(cost), SaltLen: 16, KeyLen: 23}}, nil
 }
 
 // decodeDjangoPBKDF2 parses pbkdf2_sha256$iterations$salt$base64(hash).

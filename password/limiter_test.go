@@ -92,7 +92,7 @@ func TestThousandConcurrentVerifications(t *testing.T) {
 		t.Skip("runs 1,000 Argon2id verifications")
 	}
 	const n = 1000
-	perHash := OWASP.MemoryBytes()
+	perHash := OWASP().MemoryBytes()
 	budget := 3 * perHash // memory, not MaxInFlight, is the binding limit
 	l := NewLimiter(LimiterConfig{MaxInFlight: 8, MemoryBudget: budget, MaxQueue: n})
 	h, err := NewHasher(Policy{}, l)

@@ -37,30 +37,33 @@ type Limits struct {
 	MaxPasswordLen int
 }
 
-// DefaultLimits are used for zero fields of a policy's Limits.
-var DefaultLimits = Limits{
-	MaxArgon2Memory:      128 << 10,
-	MaxArgon2Time:        16,
-	MaxArgon2Parallelism: 16,
-	MaxArgon2Work:        256 << 10,
-	MaxBcryptCost:        13,
-	MaxScryptLogN:        20,
-	MaxScryptMemory:      128 << 20,
-	MaxScryptP:           16,
-	MaxScryptWork:        1 << 21,
-	MaxPBKDF2Iterations:  2_000_000,
-	MaxPBKDF2Work:        2_000_000,
-	MaxSaltLen:           64,
-	MaxKeyLen:            128,
-	MinKeyLen:            minKeyLen,
-	MaxPasswordLen:       1024,
+// DefaultLimits returns the limits used for zero fields of a policy's
+// Limits.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxArgon2Memory:      128 << 10,
+		MaxArgon2Time:        16,
+		MaxArgon2Parallelism: 16,
+		MaxArgon2Work:        256 << 10,
+		MaxBcryptCost:        13,
+		MaxScryptLogN:        20,
+		MaxScryptMemory:      128 << 20,
+		MaxScryptP:           16,
+		MaxScryptWork:        1 << 21,
+		MaxPBKDF2Iterations:  2_000_000,
+		MaxPBKDF2Work:        2_000_000,
+		MaxSaltLen:           64,
+		MaxKeyLen:            128,
+		MinKeyLen:            minKeyLen,
+		MaxPasswordLen:       1024,
+	}
 }
 
 // maxEncodedLen caps the encoded hash string itself.
 const maxEncodedLen = 1024
 
 func (l Limits) withDefaults() Limits {
-	d := DefaultLimits
+	d := DefaultLimits()
 	return Limits{
 		MaxArgon2Memory:      or(l.MaxArgon2Memory, d.MaxArgon2Memory),
 		MaxArgon2Time:        or(l.MaxArgon2Time, d.MaxArgon2Time),
@@ -96,8 +99,9 @@ func (l Limits) check(p Params) error {
 		return err
 	}
 	minOut := l.MinKeyLen
-	if p.Scheme == Bcrypt {
-		minOut = min(minOut, bcryptKeyLen)
+	if own, ok := ownFormatOf(p.Scheme); ok {
+		_, key := own.lengths()
+		minOut = min(minOut, key)
 	}
 	return firstLimit(
 		over("salt length", uint64(p.SaltLen), uint64(l.MaxSaltLen)),

@@ -66,42 +66,56 @@ type Params struct {
 	SaltLen, KeyLen int
 }
 
-// Presets.
-var (
-	// OWASP is the OWASP Password Storage Cheat Sheet's first Argon2id
-	// configuration: m=19456 KiB (19 MiB), t=2, p=1. It is the default.
-	OWASP = Params{Scheme: Argon2id, Memory: 19456, Time: 2, Parallelism: 1, SaltLen: 16, KeyLen: 32}
-	// SpringV58 is Spring Security's Argon2PasswordEncoder
-	// defaultsForSpringSecurity_v5_8(), the password field report's
-	// profile: m=16384, t=2, p=1. It is below OWASP's equivalence line (m·t of 16384·2 against
-	// 19456·2), so writing it needs Policy.AllowWeak; it exists to reproduce
-	// the field report and to interoperate.
-	SpringV58 = Params{Scheme: Argon2id, Memory: 16384, Time: 2, Parallelism: 1, SaltLen: 16, KeyLen: 32}
-	// Strong is RFC 9106's second recommended option: m=64 MiB, t=3, p=4.
-	Strong = Params{Scheme: Argon2id, Memory: 65536, Time: 3, Parallelism: 4, SaltLen: 16, KeyLen: 32}
-	// Bcrypt12, Scrypt17 and PBKDF2SHA256OWASP are the non-Argon2 schemes
-	// at OWASP's recommended costs, for systems that need them.
-	Bcrypt12          = Params{Scheme: Bcrypt, Cost: 12, SaltLen: 16, KeyLen: 23}
-	Scrypt17          = Params{Scheme: Scrypt, LogN: 17, R: 8, P: 1, SaltLen: 16, KeyLen: 32}
-	PBKDF2SHA256OWASP = Params{Scheme: PBKDF2SHA256, Iterations: 600000, SaltLen: 16, KeyLen: 32}
-)
+// Presets. Each returns a fresh value, so that no caller can change what
+// another gets.
+
+// OWASP is the OWASP Password Storage Cheat Sheet's first Argon2id
+// configuration: m=19456 KiB (19 MiB), t=2, p=1. It is the default.
+func OWASP() Params {
+	return Params{Scheme: Argon2id, Memory: 19456, Time: 2, Parallelism: 1, SaltLen: 16, KeyLen: 32}
+}
+
+// SpringV58 is Spring Security's Argon2PasswordEncoder
+// defaultsForSpringSecurity_v5_8(), the password field report's profile:
+// m=16384, t=2, p=1. It is below OWASP's equivalence line (m·t of 16384·2
+// against 19456·2), so writing it needs Policy.AllowWeak; it exists to
+// reproduce the field report and to interoperate.
+func SpringV58() Params {
+	return Params{Scheme: Argon2id, Memory: 16384, Time: 2, Parallelism: 1, SaltLen: 16, KeyLen: 32}
+}
+
+// Strong is RFC 9106's second recommended option: m=64 MiB, t=3, p=4.
+func Strong() Params {
+	return Params{Scheme: Argon2id, Memory: 65536, Time: 3, Parallelism: 4, SaltLen: 16, KeyLen: 32}
+}
+
+// Bcrypt12 is bcrypt at OWASP's recommended cost, for systems that need it.
+func Bcrypt12() Params { return Params{Scheme: Bcrypt, Cost: 12, SaltLen: 16, KeyLen: bcryptKeyLen} }
+
+// Scrypt17 is scrypt at OWASP's recommended cost (N=2^17, r=8, p=1).
+func Scrypt17() Params { return Params{Scheme: Scrypt, LogN: 17, R: 8, P: 1, SaltLen: 16, KeyLen: 32} }
+
+// PBKDF2SHA256OWASP is PBKDF2-HMAC-SHA256 at OWASP's 600,000 iterations.
+func PBKDF2SHA256OWASP() Params {
+	return Params{Scheme: PBKDF2SHA256, Iterations: 600000, SaltLen: 16, KeyLen: 32}
+}
 
 // Preset returns a preset by name: owasp, spring-v5.8, strong, bcrypt12,
 // scrypt17, pbkdf2-sha256.
 func Preset(name string) (Params, error) {
 	switch name {
 	case "owasp":
-		return OWASP, nil
+		return OWASP(), nil
 	case "spring-v5.8", "spring":
-		return SpringV58, nil
+		return SpringV58(), nil
 	case "strong", "rfc9106":
-		return Strong, nil
+		return Strong(), nil
 	case "bcrypt12":
-		return Bcrypt12, nil
+		return Bcrypt12(), nil
 	case "scrypt17":
-		return Scrypt17, nil
+		return Scrypt17(), nil
 	case "pbkdf2-sha256":
-		return PBKDF2SHA256OWASP, nil
+		return PBKDF2SHA256OWASP(), nil
 	}
 	return Params{}, fmt.Errorf("password: unknown preset %q (owasp, spring-v5.8, strong, bcrypt12, scrypt17, pbkdf2-sha256)", name)
 }
@@ -153,7 +167,7 @@ func (p Params) checkStrength() error {
 	if p.SaltLen < minSaltLen {
 		return weak(fmt.Sprintf("salt shorter than %d bytes", minSaltLen))
 	}
-	if p.Scheme != Bcrypt && p.KeyLen < minKeyLen {
+	if _, own := ownFormatOf(p.Scheme); !own && p.KeyLen < minKeyLen {
 		return weak("output shorter than 16 bytes")
 	}
 	if w := impl.weak(p); w != "" {

@@ -88,7 +88,7 @@ type Hasher struct {
 // per CPU, 256 MiB); share one Limiter between Hashers in one process.
 func NewHasher(p Policy, limiter *Limiter) (*Hasher, error) {
 	if p.Preferred.Scheme == SchemeUnknown {
-		p.Preferred = OWASP
+		p.Preferred = OWASP()
 	}
 	if p.Preferred.SaltLen == 0 {
 		p.Preferred.SaltLen = 16
@@ -96,8 +96,9 @@ func NewHasher(p Policy, limiter *Limiter) (*Hasher, error) {
 	if p.Preferred.KeyLen == 0 {
 		p.Preferred.KeyLen = 32
 	}
-	if p.Preferred.Scheme == Bcrypt {
-		p.Preferred.SaltLen, p.Preferred.KeyLen = 16, bcryptKeyLen
+	own, ownOK := ownFormatOf(p.Preferred.Scheme)
+	if ownOK {
+		p.Preferred.SaltLen, p.Preferred.KeyLen = own.lengths()
 	}
 	impl, err := schemeOf(p.Preferred.Scheme)
 	if err != nil {
@@ -113,8 +114,8 @@ func NewHasher(p Policy, limiter *Limiter) (*Hasher, error) {
 	if p.RequirePepper && p.Pepper == nil {
 		return nil, errors.New("password: RequirePepper needs a Pepper keyring")
 	}
-	if p.Pepper != nil && p.Preferred.Scheme == Bcrypt {
-		return nil, errors.New("password: bcrypt hashes cannot record a pepper key; prefer Argon2id")
+	if p.Pepper != nil && ownOK {
+		return nil, fmt.Errorf("password: %s hashes cannot record a pepper key; prefer Argon2id", own.name())
 	}
 	h := &Hasher{policy: p, limits: p.Limits.withDefaults(), limiter: limiter}
 	if err := impl.valid(p.Preferred); err != nil {
@@ -153,8 +154,9 @@ func (h *Hasher) Hash(ctx context.Context, password []byte) (string, error) {
 		return "", err
 	}
 	p := h.policy.Preferred
-	if p.Scheme == Bcrypt && len(password) > bcryptMaxPassword {
-		return "", fmt.Errorf("%w: bcrypt uses only the first 72 bytes", ErrPasswordTooLong)
+	own, ownOK := ownFormatOf(p.Scheme)
+	if ownOK && len(password) > own.maxPassword() {
+		return "", fmt.Errorf("%w: %s uses only the first %d bytes", ErrPasswordTooLong, own.name(), own.maxPassword())
 	}
 	d := &decoded{params: p, salt: make([]byte, p.SaltLen)}
 	rand.Read(d.salt)
@@ -171,7 +173,7 @@ func (h *Hasher) Hash(ctx context.Context, password []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if p.Scheme == Bcrypt {
+	if ownOK {
 		return string(out), nil
 	}
 	d.hash = out
@@ -252,12 +254,12 @@ func (h *Hasher) verifyInput(d *decoded, password []byte) ([]byte, error) {
 		}
 		pw = peppered
 	}
-	if d.params.Scheme == Bcrypt && len(pw) > bcryptMaxPassword {
+	if own, ok := ownFormatOf(d.params.Scheme); ok && len(pw) > own.maxPassword() {
 		if !h.policy.BcryptTruncate {
 			clear(pw)
-			return nil, fmt.Errorf("%w: bcrypt would use only the first 72 of %d bytes (set Policy.BcryptTruncate for legacy hashes)", ErrPasswordTooLong, len(pw))
+			return nil, fmt.Errorf("%w: %s would use only the first %d of %d bytes (set Policy.BcryptTruncate for legacy hashes)", ErrPasswordTooLong, own.name(), own.maxPassword(), len(pw))
 		}
-		pw = pw[:bcryptMaxPassword]
+		pw = pw[:own.maxPassword()]
 	}
 	return pw, nil
 }
@@ -296,8 +298,8 @@ func (h *Hasher) check(ctx context.Context, d *decoded, pw []byte) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	if d.params.Scheme == Bcrypt { // x/crypto/bcrypt compared in constant time
-		return out != nil, nil
+	if own, ok := ownFormatOf(d.params.Scheme); ok { // compared by the scheme's library
+		return own.matched(out), nil
 	}
 	defer clear(out)
 	return subtle.ConstantTimeCompare(out, d.hash) == 1, nil

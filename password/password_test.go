@@ -56,7 +56,7 @@ func TestVectors(t *testing.T) {
 			t.Errorf("%s (%s): %v", v.Source, v.Hash[:min(30, len(v.Hash))], err)
 			continue
 		}
-		if !res.NeedsRehash && res.Params.weakerThan(OWASP) {
+		if !res.NeedsRehash && res.Params.weakerThan(OWASP()) {
 			t.Errorf("%s: weaker than OWASP but no rehash", v.Source)
 		}
 		if _, err := h.Verify(ctx, []byte(v.Password+"!"), v.Hash); !errors.Is(err, ErrMismatch) {
@@ -76,7 +76,7 @@ func TestHashRoundTrip(t *testing.T) {
 		t.Fatalf("default hash %s", enc)
 	}
 	p, format, err := Inspect(enc)
-	if err != nil || p != OWASP || format != "phc" {
+	if err != nil || p != OWASP() || format != "phc" {
 		t.Fatalf("%+v %s %v", p, format, err)
 	}
 	res, err := h.Verify(ctx, []byte("パスワード"), enc)
@@ -91,14 +91,14 @@ func TestHashRoundTrip(t *testing.T) {
 
 func TestUpgradeOnLogin(t *testing.T) {
 	ctx := context.Background()
-	old := newHasher(t, Policy{Preferred: SpringV58, AllowWeak: true})
+	old := newHasher(t, Policy{Preferred: SpringV58(), AllowWeak: true})
 	stored, _ := old.Hash(ctx, []byte("pw1"))
 	h := newHasher(t, Policy{})
 	up, res, err := h.VerifyAndUpgrade(ctx, []byte("pw1"), stored)
 	if err != nil || !res.NeedsRehash || up == "" {
 		t.Fatalf("%q %+v %v", up, res, err)
 	}
-	if p, _, _ := Inspect(up); p != OWASP {
+	if p, _, _ := Inspect(up); p != OWASP() {
 		t.Fatalf("upgraded to %v", p)
 	}
 	if up2, res, err := h.VerifyAndUpgrade(ctx, []byte("pw1"), up); err != nil || up2 != "" || res.NeedsRehash {
@@ -110,7 +110,7 @@ func TestUpgradeOnLogin(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", v.Source, err)
 		}
-		if weak := res.Params.weakerThan(OWASP); weak != strings.HasPrefix(up, "$argon2id$v=19$m=19456") || weak != (up != "") {
+		if weak := res.Params.weakerThan(OWASP()); weak != strings.HasPrefix(up, "$argon2id$v=19$m=19456") || weak != (up != "") {
 			t.Fatalf("%s (%v): upgraded to %q", v.Source, res.Params, up)
 		}
 	}
@@ -280,7 +280,7 @@ func TestPepper(t *testing.T) {
 	if _, err := h.Verify(ctx, []byte("wrong"), enc); !errors.Is(err, ErrMismatch) {
 		t.Fatal(err)
 	}
-	if _, err := NewHasher(Policy{Preferred: Bcrypt12, Pepper: kr}, nil); err == nil {
+	if _, err := NewHasher(Policy{Preferred: Bcrypt12(), Pepper: kr}, nil); err == nil {
 		t.Fatal("bcrypt with pepper accepted")
 	}
 }

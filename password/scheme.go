@@ -38,6 +38,27 @@ type scheme interface {
 	writable() bool
 }
 
+// ownFormat is the optional capability of a scheme that writes its own
+// hash string rather than PHC (bcrypt's modular crypt form), found by type
+// assertion: such a scheme fixes its salt and output lengths, may read
+// only a prefix of a long password, has no room to record a pepper key,
+// and compares in constant time itself.
+type ownFormat interface {
+	scheme
+	// lengths are the fixed salt and output lengths.
+	lengths() (salt, key int)
+	// maxPassword is the longest password the scheme reads in full.
+	maxPassword() int
+	// matched reports whether compute's output says the password matched.
+	matched(out []byte) bool
+}
+
+// ownFormatOf returns s's ownFormat capability, if it has one.
+func ownFormatOf(s Scheme) (ownFormat, bool) {
+	o, ok := schemes[s].(ownFormat)
+	return o, ok
+}
+
 // schemes is the registry: adding a scheme is one file and one line here
 // (and a Scheme constant in params.go).
 var schemes = map[Scheme]scheme{

@@ -10,7 +10,7 @@ import (
 
 // TestWeakness names what is weak and is silent for the presets.
 func TestWeakness(t *testing.T) {
-	for _, p := range []Params{OWASP, Strong} {
+	for _, p := range []Params{OWASP(), Strong()} {
 		if w := Weakness(p); w != "" {
 			t.Errorf("%+v reported weak: %s", p, w)
 		}

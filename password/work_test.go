@@ -33,8 +33,8 @@ func TestTotalWorkBounded(t *testing.T) {
 			t.Errorf("%s: %v", tc.hash[:24], err)
 		}
 	}
-	for _, p := range []Params{OWASP, SpringV58, Strong, Bcrypt12, Scrypt17, PBKDF2SHA256OWASP} {
-		if err := DefaultLimits.check(withDefaultLengths(p)); err != nil {
+	for _, p := range []Params{OWASP(), SpringV58(), Strong(), Bcrypt12(), Scrypt17(), PBKDF2SHA256OWASP()} {
+		if err := DefaultLimits().check(withDefaultLengths(p)); err != nil {
 			t.Errorf("preset %v refused: %v", p, err)
 		}
 	}

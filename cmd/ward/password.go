@@ -50,7 +50,7 @@ func (a *app) readPassword(confirm bool) ([]byte, error) {
 		}
 		return pw, nil
 	}
-	b, err := io.ReadAll(io.LimitReader(a.stdin, int64(password.DefaultLimits.MaxPasswordLen)+3))
+	b, err := io.ReadAll(io.LimitReader(a.stdin, int64(password.DefaultLimits().MaxPasswordLen)+3))
 	if err != nil {
 		return nil, err
 	}

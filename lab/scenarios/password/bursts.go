@@ -29,7 +29,7 @@ type burstKey struct {
 func (k burstKey) name() string { return fmt.Sprintf("signup-burst-%d/%s", k.n, k.mode) }
 
 func (k burstKey) params() map[string]any {
-	return map[string]any{"scheme": "argon2id", "params": password.SpringV58.String(), "concurrent": k.n, "mode": k.mode, "cores": runtime.NumCPU()}
+	return map[string]any{"scheme": "argon2id", "params": password.SpringV58().String(), "concurrent": k.n, "mode": k.mode, "cores": runtime.NumCPU()}
 }
 
 // bursts runs, for one mode, rounds of sign-up bursts of every size (1, 2
@@ -43,7 +43,7 @@ func bursts(ctx context.Context, env *lab.Env, limited bool) error {
 		mode = "limiter"
 		lim = password.NewLimiter(password.LimiterConfig{MaxInFlight: runtime.NumCPU()})
 	}
-	h, err := password.NewHasher(password.Policy{Preferred: password.SpringV58, AllowWeak: true}, lim)
+	h, err := password.NewHasher(password.Policy{Preferred: password.SpringV58(), AllowWeak: true}, lim)
 	if err != nil {
 		return err
 	}

@@ -46,9 +46,9 @@ type argon2Case struct {
 // argon2Cases are the field report's parameters (Spring Security v5.8's),
 // OWASP's first option and RFC 9106's second recommendation.
 var argon2Cases = []argon2Case{
-	{"argon2id-report", password.SpringV58},
-	{"argon2id-owasp", password.OWASP},
-	{"argon2id-rfc9106", password.Strong},
+	{"argon2id-report", password.SpringV58()},
+	{"argon2id-owasp", password.OWASP()},
+	{"argon2id-rfc9106", password.Strong()},
 }
 
 // implKey names an implementation measured at an Argon2 case.
@@ -73,9 +73,9 @@ var legacy = []struct {
 	params password.Params
 }{
 	{"bcrypt-10", password.Params{Scheme: password.Bcrypt, Cost: 10}},
-	{"bcrypt-12", password.Bcrypt12},
-	{"scrypt-17", password.Scrypt17},
-	{"pbkdf2-sha256-600k", password.PBKDF2SHA256OWASP},
+	{"bcrypt-12", password.Bcrypt12()},
+	{"scrypt-17", password.Scrypt17()},
+	{"pbkdf2-sha256-600k", password.PBKDF2SHA256OWASP()},
 }
 
 // fieldReport are the report's own figures, measured elsewhere (Intel
@@ -90,7 +90,7 @@ var fieldReport = []lab.Result{
 }
 
 func reportParams(impl string) map[string]any {
-	return map[string]any{"scheme": "argon2id", "params": password.SpringV58.String(), "impl": impl}
+	return map[string]any{"scheme": "argon2id", "params": password.SpringV58().String(), "impl": impl}
 }
 
 // rounds returns the number of interleaved rounds for the profile.
