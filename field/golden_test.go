@@ -391,3 +391,23 @@ func TestTimeBindingSurvivesDatabase(t *testing.T) {
 // bound through another Stringer opens (legacy) and is to re-seal.
 
 // bound through another Stringer opens (legacy) and is to re-seal.
+
+// TestRowOf: one row key whatever type carries it, and refusals.
+func TestRowOf(t *testing.T) {
+	type id int32
+	u := [16]byte{0x0b, 0x9d, 0x7e, 0x0a, 0x7c, 0x1e, 0x4d, 0x5a, 0x9f, 0x00, 0x3c, 0x2d, 0x1e, 0x0f, 0x4a, 0x5b}
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{{int64(42), "42"}, {id(42), "42"}, {uint16(42), "42"}, {"42", "42"}, {[]byte("k"), "k"}, {u, "0b9d7e0a-7c1e-4d5a-9f00-3c2d1e0f4a5b"}} {
+		rk, err := RowOf(tc.v)
+		if err != nil || rk.String() != tc.want {
+			t.Errorf("%T: %q %v", tc.v, rk.String(), err)
+		}
+	}
+	for _, bad := range []any{1.5, nil, struct{}{}, uint64(1) << 63} {
+		if _, err := RowOf(bad); err == nil {
+			t.Errorf("%T accepted", bad)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"time"
@@ -171,6 +172,39 @@ func boundTextV2(v any) (boundValue, error) {
 		return boundValue{text: strconv.FormatUint(rv.Uint(), 10)}, nil
 	}
 	return boundValue{}, fmt.Errorf("unsupported type %T", v)
+}
+
+// RowOf returns the RowKey of a primary-key value as an application's
+// model or a database driver holds it: integers of any kind, strings
+// (named string types included), []byte, and 16-byte arrays such as UUID
+// types (as their lowercase hyphenated text, which is how PostgreSQL
+// returns a uuid). Anything else is an error.
+func RowOf(v any) (RowKey, error) {
+	switch x := v.(type) {
+	case string:
+		return RowString(x), nil
+	case []byte:
+		return RowString(string(x)), nil
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return RowInt(rv.Int()), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if rv.Uint() > math.MaxInt64 {
+			return RowKey{}, fmt.Errorf("field: row key %d does not fit in an int64", rv.Uint())
+		}
+		return RowInt(int64(rv.Uint())), nil
+	case reflect.String:
+		return RowString(rv.String()), nil
+	case reflect.Array:
+		if rv.Len() == 16 && rv.Type().Elem().Kind() == reflect.Uint8 {
+			var u [16]byte
+			reflect.Copy(reflect.ValueOf(u[:]), rv)
+			return RowString(uuidText(u)), nil
+		}
+	}
+	return RowKey{}, fmt.Errorf("field: unsupported row key type %T (an integer, a string or a UUID)", v)
 }
 
 // Err returns the [ErrBinding] a bound value given to With recorded, or

@@ -34,12 +34,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/schema"
 
+	"github.com/wardlab/ward/contrib/internal/ormkit"
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
 )
@@ -97,13 +97,13 @@ type Codec struct {
 	kr      *keyring.Keyring
 	colOpts []field.ColumnOption
 	cache   sync.Map // *schema.Field → *binding
-	indexes sync.Map // "table\x00column" → *field.BlindIndex
+	indexes *ormkit.Indexes
 }
 
 // New returns a Codec for models of db under kr; opts (for example
 // field.AcceptPlaintext during a migration) apply to every column.
 func New(db *bun.DB, kr *keyring.Keyring, opts ...field.ColumnOption) *Codec {
-	return &Codec{db: db, kr: kr, colOpts: opts}
+	return &Codec{db: db, kr: kr, colOpts: opts, indexes: ormkit.NewIndexes(kr)}
 }
 
 var textType = reflect.TypeFor[Text]()
@@ -182,7 +182,7 @@ func (c *Codec) each(model any, fn func(*schema.Field, *binding, reflect.Value) 
 	strct := v.Elem()
 	table := c.db.Table(strct.Type())
 	for _, f := range table.Fields {
-		isIndex := f.StructField.Tag.Get("ward") != "" && parseTag(f.StructField.Tag.Get("ward"))["index"] != ""
+		isIndex := f.StructField.Tag.Get("ward") != "" && ormkit.ParseTag(f.StructField.Tag.Get("ward"))["index"] != ""
 		if f.IndirectType != textType && !isIndex {
 			continue
 		}
@@ -201,13 +201,13 @@ func (c *Codec) binding(table *schema.Table, f *schema.Field) (*binding, error) 
 	if b, ok := c.cache.Load(f); ok {
 		return b.(*binding), nil
 	}
-	tag := parseTag(f.StructField.Tag.Get("ward"))
+	tag := ormkit.ParseTag(f.StructField.Tag.Get("ward"))
 	b := &binding{}
 	if of := tag["index"]; of != "" {
 		if b.of = table.LookupField(of); b.of == nil || b.of.IndirectType != textType {
 			return nil, fmt.Errorf("wardbun: %s.%s: index of %q, which is not a Text column", table.Name, f.Name, of)
 		}
-		idx, err := c.blindIndex(table.Name, b.of.Name)
+		idx, err := c.indexes.Get(table.Name, b.of.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -232,10 +232,7 @@ func (c *Codec) bindRow(table *schema.Table, f *schema.Field, tag map[string]str
 		return fmt.Errorf("wardbun: %s.%s: name the row key with ward:\"key:COLUMN\" (or key:- for none)", table.Name, f.Name)
 	}
 	var names []string
-	for _, n := range strings.Split(tag["bind"], ",") {
-		if n = strings.TrimSpace(n); n == "" {
-			continue
-		}
+	for _, n := range ormkit.List(tag["bind"]) {
 		bf := table.LookupField(n)
 		if bf == nil {
 			return fmt.Errorf("wardbun: %s.%s: bound column %q not found", table.Name, f.Name, n)
@@ -260,15 +257,9 @@ func (b *binding) row(f *schema.Field, strct reflect.Value) (field.RowKey, error
 		if kv.IsZero() {
 			return rk, fmt.Errorf("%w: %s.%s is bound to %s, which is zero (assign it before insert, e.g. a UUID)", ErrNoRowKey, f.Table.Name, f.Name, b.key.Name)
 		}
-		switch kv.Kind() {
-		case reflect.String:
-			rk = field.RowString(kv.String())
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			rk = field.RowInt(kv.Int())
-		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			rk = field.RowInt(int64(kv.Uint()))
-		default:
-			return rk, fmt.Errorf("wardbun: %s.%s: row key %s of type %s", f.Table.Name, f.Name, b.key.Name, kv.Type())
+		var err error
+		if rk, err = field.RowOf(kv.Interface()); err != nil {
+			return rk, fmt.Errorf("wardbun: %s.%s: row key %s: %w", f.Table.Name, f.Name, b.key.Name, err)
 		}
 	}
 	if len(b.bound) > 0 {
@@ -281,40 +272,11 @@ func (b *binding) row(f *schema.Field, strct reflect.Value) (field.RowKey, error
 	return rk, nil
 }
 
-// parseTag parses `key:id;bind:user_id,role` and `index:email`.
-func parseTag(tag string) map[string]string {
-	m := map[string]string{}
-	for _, part := range strings.Split(tag, ";") {
-		if k, v, _ := strings.Cut(strings.TrimSpace(part), ":"); k != "" {
-			m[strings.ToLower(k)] = strings.TrimSpace(v)
-		}
-	}
-	return m
-}
-
 // Index returns the blind index of value for table.column, as a Codec
 // stores it in an index field, for queries:
 //
 //	idx, _ := codec.Index("notes", "email", "Alice@example.com")
 //	db.NewSelect().Model(&n).Where("email_index = ?", idx).Scan(ctx)
 func (c *Codec) Index(table, column, value string) ([]byte, error) {
-	idx, err := c.blindIndex(table, column)
-	if err != nil {
-		return nil, err
-	}
-	return idx.Compute(value), nil
-}
-
-// blindIndex returns the (cached) blind index of table.column.
-func (c *Codec) blindIndex(table, column string) (*field.BlindIndex, error) {
-	key := table + "\x00" + column
-	if idx, ok := c.indexes.Load(key); ok {
-		return idx.(*field.BlindIndex), nil
-	}
-	idx, err := field.NewBlindIndex(c.kr, table, column, field.WithNormalizer(field.NormalizeFold))
-	if err != nil {
-		return nil, err
-	}
-	v, _ := c.indexes.LoadOrStore(key, idx)
-	return v.(*field.BlindIndex), nil
+	return c.indexes.Compute(table, column, value)
 }

@@ -27,10 +27,10 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 
 	"entgo.io/ent"
 
+	"github.com/wardlab/ward/contrib/internal/ormkit"
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
 )
@@ -60,7 +60,7 @@ var ErrBulkUpdate = errors.New("wardent: an encrypted field can only be set per 
 type Codec struct {
 	kr      *keyring.Keyring
 	fields  map[string][]*bound // by schema type
-	indexes sync.Map            // "table\x00column" → *field.BlindIndex
+	indexes *ormkit.Indexes
 }
 
 type bound struct {
@@ -72,7 +72,7 @@ type bound struct {
 // New returns a Codec for the declared fields under kr; opts (for example
 // field.AcceptPlaintext during a migration) apply to every column.
 func New(kr *keyring.Keyring, fields []Field, opts ...field.ColumnOption) (*Codec, error) {
-	c := &Codec{kr: kr, fields: map[string][]*bound{}}
+	c := &Codec{kr: kr, fields: map[string][]*bound{}, indexes: ormkit.NewIndexes(kr)}
 	for _, f := range fields {
 		o := append([]field.ColumnOption{field.WithEncoding(field.Text)}, opts...)
 		if len(f.Bind) > 0 {
@@ -84,7 +84,7 @@ func New(kr *keyring.Keyring, fields []Field, opts ...field.ColumnOption) (*Code
 		}
 		b := &bound{Field: f, col: col}
 		if f.IndexColumn != "" {
-			if b.idx, err = c.blindIndex(f.Table, f.Column); err != nil {
+			if b.idx, err = c.indexes.Get(f.Table, f.Column); err != nil {
 				return nil, err
 			}
 		}
@@ -96,25 +96,7 @@ func New(kr *keyring.Keyring, fields []Field, opts ...field.ColumnOption) (*Code
 // Index returns the blind index of value for an indexed field, for
 // queries: note.EmailIndex(idx).
 func (c *Codec) Index(table, column, value string) ([]byte, error) {
-	idx, err := c.blindIndex(table, column)
-	if err != nil {
-		return nil, err
-	}
-	return idx.Compute(value), nil
-}
-
-// blindIndex returns the (cached) blind index of table.column.
-func (c *Codec) blindIndex(table, column string) (*field.BlindIndex, error) {
-	key := table + "\x00" + column
-	if idx, ok := c.indexes.Load(key); ok {
-		return idx.(*field.BlindIndex), nil
-	}
-	idx, err := field.NewBlindIndex(c.kr, table, column, field.WithNormalizer(field.NormalizeFold))
-	if err != nil {
-		return nil, err
-	}
-	v, _ := c.indexes.LoadOrStore(key, idx)
-	return v.(*field.BlindIndex), nil
+	return c.indexes.Compute(table, column, value)
 }
 
 // Hook returns the mutation hook that seals declared fields.
@@ -177,7 +159,10 @@ func (b *bound) rowOfMutation(ctx context.Context, m ent.Mutation) (field.RowKey
 		if !ok {
 			return rk, fmt.Errorf("%w: %s.%s (assign it before create: SetID, e.g. a UUID)", ErrNoRowKey, b.Type, b.Column)
 		}
-		rk = rowKey(id)
+		var err error
+		if rk, err = field.RowOf(id); err != nil {
+			return rk, fmt.Errorf("wardent: %s.%s: %w", b.Type, b.Column, err)
+		}
 	}
 	if len(b.Bind) == 0 {
 		return rk, nil
@@ -209,17 +194,6 @@ func mutationID(m ent.Mutation) (any, bool) {
 		return nil, false
 	}
 	return out[0].Interface(), true
-}
-
-func rowKey(id any) field.RowKey {
-	rv := reflect.ValueOf(id)
-	switch rv.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return field.RowInt(rv.Int())
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return field.RowInt(int64(rv.Uint()))
-	}
-	return field.RowString(fmt.Sprint(id))
 }
 
 // Interceptor returns the query interceptor that opens declared fields in
@@ -306,7 +280,10 @@ func (b *bound) rowOfEntity(strct reflect.Value) (field.RowKey, error) {
 		if !id.IsValid() || id.IsZero() {
 			return rk, fmt.Errorf("%w: select the ID with %s.%s", ErrNoRowKey, b.Type, b.Column)
 		}
-		rk = rowKey(id.Interface())
+		var err error
+		if rk, err = field.RowOf(id.Interface()); err != nil {
+			return rk, fmt.Errorf("wardent: %s.%s: %w", b.Type, b.Column, err)
+		}
 	}
 	if len(b.Bind) == 0 {
 		return rk, nil

@@ -33,11 +33,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 
 	"gorm.io/gorm/schema"
 
+	"github.com/wardlab/ward/contrib/internal/ormkit"
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
 )
@@ -65,7 +65,7 @@ func WithColumnOptions(opts ...field.ColumnOption) Option {
 // the keyring kr. GORM's serializer registry is global: register once per
 // process.
 func Register(kr *keyring.Keyring, opts ...Option) *Serializer {
-	s := &Serializer{kr: kr}
+	s := &Serializer{kr: kr, indexes: ormkit.NewIndexes(kr)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -80,7 +80,7 @@ type Serializer struct {
 	kr      *keyring.Keyring
 	colOpts []field.ColumnOption
 	cols    sync.Map // *schema.Field → *binding
-	indexes sync.Map // "table\x00column" → *field.BlindIndex
+	indexes *ormkit.Indexes
 }
 
 // binding is what a tagged field is bound to.
@@ -95,7 +95,7 @@ func (s *Serializer) binding(f *schema.Field) (*binding, error) {
 	if b, ok := s.cols.Load(f); ok {
 		return b.(*binding), nil
 	}
-	tag := parseTag(f.Tag.Get("ward"))
+	tag := ormkit.ParseTag(f.Tag.Get("ward"))
 	b := &binding{}
 	keyName := tag["key"]
 	switch {
@@ -110,7 +110,7 @@ func (s *Serializer) binding(f *schema.Field) (*binding, error) {
 		return nil, fmt.Errorf("wardgorm: %s.%s: name the row key with ward:\"key:FIELD\" (or key:- for none)", f.Schema.Name, f.Name)
 	}
 	var names []string
-	for _, n := range splitList(tag["bind"]) {
+	for _, n := range ormkit.List(tag["bind"]) {
 		bf := f.Schema.LookUpField(n)
 		if bf == nil {
 			return nil, fmt.Errorf("wardgorm: %s.%s: bound field %q not found", f.Schema.Name, f.Name, n)
@@ -144,15 +144,9 @@ func (b *binding) row(ctx context.Context, f *schema.Field, dst reflect.Value) (
 			return rk, fmt.Errorf("%w: %s.%s is bound to %s, which is zero (assign it before insert, e.g. a UUID; declare it before %s)",
 				ErrNoRowKey, f.Schema.Name, f.Name, b.key.Name, f.Name)
 		}
-		switch k := v.(type) {
-		case string:
-			rk = field.RowString(k)
-		default:
-			n, ok := toInt64(v)
-			if !ok {
-				return rk, fmt.Errorf("wardgorm: %s.%s: row key %s of type %T", f.Schema.Name, f.Name, b.key.Name, v)
-			}
-			rk = field.RowInt(n)
+		var err error
+		if rk, err = field.RowOf(v); err != nil {
+			return rk, fmt.Errorf("wardgorm: %s.%s: row key %s: %w", f.Schema.Name, f.Name, b.key.Name, err)
 		}
 	}
 	if len(b.bound) > 0 {
@@ -219,7 +213,7 @@ type indexSerializer struct{ s *Serializer }
 
 // Value computes the blind index of the field named in of:.
 func (x indexSerializer) Value(ctx context.Context, f *schema.Field, dst reflect.Value, _ any) (any, error) {
-	src := f.Schema.LookUpField(parseTag(f.Tag.Get("ward"))["of"])
+	src := f.Schema.LookUpField(ormkit.ParseTag(f.Tag.Get("ward"))["of"])
 	if src == nil {
 		return nil, fmt.Errorf("wardgorm: %s.%s: name the indexed field with ward:\"of:FIELD\"", f.Schema.Name, f.Name)
 	}
@@ -250,16 +244,7 @@ func (indexSerializer) Scan(ctx context.Context, f *schema.Field, dst reflect.Va
 //	idx, _ := s.Index("users", "email", "Alice@example.com")
 //	db.Where("email_index = ?", idx).First(&u)
 func (s *Serializer) Index(table, column, value string) ([]byte, error) {
-	key := table + "\x00" + column
-	idx, ok := s.indexes.Load(key)
-	if !ok {
-		bi, err := field.NewBlindIndex(s.kr, table, column, field.WithNormalizer(field.NormalizeFold))
-		if err != nil {
-			return nil, err
-		}
-		idx, _ = s.indexes.LoadOrStore(key, bi)
-	}
-	return idx.(*field.BlindIndex).Compute(value), nil
+	return s.indexes.Compute(table, column, value)
 }
 
 func plaintext(v any) (pt []byte, null bool, err error) {
@@ -295,40 +280,4 @@ func setPlaintext(out reflect.Value, pt []byte) error {
 		return fmt.Errorf("cannot decrypt into %s", out.Type())
 	}
 	return nil
-}
-
-func toInt64(v any) (int64, bool) {
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return rv.Int(), true
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return int64(rv.Uint()), true
-	}
-	return 0, false
-}
-
-// parseTag parses `key:ID;bind:UserID,Role;binary`.
-func parseTag(tag string) map[string]string {
-	m := map[string]string{}
-	for _, part := range strings.Split(tag, ";") {
-		k, v, _ := strings.Cut(strings.TrimSpace(part), ":")
-		if k != "" {
-			m[strings.ToLower(k)] = strings.TrimSpace(v)
-			if v == "" {
-				m[strings.ToLower(k)] = "true"
-			}
-		}
-	}
-	return m
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

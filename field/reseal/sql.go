@@ -186,7 +186,7 @@ type dbRow struct {
 
 // rowKey returns the row's key with its bound values.
 func (d dbRow) rowKey() (field.RowKey, error) {
-	rk, err := rowFromDB(d.key)
+	rk, err := field.RowOf(d.key)
 	if err != nil {
 		return rk, err
 	}
@@ -286,17 +286,4 @@ func (r *Job) scan(ctx context.Context, q queries, fn func([]dbRow) error) error
 			}
 		}
 	}
-}
-
-// rowFromDB converts a primary-key value scanned from the database.
-func rowFromDB(v any) (field.RowKey, error) {
-	switch x := v.(type) {
-	case int64:
-		return field.RowInt(x), nil
-	case string:
-		return field.RowString(x), nil
-	case []byte:
-		return field.RowString(string(x)), nil
-	}
-	return field.RowKey{}, fmt.Errorf("reseal: unsupported primary key type %T", v)
 }

@@ -115,6 +115,7 @@ var Library = []string{
 // helpers of ward's binaries, the lab and tests. Library packages must not
 // import them (except conncap, which holds no dependency).
 var Plumbing = []string{
+	Module + "/contrib/internal/ormkit",
 	Module + "/internal/conncap",
 	Module + "/internal/dbtest",
 	Module + "/internal/dburl",
