@@ -108,7 +108,7 @@ func (c *Column) context(buf []byte, row RowKey) ([]byte, error) {
 // path) under v1, or v2 for a column with bound columns, whose values are
 // encoded as v2 did.
 func (c *Column) contextFor(buf []byte, row RowKey, version byte) ([]byte, error) {
-	if version == keyring.Version3 {
+	if version == keyring.CurrentVersion {
 		return c.context(buf, row)
 	}
 	if c.bind == nil {
@@ -133,7 +133,7 @@ func (c *Column) contextFor(buf []byte, row RowKey, version byte) ([]byte, error
 // for v1 and v2 values, v3 with no bound columns for v3 values). It is what
 // [AcceptLegacyBinding] and re-binding jobs accept.
 func (c *Column) unboundContextFor(buf []byte, row RowKey, version byte) []byte {
-	if version == keyring.Version3 {
+	if version == keyring.CurrentVersion {
 		return appendRowKey(append(buf[:0], c.unboundPrefix...), row)
 	}
 	return row.appendTo(append(buf[:0], c.legacyPrefix...))

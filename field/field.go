@@ -410,15 +410,25 @@ func (c Ciphertext) AsText() Ciphertext {
 	return c
 }
 
-// Header parses the public header: algorithm and key ID.
-func (c Ciphertext) Header() (keyring.Header, error) {
+// KeyID returns the ID of the key that sealed the value, from its header.
+func (c Ciphertext) KeyID() (keyring.KeyID, error) {
 	if !c.valid {
-		return keyring.Header{}, ErrNull
+		return 0, ErrNull
 	}
 	if c.plain != nil {
-		return keyring.Header{}, c.plain
+		return 0, c.plain
 	}
-	return keyring.ParseHeader(c.data)
+	return keyring.KeyIDOf(c.data)
+}
+
+// Version returns the value's format version (its first byte): 0 for NULL
+// or a value that is not a ward ciphertext. A version other than
+// [keyring.CurrentVersion] was written by an older release.
+func (c Ciphertext) Version() uint8 {
+	if !c.valid || c.plain != nil || len(c.data) == 0 {
+		return 0
+	}
+	return c.data[0]
 }
 
 // Value implements [driver.Valuer]: nil for NULL, []byte for the binary
@@ -450,14 +460,14 @@ func (c *Ciphertext) Scan(src any) error {
 			return c.Scan(string(v))
 		}
 		*c = Ciphertext{data: append([]byte(nil), v...), valid: true}
-		if _, err := keyring.ParseHeader(v); err != nil {
+		if _, err := keyring.KeyIDOf(v); err != nil {
 			c.plain = err
 		}
 	case string:
 		*c = Ciphertext{valid: true, text: true}
 		b, err := keyring.DecodeText(v)
 		if err == nil {
-			_, err = keyring.ParseHeader(b)
+			_, err = keyring.KeyIDOf(b)
 		}
 		if err != nil {
 			c.data, c.plain = []byte(v), err

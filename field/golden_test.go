@@ -187,7 +187,7 @@ func TestGoldenContextV3(t *testing.T) {
 			t.Fatalf("%s.%s row %s: context %x %v, want %s", v.Table, v.Column, v.Row, cx, err, v.Context)
 		}
 		ct, _ := hex.DecodeString(v.Ciphertext)
-		if ct[0] != keyring.Version3 {
+		if ct[0] != keyring.CurrentVersion {
 			t.Fatalf("version %d", ct[0])
 		}
 		pt, err := c.AppendOpen(nil, rk, ct)

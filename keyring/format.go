@@ -32,92 +32,107 @@ import (
 // The text form is "w3:" ("w2:", "w1:") followed by the unpadded base64url
 // encoding of the binary form. See FORMAT.md at the repository's root.
 const (
-	// Version1 is the first byte of a v1 ciphertext (read, never written).
-	Version1 = 0x01
-	// Version2 is the first byte of a v2 ciphertext (read, never written).
-	Version2 = 0x02
-	// Version3 is the first byte of the ciphertexts Seal writes.
-	Version3 = 0x03
-	// CurrentVersion is the version Seal writes.
-	CurrentVersion = Version3
-	// HeaderSize is the size of a v3 header, before the nonce.
-	HeaderSize = 11
-	// CheckSize is the size of the context check.
-	CheckSize = 4
+	// version1 is the first byte of a v1 ciphertext (read, never written).
+	version1 = 0x01
+	// version2 is the first byte of a v2 ciphertext (read, never written).
+	version2 = 0x02
+	// version3 is the first byte of the ciphertexts Seal writes.
+	version3 = 0x03
+	// CurrentVersion is the first byte of the ciphertexts Seal writes
+	// (format v3). Every ciphertext starts with its version, so a value
+	// whose first byte differs was written by an older release.
+	CurrentVersion = version3
+	// headerSize is the size of a v3 header, before the nonce.
+	headerSize = 11
+	// checkSize is the size of the context check.
+	checkSize = 4
 )
 
 // headerSizeV2 is the size of a v1 or v2 header.
 const headerSizeV2 = 10
 
-// KeyClass says which kind of key sealed a v3 ciphertext.
-type KeyClass uint8
+// keyClass says which kind of key sealed a v3 ciphertext.
+type keyClass uint8
 
 const (
-	// ClassKeyring is a keyring key, named by its key ID.
-	ClassKeyring KeyClass = 1
-	// ClassSubject is a subject's own data key (keys per user), named by
+	// classKeyring is a keyring key, named by its key ID.
+	classKeyring keyClass = 1
+	// classSubject is a subject's own data key (keys per user), named by
 	// the subject bound in the context and the key version in the header.
-	ClassSubject KeyClass = 2
+	classSubject keyClass = 2
 )
 
-// headerSize returns the header size of a ciphertext version.
-func headerSize(version byte) int {
-	if version == Version3 {
-		return HeaderSize
+// headerSizeOf returns the header size of a ciphertext version.
+func headerSizeOf(version byte) int {
+	if version == version3 {
+		return headerSize
 	}
 	return headerSizeV2
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Header is the public, parsed header of a ciphertext.
-type Header struct {
+// header is the parsed header of a ciphertext. It is not part of the API:
+// callers learn the one thing they need with [KeyIDOf].
+type header struct {
 	Version uint8
-	// Class is the key class (v3); v1 and v2 values are ClassKeyring.
-	Class        KeyClass
+	// Class is the key class (v3); v1 and v2 values are classKeyring.
+	Class        keyClass
 	Algorithm    Algorithm
 	KeyID        KeyID
 	ContextCheck uint32
 }
 
 // size is the header's size in its version.
-func (h Header) size() int { return headerSize(h.Version) }
+func (h header) size() int { return headerSizeOf(h.Version) }
 
 // Overhead returns how many bytes a ciphertext under alg adds to its
 // plaintext in the current version.
-func Overhead(alg Algorithm) int { return HeaderSize + alg.NonceSize() + TagSize }
+func Overhead(alg Algorithm) int { return headerSize + alg.NonceSize() + TagSize }
 
-// ParseHeader parses and validates the header of a binary ciphertext
-// without opening it, for example to count values per key ID.
-func ParseHeader(ct []byte) (Header, error) {
+// KeyIDOf parses the header of a binary ciphertext (any version) without
+// opening it, and returns the ID of the keyring key that sealed it (for a
+// value sealed under a subject's own key, the subject key's version); the
+// census of a column and the ORM integrations' guards use it. An error
+// says why b is not a ward ciphertext ([ErrTruncated], [ErrMalformed], a
+// [*VersionError]). The rest of the format is not part of the API:
+// FORMAT.md describes it, and only Open authenticates it.
+func KeyIDOf(b []byte) (KeyID, error) {
+	h, err := parseHeader(b)
+	return h.KeyID, err
+}
+
+// parseHeader parses and validates the header of a binary ciphertext
+// without opening it.
+func parseHeader(ct []byte) (header, error) {
 	if len(ct) < 1 {
-		return Header{}, ErrTruncated
+		return header{}, ErrTruncated
 	}
-	var h Header
+	var h header
 	switch ct[0] {
-	case Version1, Version2:
+	case version1, version2:
 		if len(ct) < headerSizeV2 {
-			return Header{}, ErrTruncated
+			return header{}, ErrTruncated
 		}
-		h = Header{Version: ct[0], Class: ClassKeyring, Algorithm: Algorithm(ct[1]),
+		h = header{Version: ct[0], Class: classKeyring, Algorithm: Algorithm(ct[1]),
 			KeyID: KeyID(binary.BigEndian.Uint32(ct[2:6])), ContextCheck: binary.BigEndian.Uint32(ct[6:10])}
-	case Version3:
-		if len(ct) < HeaderSize {
-			return Header{}, ErrTruncated
+	case version3:
+		if len(ct) < headerSize {
+			return header{}, ErrTruncated
 		}
-		h = Header{Version: ct[0], Class: KeyClass(ct[1]), Algorithm: Algorithm(ct[2]),
+		h = header{Version: ct[0], Class: keyClass(ct[1]), Algorithm: Algorithm(ct[2]),
 			KeyID: KeyID(binary.BigEndian.Uint32(ct[3:7])), ContextCheck: binary.BigEndian.Uint32(ct[7:11])}
-		if h.Class != ClassKeyring && h.Class != ClassSubject {
-			return Header{}, &VersionError{What: "ciphertext key class", Version: strconv.Itoa(int(h.Class))}
+		if h.Class != classKeyring && h.Class != classSubject {
+			return header{}, &VersionError{What: "ciphertext key class", Version: strconv.Itoa(int(h.Class))}
 		}
 	default:
-		return Header{}, &VersionError{What: "ciphertext", Version: "0x" + strconv.FormatUint(uint64(ct[0]), 16)}
+		return header{}, &VersionError{What: "ciphertext", Version: "0x" + strconv.FormatUint(uint64(ct[0]), 16)}
 	}
 	if !h.Algorithm.valid() {
-		return Header{}, ErrMalformed
+		return header{}, ErrMalformed
 	}
 	if len(ct) < h.size()+h.Algorithm.NonceSize()+TagSize {
-		return Header{}, ErrTruncated
+		return header{}, ErrTruncated
 	}
 	return h, nil
 }
@@ -127,12 +142,12 @@ func textPrefix(version byte) string { return "w" + strconv.Itoa(int(version)) +
 
 // EncodeText returns the text form of a binary ciphertext: "w3:" ("w2:",
 // "w1:" for older values) and unpadded base64url.
-func EncodeText(ct []byte) string { return string(AppendText(nil, ct)) }
+func EncodeText(ct []byte) string { return string(appendText(nil, ct)) }
 
-// AppendText appends the text form of a binary ciphertext to dst.
-func AppendText(dst, ct []byte) []byte {
+// appendText appends the text form of a binary ciphertext to dst.
+func appendText(dst, ct []byte) []byte {
 	v := byte(CurrentVersion)
-	if len(ct) > 0 && (ct[0] == Version1 || ct[0] == Version2) {
+	if len(ct) > 0 && (ct[0] == version1 || ct[0] == version2) {
 		v = ct[0]
 	}
 	dst = append(dst, textPrefix(v)...)

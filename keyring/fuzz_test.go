@@ -16,7 +16,7 @@ func FuzzOpen(f *testing.F) {
 	kr, _ := New(AES256GCM)
 	ct, _ := kr.Seal([]byte("seed value"), []byte("ctx"))
 	f.Add(ct, []byte("ctx"))
-	f.Add(ct[:HeaderSize], []byte(""))
+	f.Add(ct[:headerSize], []byte(""))
 	f.Add([]byte{1, 3, 0, 0, 0, 1}, []byte("x"))
 	f.Add([]byte{2, 2, 0, 0, 0, 1, 0, 0, 0, 0}, []byte("x"))
 	f.Fuzz(func(t *testing.T, data, context []byte) {

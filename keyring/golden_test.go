@@ -71,7 +71,7 @@ func TestGolden(t *testing.T) {
 		path       string
 		version    byte
 		generation uint64
-	}{{"testdata/v1-vectors.json", Version1, 0}, {"testdata/v2-vectors.json", Version2, 2}, {"testdata/v3-vectors.json", Version3, 2}} {
+	}{{"testdata/v1-vectors.json", version1, 0}, {"testdata/v2-vectors.json", version2, 2}, {"testdata/v3-vectors.json", version3, 2}} {
 		t.Run(tc.path, func(t *testing.T) { checkGolden(t, tc.path, tc.version, tc.generation) })
 	}
 }
@@ -98,7 +98,7 @@ func checkGolden(t *testing.T, path string, version byte, generation uint64) {
 	}
 	for _, v := range g.Vectors {
 		ct, _ := hex.DecodeString(v.Ciphertext)
-		h, err := ParseHeader(ct)
+		h, err := parseHeader(ct)
 		if err != nil || h.Version != version || h.KeyID.String() != v.KeyID || h.Algorithm.String() != v.Algorithm {
 			t.Fatalf("header %+v %v for %+v", h, err, v)
 		}
@@ -112,7 +112,7 @@ func checkGolden(t *testing.T, path string, version byte, generation uint64) {
 		if ok, _ := kr.ContextMatches(ct, []byte(v.Context+"x")); ok {
 			t.Fatalf("context check of %s matches another context", v.Algorithm)
 		}
-		if version == Version3 {
+		if version == version3 {
 			checkV3Spec(t, kr, h, ct, []byte(v.Context))
 		}
 		fromText, err := DecodeText(v.Text)
@@ -126,21 +126,21 @@ func checkGolden(t *testing.T, path string, version byte, generation uint64) {
 // the primitives directly: K_check from HKDF-SHA-256, then CRC-32C of the
 // context masked by AES(K_check, nonce ‖ 0^32) for AES-GCM, or the tag of
 // XChaCha20-Poly1305 under K_check over the empty plaintext.
-func checkV3Spec(t *testing.T, kr *Keyring, h Header, ct, context []byte) {
+func checkV3Spec(t *testing.T, kr *Keyring, h header, ct, context []byte) {
 	t.Helper()
 	k := kr.load().byID[h.KeyID]
 	kc, err := hkdf.Key(sha256.New, k.material, nil, "ward ciphertext v3 context check", h.Algorithm.KeySize())
 	if err != nil {
 		t.Fatal(err)
 	}
-	nonce := ct[HeaderSize : HeaderSize+h.Algorithm.NonceSize()]
+	nonce := ct[headerSize : headerSize+h.Algorithm.NonceSize()]
 	var want []byte
 	if h.Algorithm == XChaCha20Poly1305 {
 		a, err := chacha20poly1305.NewX(kc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want = a.Seal(nil, nonce, nil, context)[:CheckSize]
+		want = a.Seal(nil, nonce, nil, context)[:checkSize]
 	} else {
 		b, err := aes.NewCipher(kc)
 		if err != nil {

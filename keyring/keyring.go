@@ -3,7 +3,7 @@
 // A [Keyring] has exactly one primary key, which seals new values, and any
 // number of decrypt-only or disabled keys kept for existing data. Every
 // ciphertext starts with a version byte and the ID of its key (see
-// [ParseHeader] and FORMAT.md), so keys can rotate without re-encrypting
+// [parseHeader] and FORMAT.md), so keys can rotate without re-encrypting
 // everything at once. Values are bound to a context (for databases: table,
 // column, row and any bound columns) that must be presented again to open
 // them.

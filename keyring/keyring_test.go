@@ -38,7 +38,7 @@ func TestRoundTripAllAlgorithms(t *testing.T) {
 				if err != nil || !bytes.Equal(got, pt) {
 					t.Fatalf("Open = %q, %v", got, err)
 				}
-				h, err := ParseHeader(ct)
+				h, err := parseHeader(ct)
 				if err != nil || h.KeyID != kr.Primary().ID || h.Algorithm != alg {
 					t.Fatalf("header %+v, %v", h, err)
 				}
@@ -69,7 +69,7 @@ func TestOpenErrors(t *testing.T) {
 	badClass := bytes.Clone(ct)
 	badClass[1] = 9
 	subject := bytes.Clone(ct)
-	subject[1] = byte(ClassSubject) // a keyring does not hold subject keys
+	subject[1] = byte(classSubject) // a keyring does not hold subject keys
 	badAlg := bytes.Clone(ct)
 	badAlg[2] = 3 // valid algorithm, wrong for this key
 	unknownAlg := bytes.Clone(ct)
@@ -85,7 +85,7 @@ func TestOpenErrors(t *testing.T) {
 		want error
 	}{
 		{"empty", nil, ctx, kr, ErrTruncated},
-		{"header only", ct[:HeaderSize], ctx, kr, ErrTruncated},
+		{"header only", ct[:headerSize], ctx, kr, ErrTruncated},
 		{"shorter than overhead", ct[:Overhead(AES256GCM)-1], ctx, kr, ErrTruncated},
 		{"one short", ct[:len(ct)-1], ctx, kr, ErrAuthentication},
 		{"tampered", tampered, ctx, kr, ErrAuthentication},
@@ -273,7 +273,7 @@ func TestContextCheckRevealsNothing(t *testing.T) {
 	kr := mustNew(t, AES256GCM)
 	secret := []byte("customer-pin:4711")
 	ct, _ := kr.Seal([]byte("balance"), secret)
-	h, _ := ParseHeader(ct)
+	h, _ := parseHeader(ct)
 	matches := 0
 	var found string
 	for i := range 10_000 {
@@ -293,7 +293,7 @@ func TestContextCheckRevealsNothing(t *testing.T) {
 	}
 	// The same context gives different checks in different values.
 	ct2, _ := kr.Seal([]byte("balance"), secret)
-	if h2, _ := ParseHeader(ct2); h2.ContextCheck == h.ContextCheck {
+	if h2, _ := parseHeader(ct2); h2.ContextCheck == h.ContextCheck {
 		t.Fatal("the check links values with the same context")
 	}
 }

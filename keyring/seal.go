@@ -30,23 +30,23 @@ func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
 		return nil, ErrNoPrimary
 	}
 	ns := k.Algorithm.NonceSize()
-	total := HeaderSize + ns + len(plaintext) + TagSize
+	total := headerSize + ns + len(plaintext) + TagSize
 	ret, out := sliceForAppend(dst, total)
-	nonce := out[HeaderSize : HeaderSize+ns]
+	nonce := out[headerSize : headerSize+ns]
 	rand.Read(nonce)
-	out[0] = Version3
-	out[1] = byte(ClassKeyring)
+	out[0] = version3
+	out[1] = byte(classKeyring)
 	out[2] = byte(k.Algorithm)
 	binary.BigEndian.PutUint32(out[3:7], uint32(k.ID))
 	// The associated data is header || context, assembled in a pooled
 	// buffer so that context does not escape and callers can pass stack
 	// buffers; the check covers the context part of it.
 	adp := adPool.Get().(*[]byte)
-	ad := append(append((*adp)[:0], out[:HeaderSize]...), context...)
-	check, ad := k.checkV3(nonce, ad, HeaderSize)
+	ad := append(append((*adp)[:0], out[:headerSize]...), context...)
+	check, ad := k.checkV3(nonce, ad, headerSize)
 	copy(out[7:11], check[:])
 	copy(ad[7:11], check[:])
-	k.aead.Seal(out[:HeaderSize+ns], nonce, plaintext, ad)
+	k.aead.Seal(out[:headerSize+ns], nonce, plaintext, ad)
 	*adp = ad
 	adPool.Put(adp)
 	return ret, nil
@@ -97,20 +97,20 @@ func (kr *Keyring) ContextMatches(ciphertext, context []byte) (bool, error) {
 
 // keyFor parses the header and finds an enabled key of the right
 // algorithm.
-func (kr *Keyring) keyFor(ciphertext []byte) (Header, *key, error) {
+func (kr *Keyring) keyFor(ciphertext []byte) (header, *key, error) {
 	// Fast path: a v3 value under the primary key, the common case.
-	if p := kr.load().primary; p != nil && len(ciphertext) >= HeaderSize && ciphertext[0] == Version3 &&
-		ciphertext[1] == byte(ClassKeyring) && ciphertext[2] == byte(p.Algorithm) &&
+	if p := kr.load().primary; p != nil && len(ciphertext) >= headerSize && ciphertext[0] == version3 &&
+		ciphertext[1] == byte(classKeyring) && ciphertext[2] == byte(p.Algorithm) &&
 		KeyID(binary.BigEndian.Uint32(ciphertext[3:7])) == p.ID &&
-		len(ciphertext) >= HeaderSize+p.Algorithm.NonceSize()+TagSize {
-		return Header{Version: Version3, Class: ClassKeyring, Algorithm: p.Algorithm, KeyID: p.ID,
+		len(ciphertext) >= headerSize+p.Algorithm.NonceSize()+TagSize {
+		return header{Version: version3, Class: classKeyring, Algorithm: p.Algorithm, KeyID: p.ID,
 			ContextCheck: binary.BigEndian.Uint32(ciphertext[7:11])}, p, nil
 	}
-	h, err := ParseHeader(ciphertext)
+	h, err := parseHeader(ciphertext)
 	if err != nil {
 		return h, nil, err
 	}
-	if h.Class != ClassKeyring {
+	if h.Class != classKeyring {
 		return h, nil, fmt.Errorf("%w: a subject key sealed this value, not a keyring key", ErrUnknownKey)
 	}
 	k, ok := kr.load().byID[h.KeyID]
@@ -127,8 +127,8 @@ func (kr *Keyring) keyFor(ciphertext []byte) (Header, *key, error) {
 }
 
 // checkMatches compares the header's context check with context's.
-func (k *key) checkMatches(h Header, ciphertext, context []byte) bool {
-	if h.Version == Version1 {
+func (k *key) checkMatches(h header, ciphertext, context []byte) bool {
+	if h.Version == version1 {
 		c := k.check.Get().(*checker)
 		c.in = append(c.in[:0], context...) // crc32 would make context escape
 		sum := crc32.Checksum(c.in, castagnoli)
@@ -137,8 +137,8 @@ func (k *key) checkMatches(h Header, ciphertext, context []byte) bool {
 	}
 	hs := h.size()
 	nonce := ciphertext[hs : hs+k.Algorithm.NonceSize()]
-	var want, got [CheckSize]byte
-	if h.Version == Version2 {
+	var want, got [checkSize]byte
+	if h.Version == version2 {
 		binary.BigEndian.PutUint32(want[:], k.contextCheckV2(nonce, context))
 	} else {
 		adp := adPool.Get().(*[]byte)
@@ -166,18 +166,18 @@ func (k *key) checkMatches(h Header, ciphertext, context []byte) bool {
 // their arguments escape); the work areas are its spare capacity, which
 // does not overlap the context, so that a check allocates nothing. It
 // returns buf, grown if it had to be.
-func (k *key) checkV3(nonce, buf []byte, from int) ([CheckSize]byte, []byte) {
+func (k *key) checkV3(nonce, buf []byte, from int) ([checkSize]byte, []byte) {
 	n := len(buf)
 	buf = slices.Grow(buf, 2*aes.BlockSize)
 	if k.checkAEAD != nil {
 		tag := k.checkAEAD.Seal(buf[n:n], nonce, nil, buf[from:n])
-		return [CheckSize]byte(tag[:CheckSize]), buf
+		return [checkSize]byte(tag[:checkSize]), buf
 	}
 	in, out := buf[n:n+aes.BlockSize], buf[n+aes.BlockSize:n+2*aes.BlockSize]
 	copy(in, nonce)
 	clear(in[len(nonce):])
 	k.checkBlock.Encrypt(out, in)
-	var c [CheckSize]byte
+	var c [checkSize]byte
 	binary.BigEndian.PutUint32(c[:], crc32.Checksum(buf[from:n], castagnoli)^binary.BigEndian.Uint32(out))
 	return c, buf
 }
@@ -194,7 +194,7 @@ func (k *key) contextCheckV2(nonce, context []byte) uint32 {
 	c.in = append(append(c.in[:0], nonce...), context...)
 	c.mac.Write(c.in)
 	sum := c.mac.Sum(c.sum[:0])
-	v := binary.BigEndian.Uint32(sum[:CheckSize])
+	v := binary.BigEndian.Uint32(sum[:checkSize])
 	k.check.Put(c)
 	return v
 }

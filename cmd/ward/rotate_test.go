@@ -70,10 +70,10 @@ func TestRotateCommand(t *testing.T) {
 		var id int64
 		var ct field.Ciphertext
 		rows.Scan(&id, &ct)
-		h, _ := ct.Header()
+		keyID, _ := ct.KeyID()
 		s, err := col2.OpenString(field.RowInt(id), ct)
-		if err != nil || s != fmt.Sprint("m", id) || h.KeyID != kr2.Primary().ID {
-			t.Fatalf("row %d: %q %v key %v", id, s, err, h.KeyID)
+		if err != nil || s != fmt.Sprint("m", id) || keyID != kr2.Primary().ID {
+			t.Fatalf("row %d: %q %v key %v", id, s, err, keyID)
 		}
 	}
 	// Now the old key can be disabled, and a second run has nothing to do.

@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/keyring"
 )
 
 // Inspect prints what someone with database access sees: stored messages
@@ -36,10 +35,10 @@ func Inspect(ctx context.Context, dbURL string, out io.Writer) error {
 		if err := rows.Scan(&id, &role, &raw); err != nil {
 			return err
 		}
-		h, err := keyring.ParseHeader(raw)
+		ct, err := field.ParseCiphertext(raw)
 		key := "not a ward ciphertext"
-		if err == nil {
-			key = fmt.Sprintf("v%d, %v, key %v", h.Version, h.Algorithm, h.KeyID)
+		if id, kerr := ct.KeyID(); err == nil && kerr == nil {
+			key = fmt.Sprintf("v%d, key %v", ct.Version(), id)
 		}
 		preview := fmt.Sprintf("%x", raw)
 		if len(preview) > 48 {

@@ -44,22 +44,22 @@ const (
 )
 
 // classify looks at a stored value without decrypting it.
-func (r *Job) classify(row dbRow, primary keyring.KeyID) (valueState, field.Ciphertext, keyring.Header) {
+func (r *Job) classify(row dbRow, primary keyring.KeyID) (valueState, field.Ciphertext, keyring.KeyID) {
 	if row.val == nil {
-		return stateNull, field.Ciphertext{}, keyring.Header{}
+		return stateNull, field.Ciphertext{}, 0
 	}
 	var ct field.Ciphertext
 	if err := ct.Scan(row.val); err != nil || ct.Err() != nil {
-		return statePlain, ct, keyring.Header{}
+		return statePlain, ct, 0
 	}
-	h, _ := ct.Header()
-	if h.KeyID != primary || h.Version != keyring.CurrentVersion {
-		return stateStale, ct, h
+	id, _ := ct.KeyID()
+	if id != primary || ct.Version() != keyring.CurrentVersion {
+		return stateStale, ct, id
 	}
 	if r.Column.Bound() != nil && !r.bindingMatches(row, ct, false) {
-		return stateStale, ct, h
+		return stateStale, ct, id
 	}
-	return stateCurrent, ct, h
+	return stateCurrent, ct, id
 }
 
 // bindingMatches reports whether the value's context check matches the
@@ -90,7 +90,7 @@ func (r *Job) Count(ctx context.Context) (Census, error) {
 	err = r.scan(ctx, q, func(rows []dbRow) error {
 		for _, row := range rows {
 			c.Rows++
-			st, ct, h := r.classify(row, primary)
+			st, ct, id := r.classify(row, primary)
 			switch st {
 			case stateNull:
 				c.Null++
@@ -101,9 +101,9 @@ func (r *Job) Count(ctx context.Context) (Census, error) {
 			case stateCurrent:
 				c.Current++
 			}
-			c.PerKey[h.KeyID]++
-			c.PerVersion[h.Version]++
-			r.countBinding(&c, row, ct, h)
+			c.PerKey[id]++
+			c.PerVersion[ct.Version()]++
+			r.countBinding(&c, row, ct, id)
 		}
 		return nil
 	})
@@ -112,8 +112,8 @@ func (r *Job) Count(ctx context.Context) (Census, error) {
 
 // countBinding sorts a ciphertext that is not current by what its
 // context check matches.
-func (r *Job) countBinding(c *Census, row dbRow, ct field.Ciphertext, h keyring.Header) {
-	if _, ok := r.Column.Keyring().Lookup(h.KeyID); !ok {
+func (r *Job) countBinding(c *Census, row dbRow, ct field.Ciphertext, id keyring.KeyID) {
+	if _, ok := r.Column.Keyring().Lookup(id); !ok {
 		c.Suspect++
 		return
 	}
