@@ -78,7 +78,17 @@ type stage struct {
 	close   func()
 }
 
-// fieldReport are the report's figures (Ruby, AWS), measured elsewhere.
+// vsPerCallCase and vsFieldCase are the case keys of the envelope's
+// ratios at an added round trip ("0ms", "1ms", …): recorded by Run, read by
+// Report and the tests.
+func vsPerCallCase(rtt string) string { return "envelope-vs-per-call/" + rtt }
+func vsFieldCase(rtt string) string   { return "envelope-vs-field/" + rtt }
+
+// fieldReportCase is the case key of one of the report's figures.
+func fieldReportCase(method, op string) string { return "field-report/" + method + "/" + op }
+
+// fieldReport are the report's figures (Ruby, AWS), measured elsewhere:
+// the only place they are written; the section quotes these results.
 var fieldReport = func() []lab.Result {
 	var out []lab.Result
 	for _, q := range []struct {
@@ -89,7 +99,7 @@ var fieldReport = func() []lab.Result {
 			name string
 			v    float64
 		}{{"encrypt", q.enc}, {"decrypt", q.d}} {
-			out = append(out, lab.Quote("kms", "field-report/"+q.m+"/"+op.name, map[string]any{"method": q.m, "op": op.name, "ops": 1000},
+			out = append(out, lab.Quote("kms", fieldReportCase(q.m, op.name), map[string]any{"method": q.m, "op": op.name, "ops": 1000},
 				"s_per_1000", "s", op.v, lab.SourceFieldReport, "Ruby, 1,000 operations on a few-hundred-character text, measured elsewhere (AWS)"))
 		}
 	}
@@ -245,11 +255,11 @@ func recordRatios(env *lab.Env, rtt string, per map[caseKey][]float64) {
 		return out
 	}
 	if len(per[caseKey{"kms-per-call", rtt, "encrypt"}]) > 0 {
-		env.Record(lab.PairedRatio("kms", "envelope-vs-per-call/"+rtt, map[string]any{"added_rtt": rtt}, "speedup", both("kms-per-call"), both("envelope-cached"),
+		env.Record(lab.PairedRatio("kms", vsPerCallCase(rtt), map[string]any{"added_rtt": rtt}, "speedup", both("kms-per-call"), both("envelope-cached"),
 			"per-call KMS time (encrypt+decrypt) over envelope with cached data keys, per interleaved round"))
 	}
 	if len(per[caseKey{"field-local-key", rtt, "encrypt"}]) > 0 {
-		env.Record(lab.PairedRatio("kms", "envelope-vs-field/"+rtt, map[string]any{"added_rtt": rtt}, "ratio", both("envelope-cached"), both("field-local-key"),
+		env.Record(lab.PairedRatio("kms", vsFieldCase(rtt), map[string]any{"added_rtt": rtt}, "ratio", both("envelope-cached"), both("field-local-key"),
 			"envelope (warm cache) time over ward's field AEAD with a local key, per interleaved round"))
 	}
 }

@@ -32,7 +32,7 @@ func TestScenario(t *testing.T) {
 	if _, ok := rs.Get(caseKey{"kms-per-call", "8ms", "encrypt"}.name()+"/cold", "first_op"); !ok {
 		t.Error("no cold row")
 	}
-	for _, c := range []string{"envelope-vs-per-call/1ms|speedup", "envelope-vs-field/0ms|ratio", "field-report/aws-kms/encrypt|s_per_1000"} {
+	for _, c := range []string{vsPerCallCase("1ms") + "|speedup", vsFieldCase("0ms") + "|ratio", "field-report/aws-kms/encrypt|s_per_1000"} {
 		cas, metric, _ := cut(c)
 		if _, ok := rs.Get(cas, metric); !ok {
 			t.Errorf("missing %s", c)
@@ -40,7 +40,7 @@ func TestScenario(t *testing.T) {
 	}
 	// The cached envelope is never "faster than a local key" because of
 	// cold costs: its ratio to the field layer comes from warm batches.
-	if r, _ := rs.Get("envelope-vs-field/0ms", "ratio"); r.Median < 0.5 {
+	if r, _ := rs.Get(vsFieldCase("0ms"), "ratio"); r.Median < 0.5 {
 		t.Errorf("envelope %sx a local key", lab.FormatNumber(r.Median))
 	}
 	sec, err := Scenario{}.Report(rs)
