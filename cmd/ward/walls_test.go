@@ -23,10 +23,6 @@ func TestLinksNoLab(t *testing.T) {
 	}
 }
 
-// maxBinary is the size the operator CLI must stay under with a plain
-// go build (README, "Modules").
-const maxBinary = 30 << 20
-
 // TestBinarySize builds the CLI as a user would and checks its size.
 func TestBinarySize(t *testing.T) {
 	if testing.Short() {
@@ -42,7 +38,7 @@ func TestBinarySize(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("ward: %.1f MiB", float64(st.Size())/(1<<20))
-	if st.Size() > maxBinary {
-		t.Fatalf("ward is %.1f MiB, over %d MiB", float64(st.Size())/(1<<20), maxBinary>>20)
+	if st.Size() > walls.MaxCLIMiB<<20 {
+		t.Fatalf("ward is %.1f MiB, over %d MiB", float64(st.Size())/(1<<20), walls.MaxCLIMiB)
 	}
 }

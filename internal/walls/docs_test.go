@@ -1,6 +1,7 @@
 package walls
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -35,5 +36,34 @@ func TestSecurityNamesRealTests(t *testing.T) {
 	}
 	if n < 30 {
 		t.Fatalf("found only %d test names in SECURITY.md: is the pattern stale?", n)
+	}
+}
+
+// TestReadmeCounts checks the counts the README states in words: the
+// field reports it answers, and the walls' numbers, which the walls tests
+// enforce (MaxLibraryRequirements, the CLI's size in cmd/ward).
+func TestReadmeCounts(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports, err := os.ReadFile("../../FIELD-REPORTS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(regexp.MustCompile(`(?m)^## `).FindAll(reports, -1))
+	words := map[int]string{1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+	for _, c := range []struct {
+		what string
+		n    int
+		want string
+	}{
+		{"field reports (FIELD-REPORTS.md sections)", n, words[n] + " field reports"},
+		{"direct requirements of the library", MaxLibraryRequirements, "more than " + words[MaxLibraryRequirements] + " direct"},
+		{"the CLI's size", MaxCLIMiB, fmt.Sprintf("larger than %d MiB", MaxCLIMiB)},
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), c.want) {
+			t.Errorf("README does not say %q (%s: %d)", c.want, c.what, c.n)
+		}
 	}
 }

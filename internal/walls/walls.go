@@ -51,6 +51,10 @@ func List(dir string, deps bool, patterns ...string) ([]Package, error) {
 	}
 }
 
+// MaxCLIMiB is the most the operator CLI (cmd/ward) may weigh, in MiB,
+// built with a plain go build.
+const MaxCLIMiB = 30
+
 // MaxLibraryRequirements is the most direct requirements the library
 // module may list in its tidy go.mod, test requirements included.
 const MaxLibraryRequirements = 8
