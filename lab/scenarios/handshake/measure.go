@@ -164,25 +164,3 @@ func loopbackFloor(env *lab.Env, n int) error {
 }
 
 const loopbackCase = "loopback-rtt"
-
-// MeasureLink runs one configuration of the minimal protocol with fresh
-// server keys and returns its handshake times (ms) and bytes on the wire,
-// for other scenarios that compare against it.
-func MeasureLink(ctx context.Context, c Config, runs int) (ms []float64, bytes float64, err error) {
-	keys := map[handshake.Sig]*handshake.SigningKey{}
-	if c.Suite.Sig != handshake.SigNone {
-		k, err := handshake.GenerateSigningKey(c.Suite.Sig)
-		if err != nil {
-			return nil, 0, err
-		}
-		keys[c.Suite.Sig] = k
-	}
-	rs, err := measure(ctx, c, keys, runs)
-	if err != nil {
-		return nil, 0, err
-	}
-	for _, r := range rs {
-		ms = append(ms, lab.Milliseconds(r.confirmed))
-	}
-	return ms, float64(rs[0].up + rs[0].down), nil
-}
