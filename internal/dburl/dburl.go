@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"regexp"
 	"strings"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
@@ -63,18 +64,30 @@ func privateFile(path string) error {
 	return nil
 }
 
-// Redact hides a password in a database URL before it is printed.
+// Redact hides every secret in a database URL or DSN before it is
+// printed, in each form pgx accepts: the password of a URL's userinfo
+// (up to the last @, so a raw @ in the password is hidden too), and the value of every parameter whose name contains
+// "password" (password, sslpassword, …), in a URL's query or a key=value
+// DSN, quoted or not.
 func Redact(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
+	if scheme, rest, ok := strings.Cut(u, "://"); ok {
+		// The userinfo ends at the last @: a raw @, /, ? or # in a
+		// password is hidden with it. (An @ in the query of a URL without
+		// a password may hide more than it must; it never shows less.)
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if user, _, hasPw := strings.Cut(rest[:at], ":"); hasPw && !strings.ContainsAny(user, "/?#") {
+				rest = user + ":REDACTED" + rest[at:]
+			}
+		}
+		return scheme + "://" + secretParam.ReplaceAllString(rest, "${1}REDACTED")
 	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return u
-	}
-	if user, _, hasPw := strings.Cut(userinfo, ":"); hasPw {
-		return scheme + "://" + user + ":REDACTED@" + host
-	}
-	return u
+	return secretKV.ReplaceAllString(u, "${1}REDACTED")
 }
+
+var (
+	// secretParam is a URL query parameter whose name says password.
+	secretParam = regexp.MustCompile(`(?i)([?&][^=&#]*password[^=&#]*=)[^&#]*`)
+	// secretKV is a key=value DSN parameter whose name says password,
+	// with a quoted ('…', backslash escapes) or bare value.
+	secretKV = regexp.MustCompile(`(?i)(\b[a-z_]*password[a-z_]*\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)`)
+)

@@ -3,6 +3,7 @@ package dburl
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -41,4 +42,59 @@ func TestSQLiteFilesPrivate(t *testing.T) {
 	if _, _, err := Open("mysql://x"); err == nil {
 		t.Fatal("mysql accepted")
 	}
+}
+
+// TestRedact covers each form pgx accepts.
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:secret@h/db":                    "postgres://u:REDACTED@h/db",
+		"postgres://u:pa@ss@h:5432/db":                "postgres://u:REDACTED@h:5432/db",
+		"postgres://u:p/a@h/db?sslmode=disable":       "postgres://u:REDACTED@h/db?sslmode=disable",
+		"postgres://u@h/db?password=secret&sslmode=x": "postgres://u@h/db?password=REDACTED&sslmode=x",
+		"postgres://h/db?sslpassword=s1&PASSWORD=s2":  "postgres://h/db?sslpassword=REDACTED&PASSWORD=REDACTED",
+		"host=h user=u password=secret dbname=d":      "host=h user=u password=REDACTED dbname=d",
+		"host=h password='sec ret\\' x' dbname=d":     "host=h password=REDACTED dbname=d",
+		"host=h sslpassword = s dbname=d":             "host=h sslpassword = REDACTED dbname=d",
+		"sqlite:chat.db":                              "sqlite:chat.db",
+		"postgres://u@h,h2/db":                        "postgres://u@h,h2/db",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// FuzzRedact: whatever the password holds, it does not survive Redact in
+// any of the forms, and Redact never panics.
+func FuzzRedact(f *testing.F) {
+	for _, s := range []string{"secret", "pa@ss", "p/a?b#c", "a'b\\c", "x y"} {
+		f.Add(s, uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, pw string, form uint8) {
+		Redact(pw) // no panic on anything
+		if len(pw) < 4 || strings.ContainsAny(pw, "\x00\n\r\t &=") || strings.Contains("postgres://u:REDACTED@h/db?sslmode=x&password=REDACTED host=h user=u dbname=d", pw) {
+			return
+		}
+		var in string
+		switch form % 3 {
+		case 0:
+			if strings.ContainsAny(pw, "#?") && strings.Contains(pw, "@") {
+				return // not a URL pgx would parse either
+			}
+			in = "postgres://u:" + pw + "@h/db?sslmode=x"
+		case 1:
+			if strings.ContainsAny(pw, "#") {
+				return
+			}
+			in = "postgres://u@h/db?password=" + pw + "&sslmode=x"
+		case 2:
+			if strings.ContainsAny(pw, "'\\") {
+				return
+			}
+			in = "host=h user=u password='" + pw + "' dbname=d"
+		}
+		if out := Redact(in); strings.Contains(out, pw) {
+			t.Fatalf("Redact(%q) = %q keeps the password", in, out)
+		}
+	})
 }
