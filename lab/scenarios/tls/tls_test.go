@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/pq/handshake"
 	"github.com/wardlab/ward/pq/pqtls"
 )
 
@@ -55,5 +56,30 @@ func TestReport(t *testing.T) {
 	}
 	if len(sec.Tables) == 0 || sec.Tables[0].Rows[0][1] == "– () / –" || len(sec.Answer) == 0 {
 		t.Fatalf("section: %+v", sec.Tables[0].Rows[0])
+	}
+}
+
+// TestMinimalOverLink measures the minimal protocol through its public
+// API: a confirmed key in about one round trip of the link, and the
+// bytes of the suite on the wire.
+func TestMinimalOverLink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs delayed handshakes")
+	}
+	ctx := context.Background()
+	ms, b, err := minimalOverLink(ctx, handshake.Suite{KEX: handshake.X25519}, 0, 3)
+	if err != nil || len(ms) != 3 || b != 161 {
+		t.Fatalf("x25519: %v %v bytes %v", ms, b, err)
+	}
+	d := 10 * time.Millisecond
+	signed := handshake.Suite{KEX: handshake.MLKEM768, Sig: handshake.MLDSA65}
+	ms, b, err = minimalOverLink(ctx, signed, d, 3)
+	if err != nil || len(ms) != 3 || b < 5000 {
+		t.Fatalf("signed: %v %v bytes %v", ms, b, err)
+	}
+	for _, v := range ms {
+		if v < 2*float64(d.Milliseconds()) {
+			t.Fatalf("a handshake over a %v link took %v ms", d, v)
+		}
 	}
 }
