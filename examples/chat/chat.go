@@ -55,6 +55,15 @@ type Config struct {
 	// once every user has logged in: a database writer could otherwise
 	// plant an unpeppered hash of a password they know.
 	AllowUnpepperedHashes bool
+	// Origins are the public origins browsers reach the service at, such
+	// as "https://chat.example.com" (https only). A state-changing request
+	// that carries an Origin header must name one of them: not merely the
+	// Host it was sent to, which DNS rebinding lets an attacker choose.
+	// With https origins the session cookie is "__Host-session", Secure.
+	// Empty means a local development service, reached as
+	// http://localhost, 127.0.0.1 or [::1] on any port, whose cookie is
+	// "session" without Secure. Each mode reads only its own cookie.
+	Origins []string
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For is
 	// believed; other clients are known by the connection's address.
 	TrustedProxies []netip.Prefix
@@ -165,7 +174,11 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err != nil {
 		return nil, err
 	}
-	srv, err := newServer(st, hasher, StandInAssistant{}, cfg.Limits.withDefaults(), cfg.TrustedProxies, log)
+	orig, err := newOrigins(cfg.Origins)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := newServer(st, hasher, StandInAssistant{}, cfg.Limits.withDefaults(), cfg.TrustedProxies, orig, log)
 	if err != nil {
 		return nil, err
 	}

@@ -224,8 +224,8 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 // secure adds the security headers to every response and refuses
 // cross-site and non-JSON state-changing requests (log-in CSRF): a POST
 // must be application/json, and a browser's Origin and Sec-Fetch-Site must
-// say it comes from this site.
-func secure(next http.Handler) http.Handler {
+// say it comes from one of the service's origins.
+func secure(next http.Handler, o *origins) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("X-Content-Type-Options", "nosniff")
@@ -240,27 +240,11 @@ func secure(next http.Handler) http.Handler {
 				fail(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 				return
 			}
-			if !sameOrigin(r) {
+			if !o.allows(r) {
 				fail(w, http.StatusForbidden, "cross-site request refused")
 				return
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// sameOrigin checks Sec-Fetch-Site and Origin when the client sends them
-// (browsers do; API clients need not).
-func sameOrigin(r *http.Request) bool {
-	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
-	default:
-		return false
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	_, host, ok := strings.Cut(origin, "://")
-	return ok && strings.EqualFold(host, r.Host)
 }

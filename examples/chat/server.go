@@ -43,14 +43,15 @@ type server struct {
 	signupIP  *buckets
 	signups   *rate.Limiter
 	dummyHash string // verified for unknown accounts, so the work does not reveal which exist
+	origins   *origins
 }
 
-func newServer(st *store, h *password.Hasher, a Assistant, l Limits, trusted []netip.Prefix, log *slog.Logger) (*server, error) {
+func newServer(st *store, h *password.Hasher, a Assistant, l Limits, trusted []netip.Prefix, origins *origins, log *slog.Logger) (*server, error) {
 	dummy, err := h.Hash(context.Background(), []byte("ward-chat dummy password"))
 	if err != nil {
 		return nil, err
 	}
-	return &server{store: st, hasher: h, assistant: a, limits: l, trusted: trusted, log: log,
+	return &server{store: st, hasher: h, assistant: a, limits: l, trusted: trusted, origins: origins, log: log,
 		attempts:  newAttempts(l),
 		loginIP:   newBuckets(l.LoginPerMinute, time.Minute, l.AddressEntries),
 		signupIP:  newBuckets(l.SignupPerHour, time.Hour, l.AddressEntries),
@@ -74,7 +75,7 @@ func (s *server) handler() http.Handler {
 	mux.HandleFunc("POST /api/conversations", s.auth(s.createConversation))
 	mux.HandleFunc("GET /api/conversations/{id}/messages", s.auth(s.listMessages))
 	mux.HandleFunc("POST /api/conversations/{id}/messages", s.auth(s.sendMessage))
-	return secure(mux)
+	return secure(mux, s.origins)
 }
 
 type apiError struct {
@@ -186,8 +187,8 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	case !ok:
 		fail(w, http.StatusUnauthorized, msgBadLogin)
 	default:
-		if old, err := r.Cookie("session"); err == nil { // a new session: no fixation
-			s.store.deleteSession(r.Context(), old.Value)
+		if old, ok := s.origins.session(r); ok { // a new session: no fixation
+			s.store.deleteSession(r.Context(), old)
 		}
 		s.startSession(w, r, id)
 	}
@@ -231,27 +232,26 @@ func (s *server) startSession(w http.ResponseWriter, r *http.Request, user int64
 		fail(w, http.StatusInternalServerError, "could not start a session")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: "session", Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil, MaxAge: int(s.limits.SessionTTL.Seconds())})
+	s.origins.setSession(w, token, int(s.limits.SessionTTL.Seconds()))
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 func (s *server) logout(w http.ResponseWriter, r *http.Request) {
-	if c, err := r.Cookie("session"); err == nil {
-		s.store.deleteSession(r.Context(), c.Value)
+	if token, ok := s.origins.session(r); ok {
+		s.store.deleteSession(r.Context(), token)
 	}
-	http.SetCookie(w, &http.Cookie{Name: "session", Value: "", Path: "/", MaxAge: -1})
+	s.origins.setSession(w, "", -1)
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 func (s *server) auth(next func(http.ResponseWriter, *http.Request, int64)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		c, err := r.Cookie("session")
-		if err != nil {
+		token, ok := s.origins.session(r)
+		if !ok {
 			fail(w, http.StatusUnauthorized, "log in first")
 			return
 		}
-		user, err := s.store.sessionUser(r.Context(), c.Value)
+		user, err := s.store.sessionUser(r.Context(), token)
 		if errors.Is(err, errTampered) {
 			s.log.Warn("session row altered")
 		}

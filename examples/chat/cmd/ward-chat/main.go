@@ -53,7 +53,7 @@ func (h *hinted) Unwrap() error { return h.err }
 
 type options struct {
 	db, keyring, kms, masterKeyFile, listen string
-	trusted                                 []string
+	trusted, origins                        []string
 	allowUnpeppered                         bool
 }
 
@@ -93,6 +93,7 @@ func newRoot(o *options, out io.Writer) *cobra.Command {
 	f.StringVar(&o.masterKeyFile, "master-key-file", "", "file holding the base64 master key (default $"+local.EnvVar+")")
 	f.BoolVar(&o.allowUnpeppered, "allow-unpeppered-hashes", false, "accept password hashes from before the pepper (upgraded at log-in)")
 	f.StringArrayVar(&o.trusted, "trusted-proxy", nil, "CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable)")
+	f.StringArrayVar(&o.origins, "origin", nil, "public https origin browsers use, e.g. https://chat.example.com (repeatable); none: a local development service on localhost")
 	root.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on")
 	serveCmd := &cobra.Command{Use: "serve", Short: "Serve the chat (the default command)", Args: cobra.NoArgs, RunE: serve}
 	serveCmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on")
@@ -120,7 +121,7 @@ func (o *options) config(ctx context.Context) (chat.Config, error) {
 	if err != nil {
 		return chat.Config{}, err
 	}
-	cfg := chat.Config{DB: o.db, KeyringPath: o.keyring, KeyService: ks, AllowUnpepperedHashes: o.allowUnpeppered}
+	cfg := chat.Config{DB: o.db, KeyringPath: o.keyring, KeyService: ks, AllowUnpepperedHashes: o.allowUnpeppered, Origins: o.origins}
 	for _, c := range o.trusted {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {
