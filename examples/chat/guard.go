@@ -31,7 +31,9 @@ type Limits struct {
 	// AddressEntries bounds the client addresses tracked.
 	AddressEntries int
 	// MaxConns caps connections in total and MaxConnsPerAddress per
-	// client address (the connection's, not a forwarded one).
+	// client prefix (an IPv4 /24, an IPv6 /64, of the connection's
+	// address, not a forwarded one). At a cap, the oldest idle keep-alive
+	// connection is closed to admit a new client.
 	MaxConns, MaxConnsPerAddress int
 	// SessionTTL is how long a session lasts.
 	SessionTTL time.Duration
@@ -41,7 +43,7 @@ type Limits struct {
 var DefaultLimits = Limits{
 	LoginFailures: 5, LoginWindow: time.Minute, AccountEntries: 100_000,
 	LoginPerMinute: 20, SignupPerHour: 10, SignupsPerMinute: 60, AddressEntries: 100_000,
-	MaxConns: 1024, MaxConnsPerAddress: 64, SessionTTL: 24 * time.Hour,
+	MaxConns: 8192, MaxConnsPerAddress: 64, SessionTTL: 24 * time.Hour,
 }
 
 func (l Limits) withDefaults() Limits {

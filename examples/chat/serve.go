@@ -55,7 +55,9 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, out io.Writer) err
 		}
 	}()
 	fmt.Fprintf(out, "ward chat on http://%s/ (keyring %s, primary key %v)\n", ln.Addr(), s.kr.ID(), s.kr.Primary().ID)
-	err := hs.Serve(conncap.New(ln, conncap.Options{Total: l.MaxConns, PerAddress: l.MaxConnsPerAddress}))
+	capped := conncap.New(ln, conncap.Options{Total: l.MaxConns, PerPrefix: l.MaxConnsPerAddress})
+	hs.ConnState = capped.ConnState // idle keep-alive connections make room first
+	err := hs.Serve(capped)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -2,61 +2,145 @@ package conncap
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 )
 
-func TestCaps(t *testing.T) {
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := New(raw, Options{Total: 100, PerAddress: 3})
-	defer l.Close()
-	accepted := make(chan net.Conn, 10)
+// server accepts on l and reads one byte of each connection (which makes
+// it busy), handing each accepted connection over and signalling read
+// after each byte read.
+func server(t *testing.T, l *Listener) (accepted <-chan net.Conn, read <-chan struct{}) {
+	acc, rd := make(chan net.Conn, 64), make(chan struct{}, 64)
 	go func() {
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			accepted <- c
+			go func() {
+				if n, _ := c.Read(make([]byte, 1)); n > 0 {
+					rd <- struct{}{}
+				}
+			}()
+			acc <- c
 		}
 	}()
-	var clients []net.Conn
-	for range 5 {
-		c, err := net.Dial("tcp", raw.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		clients = append(clients, c)
+	t.Cleanup(func() { l.Close() })
+	return acc, rd
+}
+
+// dial connects from a given loopback source address (127.x.y.z: each /24
+// is a prefix; Linux routes all of 127.0.0.0/8 to lo), optionally sending
+// a byte.
+func dial(t *testing.T, to net.Addr, from string, speak bool) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", to.String())
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() })
+	if speak {
+		c.Write([]byte("x"))
+	}
+	return c
+}
+
+// closedByServer reports whether the server closed c (EOF or reset)
+// within a short wait.
+func closedByServer(c net.Conn) bool {
+	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	_, err := c.Read(make([]byte, 1))
+	var ne net.Error
+	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestCaps: at a prefix's cap of busy connections a new one from that
+// prefix is refused, while another prefix is served; a freed slot is
+// reused.
+func TestCaps(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(raw, Options{Total: 100, PerPrefix: 3})
+	accepted, read := server(t, l)
 	var held []net.Conn
-	for range 3 {
+	for i := range 3 {
+		dial(t, raw.Addr(), fmt.Sprintf("127.0.0.%d", 10+i), true)
 		held = append(held, <-accepted)
+		<-read // the server has read its byte: busy
 	}
-	closed := 0
-	for _, c := range clients {
-		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-		var ne net.Error
-		if _, err := c.Read(make([]byte, 1)); err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
-			closed++
+	over := []net.Conn{dial(t, raw.Addr(), "127.0.0.20", false), dial(t, raw.Addr(), "127.0.0.21", true)}
+	other := dial(t, raw.Addr(), "127.0.1.5", false) // another /24
+	<-accepted
+	for i, c := range over {
+		if !closedByServer(c) {
+			t.Errorf("connection %d over the prefix's cap of busy connections was kept", i)
 		}
 	}
-	if closed != 2 || l.Refused() != 2 {
-		t.Fatalf("%d closed, %d refused; want the 2 over the per-address cap", closed, l.Refused())
+	if closedByServer(other) || l.Refused() != 2 || l.Evicted() != 0 {
+		t.Fatalf("refused %d, evicted %d", l.Refused(), l.Evicted())
 	}
 	held[0].Close()
 	held[0].Close() // idempotent
-	c, _ := net.Dial("tcp", raw.Addr().String())
-	defer c.Close()
-	select {
-	case <-accepted:
-	case <-time.After(2 * time.Second):
-		t.Fatal("a slot freed by Close was not reused")
+	dial(t, raw.Addr(), "127.0.0.30", true)
+	<-accepted // a slot freed by Close is reused
+}
+
+// TestEvictsOldestIdle: idle connections (no byte, or an HTTP keep-alive
+// connection between requests) give way to new clients, oldest first,
+// within a prefix and at the total; busy ones never do.
+func TestEvictsOldestIdle(t *testing.T) {
+	raw, _ := net.Listen("tcp", "127.0.0.1:0")
+	l := New(raw, Options{Total: 4, PerPrefix: 2})
+	accepted, read := server(t, l)
+	a := dial(t, raw.Addr(), "127.0.2.1", false)
+	<-accepted
+	b := dial(t, raw.Addr(), "127.0.2.2", false)
+	<-accepted
+	dial(t, raw.Addr(), "127.0.2.3", true) // the prefix is full: the oldest idle (a) goes
+	<-accepted
+	<-read
+	if !closedByServer(a) || closedByServer(b) || l.Evicted() != 1 {
+		t.Fatalf("prefix: a closed %v, evicted %d", !closedByServer(a), l.Evicted())
 	}
+	// The total: b (idle) and the busy one from 127.0.2.x, two more busy.
+	for _, from := range []string{"127.0.3.1", "127.0.4.1"} {
+		dial(t, raw.Addr(), from, true)
+		<-accepted
+		<-read
+	}
+	late := dial(t, raw.Addr(), "127.0.5.1", true) // full: b, the only idle one, goes
+	<-accepted
+	<-read
+	if !closedByServer(b) || closedByServer(late) || l.Evicted() != 2 {
+		t.Fatalf("total: evicted %d", l.Evicted())
+	}
+	refused := dial(t, raw.Addr(), "127.0.6.1", true) // all four busy
+	if !closedByServer(refused) || l.Refused() != 1 {
+		t.Fatalf("all busy: refused %d", l.Refused())
+	}
+}
+
+// TestConnStateMarksKeepAlive: an HTTP connection between requests is idle
+// and evictable; while a request runs it is busy.
+func TestConnStateMarksKeepAlive(t *testing.T) {
+	raw, _ := net.Listen("tcp", "127.0.0.1:0")
+	l := New(raw, Options{PerPrefix: 1})
+	c := &conn{l: l}
+	l.ConnState(c, http.StateActive)
+	if c.idleSince.Load() != 0 {
+		t.Fatal("an active connection is idle")
+	}
+	l.ConnState(c, http.StateIdle)
+	if c.idleSince.Load() == 0 {
+		t.Fatal("a keep-alive connection between requests is busy")
+	}
+	raw.Close()
 }
 
 // TestFirstByte: a silent connection is dropped after FirstByte even when

@@ -11,28 +11,31 @@ import (
 
 // Defaults of ServeOptions.
 const (
-	DefaultMaxConns           = 256
-	DefaultMaxConnsPerAddress = 16
+	DefaultMaxConns           = 8192
+	DefaultMaxConnsPerAddress = 64
 )
 
 // ServeOptions bound what clients can hold of a server.
 type ServeOptions struct {
-	// MaxConns bounds concurrent handshakes (default DefaultMaxConns);
-	// further connections wait in the kernel's backlog.
+	// MaxConns bounds open connections (default DefaultMaxConns). When it
+	// is reached, the connection that has waited longest without sending
+	// its ClientHello is closed to admit a new one; only when every
+	// connection is mid-handshake is the new one refused.
 	MaxConns int
-	// MaxConnsPerAddress bounds the concurrent handshakes of one remote
-	// address (IPv6: one /64), default DefaultMaxConnsPerAddress; a
-	// connection over it is closed at once.
+	// MaxConnsPerAddress bounds the connections of one client prefix (an
+	// IPv4 /24, an IPv6 /64), default DefaultMaxConnsPerAddress, with the
+	// same eviction within the prefix.
 	MaxConnsPerAddress int
 }
 
 // Serve accepts connections on ln and runs a server handshake on each,
 // within opts' caps. Each ClientHello must arrive within
 // cfg.HelloTimeout and each handshake finish within cfg.Timeout, so an
-// idle or stalled client holds its slot only that long, and one address
-// holds at most MaxConnsPerAddress slots. done, if not nil, is called with
-// each result and the connection, which it must close. Serve returns when
-// ctx ends or ln fails, after every handshake has finished.
+// idle or stalled client holds its slot only that long, and idle ones are
+// the first to go when a new client needs the room (package conncap).
+// done, if not nil, is called with each result and the connection, which
+// it must close. Serve returns when ctx ends or ln fails, after every
+// handshake has finished.
 func Serve(ctx context.Context, ln net.Listener, cfg *ServerConfig, opts ServeOptions, done func(net.Conn, *Result, error)) error {
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = DefaultMaxConns
@@ -40,21 +43,14 @@ func Serve(ctx context.Context, ln net.Listener, cfg *ServerConfig, opts ServeOp
 	if opts.MaxConnsPerAddress <= 0 {
 		opts.MaxConnsPerAddress = DefaultMaxConnsPerAddress
 	}
-	capped := conncap.New(ln, conncap.Options{PerAddress: opts.MaxConnsPerAddress})
+	capped := conncap.New(ln, conncap.Options{Total: opts.MaxConns, PerPrefix: opts.MaxConnsPerAddress})
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
-	slots := make(chan struct{}, opts.MaxConns)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
 		c, err := capped.Accept()
 		if err != nil {
-			<-slots
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -67,7 +63,6 @@ func Serve(ctx context.Context, ln net.Listener, cfg *ServerConfig, opts ServeOp
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-slots }()
 			res, err := Server(ctx, c, cfg)
 			if done != nil {
 				done(c, res, err)

@@ -21,9 +21,11 @@ type ServerOptions struct {
 	// Chains are the certificate chains served; crypto/tls picks the first
 	// one the client can verify the signature of.
 	Chains []*Chain
-	// MaxConns caps simultaneous connections (default 256), and
-	// MaxConnsPerAddress those of one client address (default 16): a
-	// connection over a cap is closed at once.
+	// MaxConns caps simultaneous connections (default 8192), and
+	// MaxConnsPerAddress those of one client prefix, an IPv4 /24 or an
+	// IPv6 /64 (default 64). At a cap, the oldest idle connection (no
+	// byte yet, or keep-alive between requests) is closed to admit a new
+	// one; only when all are busy is the new one refused.
 	MaxConns, MaxConnsPerAddress int
 	// FirstByteTimeout bounds the wait for a connection's first byte (the
 	// ClientHello), default 2 s: a socket that says nothing holds its slot
@@ -113,10 +115,10 @@ func NewServer(ln net.Listener, o ServerOptions) (*http.Server, net.Listener, er
 		o.Groups = AllGroups()
 	}
 	if o.MaxConns <= 0 {
-		o.MaxConns = 256
+		o.MaxConns = 8192
 	}
 	if o.MaxConnsPerAddress <= 0 {
-		o.MaxConnsPerAddress = 16
+		o.MaxConnsPerAddress = 64
 	}
 	if o.FirstByteTimeout <= 0 {
 		o.FirstByteTimeout = 2 * time.Second
@@ -134,6 +136,7 @@ func NewServer(ln net.Listener, o ServerOptions) (*http.Server, net.Listener, er
 	srv := &http.Server{Handler: Handler(o.Chains), TLSConfig: cfg, ReadHeaderTimeout: o.HandshakeTimeout,
 		IdleTimeout: o.IdleTimeout, WriteTimeout: 30 * time.Second,
 		ErrorLog: nil}
-	capped := conncap.New(ln, conncap.Options{Total: o.MaxConns, PerAddress: o.MaxConnsPerAddress, FirstByte: o.FirstByteTimeout})
+	capped := conncap.New(ln, conncap.Options{Total: o.MaxConns, PerPrefix: o.MaxConnsPerAddress, FirstByte: o.FirstByteTimeout})
+	srv.ConnState = capped.ConnState // idle keep-alive connections make room first
 	return srv, tls.NewListener(capped, cfg), nil
 }

@@ -144,8 +144,8 @@ func (a *app) newHandshakeServeCmd() *cobra.Command {
 	f.StringSliceVar(&o.suites, "suite", nil, "suites to accept (default: all)")
 	f.StringVar(&o.backend, "backend", "stdlib", "stdlib or circl")
 	f.StringVar(&o.keyFile, "key-file", "", "file of ML-DSA seeds to reuse (created, mode 0600, if missing); default: new keys each start")
-	f.IntVar(&o.maxConns, "max-conns", handshake.DefaultMaxConns, "concurrent handshakes")
-	f.IntVar(&o.maxConnsPerAddr, "max-conns-per-addr", handshake.DefaultMaxConnsPerAddress, "concurrent handshakes per client address")
+	f.IntVar(&o.maxConns, "max-conns", handshake.DefaultMaxConns, "open connections (the oldest idle one makes room for a new client)")
+	f.IntVar(&o.maxConnsPerAddr, "max-conns-per-addr", handshake.DefaultMaxConnsPerAddress, "open connections per client prefix (IPv4 /24, IPv6 /64)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-handshake deadline")
 	f.DurationVar(&o.hello, "hello-timeout", handshake.DefaultHelloTimeout, "deadline for a client's first message")
 	return cmd

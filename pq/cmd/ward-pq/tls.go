@@ -100,8 +100,8 @@ own clients.`,
 	f.StringVar(&listen, "listen", "127.0.0.1:8443", "address to listen on")
 	f.StringSliceVar(&groups, "group", nil, "key exchange groups in preference order (default: all, post-quantum first)")
 	f.StringSliceVar(&certs, "cert", []string{"ecdsa-p256"}, "certificate chains: ecdsa-p256, ed25519, rsa2048, mldsa44, mldsa65, mldsa87")
-	f.IntVar(&maxConns, "max-conns", 256, "simultaneous connections")
-	f.IntVar(&perAddr, "max-conns-per-addr", 16, "simultaneous connections per client address")
+	f.IntVar(&maxConns, "max-conns", 8192, "simultaneous connections (the oldest idle one makes room for a new client)")
+	f.IntVar(&perAddr, "max-conns-per-addr", 64, "simultaneous connections per client prefix (IPv4 /24, IPv6 /64)")
 	f.DurationVar(&firstByte, "first-byte-timeout", 2*time.Second, "deadline for a connection's first byte")
 	f.DurationVar(&hsTO, "handshake-timeout", 5*time.Second, "TLS handshake and request header deadline")
 	return cmd
