@@ -178,7 +178,11 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err != nil {
 		return nil, err
 	}
-	srv, err := newServer(st, hasher, StandInAssistant{}, cfg.Limits.withDefaults(), cfg.TrustedProxies, orig, log)
+	dev, err := newDevices(kr, orig)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := newServer(st, hasher, StandInAssistant{}, cfg.Limits.withDefaults(), cfg.TrustedProxies, orig, dev, log)
 	if err != nil {
 		return nil, err
 	}

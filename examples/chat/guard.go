@@ -15,10 +15,13 @@ import (
 // DefaultLimits.
 type Limits struct {
 	// LoginFailures is how many failed log-ins an account may have in
-	// LoginWindow before further attempts are refused (429) without
-	// hashing; attempts are counted per canonical address (the blind
-	// index: look-alike spellings are one account) and reserved before
-	// the password is hashed.
+	// LoginWindow from one browser holding a device token, or from one
+	// client prefix (an IPv4 /24, an IPv6 /64) for clients without one,
+	// before further attempts from there are refused (429) without
+	// hashing; the account is the canonical address (the blind index:
+	// look-alike spellings are one account), and attempts are reserved
+	// before the password is hashed. Guessers elsewhere cannot lock the
+	// owner out (device.go).
 	LoginFailures int
 	LoginWindow   time.Duration
 	// AccountEntries bounds the accounts tracked (least recently used

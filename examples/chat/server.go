@@ -44,14 +44,15 @@ type server struct {
 	signups   *rate.Limiter
 	dummyHash string // verified for unknown accounts, so the work does not reveal which exist
 	origins   *origins
+	devices   *devices
 }
 
-func newServer(st *store, h *password.Hasher, a Assistant, l Limits, trusted []netip.Prefix, origins *origins, log *slog.Logger) (*server, error) {
+func newServer(st *store, h *password.Hasher, a Assistant, l Limits, trusted []netip.Prefix, origins *origins, devices *devices, log *slog.Logger) (*server, error) {
 	dummy, err := h.Hash(context.Background(), []byte("ward-chat dummy password"))
 	if err != nil {
 		return nil, err
 	}
-	return &server{store: st, hasher: h, assistant: a, limits: l, trusted: trusted, origins: origins, log: log,
+	return &server{store: st, hasher: h, assistant: a, limits: l, trusted: trusted, origins: origins, devices: devices, log: log,
 		attempts:  newAttempts(l),
 		loginIP:   newBuckets(l.LoginPerMinute, time.Minute, l.AddressEntries),
 		signupIP:  newBuckets(l.SignupPerHour, time.Hour, l.AddressEntries),
@@ -174,7 +175,8 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &c) {
 		return
 	}
-	key := hex.EncodeToString(s.store.emailKey(c.Email))
+	account := hex.EncodeToString(s.store.emailKey(c.Email))
+	key := s.attemptKey(r, account)
 	if !s.attempts.reserve(key, time.Now()) {
 		fail(w, http.StatusTooManyRequests, msgTooMany)
 		return
@@ -190,6 +192,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		if old, ok := s.origins.session(r); ok { // a new session: no fixation
 			s.store.deleteSession(r.Context(), old)
 		}
+		s.devices.issue(w, account)
 		s.startSession(w, r, id)
 	}
 }

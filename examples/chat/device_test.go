@@ -1,0 +1,90 @@
+package chat
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardlab/ward/kms/local"
+)
+
+// TestGuessersCannotLockOutTheOwner: guessers fail at alice's password
+// from many prefixes; each exhausts only its own (account, prefix). Alice
+// logs in at once from her browser, which holds the device token of an
+// earlier log-in, and from a new browser on a prefix the guessers did not
+// use; a guesser's prefix stays refused, and a device token issued to
+// alice does not help anyone at bob's account. (main counted failures
+// per account only: five wrong guesses from anywhere locked her out.)
+func TestGuessersCannotLockOutTheOwner(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{DB: "sqlite:" + filepath.Join(dir, "chat.db"), KeyringPath: filepath.Join(dir, "kr.json"), KeyService: local.Generate(),
+		Limits: Limits{LoginPerMinute: 1000, SignupPerHour: 1000, SignupsPerMinute: 1000}}
+	ta := newTestApp(t, cfg)
+	ta.client(t).signup("bob@example.com")
+	// A browser from its own address, with a cookie jar.
+	browser := func(from string) *http.Client {
+		jar, _ := cookiejar.New(nil)
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		return &http.Client{Jar: jar, Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
+	}
+	login := func(c *http.Client, email, pw string) int {
+		body, _ := json.Marshal(credentials{email, pw})
+		req, _ := http.NewRequest("POST", ta.ts.URL+"/api/login", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	alice := browser("127.5.0.1")
+	signup, _ := json.Marshal(credentials{"alice@example.com", "correct horse"})
+	req, _ := http.NewRequest("POST", ta.ts.URL+"/api/signup", strings.NewReader(string(signup)))
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := alice.Do(req); err != nil || resp.StatusCode != 202 {
+		t.Fatalf("signup: %v", err)
+	}
+	if code := login(alice, "alice@example.com", "correct horse"); code != 200 {
+		t.Fatalf("first log-in: %d", code)
+	}
+	// Guessers on 16 prefixes, alice's own among them, each until refused.
+	for p := range 16 {
+		g := browser(fmt.Sprintf("127.6.%d.1", p))
+		if p == 0 {
+			g = browser("127.5.0.2") // alice's /24
+		}
+		refused := false
+		for range 8 {
+			if code := login(g, "alice@example.com", "guess"); code == 429 {
+				refused = true
+				break
+			}
+		}
+		if !refused {
+			t.Fatalf("prefix %d: guesses were never refused", p)
+		}
+	}
+	if code := login(alice, "alice@example.com", "correct horse"); code != 200 {
+		t.Fatalf("alice's browser, with its device token, on a prefix the guessers used: %d", code)
+	}
+	if code := login(browser("127.7.0.1"), "alice@example.com", "correct horse"); code != 200 {
+		t.Fatalf("alice from a new browser on an untouched prefix: %d", code)
+	}
+	if code := login(browser("127.6.3.9"), "alice@example.com", "correct horse"); code != 429 {
+		t.Fatalf("a guessers' prefix, without a device token: %d", code)
+	}
+	// Alice's token is for alice: at bob's account it counts as nothing.
+	for range 5 {
+		login(alice, "bob@example.com", "guess")
+	}
+	if code := login(alice, "bob@example.com", "correct horse"); code != 429 {
+		t.Fatalf("alice's device token at bob's account: %d", code)
+	}
+}
