@@ -88,3 +88,46 @@ func TestGuessersCannotLockOutTheOwner(t *testing.T) {
 		t.Fatalf("alice's device token at bob's account: %d", code)
 	}
 }
+
+// TestSignupBudgets: a network (an IPv4 /24) that spends its sign-up
+// budget is refused with a message about its network, another network
+// still signs up, and the service-wide budget, when spent, says it is the
+// service's (main spent it from seven addresses and blamed "this
+// address").
+func TestSignupBudgets(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{DB: "sqlite:" + filepath.Join(dir, "chat.db"), KeyringPath: filepath.Join(dir, "kr.json"), KeyService: local.Generate(),
+		Limits: Limits{LoginPerMinute: 1000, SignupPerHour: 3, SignupsPerMinute: 5}}
+	ta := newTestApp(t, cfg)
+	signup := func(from string, i int) (int, string) {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
+		body, _ := json.Marshal(credentials{fmt.Sprintf("u%d@example.com", i), "correct horse"})
+		req, _ := http.NewRequest("POST", ta.ts.URL+"/api/signup", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]string
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out["error"]
+	}
+	for i := range 3 { // three addresses of one /24
+		if code, _ := signup(fmt.Sprintf("127.8.0.%d", i+1), i); code != 202 {
+			t.Fatalf("sign-up %d: %d", i, code)
+		}
+	}
+	if code, msg := signup("127.8.0.9", 3); code != 429 || !strings.Contains(msg, "network") {
+		t.Fatalf("fourth from the /24: %d %q", code, msg)
+	}
+	for i := range 2 { // other networks, within the global budget
+		if code, _ := signup(fmt.Sprintf("127.9.%d.1", i), 10+i); code != 202 {
+			t.Fatalf("another network: %d", code)
+		}
+	}
+	if code, msg := signup("127.10.0.1", 20); code != 429 || !strings.Contains(msg, "service") || strings.Contains(msg, "address") {
+		t.Fatalf("global budget: %d %q", code, msg)
+	}
+}

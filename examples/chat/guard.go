@@ -27,9 +27,10 @@ type Limits struct {
 	// AccountEntries bounds the accounts tracked (least recently used
 	// evicted first; never reset wholesale).
 	AccountEntries int
-	// LoginPerMinute and SignupPerHour are token buckets per client
-	// address, checked before any hashing; SignupsPerMinute is a budget
-	// for all sign-ups together.
+	// LoginPerMinute is a token bucket per client address and
+	// SignupPerHour one per client prefix (an IPv4 /24, an IPv6 /64),
+	// checked before any hashing; SignupsPerMinute is a budget for all
+	// sign-ups together, whose refusal says it is the service's.
 	LoginPerMinute, SignupPerHour, SignupsPerMinute int
 	// AddressEntries bounds the client addresses tracked.
 	AddressEntries int

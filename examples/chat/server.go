@@ -119,19 +119,28 @@ func (c credentials) valid() bool {
 
 // Answers that must not tell accounts apart.
 const (
-	msgBusy       = "busy, try again"
-	msgBadLogin   = "wrong e-mail or password"
-	msgSignedUp   = "if the address was new, the account exists now: log in"
-	msgTooMany    = "too many attempts, wait a minute"
-	msgTooManyIPs = "too many requests from this address, wait"
+	msgBusy        = "busy, try again"
+	msgBadLogin    = "wrong e-mail or password"
+	msgSignedUp    = "if the address was new, the account exists now: log in"
+	msgTooMany     = "too many attempts, wait a minute"
+	msgTooManyIPs  = "too many requests from this address, wait"
+	msgTooManyNet  = "too many sign-ups from this network, wait"
+	msgSignupsFull = "the service is taking too many sign-ups right now, try again in a minute"
 )
 
 // signup creates an account. Whether the address already had one is not
 // revealed: the answer is the same, the password is hashed either way,
 // and no session starts (the client logs in next).
 func (s *server) signup(w http.ResponseWriter, r *http.Request) {
-	if !s.signupIP.allow(clientAddr(r, s.trusted)) || !s.signups.Allow() {
-		fail(w, http.StatusTooManyRequests, msgTooManyIPs)
+	// The per-network budget is checked first, so that one network cannot
+	// spend the global budget on its own; the global one's refusal says
+	// it is the service's, not the client's.
+	if !s.signupIP.allow(clientPrefix(r, s.trusted)) {
+		fail(w, http.StatusTooManyRequests, msgTooManyNet)
+		return
+	}
+	if !s.signups.Allow() {
+		fail(w, http.StatusTooManyRequests, msgSignupsFull)
 		return
 	}
 	var c credentials
