@@ -154,7 +154,8 @@ func (sc Scenario) Run(ctx context.Context, env *lab.Env) error {
 	if env.Quick {
 		runs = QuickRuns
 	}
-	if err := loopbackFloor(env, runs*20); err != nil {
+	rtt, err := loopbackFloor(env, runs*20)
+	if err != nil {
 		return err
 	}
 	keys, err := signingKeys()
@@ -177,6 +178,9 @@ func (sc Scenario) Run(ctx context.Context, env *lab.Env) error {
 			return fmt.Errorf("handshake %s: %w", c.name(), err)
 		}
 		times[c.name()] = record(env, c, rs)
+		if c.atFloor() {
+			recordFloor(env, c, rs, rtt)
+		}
 		if w != nil {
 			writeRuns(w, c, rs)
 		}
@@ -259,4 +263,32 @@ func writeRuns(w *csv.Writer, c Config, rs []run) {
 			f3(r.connect), f3(r.clientCrypto), f3(r.serverCrypto), strconv.Itoa(r.up), strconv.Itoa(r.down),
 			strconv.Itoa(r.flights), strconv.Itoa(r.writes), "true"})
 	}
+}
+
+// atFloor reports whether a configuration is one whose time is compared
+// with its floor: no added delay, ward's bundled flight, key sent.
+func (c Config) atFloor() bool {
+	return c.Delay == 0 && c.Model == SleepModel && c.Layout == Bundled && !c.PinnedKey && c.Kbit == 0 && c.Jitter == 0
+}
+
+// recordFloor records, per run, the suite's floor on this machine — the
+// cryptography on the critical path (the client's and the server's, as
+// each side measured it) plus one loopback round trip — and the run's
+// time to a confirmed key over it. The server's time counts whole,
+// including its check of the client's finished message, which comes after
+// the client is done: the floor is slightly high, the ratio slightly low.
+func recordFloor(env *lab.Env, c Config, rs []run, rtt time.Duration) {
+	floor := make([]float64, len(rs))
+	ratio := make([]float64, len(rs))
+	for i, r := range rs {
+		f := r.clientCrypto + r.serverCrypto + rtt
+		floor[i] = lab.Milliseconds(f)
+		ratio[i] = float64(r.confirmed) / float64(f)
+	}
+	p := c.params()
+	fl := lab.FromSamples("handshake", c.name(), p, "floor", "ms", floor)
+	fl.Note = "client and server cryptography of the run plus the median loopback round trip"
+	rt := lab.FromSamples("handshake", c.name(), p, "floor_ratio", "x", ratio)
+	rt.Note = "time to a confirmed key over the run's floor (same backend)"
+	env.Record(fl, rt)
 }

@@ -60,8 +60,19 @@ func TestScenarioModels(t *testing.T) {
 	}
 	checkPeer(t, env.Results())
 	sec, err := (Scenario{}).Report(env.Results())
-	if err != nil || len(sec.Tables) != 2 || len(sec.Answer) < 2 {
-		t.Fatalf("section: %v, %+v", err, sec)
+	if err != nil || len(sec.Tables) != 3 || len(sec.Answer) < 2 {
+		t.Fatalf("section: %v, %d tables, %d answers", err, len(sec.Tables), len(sec.Answer))
+	}
+	// The 0 ms x25519 configuration is set against its floor: a ratio of
+	// at least 1 (nothing beats its own cryptography and round trip).
+	x := Config{Suite: handshake.Suite{KEX: handshake.X25519}, Model: SleepModel}
+	if r, ok := lab.Results(env.Results()).Get(x.name(), "floor_ratio"); !ok || r.Median < 1 || len(sec.Tables[2].Rows) != 1 {
+		t.Errorf("floor ratio of %s: %+v %v, table %v", x.name(), r, ok, sec.Tables[2].Rows)
+	}
+	for _, h := range sec.Headlines {
+		if h.Case == "" {
+			t.Errorf("an empty headline: %+v", sec.Headlines)
+		}
 	}
 	f, err := os.Open(filepath.Join(env.OutDir, RunsCSV))
 	if err != nil {
