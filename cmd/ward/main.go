@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -79,7 +80,9 @@ func failed(err error, hint string) error { return &cliError{code: exitFailed, e
 func usage(err error, hint string) error  { return &cliError{code: exitUsageErr, err: err, hint: hint} }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// Ctrl-C and SIGTERM cancel the command's context: jobs stop at a
+	// batch boundary (a batch in flight is rolled back, never half done).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, prompt: promptSecret}
 	os.Exit(a.run(ctx, os.Args[1:]))

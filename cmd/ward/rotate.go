@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -22,6 +23,7 @@ type rotateOptions struct {
 	db, table, column, key string
 	bind                   []string
 	text, dryRun, quiet    bool
+	check                  bool
 	batch, workers         int
 	pause                  time.Duration
 	shard                  string
@@ -93,6 +95,7 @@ func jobFlags(cmd *cobra.Command, o *rotateOptions) {
 	f.StringArrayVar(&o.bind, "bind", nil, "a bound column (field.Bind), repeated in order: values are re-bound to them")
 	f.BoolVar(&o.text, "text", false, "the column stores the text form (TEXT columns)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "count values per key ID, version, binding and plaintext; change nothing")
+	f.BoolVar(&o.check, "check", false, "a deploy gate: count as --dry-run, exit 1 unless nothing is left to do")
 	f.IntVar(&o.batch, "batch", 500, "rows per transaction")
 	f.IntVar(&o.workers, "workers", 1, "batches processed in parallel")
 	f.StringVar(&o.shard, "shard", "", "this process's share, I/N (0 <= I < N)")
@@ -139,12 +142,16 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	job := &reseal.Job{DB: db, Dialect: dialect, Column: col, Key: o.key, BatchSize: o.batch, Pause: o.pause,
 		FromPlaintext: o.fromPlaintext, Workers: o.workers, Shard: shard, Shards: shards, Rate: o.rate}
 	name := o.table + "." + o.column
-	if o.dryRun {
+	if o.dryRun || o.check {
 		c, err := job.Count(cmd.Context())
 		if err != nil {
 			return err
 		}
 		a.printCensus(kr, name, c, o.bind != nil)
+		if o.check && !c.Done() {
+			return failed(fmt.Errorf("%s is not done: %d plaintext, %d suspect, %d of %d values to re-seal", name, c.Plaintext, c.Suspect,
+				c.Rows-c.Null-c.Current-c.Plaintext, c.Rows-c.Null), "run the job without --check, then check again")
+		}
 		return nil
 	}
 	verb := "re-encrypting "
@@ -159,6 +166,10 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 		name, st.Reencrypted, kr.Primary().ID, st.Plaintext, st.Current, st.Null, st.Conflicts, st.Failed, st.Passes)
 	if errors.Is(err, reseal.ErrUnreadableRows) {
 		return failed(err, "the rows that failed are unchanged; check '--dry-run' for keys missing from the keyring and suspect values")
+	}
+	if errors.Is(err, context.Canceled) {
+		return &cliError{code: exitUsageErr, err: errors.New("interrupted: every row written is complete; run again to resume"),
+			hint: "the same command continues where it stopped"}
 	}
 	return err
 }
@@ -191,7 +202,10 @@ func (a *app) printCensus(kr *keyring.Keyring, name string, c reseal.Census, bou
 	if bound {
 		fmt.Fprintf(a.stdout, "  bound to the row only (v1 binding): %d\n", c.LegacyBinding)
 	}
-	if c.Suspect > 0 {
+	switch {
+	case c.Suspect > 0 && c.Suspect == c.Rows-c.Null:
+		fmt.Fprintf(a.stdout, "  every value is suspect: is this the keyring of this database (--keyring, the key service), and are --key and --bind the columns the application binds, in its order?\n")
+	case c.Suspect > 0:
 		fmt.Fprintf(a.stdout, "  %d values parse as ciphertexts but are not this column's (unknown key or context): fix them before mixed mode or a rotation\n", c.Suspect)
 	}
 	if c.Done() {

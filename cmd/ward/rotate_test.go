@@ -58,6 +58,23 @@ func TestRotateCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("key %v (decrypt-only): 120 values", oldID)) {
 		t.Fatalf("dry run: %d %q %q", code, out, e)
 	}
+	// A deploy gate: --check fails while values are to re-seal.
+	if code, out, e := run("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--check"); code != 1 || !strings.Contains(e, "not done") {
+		t.Fatalf("check before: %d %q %q", code, out, e)
+	}
+	// A typo in a column name is named.
+	if code, _, e := run("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "bdy", "--text"); code != 2 || !strings.Contains(e, "bdy") || !strings.Contains(e, "--column") {
+		t.Fatalf("typo: %d %q", code, e)
+	}
+	// Interrupted (the context ends, as on Ctrl-C or SIGTERM): nothing is
+	// half done, and the message says to run again.
+	var ibuf, ierr bytes.Buffer
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	ia := &app{stdin: strings.NewReader(""), stdout: &ibuf, stderr: &ierr, getenv: func(k string) string { return env[k] }}
+	if code := ia.run(cancelled, []string{"rotate", "--db", "sqlite:" + dbPath, "--table", "messages", "--column", "body", "--text", "--quiet"}); code != 2 || !strings.Contains(ierr.String(), "interrupted") || !strings.Contains(ierr.String(), "run again") {
+		t.Fatalf("interrupted: %d %q", code, ierr.String())
+	}
 	code, out, e = run("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--batch", "50", "--quiet")
 	if code != 0 || !strings.Contains(out, "120 written under") {
 		t.Fatalf("rotate: %d %q %q", code, out, e)
@@ -75,6 +92,21 @@ func TestRotateCommand(t *testing.T) {
 		if err != nil || s != fmt.Sprint("m", id) || keyID != kr2.Primary().ID {
 			t.Fatalf("row %d: %q %v key %v", id, s, err, keyID)
 		}
+	}
+	if code, out, e := run("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--check"); code != 0 || !strings.Contains(out, "done:") {
+		t.Fatalf("check after: %d %q %q", code, out, e)
+	}
+	// With another keyring every value is suspect, and the census says
+	// what is likely wrong.
+	other := map[string]string{local.EnvVar: mk.Encode(), KeyringEnv: filepath.Join(dir, "other.json")}
+	orun := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return other[k] }}
+		return a.run(context.Background(), args), out.String(), errb.String()
+	}
+	orun("keyring", "new")
+	if code, out, e := orun("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--dry-run"); code != 0 || !strings.Contains(out, "every value is suspect") || !strings.Contains(out, "keyring of this database") {
+		t.Fatalf("another keyring: %d %q %q", code, out, e)
 	}
 	// Now the old key can be disabled, and a second run has nothing to do.
 	if code, _, e := run("keyring", "disable", oldID.String()); code != 0 {

@@ -59,7 +59,8 @@ type Job struct {
 	// Shard and Shards give this job's share of the table: shard i of n
 	// (0 <= i < n; n 0 or 1 means the whole table).
 	Shard, Shards int
-	// Rate limits the rows processed per second (0: no limit).
+	// Rate limits the rows rewritten per second (0: no limit); rows
+	// already up to date pass at full speed.
 	Rate float64
 	// Progress, if set, is called after every batch (never concurrently).
 	Progress func(Progress)
@@ -179,16 +180,18 @@ func (r *Job) pass(ctx context.Context, q queries, st *Stats) error {
 	return err
 }
 
-// batch re-seals and writes one batch, after waiting for the rate limit.
+// batch re-seals and writes one batch. The rate limit counts the rows
+// rewritten, not the rows read: a resumed job skims what is already done
+// at full speed.
 func (r *Job) batch(ctx context.Context, q queries, rows []dbRow, st *Stats, limit *rate.Limiter) (int, error) {
-	if limit != nil {
-		if err := limit.WaitN(ctx, len(rows)); err != nil {
-			return 0, err
-		}
-	}
 	ups, err := r.reseal(rows, st)
 	if err != nil {
 		return 0, err
+	}
+	if limit != nil && len(ups) > 0 {
+		if err := limit.WaitN(ctx, len(ups)); err != nil {
+			return 0, err
+		}
 	}
 	return r.apply(ctx, q, ups, st)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -218,6 +219,39 @@ func TestRate(t *testing.T) {
 		}
 		if c, err := job.Count(context.Background()); err != nil || c.Plaintext != 0 || !c.Done() {
 			t.Fatalf("%+v %v", c, err)
+		}
+		// Resumed over a finished table at 10 rows/s: the rate counts rows
+		// rewritten, none here, so the 600 rows read are not throttled
+		// (counted as read, they would take a minute).
+		job.Rate = 10
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if st, err := job.Run(ctx); err != nil || st.Reencrypted != 0 || st.Current+st.Null != n {
+			t.Fatalf("resumed: %+v %v", st, err)
+		}
+	})
+}
+
+// TestNamesUnknownColumns: a typo in the table, the column, the key or a
+// bound column is reported with the names before any work.
+func TestNamesUnknownColumns(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		kr := newKR(t)
+		table := d.table(t, "named")
+		plainTable(t, d, table, "BIGINT", 3, func(i int) any { return i })
+		for _, tc := range []struct {
+			table, column, key string
+			bind               []string
+		}{{table, "bdy", "id", nil}, {table + "x", "body", "id", nil}, {table, "body", "ident", nil}, {table, "body", "id", []string{"owner"}}} {
+			var opts []field.ColumnOption
+			if tc.bind != nil {
+				opts = append(opts, field.Bind(tc.bind...))
+			}
+			col := mustColumn(t, kr, tc.table, tc.column, opts...)
+			_, err := (&Job{DB: d.db, Dialect: d.dialect, Column: col, Key: tc.key}).Count(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.table) || !strings.Contains(err.Error(), tc.column) || !strings.Contains(err.Error(), "--column") {
+				t.Errorf("%+v: %v", tc, err)
+			}
 		}
 	})
 }

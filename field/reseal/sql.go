@@ -65,6 +65,9 @@ func (r *Job) queries(ctx context.Context) (queries, error) {
 		first: fmt.Sprintf("SELECT %s FROM %s ORDER BY %s LIMIT %s", cols, t, k, p(1)),
 		next:  fmt.Sprintf("SELECT %s FROM %s WHERE %s > %s ORDER BY %s LIMIT %s", cols, t, k, p(1), k, p(2)),
 	}
+	if err := r.checkColumns(ctx, t, cols); err != nil {
+		return queries{}, err
+	}
 	keyType, colType, err := r.pgTypes(ctx)
 	if err != nil {
 		return queries{}, err
@@ -74,6 +77,51 @@ func (r *Job) queries(ctx context.Context) (queries, error) {
 		return q, nil
 	}
 	return r.shard(ctx, q, t, k, cols)
+}
+
+// checkColumns names the table and every column the job uses before any
+// work, so that a typo is reported with the names instead of as a SQL
+// error mid-job, or, in SQLite, which reads an unknown double-quoted name
+// as a string literal, as a column of plaintext.
+func (r *Job) checkColumns(ctx context.Context, t, cols string) error {
+	names := append([]string{r.Key, r.Column.Name()}, r.Column.Bound()...)
+	fail := func(err error) error {
+		return fmt.Errorf("reseal: table %s with columns %s: %w (check --table, --column, --key and --bind)",
+			r.Column.Table(), strings.Join(names, ", "), err)
+	}
+	if r.Dialect == field.SQLite {
+		have := map[string]bool{}
+		schema, table, qualified := strings.Cut(r.Column.Table(), ".")
+		if !qualified {
+			schema, table = "main", r.Column.Table()
+		}
+		rows, err := r.DB.QueryContext(ctx, "SELECT name FROM pragma_table_info(?, ?)", table, schema)
+		if err != nil {
+			return fail(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				return fail(err)
+			}
+			have[strings.ToLower(n)] = true
+		}
+		if err := rows.Err(); err != nil {
+			return fail(err)
+		}
+		for _, n := range names {
+			if !have[strings.ToLower(n)] {
+				return fail(fmt.Errorf("no column %q", n))
+			}
+		}
+		return nil
+	}
+	rows, err := r.DB.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM %s WHERE 1 = 0", cols, t))
+	if err != nil {
+		return fail(err)
+	}
+	return rows.Close()
 }
 
 // casRows is the number of rows one compare-and-swap statement updates.
