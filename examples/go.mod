@@ -7,6 +7,7 @@ replace (
 	github.com/wardlab/ward/cmd/ward => ../cmd/ward
 	github.com/wardlab/ward/integration => ../integration
 	github.com/wardlab/ward/internal/browsertest => ../internal/browsertest
+	github.com/wardlab/ward/internal/cli => ../internal/cli
 	github.com/wardlab/ward/internal/localkms => ../internal/localkms
 	github.com/wardlab/ward/kms/awskms => ../kms/awskms
 	github.com/wardlab/ward/lab => ../lab

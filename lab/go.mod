@@ -8,6 +8,7 @@ replace (
 	github.com/wardlab/ward/examples => ../examples
 	github.com/wardlab/ward/integration => ../integration
 	github.com/wardlab/ward/internal/browsertest => ../internal/browsertest
+	github.com/wardlab/ward/internal/cli => ../internal/cli
 	github.com/wardlab/ward/internal/localkms => ../internal/localkms
 	github.com/wardlab/ward/kms/awskms => ../kms/awskms
 	github.com/wardlab/ward/pq => ../pq
@@ -23,18 +24,17 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/rs/zerolog v1.35.1
-	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	github.com/wardlab/ward v0.0.0-00010101000000-000000000000
 	github.com/wardlab/ward/examples v0.0.0-00010101000000-000000000000
 	github.com/wardlab/ward/internal/browsertest v0.0.0-00010101000000-000000000000
+	github.com/wardlab/ward/internal/cli v0.0.0-00010101000000-000000000000
 	github.com/wardlab/ward/internal/localkms v0.0.0-00010101000000-000000000000
 	github.com/wardlab/ward/kms/awskms v0.0.0-00010101000000-000000000000
 	github.com/wardlab/ward/pq v0.0.0-00010101000000-000000000000
 	golang.org/x/crypto v0.59.0
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
 	golang.org/x/sys v0.50.0
-	golang.org/x/term v0.48.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -90,11 +90,13 @@ require (
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/rs/xid v1.6.0 // indirect
+	github.com/schollz/progressbar/v3 v3.19.1 // indirect
 	github.com/sirupsen/logrus v1.4.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/syndtr/goleveldb v1.0.1-0.20210819022825-2ae1ddf74ef7 // indirect
 	golang.org/x/image v0.46.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
+	golang.org/x/term v0.48.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/wardlab/ward/internal/cli"
+
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/field"
@@ -38,17 +40,17 @@ func (f *contextFlags) bytes(kr *keyring.Keyring) ([]byte, error) {
 		return []byte(f.context), nil
 	}
 	if f.context != "" {
-		return nil, usage(errors.New("--context and --table/--column/--row are exclusive"), "")
+		return nil, cli.Usage(errors.New("--context and --table/--column/--row are exclusive"), "")
 	}
 	if f.table == "" || f.column == "" || f.row == "" {
-		return nil, usage(errors.New("--table, --column and --row go together"), "")
+		return nil, cli.Usage(errors.New("--table, --column and --row go together"), "")
 	}
 	var names []string
 	var values []any
 	for _, b := range f.bind {
 		name, value, ok := strings.Cut(b, "=")
 		if !ok || name == "" {
-			return nil, usage(fmt.Errorf("--bind %q is not NAME=VALUE", b), "")
+			return nil, cli.Usage(fmt.Errorf("--bind %q is not NAME=VALUE", b), "")
 		}
 		names, values = append(names, name), append(values, value)
 	}
@@ -61,11 +63,11 @@ func (f *contextFlags) bytes(kr *keyring.Keyring) ([]byte, error) {
 	}
 	col, err := field.NewColumn(kr, f.table, f.column, opts...)
 	if err != nil {
-		return nil, usage(err, "")
+		return nil, cli.Usage(err, "")
 	}
 	ctx, err := col.Context(field.RowString(f.row).With(values...))
 	if err != nil {
-		return nil, usage(err, "")
+		return nil, cli.Usage(err, "")
 	}
 	return ctx, nil
 }
@@ -76,7 +78,7 @@ func readInput(r io.Reader) ([]byte, error) {
 		return nil, err
 	}
 	if len(b) > maxInput {
-		return nil, usage(fmt.Errorf("input larger than %d bytes", maxInput), "encrypt large files with a streaming tool such as age")
+		return nil, cli.Usage(fmt.Errorf("input larger than %d bytes", maxInput), "encrypt large files with a streaming tool such as age")
 	}
 	return b, nil
 }
@@ -87,7 +89,7 @@ func (a *app) cryptSetup(cmd *cobra.Command, cf *contextFlags) (*keyring.Keyring
 	kr, err := a.loadKeyring(cmd)
 	if err != nil {
 		if a.kmsURL() != "" && errors.Is(err, errNoKeyring) {
-			return nil, nil, nil, usage(err, "with --kms, encrypt and decrypt use a keyring wrapped by that key; for envelope encryption pass --envelope")
+			return nil, nil, nil, cli.Usage(err, "with --kms, encrypt and decrypt use a keyring wrapped by that key; for envelope encryption pass --envelope")
 		}
 		return nil, nil, nil, err
 	}
@@ -186,7 +188,7 @@ func (a *app) keyringOpen(cmd *cobra.Command, cf *contextFlags) error {
 	ct := in
 	if keyring.IsText(in) {
 		if ct, err = keyring.DecodeText(string(bytes.TrimSpace(in))); err != nil {
-			return failed(err, "")
+			return cli.Failed(err, "")
 		}
 	}
 	pt, err := kr.Open(ct, ctx)
@@ -200,7 +202,7 @@ func (a *app) keyringOpen(cmd *cobra.Command, cf *contextFlags) error {
 		case errors.Is(err, keyring.ErrKeyDisabled):
 			hint = "enable the key with 'ward keyring enable KEY-ID'"
 		}
-		return failed(err, hint)
+		return cli.Failed(err, hint)
 	}
 	_, err = a.stdout.Write(pt)
 	clear(pt)
@@ -253,12 +255,12 @@ func (a *app) envelopeOpen(cmd *cobra.Command, cf *contextFlags, ec map[string]s
 	ct := in
 	if !bytes.HasPrefix(in, []byte{kms.EnvelopeVersion}) {
 		if ct, err = kms.DecodeEnvelopeText(string(in)); err != nil {
-			return failed(err, "")
+			return cli.Failed(err, "")
 		}
 	}
 	pt, err := kms.NewEnvelope(ks, kms.EnvelopeOptions{}).Open(cmd.Context(), ct, ad, ec)
 	if errors.Is(err, kms.ErrAuthentication) || errors.Is(err, kms.ErrMalformed) || errors.Is(err, kms.ErrInvalidCiphertext) {
-		return failed(err, "pass the same --context (or --table/--column/--row) and --ec used to encrypt, and the same --kms key")
+		return cli.Failed(err, "pass the same --context (or --table/--column/--row) and --ec used to encrypt, and the same --kms key")
 	}
 	if err != nil {
 		return err

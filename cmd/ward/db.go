@@ -3,6 +3,8 @@ package main
 import (
 	"database/sql"
 
+	"github.com/wardlab/ward/internal/cli"
+
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/dburl"
 )
@@ -12,7 +14,7 @@ import (
 func openDB(url string) (*sql.DB, field.Dialect, error) {
 	db, driver, err := dburl.Open(url)
 	if err != nil {
-		return nil, 0, usage(err, "use postgres://USER@HOST/DB (password in $WARD_DB or PGPASSWORD) or sqlite:PATH")
+		return nil, 0, cli.Usage(err, "use postgres://USER@HOST/DB (password in $WARD_DB or PGPASSWORD) or sqlite:PATH")
 	}
 	d, err := field.ParseDialect(driver)
 	if err != nil {

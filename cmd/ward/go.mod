@@ -7,6 +7,7 @@ replace (
 	github.com/wardlab/ward/examples => ../../examples
 	github.com/wardlab/ward/integration => ../../integration
 	github.com/wardlab/ward/internal/browsertest => ../../internal/browsertest
+	github.com/wardlab/ward/internal/cli => ../../internal/cli
 	github.com/wardlab/ward/internal/localkms => ../../internal/localkms
 	github.com/wardlab/ward/kms/awskms => ../../kms/awskms
 	github.com/wardlab/ward/lab => ../../lab
@@ -18,9 +19,9 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/kms v1.62.6
 	github.com/dustin/go-humanize v1.1.0
 	github.com/rogpeppe/go-internal v1.16.0
-	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	github.com/wardlab/ward v0.0.0-00010101000000-000000000000
+	github.com/wardlab/ward/internal/cli v0.0.0-00010101000000-000000000000
 	github.com/wardlab/ward/internal/localkms v0.0.0-00010101000000-000000000000
 	github.com/wardlab/ward/kms/awskms v0.0.0-00010101000000-000000000000
 	golang.org/x/term v0.48.0
@@ -60,6 +61,7 @@ require (
 	github.com/nsmithuk/local-kms v0.0.0-20260228092603-2a5e92d09ab6 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
+	github.com/schollz/progressbar/v3 v3.19.1 // indirect
 	github.com/sirupsen/logrus v1.4.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/syndtr/goleveldb v1.0.1-0.20210819022825-2ae1ddf74ef7 // indirect

@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/wardlab/ward/internal/cli"
+
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/keyring"
@@ -30,7 +32,7 @@ func (a *app) keyringFile() (string, error) {
 	if p := a.getenv(KeyringEnv); p != "" {
 		return p, nil
 	}
-	return "", usage(errNoKeyring, "pass --keyring PATH or set "+KeyringEnv)
+	return "", cli.Usage(errNoKeyring, "pass --keyring PATH or set "+KeyringEnv)
 }
 
 // masterKey reads the master key from --master-key-file, WARD_MASTER_KEY,
@@ -41,14 +43,14 @@ func (a *app) masterKey() (*local.MasterKey, error) {
 			defer clear(b)
 			mk, err := local.Parse(string(b))
 			if err != nil {
-				return nil, usage(err, "")
+				return nil, cli.Usage(err, "")
 			}
 			return mk, nil
 		}
 	}
 	mk, err := local.Load(a.masterKeyFile, a.getenv)
 	if err != nil {
-		return nil, usage(err, "generate one with 'ward keyring gen-master-key --out FILE', then pass --master-key-file FILE or export "+local.EnvVar)
+		return nil, cli.Usage(err, "generate one with 'ward keyring gen-master-key --out FILE', then pass --master-key-file FILE or export "+local.EnvVar)
 	}
 	return mk, nil
 }
@@ -70,7 +72,7 @@ func (a *app) keyService(ctx context.Context) (kms.KeyService, error) {
 	if u := a.kmsURL(); u != "" {
 		ks, err := kmsurl.Open(ctx, u, a.getenv)
 		if err != nil {
-			return nil, usage(err, "")
+			return nil, cli.Usage(err, "")
 		}
 		return ks, nil
 	}
@@ -91,9 +93,9 @@ func (a *app) loadKeyring(cmd *cobra.Command) (*keyring.Keyring, error) {
 	kr, err := keyring.Load(cmd.Context(), path, ks)
 	switch {
 	case errors.Is(err, keyring.ErrWrongWrapper):
-		return nil, usage(err, "this keyring was sealed under another key; check --kms, "+local.EnvVar+" or --master-key-file")
+		return nil, cli.Usage(err, "this keyring was sealed under another key; check --kms, "+local.EnvVar+" or --master-key-file")
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, usage(err, "check the path, or create a keyring with 'ward keyring new'")
+		return nil, cli.Usage(err, "check the path, or create a keyring with 'ward keyring new'")
 	case err != nil:
 		return nil, err
 	}
@@ -104,9 +106,9 @@ func (a *app) loadKeyring(cmd *cobra.Command) (*keyring.Keyring, error) {
 func saveError(err error) error {
 	switch {
 	case errors.Is(err, keyring.ErrStale):
-		return usage(err, "another writer changed the keyring file since it was read; run the command again")
+		return cli.Usage(err, "another writer changed the keyring file since it was read; run the command again")
 	case errors.Is(err, keyring.ErrPrimaryKey):
-		return usage(err, "promote another key first")
+		return cli.Usage(err, "promote another key first")
 	}
 	return err
 }
@@ -172,7 +174,7 @@ func (a *app) newKeyringNewCmd() *cobra.Command {
 			}
 			kr, err := keyring.Create(cmd.Context(), path, ks, alg.alg)
 			if errors.Is(err, fs.ErrExist) {
-				return usage(err, "use 'ward keyring rotate' to add a key, or --force to replace it (losing its keys)")
+				return cli.Usage(err, "use 'ward keyring rotate' to add a key, or --force to replace it (losing its keys)")
 			}
 			if err != nil {
 				return err
@@ -254,7 +256,7 @@ func (a *app) newKeyringStateCmd(name, short string, op func(*keyring.Keyring, c
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := keyring.ParseKeyID(args[0])
 			if err != nil {
-				return usage(err, "see 'ward keyring list' for key IDs")
+				return cli.Usage(err, "see 'ward keyring list' for key IDs")
 			}
 			kr, err := a.loadKeyring(cmd)
 			if err != nil {
@@ -327,12 +329,12 @@ func (a *app) newGenMasterKeyCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				return usage(errors.New("--out is required"), "the key is written to a file, never printed")
+				return cli.Usage(errors.New("--out is required"), "the key is written to a file, never printed")
 			}
 			mk := local.Generate()
 			f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 			if err != nil {
-				return usage(err, "choose a path that does not exist yet")
+				return cli.Usage(err, "choose a path that does not exist yet")
 			}
 			if _, err := fmt.Fprintln(f, mk.Encode()); err != nil {
 				f.Close()
@@ -361,7 +363,7 @@ master key as usual.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (to == "") == (toMasterKeyFile == "") {
-				return usage(errors.New("give exactly one of --to and --to-master-key-file"), "")
+				return cli.Usage(errors.New("give exactly one of --to and --to-master-key-file"), "")
 			}
 			kr, err := a.loadKeyring(cmd)
 			if err != nil {
@@ -370,10 +372,10 @@ master key as usual.`,
 			var ks kms.KeyService
 			if to != "" {
 				if ks, err = kmsurl.Open(cmd.Context(), to, a.getenv); err != nil {
-					return usage(err, "")
+					return cli.Usage(err, "")
 				}
 			} else if ks, err = local.Load(toMasterKeyFile, a.getenv); err != nil {
-				return usage(err, "")
+				return cli.Usage(err, "")
 			}
 			if err := kr.Rewrap(cmd.Context(), ks); err != nil {
 				return saveError(err)

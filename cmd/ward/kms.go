@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wardlab/ward/internal/cli"
+
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/kms"
@@ -31,11 +33,11 @@ the KMS key ('ward --kms URL keyring new').`,
 func (a *app) openKMS(cmd *cobra.Command) (kms.KeyService, error) {
 	u := a.kmsURL()
 	if u == "" {
-		return nil, usage(errors.New("no KMS given"), "pass --kms URL (awskms://alias/NAME?region=R, local://PATH) or set "+KMSEnv)
+		return nil, cli.Usage(errors.New("no KMS given"), "pass --kms URL (awskms://alias/NAME?region=R, local://PATH) or set "+KMSEnv)
 	}
 	ks, err := kmsurl.Open(cmd.Context(), u, a.getenv)
 	if err != nil {
-		return nil, usage(err, "")
+		return nil, cli.Usage(err, "")
 	}
 	return ks, nil
 }
@@ -61,7 +63,7 @@ func (a *app) newKMSCryptCmd(encrypt bool) *cobra.Command {
 			}
 			if encrypt {
 				if len(in) > 4096 {
-					return usage(fmt.Errorf("KMS Encrypt takes at most 4096 bytes, got %d", len(in)), "use 'ward --kms URL encrypt --envelope' (envelope encryption) for data")
+					return cli.Usage(fmt.Errorf("KMS Encrypt takes at most 4096 bytes, got %d", len(in)), "use 'ward --kms URL encrypt --envelope' (envelope encryption) for data")
 				}
 				ct, err := ks.Encrypt(cmd.Context(), in, ec)
 				if err != nil {
@@ -72,11 +74,11 @@ func (a *app) newKMSCryptCmd(encrypt bool) *cobra.Command {
 			}
 			ct, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(in)))
 			if err != nil {
-				return failed(fmt.Errorf("input is not base64: %w", err), "")
+				return cli.Failed(fmt.Errorf("input is not base64: %w", err), "")
 			}
 			pt, err := ks.Decrypt(cmd.Context(), ct, ec)
 			if errors.Is(err, kms.ErrInvalidCiphertext) {
-				return failed(err, "pass the same --ec pairs used to encrypt")
+				return cli.Failed(err, "pass the same --ec pairs used to encrypt")
 			}
 			if err != nil {
 				return err

@@ -21,7 +21,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -30,14 +29,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	_ "github.com/wardlab/ward/kms/awskms" // registers awskms://
-)
+	"github.com/wardlab/ward/internal/cli"
 
-// Exit codes.
-const (
-	exitOK       = 0
-	exitFailed   = 1 // decryption or verification failed
-	exitUsageErr = 2 // usage or other error
+	_ "github.com/wardlab/ward/kms/awskms" // registers awskms://
 )
 
 // app carries what every command needs; tests build their own.
@@ -53,18 +47,7 @@ type app struct {
 	kmsFlag       string
 }
 
-// cliError is an error with an exit code and an optional hint.
-type cliError struct {
-	code int
-	err  error
-	hint string
-}
-
-func (e *cliError) Error() string { return e.err.Error() }
-func (e *cliError) Unwrap() error { return e.err }
-
 // deprecated warns on stderr that a renamed or removed verb or flag was
-// used; it keeps working as a hidden alias.
 func (a *app) deprecated(what, instead string) {
 	fmt.Fprintf(a.stderr, "ward: warning: %s is deprecated: %s\n", what, instead)
 }
@@ -75,9 +58,6 @@ func (a *app) writeJSON(v any) error {
 	e.SetIndent("", "  ")
 	return e.Encode(v)
 }
-
-func failed(err error, hint string) error { return &cliError{code: exitFailed, err: err, hint: hint} }
-func usage(err error, hint string) error  { return &cliError{code: exitUsageErr, err: err, hint: hint} }
 
 func main() {
 	// Ctrl-C and SIGTERM cancel the command's context: jobs stop at a
@@ -90,24 +70,7 @@ func main() {
 
 // run executes one command line and returns the exit code.
 func (a *app) run(ctx context.Context, args []string) int {
-	root := a.newRootCmd()
-	root.SetArgs(args)
-	root.SetIn(a.stdin)
-	root.SetOut(a.stdout)
-	root.SetErr(a.stderr)
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return exitOK
-	}
-	fmt.Fprintf(a.stderr, "ward: error: %v\n", err)
-	var ce *cliError
-	if errors.As(err, &ce) {
-		if ce.hint != "" {
-			fmt.Fprintf(a.stderr, "hint: %s\n", ce.hint)
-		}
-		return ce.code
-	}
-	return exitUsageErr
+	return cli.Run(ctx, a.newRootCmd(), args, a.stdin, a.stdout, a.stderr)
 }
 
 func (a *app) newRootCmd() *cobra.Command {
@@ -120,7 +83,6 @@ func (a *app) newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.keyringPath, "keyring", "", "keyring file (default $WARD_KEYRING)")
 	root.PersistentFlags().StringVar(&a.masterKeyFile, "master-key-file", "", "file holding the base64 master key (default $WARD_MASTER_KEY)")
 	root.PersistentFlags().StringVar(&a.kmsFlag, "kms", "", "the key service, instead of the master key: a KMS key URL (awskms://alias/NAME?region=R, local://PATH) that seals keyrings and, with encrypt --envelope, data keys (default $WARD_KMS)")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err, "see ward --help") })
 	root.AddCommand(
 		a.newKeyringCmd(),
 		a.newEncryptCmd(),

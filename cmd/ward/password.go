@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/wardlab/ward/internal/cli"
+
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -45,7 +47,7 @@ func (a *app) readPassword(confirm bool) ([]byte, error) {
 			clear(again)
 			if !same {
 				clear(pw)
-				return nil, usage(errors.New("the passwords differ"), "")
+				return nil, cli.Usage(errors.New("the passwords differ"), "")
 			}
 		}
 		return pw, nil
@@ -82,7 +84,7 @@ func (f *paramsFlags) register(cmd *cobra.Command) {
 func (f *paramsFlags) policy() (password.Policy, error) {
 	p, err := password.Preset(f.preset)
 	if err != nil {
-		return password.Policy{}, usage(err, "")
+		return password.Policy{}, cli.Usage(err, "")
 	}
 	if f.m != 0 {
 		p.Memory = f.m
@@ -112,7 +114,7 @@ func (a *app) newPasswordHashCmd() *cobra.Command {
 			}
 			h, err := password.NewHasher(pol, nil)
 			if err != nil {
-				return usage(err, "pass --allow-weak to write it anyway (tests, legacy systems)")
+				return cli.Usage(err, "pass --allow-weak to write it anyway (tests, legacy systems)")
 			}
 			pw, err := a.readPassword(true)
 			if err != nil {
@@ -157,7 +159,7 @@ terminal, or from the first line of stdin.`,
 				encoded = b
 			}
 			if encoded == "" {
-				return usage(errors.New("--hash-file is required"), "write the stored hash to a file (mode 0600) and pass its path")
+				return cli.Usage(errors.New("--hash-file is required"), "write the stored hash to a file (mode 0600) and pass its path")
 			}
 			pol, err := pf.policy()
 			if err != nil {
@@ -167,7 +169,7 @@ terminal, or from the first line of stdin.`,
 			pol.BcryptTruncate = truncate
 			h, err := password.NewHasher(pol, nil)
 			if err != nil {
-				return usage(err, "")
+				return cli.Usage(err, "")
 			}
 			pw, err := a.readPassword(false)
 			if err != nil {
@@ -181,7 +183,7 @@ terminal, or from the first line of stdin.`,
 				if errors.Is(err, password.ErrLimit) {
 					hint = "the hash asks for more work than the policy's limits allow; a stored hash is untrusted input"
 				}
-				return usage(err, hint)
+				return cli.Usage(err, hint)
 			}
 			if asJSON {
 				a.writeJSON(map[string]any{"match": match, "needs_rehash": res.NeedsRehash, "scheme": res.Params.Scheme.String(),
@@ -196,7 +198,7 @@ terminal, or from the first line of stdin.`,
 				fmt.Fprintln(a.stdout, "mismatch")
 			}
 			if !match {
-				return failed(err, "")
+				return cli.Failed(err, "")
 			}
 			return nil
 		},
@@ -237,7 +239,7 @@ func (a *app) newPasswordInspectCmd() *cobra.Command {
 			}
 			p, format, err := password.Inspect(enc)
 			if err != nil {
-				return usage(err, "")
+				return cli.Usage(err, "")
 			}
 			weak := password.Weakness(p)
 			if asJSON {
@@ -264,7 +266,7 @@ func (a *app) newPasswordInspectCmd() *cobra.Command {
 func readHashFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", usage(err, "")
+		return "", cli.Usage(err, "")
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, 4097))
@@ -272,7 +274,7 @@ func readHashFile(path string) (string, error) {
 		return "", err
 	}
 	if len(b) > 4096 {
-		return "", usage(fmt.Errorf("%s is larger than 4 KiB: not a password hash", path), "")
+		return "", cli.Usage(fmt.Errorf("%s is larger than 4 KiB: not a password hash", path), "")
 	}
 	return string(bytes.TrimSpace(b)), nil
 }
@@ -289,11 +291,11 @@ func (a *app) newPasswordCalibrateCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			mem, err := humanize.ParseBytes(maxMem)
 			if err != nil {
-				return usage(fmt.Errorf("--max-memory: %w", err), "for example 64MiB")
+				return cli.Usage(fmt.Errorf("--max-memory: %w", err), "for example 64MiB")
 			}
 			c, err := password.Calibrate(cmd.Context(), target, uint32(mem/1024))
 			if err != nil {
-				return usage(err, "")
+				return cli.Usage(err, "")
 			}
 			for _, s := range c.Tried {
 				fmt.Fprintf(a.stderr, "measured %v: %v\n", s.Params, s.Median.Round(time.Millisecond))

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/wardlab/ward/internal/cli"
+
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/field"
@@ -120,11 +122,11 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 		o.db = a.getenv(DBEnv)
 	}
 	if o.db == "" || o.table == "" || o.column == "" {
-		return usage(errors.New("--db, --table and --column are required"), "")
+		return cli.Usage(errors.New("--db, --table and --column are required"), "")
 	}
 	shard, shards, err := parseShard(o.shard)
 	if err != nil {
-		return usage(err, "")
+		return cli.Usage(err, "")
 	}
 	kr, err := a.loadKeyring(cmd)
 	if err != nil {
@@ -137,7 +139,7 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	defer db.Close()
 	col, err := jobColumn(kr, o)
 	if err != nil {
-		return usage(err, "")
+		return cli.Usage(err, "")
 	}
 	job := &reseal.Job{DB: db, Dialect: dialect, Column: col, Key: o.key, BatchSize: o.batch, Pause: o.pause,
 		FromPlaintext: o.fromPlaintext, Workers: o.workers, Shard: shard, Shards: shards, Rate: o.rate}
@@ -149,7 +151,7 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 		}
 		a.printCensus(kr, name, c, o.bind != nil)
 		if o.check && !c.Done() {
-			return failed(fmt.Errorf("%s is not done: %d plaintext, %d suspect, %d of %d values to re-seal", name, c.Plaintext, c.Suspect,
+			return cli.Failed(fmt.Errorf("%s is not done: %d plaintext, %d suspect, %d of %d values to re-seal", name, c.Plaintext, c.Suspect,
 				c.Rows-c.Null-c.Current-c.Plaintext, c.Rows-c.Null), "run the job without --check, then check again")
 		}
 		return nil
@@ -158,18 +160,18 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	if o.fromPlaintext {
 		verb = "encrypting "
 	}
-	bar := newProgress(a.stderr, verb+name, 1, o.quiet)
-	job.Progress = func(p reseal.Progress) { bar.set(p.Scanned, max(p.Total, p.Scanned)) }
+	bar := cli.NewProgress(a.stderr, verb+name, 1, o.quiet)
+	job.Progress = func(p reseal.Progress) { bar.Set(p.Scanned, max(p.Total, p.Scanned)) }
 	st, err := job.Run(cmd.Context())
-	bar.finish()
+	bar.Finish()
 	fmt.Fprintf(a.stdout, "%s: %d written under %v (%d of them plaintext), %d already up to date, %d NULL, %d conflicts, %d failed (%d passes)\n",
 		name, st.Reencrypted, kr.Primary().ID, st.Plaintext, st.Current, st.Null, st.Conflicts, st.Failed, st.Passes)
 	if errors.Is(err, reseal.ErrUnreadableRows) {
-		return failed(err, "the rows that failed are unchanged; check '--dry-run' for keys missing from the keyring and suspect values")
+		return cli.Failed(err, "the rows that failed are unchanged; check '--dry-run' for keys missing from the keyring and suspect values")
 	}
 	if errors.Is(err, context.Canceled) {
-		return &cliError{code: exitUsageErr, err: errors.New("interrupted: every row written is complete; run again to resume"),
-			hint: "the same command continues where it stopped"}
+		return &cli.Error{Code: cli.ExitUsage, Err: errors.New("interrupted: every row written is complete; run again to resume"),
+			Hint: "the same command continues where it stopped"}
 	}
 	return err
 }

@@ -8,6 +8,7 @@ replace (
 	github.com/wardlab/ward/examples => ../../examples
 	github.com/wardlab/ward/integration => ../../integration
 	github.com/wardlab/ward/internal/browsertest => ../browsertest
+	github.com/wardlab/ward/internal/cli => ../cli
 	github.com/wardlab/ward/kms/awskms => ../../kms/awskms
 	github.com/wardlab/ward/lab => ../../lab
 	github.com/wardlab/ward/pq => ../../pq

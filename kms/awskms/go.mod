@@ -8,6 +8,7 @@ replace (
 	github.com/wardlab/ward/examples => ../../examples
 	github.com/wardlab/ward/integration => ../../integration
 	github.com/wardlab/ward/internal/browsertest => ../../internal/browsertest
+	github.com/wardlab/ward/internal/cli => ../../internal/cli
 	github.com/wardlab/ward/internal/localkms => ../../internal/localkms
 	github.com/wardlab/ward/lab => ../../lab
 	github.com/wardlab/ward/pq => ../../pq

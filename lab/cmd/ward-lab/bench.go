@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/wardlab/ward/internal/cli"
+
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/lab"
@@ -60,7 +62,7 @@ func (a *app) bench(cmd *cobra.Command, names []string, o *benchOptions) error {
 				for _, s := range all {
 					known = append(known, s.Name())
 				}
-				return usage(fmt.Errorf("unknown scenario %q", n), "scenarios: "+strings.Join(known, ", "))
+				return cli.Usage(fmt.Errorf("unknown scenario %q", n), "scenarios: "+strings.Join(known, ", "))
 			}
 			run = append(run, all[i])
 		}
@@ -106,16 +108,16 @@ func (a *app) bench(cmd *cobra.Command, names []string, o *benchOptions) error {
 // machine was before and after.
 func (a *app) runScenario(cmd *cobra.Command, s lab.Scenario, o *benchOptions) ([]lab.Result, lab.ScenarioRun, error) {
 	start, before := time.Now(), lab.ReadLoad()
-	bar := newProgress(a.stderr, s.Name(), 100, o.quiet)
+	bar := cli.NewProgress(a.stderr, s.Name(), 100, o.quiet)
 	log := a.stderr
 	if o.quiet {
 		log = nil
 	}
-	env := lab.NewEnv(s.Name(), o.quick, log, bar.set)
+	env := lab.NewEnv(s.Name(), o.quick, log, bar.Set)
 	env.OutDir = o.out
 	env.Options = map[string]string{"kms": o.kms}
 	err := s.Run(cmd.Context(), env)
-	bar.finish()
+	bar.Finish()
 	if err != nil {
 		return nil, lab.ScenarioRun{}, fmt.Errorf("bench %s: %w", s.Name(), err)
 	}
@@ -154,28 +156,28 @@ case measured in both, the ratio of B's median to A's.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if compare {
 				if len(args) != 2 {
-					return usage(errors.New("--compare takes two results folders"), "")
+					return cli.Usage(errors.New("--compare takes two results folders"), "")
 				}
 				ma, ra, err := lab.ReadDir(args[0])
 				if err != nil {
-					return usage(err, "")
+					return cli.Usage(err, "")
 				}
 				mb, rb, err := lab.ReadDir(args[1])
 				if err != nil {
-					return usage(err, "")
+					return cli.Usage(err, "")
 				}
 				cs := report.Compare(ra, rb)
 				if len(cs) == 0 {
-					return usage(errors.New("the two folders share no measured case"), "")
+					return cli.Usage(errors.New("the two folders share no measured case"), "")
 				}
 				return report.WriteComparison(a.stdout, ma, mb, cs)
 			}
 			if len(args) != 1 {
-				return usage(errors.New("report takes one results folder"), "")
+				return cli.Usage(errors.New("report takes one results folder"), "")
 			}
 			h, m, err := report.Rebuild(args[0], scenarios.All())
 			if err != nil {
-				return usage(err, "")
+				return cli.Usage(err, "")
 			}
 			fmt.Fprintf(a.stdout, "summary: %s\nreport:  %s\n", m, h)
 			return nil

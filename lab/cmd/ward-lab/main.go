@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,32 +20,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardlab/ward/internal/cli"
+
 	"github.com/wardlab/ward/lab"
 	"github.com/wardlab/ward/lab/scenarios"
-)
-
-// Exit codes.
-const (
-	exitOK       = 0
-	exitUsageErr = 2 // usage or other error
 )
 
 // app carries what every command needs; tests build their own.
 type app struct {
 	stdout, stderr io.Writer
 }
-
-// cliError is an error with an exit code and an optional hint.
-type cliError struct {
-	code int
-	err  error
-	hint string
-}
-
-func (e *cliError) Error() string { return e.err.Error() }
-func (e *cliError) Unwrap() error { return e.err }
-
-func usage(err error, hint string) error { return &cliError{code: exitUsageErr, err: err, hint: hint} }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -56,9 +39,9 @@ func main() {
 	if served, err := lab.ServeChild(ctx, scenarios.All(), os.Args[1:]); served {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "ward-lab: error:", err)
-			os.Exit(exitUsageErr)
+			os.Exit(cli.ExitUsage)
 		}
-		os.Exit(exitOK)
+		os.Exit(cli.ExitOK)
 	}
 	a := &app{stdout: os.Stdout, stderr: os.Stderr}
 	os.Exit(a.run(ctx, os.Args[1:]))
@@ -67,27 +50,9 @@ func main() {
 // run executes one command line and returns the exit code.
 func (a *app) run(ctx context.Context, args []string) int {
 	root := &cobra.Command{
-		Use:           "ward-lab",
-		Short:         "Measure what protecting data costs: the field reports' experiments beside ward's",
-		SilenceErrors: true,
-		SilenceUsage:  true,
+		Use:   "ward-lab",
+		Short: "Measure what protecting data costs: the field reports' experiments beside ward's",
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err, "see ward-lab --help") })
 	root.AddCommand(a.newBenchCmd(), a.newReportCmd())
-	root.SetArgs(args)
-	root.SetOut(a.stdout)
-	root.SetErr(a.stderr)
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return exitOK
-	}
-	fmt.Fprintf(a.stderr, "ward-lab: error: %v\n", err)
-	var ce *cliError
-	if errors.As(err, &ce) {
-		if ce.hint != "" {
-			fmt.Fprintf(a.stderr, "hint: %s\n", ce.hint)
-		}
-		return ce.code
-	}
-	return exitUsageErr
+	return cli.Run(ctx, root, args, nil, a.stdout, a.stderr)
 }

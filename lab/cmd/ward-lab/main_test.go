@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/wardlab/ward/internal/cli"
+
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/wardlab/ward/lab"
@@ -18,7 +20,7 @@ func TestMain(m *testing.M) {
 	if served, err := lab.ServeChild(context.Background(), scenarios.All(), os.Args[1:]); served {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "ward-lab: error:", err)
-			os.Exit(exitUsageErr)
+			os.Exit(cli.ExitUsage)
 		}
 		os.Exit(0)
 	}

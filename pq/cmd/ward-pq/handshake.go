@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wardlab/ward/internal/cli"
+
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/pq/handshake"
@@ -97,13 +99,13 @@ func (a *app) newHandshakeServeCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			backend, err := handshake.ParseBackend(o.backend)
 			if err != nil {
-				return usage(err, "")
+				return cli.Usage(err, "")
 			}
 			cfg := &handshake.ServerConfig{Backend: backend, Timeout: o.timeout, HelloTimeout: o.hello}
 			for _, s := range o.suites {
 				suite, err := handshake.ParseSuite(s)
 				if err != nil {
-					return usage(err, "")
+					return cli.Usage(err, "")
 				}
 				cfg.Suites = append(cfg.Suites, suite)
 			}
@@ -112,7 +114,7 @@ func (a *app) newHandshakeServeCmd() *cobra.Command {
 			}
 			ln, err := net.Listen("tcp", o.listen)
 			if err != nil {
-				return usage(err, "")
+				return cli.Usage(err, "")
 			}
 			fmt.Fprintf(a.stdout, "listening on %s (backend %v)\n", ln.Addr(), backend)
 			for _, k := range cfg.Keys {
@@ -197,7 +199,7 @@ func (a *app) newHandshakeDialCmd() *cobra.Command {
 func (a *app) dial(ctx context.Context, addr string, o *dialOptions) error {
 	suite, err := handshake.ParseSuite(o.suite)
 	if err != nil {
-		return usage(err, "")
+		return cli.Usage(err, "")
 	}
 	if suite.Sig == handshake.SigNone {
 		fmt.Fprintf(a.stderr, "ward: warning: %v is unsigned: it keeps the key secret from eavesdroppers but authenticates nobody; anyone in the middle can answer instead of the server (use a +mldsa suite with --pin)\n", suite)
@@ -206,33 +208,33 @@ func (a *app) dial(ctx context.Context, addr string, o *dialOptions) error {
 	}
 	backend, err := handshake.ParseBackend(o.backend)
 	if err != nil {
-		return usage(err, "")
+		return cli.Usage(err, "")
 	}
 	cfg := &handshake.ClientConfig{Suite: suite, Backend: backend, Timeout: o.timeout, InsecureSkipPin: o.insecure}
 	if o.pin != "" {
 		fp, err := hex.DecodeString(strings.TrimSpace(o.pin))
 		if err != nil || len(fp) != 32 {
-			return usage(errors.New("--pin must be 64 hex digits"), "copy the fingerprint 'ward-pq handshake serve' prints")
+			return cli.Usage(errors.New("--pin must be 64 hex digits"), "copy the fingerprint 'ward-pq handshake serve' prints")
 		}
 		cfg.PinnedFingerprint = fp
 	}
 	if o.pinKeyFile != "" {
 		if cfg.PinnedKey, err = os.ReadFile(o.pinKeyFile); err != nil {
-			return usage(err, "")
+			return cli.Usage(err, "")
 		}
 	}
 	if suite.Sig != handshake.SigNone && cfg.PinnedFingerprint == nil && cfg.PinnedKey == nil && !o.insecure {
-		return usage(errors.New("a signed suite needs --pin or --pin-key"), "'ward-pq handshake serve' prints the fingerprints")
+		return cli.Usage(errors.New("a signed suite needs --pin or --pin-key"), "'ward-pq handshake serve' prints the fingerprints")
 	}
 	if o.runs < 1 {
-		return usage(errors.New("--runs must be at least 1"), "")
+		return cli.Usage(errors.New("--runs must be at least 1"), "")
 	}
 	var runs []dialRun
 	for i := 1; i <= o.runs; i++ {
 		d, err := handshake.Dial(ctx, addr, cfg, nil)
 		if err != nil {
 			if errors.Is(err, handshake.ErrBadSignature) || errors.Is(err, handshake.ErrUntrustedKey) || errors.Is(err, handshake.ErrBadFinished) {
-				return failed(err, "")
+				return cli.Failed(err, "")
 			}
 			return err
 		}

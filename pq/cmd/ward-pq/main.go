@@ -15,8 +15,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -24,32 +22,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-)
 
-// Exit codes.
-const (
-	exitOK       = 0
-	exitFailed   = 1 // a handshake failed to authenticate
-	exitUsageErr = 2 // usage or other error
+	"github.com/wardlab/ward/internal/cli"
 )
 
 // app carries what every command needs; tests build their own.
 type app struct {
 	stdout, stderr io.Writer
 }
-
-// cliError is an error with an exit code and an optional hint.
-type cliError struct {
-	code int
-	err  error
-	hint string
-}
-
-func (e *cliError) Error() string { return e.err.Error() }
-func (e *cliError) Unwrap() error { return e.err }
-
-func failed(err error, hint string) error { return &cliError{code: exitFailed, err: err, hint: hint} }
-func usage(err error, hint string) error  { return &cliError{code: exitUsageErr, err: err, hint: hint} }
 
 // writeJSON prints v as indented JSON.
 func (a *app) writeJSON(v any) error {
@@ -68,29 +48,11 @@ func main() {
 // run executes one command line and returns the exit code.
 func (a *app) run(ctx context.Context, args []string) int {
 	root := &cobra.Command{
-		Use:           "ward-pq",
-		Short:         "Run and measure post-quantum key exchange: ward's minimal protocol and TLS 1.3",
-		SilenceErrors: true,
-		SilenceUsage:  true,
+		Use:   "ward-pq",
+		Short: "Run and measure post-quantum key exchange: ward's minimal protocol and TLS 1.3",
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err, "see ward-pq --help") })
 	root.AddCommand(a.newHandshakeCmd(), a.newTLSCmd())
-	root.SetArgs(args)
-	root.SetOut(a.stdout)
-	root.SetErr(a.stderr)
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return exitOK
-	}
-	fmt.Fprintf(a.stderr, "ward-pq: error: %v\n", err)
-	var ce *cliError
-	if errors.As(err, &ce) {
-		if ce.hint != "" {
-			fmt.Fprintf(a.stderr, "hint: %s\n", ce.hint)
-		}
-		return ce.code
-	}
-	return exitUsageErr
+	return cli.Run(ctx, root, args, nil, a.stdout, a.stderr)
 }
 
 // milliseconds converts a duration to fractional milliseconds.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wardlab/ward/internal/cli"
+
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/pq/pqtls"
@@ -57,7 +59,7 @@ own clients.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			gs, err := parseGroups(groups)
 			if err != nil {
-				return usage(err, "")
+				return cli.Usage(err, "")
 			}
 			if len(gs) == 0 {
 				gs = nil
@@ -66,7 +68,7 @@ own clients.`,
 			for _, c := range certs {
 				alg, err := pqtls.ParseCertAlg(c)
 				if err != nil {
-					return usage(err, "")
+					return cli.Usage(err, "")
 				}
 				ch, err := pqtls.GenerateChain(alg)
 				if err != nil {
@@ -76,7 +78,7 @@ own clients.`,
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
-				return usage(err, "")
+				return cli.Usage(err, "")
 			}
 			srv, tl, err := pqtls.NewServer(ln, pqtls.ServerOptions{Groups: gs, Chains: chains, MaxConns: maxConns,
 				MaxConnsPerAddress: perAddr, HandshakeTimeout: hsTO, FirstByteTimeout: firstByte})
@@ -165,14 +167,14 @@ func (a *app) newTLSDialCmd() *cobra.Command {
 func (a *app) tlsDial(ctx context.Context, addr string, o *tlsDialOptions) error {
 	gs, err := parseGroups(o.groups)
 	if err != nil {
-		return usage(err, "")
+		return cli.Usage(err, "")
 	}
 	if o.runs < 1 {
-		return usage(errors.New("--runs must be at least 1"), "")
+		return cli.Usage(errors.New("--runs must be at least 1"), "")
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return usage(err, "ADDR is host:port")
+		return cli.Usage(err, "ADDR is host:port")
 	}
 	if o.serverName == "" {
 		o.serverName = host

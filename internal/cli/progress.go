@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -10,9 +10,9 @@ import (
 	"golang.org/x/term"
 )
 
-// progress shows a bar with an ETA on a terminal, and plain lines (at most
+// Progress shows a bar with an ETA on a terminal, and plain lines (at most
 // one every few seconds, plus the last) otherwise or when quiet.
-type progress struct {
+type Progress struct {
 	bar   *progressbar.ProgressBar
 	w     io.Writer
 	desc  string
@@ -25,8 +25,9 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func newProgress(w io.Writer, desc string, total int, quiet bool) *progress {
-	p := &progress{w: w, desc: desc, quiet: quiet}
+// NewProgress starts a progress display of desc on w (stderr, usually).
+func NewProgress(w io.Writer, desc string, total int, quiet bool) *Progress {
+	p := &Progress{w: w, desc: desc, quiet: quiet}
 	if !quiet && isTerminal(w) {
 		p.bar = progressbar.NewOptions(total,
 			progressbar.OptionSetWriter(w),
@@ -42,7 +43,8 @@ func newProgress(w io.Writer, desc string, total int, quiet bool) *progress {
 }
 
 // set reports done of total.
-func (p *progress) set(done, total int) {
+// Set reports done of total.
+func (p *Progress) Set(done, total int) {
 	if p.bar != nil {
 		p.bar.ChangeMax(total)
 		p.bar.Set(done)
@@ -58,7 +60,8 @@ func (p *progress) set(done, total int) {
 	fmt.Fprintf(p.w, "%s: %d/%d\n", p.desc, done, total)
 }
 
-func (p *progress) finish() {
+// Finish ends the display.
+func (p *Progress) Finish() {
 	if p.bar != nil {
 		p.bar.Finish()
 	}
