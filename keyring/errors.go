@@ -122,9 +122,17 @@ func (e *VersionError) Is(target error) bool { return target == ErrUnsupportedVe
 type KeyError struct {
 	ID  KeyID
 	Err error
+	// Hint says what an unknown key ID likely means for this process (it
+	// has not loaded the key yet, or the key is not in its file).
+	Hint string
 }
 
-func (e *KeyError) Error() string { return fmt.Sprintf("%v: %v", e.Err, e.ID) }
+func (e *KeyError) Error() string {
+	if e.Hint != "" {
+		return fmt.Sprintf("%v: %v: %s", e.Err, e.ID, e.Hint)
+	}
+	return fmt.Sprintf("%v: %v", e.Err, e.ID)
+}
 
 // Unwrap returns the sentinel error.
 func (e *KeyError) Unwrap() error { return e.Err }

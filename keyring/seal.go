@@ -115,7 +115,13 @@ func (kr *Keyring) keyFor(ciphertext []byte) (header, *key, error) {
 	}
 	k, ok := kr.load().byID[h.KeyID]
 	if !ok {
-		return h, nil, &KeyError{ID: h.KeyID, Err: ErrUnknownKey}
+		reloaded := kr.reloadForUnknown()
+		if reloaded {
+			k, ok = kr.load().byID[h.KeyID]
+		}
+		if !ok {
+			return h, nil, &KeyError{ID: h.KeyID, Err: ErrUnknownKey, Hint: kr.unknownKeyHint(reloaded)}
+		}
 	}
 	if k.State == Disabled {
 		return h, nil, &KeyError{ID: h.KeyID, Err: ErrKeyDisabled}

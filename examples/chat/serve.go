@@ -23,6 +23,7 @@ const (
 	writeTimeout      = 30 * time.Second
 	idleTimeout       = 60 * time.Second
 	maxHeaderBytes    = 16 << 10
+	keyringPoll       = 5 * time.Second // how often Serve re-reads the keyring file
 )
 
 // Serve listens on ln and serves until ctx ends. Connections are capped in
@@ -39,6 +40,11 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, out io.Writer) err
 	defer cancel()
 	go func() { <-ctx.Done(); hs.Close() }()
 	go s.sweep(ctx)
+	// Another process's rotation (the CLI, another instance) is picked up
+	// within keyringPoll without a signal; SIGHUP still reloads at once.
+	if err := s.kr.Watch(ctx, keyringPoll, func(err error) { s.server.log.Warn("keyring re-read failed", "err", err) }); err != nil {
+		return err
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
