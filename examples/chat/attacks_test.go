@@ -414,10 +414,10 @@ func TestSlowClients(t *testing.T) {
 }
 
 // TestExistingDatabase opens a database written before values were bound
-// to their owners (testdata/v1-db): the service re-binds every value before
-// it serves, then refuses the old binding; unpeppered password hashes are
-// refused unless AllowUnpepperedHashes is set, and then upgraded at
-// log-in.
+// to their owners (testdata/v1-db): the service refuses to start on it
+// until Migrate (ward-chat migrate) has re-bound every value, once, and
+// then refuses the old binding; unpeppered password hashes are refused
+// unless AllowUnpepperedHashes is set, and then upgraded at log-in.
 func TestExistingDatabase(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -430,6 +430,16 @@ func TestExistingDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{DB: "sqlite:" + filepath.Join(dir, "chat.db"), KeyringPath: filepath.Join(dir, "chat-keyring.json"), KeyService: mk, Limits: testLimits}
+	if _, err := Open(ctx, cfg); !errors.Is(err, ErrNeedsMigration) {
+		t.Fatalf("open before the migration: %v", err)
+	}
+	var out strings.Builder
+	if err := Migrate(ctx, cfg, &out); err != nil || !strings.Contains(out.String(), "messages.body: 2 values re-bound") {
+		t.Fatalf("migrate: %v\n%s", err, out.String())
+	}
+	if err := Migrate(ctx, cfg, io.Discard); err == nil {
+		t.Fatal("a second migration ran")
+	}
 	strict, err := Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -483,4 +493,55 @@ func TestExistingDatabase(t *testing.T) {
 	if code := (&testApp{ts: ts2}).client(t).do("POST", "/api/login", credentials{"alice@example.com", "correct horse"}, nil); code != 200 {
 		t.Fatalf("login with the upgraded hash under RequirePepper: %d", code)
 	}
+}
+
+// TestRestartDoesNotVouchForPlantedRows is the account takeover of the
+// seams issue: a database writer copies their own password hash onto the
+// victim's row, clears its row MAC and deletes the "migrated" flag, then
+// waits for a restart. main re-bound and re-MAC'd at every start and
+// vouched for the planted hash; now the service computes MACs only in the
+// operator's one-off migration, and refuses to start on such a database
+// (with or without the flag), while the running service refuses the row.
+func TestRestartDoesNotVouchForPlantedRows(t *testing.T) {
+	forEachDB(t, func(t *testing.T, ta *testApp) {
+		ta.client(t).signup("alice@example.com")
+		ta.client(t).signup("mallory@example.com")
+		db, q := ta.db, ta.app.dialect.Rebind
+		idOf := func(email string) (id int64, hash string) {
+			if err := db.QueryRow(q(`SELECT id, password FROM users WHERE email_idx = ?`), ta.app.store.emailKey(email)).Scan(&id, &hash); err != nil {
+				t.Fatal(err)
+			}
+			return id, hash
+		}
+		alice, _ := idOf("alice@example.com")
+		_, malloryHash := idOf("mallory@example.com")
+		if _, err := db.Exec(q(`UPDATE users SET password = ?, password_mac = NULL WHERE id = ?`), malloryHash, alice); err != nil {
+			t.Fatal(err)
+		}
+		// While it runs, the service refuses the planted row.
+		if code := ta.client(t).do("POST", "/api/login", credentials{"alice@example.com", "correct horse"}, nil); code == 200 {
+			t.Fatal("mallory's password opened alice's account")
+		}
+		// Restart, with the flag kept and with it deleted: refused both ways.
+		ta.app.Close()
+		db, _, err := openDB(ta.cfg.DB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := Open(context.Background(), ta.cfg); !errors.Is(err, ErrNeedsMigration) || !strings.Contains(err.Error(), "planted") {
+			t.Fatalf("restart with a MAC-less hash: %v", err)
+		}
+		if _, err := db.Exec(q(`DELETE FROM chat_state WHERE k = ?`), bindingState); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(context.Background(), ta.cfg); !errors.Is(err, ErrNeedsMigration) {
+			t.Fatalf("restart without the flag: %v", err)
+		}
+		var mac []byte
+		db.QueryRow(q(`SELECT password_mac FROM users WHERE id = ?`), alice).Scan(&mac)
+		if mac != nil {
+			t.Fatal("a start computed a MAC for the planted hash")
+		}
+	})
 }

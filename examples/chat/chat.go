@@ -158,7 +158,10 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err := ledger.Record(ctx, kr); err != nil {
 		return nil, err
 	}
-	if err := rebind(ctx, db, dialect, kr); err != nil {
+	if err := checkMigrated(ctx, db, dialect); err != nil {
+		if errors.Is(err, ErrNeedsMigration) {
+			return nil, fmt.Errorf("%w (run 'ward-chat migrate' once, on a database nobody else writes to)", err)
+		}
 		return nil, err
 	}
 	st, err := newStore(db, dialect, kr, cfg.Codec)

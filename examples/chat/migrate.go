@@ -3,7 +3,9 @@ package chat
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/wardlab/ward/field"
@@ -66,21 +68,63 @@ func migrate(ctx context.Context, db *sql.DB, dialect field.Dialect) error {
 // to its owner (binding version 2).
 const bindingState = "binding"
 
-// rebind brings a database written before values were bound to their
-// owners up to date, once: it re-encrypts message bodies and titles under
-// their bound columns (accepting the old row-only binding while it runs),
-// and gives every password hash its row MAC. It trusts the database as it
-// is at that moment; run it while nobody else writes to it. Interrupted,
-// it resumes at the next start, and the service serves nothing before it
-// has finished, so the old binding is never accepted while serving.
-func rebind(ctx context.Context, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring) error {
+// ErrNeedsMigration means the database holds rows from before values
+// were bound to their owners: the service does not start on it until an
+// operator runs Migrate (ward-chat migrate).
+var ErrNeedsMigration = errors.New("chat: the database holds rows written before values were bound to their owners")
+
+// checkMigrated refuses a database whose binding migration has not run:
+// the service never re-binds rows or computes MACs for rows it did not
+// write itself, whatever the database says (a writer could delete the
+// flag and plant rows for the service to vouch for at its next start).
+func checkMigrated(ctx context.Context, db *sql.DB, dialect field.Dialect) error {
 	var v string
 	err := db.QueryRowContext(ctx, dialect.Rebind(`SELECT v FROM chat_state WHERE k = ?`), bindingState).Scan(&v)
 	if err == nil && v == "2" {
-		return nil
+		var unmaced int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE password_mac IS NULL`).Scan(&unmaced); err != nil {
+			return fmt.Errorf("chat: reading state: %w", err)
+		}
+		if unmaced == 0 {
+			return nil
+		}
+		return fmt.Errorf("%w: %d password hashes have no row MAC although the database is marked migrated: a database writer may have planted them; restore the users table from a backup", ErrNeedsMigration, unmaced)
 	}
 	if err != nil && err != sql.ErrNoRows {
 		return fmt.Errorf("chat: reading state: %w", err)
+	}
+	return ErrNeedsMigration
+}
+
+// Migrate brings a database written before values were bound to their
+// owners up to date, once, when an operator asks (ward-chat migrate): it
+// re-encrypts message bodies and titles under their bound columns
+// (accepting the old row-only binding while it runs) and gives every
+// password hash its row MAC. It trusts the rows as they are at that
+// moment: run it on a database you restored or upgraded, while nobody
+// else writes to it — never on one a writer may have altered. It prints a
+// count per table, and refuses a database already migrated.
+func Migrate(ctx context.Context, cfg Config, out io.Writer) error {
+	kr, err := keyring.Load(ctx, cfg.KeyringPath, cfg.KeyService)
+	if err != nil {
+		return err
+	}
+	db, dialect, err := openDB(cfg.DB)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := migrate(ctx, db, dialect); err != nil {
+		return err
+	}
+	if err := checkMigrated(ctx, db, dialect); err == nil {
+		return errors.New("chat: the database is already migrated: Migrate runs once")
+	} else if !errors.Is(err, ErrNeedsMigration) {
+		return err
+	}
+	ledger := &field.Ledger{DB: db, Dialect: dialect}
+	if err := ledger.Check(ctx, kr); err != nil {
+		return fmt.Errorf("chat: refusing keyring %s: %w", cfg.KeyringPath, err)
 	}
 	cols, err := newColumns(kr, field.AcceptLegacyBinding())
 	if err != nil {
@@ -88,21 +132,25 @@ func rebind(ctx context.Context, db *sql.DB, dialect field.Dialect, kr *keyring.
 	}
 	for _, col := range []*field.Column{cols.body, cols.title} {
 		job := &reseal.Job{DB: db, Dialect: dialect, Column: col, Key: "id"}
-		if _, err := job.Run(ctx); err != nil {
+		st, err := job.Run(ctx)
+		if err != nil {
 			return fmt.Errorf("chat: re-binding %s.%s: %w", col.Table(), col.Name(), err)
 		}
+		fmt.Fprintf(out, "%s.%s: %d values re-bound to their owners, %d already bound\n", col.Table(), col.Name(), st.Reencrypted, st.Current)
 	}
-	if err := macPasswords(ctx, db, dialect, cols.passwordMAC); err != nil {
+	n, err := macPasswords(ctx, db, dialect, cols.passwordMAC)
+	if err != nil {
 		return err
 	}
+	fmt.Fprintf(out, "users.password: %d hashes given their row MAC (trusted as they were)\n", n)
 	return markRebound(ctx, db, dialect)
 }
 
 // macPasswords adds the row MAC of every password hash that has none.
-func macPasswords(ctx context.Context, db *sql.DB, dialect field.Dialect, mac *field.RowMAC) error {
+func macPasswords(ctx context.Context, db *sql.DB, dialect field.Dialect, mac *field.RowMAC) (int, error) {
 	rows, err := db.QueryContext(ctx, `SELECT id, password FROM users WHERE password_mac IS NULL`)
 	if err != nil {
-		return fmt.Errorf("chat: reading password hashes: %w", err)
+		return 0, fmt.Errorf("chat: reading password hashes: %w", err)
 	}
 	type row struct {
 		id   int64
@@ -113,7 +161,7 @@ func macPasswords(ctx context.Context, db *sql.DB, dialect field.Dialect, mac *f
 		var r row
 		if err := rows.Scan(&r.id, &r.hash); err != nil {
 			rows.Close()
-			return err
+			return 0, err
 		}
 		todo = append(todo, r)
 	}
@@ -121,13 +169,13 @@ func macPasswords(ctx context.Context, db *sql.DB, dialect field.Dialect, mac *f
 	for _, r := range todo {
 		tag, err := mac.Sum(r.id, r.hash)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if _, err := db.ExecContext(ctx, dialect.Rebind(`UPDATE users SET password_mac = ? WHERE id = ? AND password = ? AND password_mac IS NULL`), tag, r.id, r.hash); err != nil {
-			return fmt.Errorf("chat: password MAC of user %d: %w", r.id, err)
+			return 0, fmt.Errorf("chat: password MAC of user %d: %w", r.id, err)
 		}
 	}
-	return nil
+	return len(todo), nil
 }
 
 func markRebound(ctx context.Context, db *sql.DB, dialect field.Dialect) error {

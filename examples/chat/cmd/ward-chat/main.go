@@ -102,6 +102,14 @@ func newRoot(o *options, out io.Writer) *cobra.Command {
 			RunE: func(cmd *cobra.Command, _ []string) error { return o.init(cmd.Context(), out) }},
 		&cobra.Command{Use: "inspect-db", Short: "Show what someone with database access sees (needs no keyring)", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error { return chat.Inspect(cmd.Context(), o.db, out) }},
+		&cobra.Command{Use: "migrate", Short: "Once, on a database from before values were bound to their owners: re-bind them and MAC password hashes, trusting the rows as they are", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				cfg, err := o.config(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return chat.Migrate(cmd.Context(), cfg, out)
+			}},
 		&cobra.Command{Use: "rotate", Short: "Add a new primary key (saved and recorded first) and re-encrypt; then SIGHUP a running service", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error { return o.rotate(cmd.Context(), out) }})
 	return root
