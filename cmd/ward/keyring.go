@@ -130,6 +130,7 @@ read, before it takes effect.`,
 	demote.PreRun = func(*cobra.Command, []string) {
 		a.deprecated("'keyring demote'", "use 'ward keyring disable' (the same operation)")
 	}
+	cmd.PersistentFlags().StringArrayVar(&a.dbs, "db", nil, "a database this keyring serves (repeatable): its ledger is checked before keys change and records them after")
 	cmd.AddCommand(a.newKeyringNewCmd(), a.newKeyringAddCmd(), a.newKeyringRotateCmd(),
 		a.newKeyringStateCmd("promote", "Make a key primary (the old primary becomes decrypt-only)", (*keyring.Keyring).Promote),
 		disable, demote,
@@ -201,14 +202,21 @@ func (a *app) newKeyringAddCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			id, err := kr.Add(cmd.Context(), alg.alg)
-			if err != nil {
-				return saveError(err)
-			}
-			if promote {
-				if err := kr.Promote(cmd.Context(), id); err != nil {
-					return saveError(err)
+			var id keyring.KeyID
+			err = a.keyChange(cmd, kr, func() ([]keyring.KeyID, error) {
+				var err error
+				if id, err = kr.Add(cmd.Context(), alg.alg); err != nil {
+					return nil, saveError(err)
 				}
+				if promote {
+					if err := kr.Promote(cmd.Context(), id); err != nil {
+						return nil, saveError(err)
+					}
+				}
+				return []keyring.KeyID{id}, nil
+			})
+			if err != nil {
+				return err
 			}
 			info, _ := kr.Lookup(id)
 			fmt.Fprintf(a.stdout, "added key %v (%v, %v)\n", id, info.Algorithm, info.State)
@@ -236,9 +244,16 @@ distribute the file, then 'keyring promote' (see the README).`,
 				return err
 			}
 			old := kr.Primary().ID
-			id, err := kr.Rotate(cmd.Context(), alg.alg)
+			var id keyring.KeyID
+			err = a.keyChange(cmd, kr, func() ([]keyring.KeyID, error) {
+				var err error
+				if id, err = kr.Rotate(cmd.Context(), alg.alg); err != nil {
+					return nil, saveError(err)
+				}
+				return []keyring.KeyID{id}, nil
+			})
 			if err != nil {
-				return saveError(err)
+				return err
 			}
 			fmt.Fprintf(a.stdout, "primary key is now %v (%v); %v is decrypt-only\n", id, alg.alg, old)
 			return nil
@@ -262,8 +277,14 @@ func (a *app) newKeyringStateCmd(name, short string, op func(*keyring.Keyring, c
 			if err != nil {
 				return err
 			}
-			if err := op(kr, cmd.Context(), id); err != nil {
-				return saveError(err)
+			err = a.keyChange(cmd, kr, func() ([]keyring.KeyID, error) {
+				if err := op(kr, cmd.Context(), id); err != nil {
+					return nil, saveError(err)
+				}
+				return []keyring.KeyID{kr.Primary().ID}, nil
+			})
+			if err != nil {
+				return err
 			}
 			info, _ := kr.Lookup(id)
 			fmt.Fprintf(a.stdout, "key %v is %v\n", id, info.State)

@@ -45,6 +45,7 @@ type app struct {
 	keyringPath   string
 	masterKeyFile string
 	kmsFlag       string
+	dbs           []string // keyring commands' --db: the databases whose ledgers to check
 }
 
 // deprecated warns on stderr that a renamed or removed verb or flag was

@@ -141,6 +141,16 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	if err != nil {
 		return cli.Usage(err, "")
 	}
+	// The ledger: another database's keyring, an older copy or one that
+	// lacks a key the values use is refused before anything is written.
+	ledger := &ledgers{urls: []string{o.db}, l: []*field.Ledger{{DB: db, Dialect: dialect}}}
+	ledgerErr := ledger.check(cmd.Context(), kr)
+	if ledgerErr != nil && !(o.dryRun || o.check) {
+		return interrupted(ledgerErr)
+	}
+	if ledgerErr != nil { // a count writes nothing: say it, and count
+		fmt.Fprintf(a.stderr, "ward: warning: %v\n", ledgerErr)
+	}
 	job := &reseal.Job{DB: db, Dialect: dialect, Column: col, Key: o.key, BatchSize: o.batch, Pause: o.pause,
 		FromPlaintext: o.fromPlaintext, Workers: o.workers, Shard: shard, Shards: shards, Rate: o.rate}
 	name := o.table + "." + o.column
@@ -156,6 +166,9 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 		}
 		return nil
 	}
+	if err := ledger.record(cmd.Context(), kr); err != nil { // before any value is sealed under the primary
+		return err
+	}
 	verb := "re-encrypting "
 	if o.fromPlaintext {
 		verb = "encrypting "
@@ -169,11 +182,7 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	if errors.Is(err, reseal.ErrUnreadableRows) {
 		return cli.Failed(err, "the rows that failed are unchanged; check '--dry-run' for keys missing from the keyring and suspect values")
 	}
-	if errors.Is(err, context.Canceled) {
-		return &cli.Error{Code: cli.ExitUsage, Err: errors.New("interrupted: every row written is complete; run again to resume"),
-			Hint: "the same command continues where it stopped"}
-	}
-	return err
+	return interrupted(err)
 }
 
 func jobColumn(kr *keyring.Keyring, o *rotateOptions) (*field.Column, error) {
@@ -213,4 +222,14 @@ func (a *app) printCensus(kr *keyring.Keyring, name string, c reseal.Census, bou
 	if c.Done() {
 		fmt.Fprintln(a.stdout, "  done: no plaintext, everything under the primary key, current format and binding")
 	}
+}
+
+// interrupted turns a cancelled context (Ctrl-C, SIGTERM) into the
+// message that says what to do; other errors pass through.
+func interrupted(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return &cli.Error{Code: cli.ExitUsage, Err: errors.New("interrupted: every row written is complete; run again to resume"),
+			Hint: "the same command continues where it stopped"}
+	}
+	return err
 }

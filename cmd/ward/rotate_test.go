@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,8 +106,12 @@ func TestRotateCommand(t *testing.T) {
 		return a.run(context.Background(), args), out.String(), errb.String()
 	}
 	orun("keyring", "new")
-	if code, out, e := orun("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--dry-run"); code != 0 || !strings.Contains(out, "every value is suspect") || !strings.Contains(out, "keyring of this database") {
+	if code, out, e := orun("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--dry-run"); code != 0 || !strings.Contains(out, "every value is suspect") || !strings.Contains(out, "keyring of this database") || !strings.Contains(e, "a different keyring") {
 		t.Fatalf("another keyring: %d %q %q", code, out, e)
+	}
+	// Writing with it is refused by the database's ledger, before any row.
+	if code, out, e := orun("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--quiet"); code != 1 || !strings.Contains(e, "refuses keyring") || strings.Contains(out, "written") {
+		t.Fatalf("rotate with another keyring: %d %q %q", code, out, e)
 	}
 	// Now the old key can be disabled, and a second run has nothing to do.
 	if code, _, e := run("keyring", "disable", oldID.String()); code != 0 {
@@ -185,5 +190,60 @@ func TestMasterKeyPrompt(t *testing.T) {
 	a.prompt = func(string) ([]byte, error) { return []byte("not a key"), nil }
 	if code := a.run(context.Background(), []string{"--keyring", path, "keyring", "list"}); code != 2 || strings.Contains(errb.String(), "not a key") {
 		t.Fatalf("bad prompt input: %d %s", code, errb.String())
+	}
+}
+
+// TestKeyCommandsCheckTheLedger is the seams issue's restored keyring: a
+// rotation recorded in the database's ledger (--db), then the keyring file
+// from before it put back. Every key command and job given --db refuses
+// that file (main never read the ledger from the CLI: 123 of 123 values
+// became unreadable); without --db a key command warns.
+func TestKeyCommandsCheckTheLedger(t *testing.T) {
+	dir := t.TempDir()
+	mk := local.Generate()
+	krPath := filepath.Join(dir, "kr.json")
+	env := map[string]string{local.EnvVar: mk.Encode(), KeyringEnv: krPath}
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
+		return a.run(context.Background(), args), out.String(), errb.String()
+	}
+	dbURL := "sqlite:" + filepath.Join(dir, "app.db")
+	db, _, err := openDB(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`)
+	db.Exec(`INSERT INTO notes VALUES (1, 'hello')`)
+	if code, _, e := run("keyring", "new"); code != 0 {
+		t.Fatal(e)
+	}
+	if code, _, e := run("encrypt-column", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet"); code != 0 {
+		t.Fatal(e)
+	}
+	before, _ := os.ReadFile(krPath)
+	if code, _, e := run("keyring", "rotate", "--db", dbURL); code != 0 || strings.Contains(e, "warning") {
+		t.Fatalf("rotate --db: %d %q", code, e)
+	}
+	if code, _, e := run("rotate", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet"); code != 0 {
+		t.Fatal(e)
+	}
+	if code, _, e := run("keyring", "add"); code != 0 || !strings.Contains(e, "no database ledger was checked") {
+		t.Fatalf("add without --db: %d %q", code, e)
+	}
+	// The older file, put back: refused by every command given the database.
+	if err := os.WriteFile(krPath, before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"keyring", "add", "--db", dbURL},
+		{"keyring", "rotate", "--db", dbURL},
+		{"rotate", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet"},
+		{"encrypt-column", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet"},
+	} {
+		if code, _, e := run(args...); code != 1 || !strings.Contains(e, "refuses keyring") {
+			t.Errorf("%v with the restored keyring: %d %q", args, code, e)
+		}
 	}
 }
