@@ -30,7 +30,7 @@ const (
 type section struct {
 	lab.Section
 	ID        string
-	Uncertain []string
+	Uncertain []noisy
 	Busy      string
 	// Missing lists the peers and references that could not run here,
 	// with what installs them.
@@ -73,12 +73,38 @@ func sections(m lab.Manifest, rs []lab.Result, scenarios []lab.Scenario) ([]sect
 // withinNoise explains the list of uncertain ratios.
 const withinNoise = "ratios whose p05–p95 reaches past 1, so that this run cannot tell them from no difference"
 
+// noisy is one ratio whose spread reaches past 1, as the report's compact
+// table shows it.
+type noisy struct{ Case, Median, Spread string }
+
+func (n noisy) String() string { return fmt.Sprintf("%s %s (%s)", n.Case, n.Median, n.Spread) }
+
 // uncertain lists the ratios whose p05–p95 spread reaches past 1.
-func uncertain(rs lab.Results) []string {
-	var out []string
+func uncertain(rs lab.Results) []noisy {
+	var out []noisy
 	for _, r := range rs {
 		if r.Source == "" && r.Uncertain() {
-			out = append(out, fmt.Sprintf("%s %sx (%s)", r.Case, lab.FormatNumber(r.Median), r.Spread()))
+			out = append(out, noisy{r.Case, lab.FormatNumber(r.Median) + "x", r.Spread()})
+		}
+	}
+	return out
+}
+
+// glanceScenarios are the four field reports' questions, in the order the
+// first screen answers them.
+var glanceScenarios = []string{"aead", "password", "kms", "handshake"}
+
+// glance is one answer on the report's first screen.
+type glance struct{ ID, Title, Answer string }
+
+// atAGlance takes each field report's first answer, for the first screen.
+func atAGlance(secs []section) []glance {
+	var out []glance
+	for _, id := range glanceScenarios {
+		for _, s := range secs {
+			if s.ID == id && len(s.Answer) > 0 {
+				out = append(out, glance{s.ID, s.Title, s.Answer[0]})
+			}
 		}
 	}
 	return out
@@ -125,10 +151,11 @@ func (r *Report) Write(dir string) (htmlPath, mdPath string, err error) {
 	var hb bytes.Buffer
 	if err := page.Execute(&hb, struct {
 		M           lab.Manifest
+		Glance      []glance
 		Sections    []section
 		Flags       string
 		WithinNoise string
-	}{r.m, r.secs, flagList(r.m), withinNoise}); err != nil {
+	}{r.m, atAGlance(r.secs), r.secs, flagList(r.m), withinNoise}); err != nil {
 		return "", "", fmt.Errorf("report: %w", err)
 	}
 	htmlPath = filepath.Join(dir, HTMLFile)
@@ -199,7 +226,10 @@ func markdown(m lab.Manifest, secs []section) []byte {
 			fmt.Fprintf(&b, "\n*Not run here:* %s\n", u)
 		}
 		if len(s.Uncertain) > 0 {
-			fmt.Fprintf(&b, "\n*Within noise* (%s): %s.\n", withinNoise, strings.Join(s.Uncertain, "; "))
+			fmt.Fprintf(&b, "\n*Within noise* (%s):\n\n| ratio | median | p05–p95 |\n|---|---|---|\n", withinNoise)
+			for _, n := range s.Uncertain {
+				fmt.Fprintf(&b, "| %s | %s | %s |\n", n.Case, n.Median, n.Spread)
+			}
 		}
 		for _, t := range s.Tables {
 			fmt.Fprintf(&b, "\n%s\n\n| %s |\n|%s\n", t.Caption, strings.Join(t.Head, " | "), strings.Repeat("---|", len(t.Head)))

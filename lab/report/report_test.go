@@ -89,6 +89,14 @@ func TestRebuild(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
+	// The first screen: the four field reports' questions answered, each
+	// linked to its section, before the machine and the sections.
+	glance := s[strings.Index(s, `id="glance"`):strings.Index(s, `id="machine"`)]
+	for _, id := range glanceScenarios {
+		if !strings.Contains(glance, `href="#`+id+`"`) {
+			t.Errorf("the first screen does not answer %s", id)
+		}
+	}
 	if n, want := strings.Count(s, `<svg class="chart"`), chartsIn(t, dir); n != want || n < 8 {
 		t.Errorf("%d charts, want %d (at least 8)", n, want)
 	}
@@ -139,7 +147,7 @@ func TestSectionNotes(t *testing.T) {
 		t.Fatalf("%+v %v", secs, err)
 	}
 	s := secs[0]
-	if len(s.Uncertain) != 1 || !strings.Contains(s.Uncertain[0], "noisy") || s.Busy == "" ||
+	if len(s.Uncertain) != 1 || !strings.Contains(s.Uncertain[0].String(), "noisy") || s.Busy == "" ||
 		len(s.Missing) != 1 || !strings.Contains(s.Missing[0], "apt-get install default-jdk-headless") {
 		t.Fatalf("notes: %+v", s)
 	}

@@ -174,18 +174,14 @@ func (s Scenario) Report(rs lab.Results) (lab.Section, error) {
 }
 
 func answers(sec *lab.Section, rs lab.Results) {
-	if floor, ok := rs.Get(loopbackCase, "rtt"); ok {
-		sec.Answer = append(sec.Answer, fmt.Sprintf("Transport floor: a 1-byte loopback round trip takes %s ms here (p05–p95 %s); every 0 ms handshake time includes it.",
-			lab.FormatNumber(floor.Median), floor.Spread()))
-	}
-	if lo, hi, ok := floorRange(rs); ok {
-		sec.Answer = append(sec.Answer, fmt.Sprintf("At 0 ms every suite takes %sx to %sx its floor on this machine (the cryptography on the critical path plus one loopback round trip, same backend): what is left above 1x is scheduling, framing and the confirmation messages.",
-			lab.FormatNumber(lo), lab.FormatNumber(hi)))
-	}
 	if r, ok := rs.Get(signedVsHybrid(768, SleepModel), "ratio"); ok {
 		sec.Answer = append(sec.Answer, fmt.Sprintf("With the server's flight bundled, ML-DSA-signed ML-KEM-768 takes %sx the hybrid's time at 20 ms (p05–p95 %s): one round trip, not two.",
 			lab.FormatNumber(r.Median), r.Spread()))
 		sec.Headlines = append(sec.Headlines, r)
+	}
+	if lo, hi, ok := floorRange(rs); ok {
+		sec.Answer = append(sec.Answer, fmt.Sprintf("At 0 ms every suite takes %sx to %sx its floor on this machine (the cryptography on the critical path plus one loopback round trip, same backend): what is left above 1x is scheduling, framing and the confirmation messages.",
+			lab.FormatNumber(lo), lab.FormatNumber(hi)))
 	}
 	if r, ok := rs.Get(separateVsBundled(768, SleepModel), "ratio"); ok {
 		sec.Headlines = append(sec.Headlines, r)
@@ -196,6 +192,10 @@ func answers(sec *lab.Section, rs lab.Results) {
 			sec.Headlines = append(sec.Headlines, link)
 		}
 		sec.Answer = append(sec.Answer, answer+".")
+	}
+	if floor, ok := rs.Get(loopbackCase, "rtt"); ok {
+		sec.Answer = append(sec.Answer, fmt.Sprintf("Transport floor: a 1-byte loopback round trip takes %s ms here (p05–p95 %s); every 0 ms handshake time includes it.",
+			lab.FormatNumber(floor.Median), floor.Spread()))
 	}
 }
 
