@@ -132,12 +132,21 @@ func Bars(title, ylabel string, labels []string, groups []string, values map[str
 	}
 	p.Legend.Top = true
 	p.NominalX(labels...)
-	if len(labels) > 5 {
+	// Labels that would not fit side by side are slanted.
+	chars := 0
+	for _, l := range labels {
+		chars += len(l)
+	}
+	if len(labels) > 5 || chars > 60 {
 		p.X.Tick.Label.Rotation = math.Pi / 6
 		p.X.Tick.Label.XAlign = draw.XRight
 	}
 	return render(p, 7, 4.2)
 }
+
+// margin is the space kept free on each side of a chart (half of it at
+// the top and bottom).
+const margin = 0.35 * vg.Inch
 
 func render(p *plot.Plot, wIn, hIn float64) (out template.HTML, err error) {
 	defer func() {
@@ -146,7 +155,10 @@ func render(p *plot.Plot, wIn, hIn float64) (out template.HTML, err error) {
 		}
 	}()
 	c := vgsvg.NewWith(vgsvg.UseWH(vg.Length(wIn)*vg.Inch, vg.Length(hIn)*vg.Inch), vgsvg.EmbedFonts(false))
-	p.Draw(draw.New(c))
+	// A margin inside the picture: gonum/plot lays text out to the edge,
+	// and an SVG clips what crosses it (the last tick label, a rotated
+	// axis label, a title's ascenders).
+	p.Draw(draw.Crop(draw.New(c), margin, -margin, margin/2, -margin/2))
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
 		return "", err

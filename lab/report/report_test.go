@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -253,4 +254,93 @@ func TestReportInChromium(t *testing.T) {
 		t.Fatalf("screenshot of %d bytes", len(shot))
 	}
 	os.WriteFile(filepath.Join(dir, "report.jpg"), shot, 0o644)
+}
+
+// layoutProblems lists, for the page loaded in ctx, what does not fit: a
+// page wider than the window, a table that scrolls inside its box at a
+// desktop width, a chart wider than its section, a heading cut off, and a
+// chart's text outside the chart (an SVG clips it).
+const layoutProblems = `(() => {
+  const out = [];
+  const de = document.documentElement;
+  if (de.scrollWidth > window.innerWidth + 1) out.push("page " + de.scrollWidth + " px wide in a " + window.innerWidth + " px window");
+  if (window.innerWidth >= 1000) {
+    document.querySelectorAll(".tw").forEach((w, i) => {
+      if (w.scrollWidth > w.clientWidth + 1) out.push("table " + i + " (" + (w.querySelector("caption") || {}).textContent + ") scrolls: " + w.scrollWidth + " > " + w.clientWidth);
+    });
+  }
+  document.querySelectorAll("h1, h2").forEach(h => {
+    if (h.scrollWidth > h.clientWidth + 1) out.push("heading cut: " + h.textContent);
+  });
+  document.querySelectorAll("svg.chart").forEach((s, i) => {
+    const r = s.getBoundingClientRect(), p = s.parentElement.getBoundingClientRect();
+    if (r.width > p.width + 1) out.push("chart " + i + " wider than its box: " + r.width + " > " + p.width);
+    const texts = [...s.querySelectorAll("text")].filter(t => t.textContent.trim() !== "");
+    // Slanted labels: their boxes are not their outlines, so they are not
+    // compared with each other.
+    const slanted = t => t.closest('[transform*="rotate"]') !== null;
+    texts.forEach((t, j) => {
+      const b = t.getBoundingClientRect();
+      if (b.width === 0) return;
+      for (const u of texts.slice(j + 1)) {
+        if (slanted(t) && slanted(u)) continue;
+        const c = u.getBoundingClientRect();
+        const ox = Math.min(b.right, c.right) - Math.max(b.left, c.left), oy = Math.min(b.bottom, c.bottom) - Math.max(b.top, c.top);
+        if (ox > 2 && oy > 0.4 * Math.min(b.height, c.height)) out.push("chart " + i + " texts overlap: " + JSON.stringify(t.textContent) + " and " + JSON.stringify(u.textContent));
+      }
+      if (b.left < r.left - 1 || b.right > r.right + 1 || b.top < r.top - 1 || b.bottom > r.bottom + 1)
+        out.push("chart " + i + " text cut: " + JSON.stringify(t.textContent) + " by " + [r.left - b.left, b.right - r.right, r.top - b.top, b.bottom - r.bottom].map(v => Math.round(v)).join("/"));
+    });
+  });
+  return out;
+})()`
+
+// TestReportLayout renders the report from the checked-in results and
+// measures its boxes in Chromium at a desktop and a phone width: nothing
+// is wider than the window, tables fit without scrolling at 1280 px,
+// charts fit their sections, and no heading or chart text is cut off.
+func TestReportLayout(t *testing.T) {
+	dir := fixture(t, "v2")
+	h, _, err := Rebuild(dir, scenarios.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []int64{1280, 390} {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			ctx := browsertest.Start(t, chromedp.WindowSize(int(w), 900))
+			ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			defer cancel()
+			if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(w, 900)); err != nil {
+				t.Fatal(err)
+			}
+			// The detector itself: a chart whose labels collide and run off
+			// its edge, and a table wider than the page, must be caught.
+			probe := `data:text/html,<main style="width:300px"><div class="tw"><table><tr><td>` + strings.Repeat("x", 400) +
+				`</td></tr></table></div><div><svg class="chart" width="200" height="100"><text x="10" y="50">overlapping</text>` +
+				`<text x="20" y="52">labels</text><text x="150" y="90">cut off at the edge</text></svg></div></main>`
+			if _, err := chromedp.Run(ctx, chromedp.Navigate(probe)); err != nil {
+				t.Fatal(err)
+			}
+			caught, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](layoutProblems))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(caught); n < 2 || !strings.Contains(strings.Join(caught, "\n"), "overlap") || !strings.Contains(strings.Join(caught, "\n"), "cut") {
+				t.Fatalf("the layout detector missed a broken page: %q", caught)
+			}
+			if _, err := chromedp.Run(ctx, chromedp.Navigate("file://"+h)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := chromedp.Run(ctx, chromedp.WaitVisible("#handshake")); err != nil {
+				t.Fatal(err)
+			}
+			problems, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](layoutProblems))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range problems {
+				t.Error(p)
+			}
+		})
+	}
 }

@@ -34,7 +34,7 @@ func (s Scenario) Report(rs lab.Results) (lab.Section, error) {
 		vals["resumed"] = append(vals["resumed"], rs.Median(res.name(), "handshake_time"))
 		vals["modeled full, slow start"] = append(vals["modeled full, slow start"], rs.Median(full.name(), "modeled_time_cwnd"))
 	}
-	c, err := chart.Bars("X25519MLKEM768 at 20 ms one-way: full, resumed, and full with the slow-start model", "ms", labels,
+	c, err := chart.Bars("X25519MLKEM768 at 20 ms: full, resumed, slow-start model", "ms", labels,
 		[]string{"full", "resumed", "modeled full, slow start"}, vals)
 	if err != nil {
 		return sec, err
