@@ -179,6 +179,9 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	bar.Finish()
 	fmt.Fprintf(a.stdout, "%s: %d written under %v (%d of them plaintext), %d already up to date, %d NULL, %d conflicts, %d failed (%d passes)\n",
 		name, st.Reencrypted, kr.Primary().ID, st.Plaintext, st.Current, st.Null, st.Conflicts, st.Failed, st.Passes)
+	if errors.Is(err, reseal.ErrJobRunning) {
+		return cli.Usage(err, "another job works on this column: wait for it to finish, or run again once it stops (a dead job's lock is taken over)")
+	}
 	if errors.Is(err, reseal.ErrUnreadableRows) {
 		return cli.Failed(err, "the rows that failed are unchanged; check '--dry-run' for keys missing from the keyring and suspect values")
 	}

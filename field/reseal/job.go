@@ -29,7 +29,9 @@ import (
 // writer's newer value is never overwritten. Every new ciphertext is
 // opened again before it is written, so no row is ever left unreadable.
 //
-// Workers run batches in parallel in one process; Shard and Shards split
+// One job at a time works on a column (or a shard of it): Run holds a
+// lease in LockTable and returns [ErrJobRunning] while another job holds
+// it. Workers run batches in parallel in one process; Shard and Shards split
 // the table between processes or machines (key ranges for integer keys,
 // hash buckets for text keys), each crash-safe on its own, with the
 // database as the only coordinator. Rate caps rows per second so that live
@@ -64,6 +66,8 @@ type Job struct {
 	Rate float64
 	// Progress, if set, is called after every batch (never concurrently).
 	Progress func(Progress)
+
+	lease *jobLock // held while Run runs (LockTable)
 }
 
 // Progress reports a running Job.
@@ -104,6 +108,12 @@ func (r *Job) Run(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
+	lock, err := r.lock(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	defer lock.release()
+	r.lease = lock
 	var st Stats
 	for st.Passes < maxPasses {
 		st.Passes++
@@ -180,10 +190,15 @@ func (r *Job) pass(ctx context.Context, q queries, st *Stats) error {
 	return err
 }
 
-// batch re-seals and writes one batch. The rate limit counts the rows
+// batch re-seals and writes one batch, and renews the job's lock. The rate limit counts the rows
 // rewritten, not the rows read: a resumed job skims what is already done
 // at full speed.
 func (r *Job) batch(ctx context.Context, q queries, rows []dbRow, st *Stats, limit *rate.Limiter) (int, error) {
+	if r.lease != nil {
+		if err := r.lease.renew(ctx); err != nil {
+			return 0, err
+		}
+	}
 	ups, err := r.reseal(rows, st)
 	if err != nil {
 		return 0, err

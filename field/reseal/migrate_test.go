@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -252,6 +254,54 @@ func TestNamesUnknownColumns(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.table) || !strings.Contains(err.Error(), tc.column) || !strings.Contains(err.Error(), "--column") {
 				t.Errorf("%+v: %v", tc, err)
 			}
+		}
+	})
+}
+
+// TestOneJobPerColumn: a job held by a live process elsewhere refuses a
+// second one on the same column with ErrJobRunning (main let two run at
+// once); an expired lease, or a holder on this host that has died (kill
+// -9), does not block a rerun; shards hold locks of their own.
+func TestOneJobPerColumn(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		kr := newKR(t)
+		table := d.table(t, "locked")
+		plainTable(t, d, table, "BIGINT", 20, func(i int) any { return i })
+		col := mustColumn(t, kr, table, "body", field.WithEncoding(field.Text))
+		job := &Job{DB: d.db, Dialect: d.dialect, Column: col, Key: "id", FromPlaintext: true}
+		ctx := context.Background()
+		hold := func(holder string, expires time.Time) {
+			d.db.Exec("DELETE FROM " + LockTable)
+			if _, err := d.db.Exec(d.q("INSERT INTO "+LockTable+" (name, holder, expires) VALUES (?, ?, ?)"), table+".body", holder, expires.UnixMilli()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := job.lock(ctx); err != nil { // creates the table
+			t.Fatal(err)
+		}
+		hold("another-host:4242", time.Now().Add(time.Minute))
+		if _, err := job.Run(ctx); !errors.Is(err, ErrJobRunning) || !strings.Contains(err.Error(), "another-host:4242") {
+			t.Fatalf("a second job: %v", err)
+		}
+		shard := &Job{DB: d.db, Dialect: d.dialect, Column: col, Key: "id", FromPlaintext: true, Shard: 0, Shards: 2}
+		if _, err := shard.Run(ctx); err != nil {
+			t.Fatalf("a shard beside the held column: %v", err)
+		}
+		hold("another-host:4242", time.Now().Add(-time.Second))
+		if _, err := job.Run(ctx); err != nil {
+			t.Fatalf("after the lease: %v", err)
+		}
+		dead := exec.Command("true")
+		dead.Run()
+		host, _ := os.Hostname()
+		hold(fmt.Sprintf("%s:%d", host, dead.Process.Pid), time.Now().Add(time.Minute))
+		if _, err := job.Run(ctx); err != nil {
+			t.Fatalf("after its holder died on this host: %v", err)
+		}
+		var n int
+		d.db.QueryRow("SELECT COUNT(*) FROM " + LockTable).Scan(&n)
+		if n != 0 {
+			t.Fatalf("%d locks left after the jobs", n)
 		}
 	})
 }

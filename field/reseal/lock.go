@@ -1,0 +1,112 @@
+package reseal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// LockTable is the table in which a running job holds its column (and
+// shard), so that two jobs never work on the same rows at once.
+const LockTable = "ward_job_lock"
+
+// lockLease is how long a lock lasts without renewal; a running job renews
+// it after every batch. A job whose process died leaves a lock that
+// another process on the same host takes over at once (the holder's pid is
+// gone) and one on another host after the lease.
+const lockLease = 30 * time.Second
+
+// ErrJobRunning means another job holds the column (or this shard of it).
+var ErrJobRunning = errors.New("reseal: another job is working on this column")
+
+// jobLock is a held lock.
+type jobLock struct {
+	r            *Job
+	name, holder string
+}
+
+// lockName names what a job holds: the column, and its shard.
+func (r *Job) lockName() string {
+	n := r.Column.Table() + "." + r.Column.Name()
+	if r.Shards > 1 {
+		n += fmt.Sprintf("#%d/%d", r.Shard, r.Shards)
+	}
+	return n
+}
+
+// holderName is this process: host and pid.
+func holderName() string {
+	host, _ := os.Hostname()
+	return host + ":" + strconv.Itoa(os.Getpid())
+}
+
+// lock takes the job's lock, or reports who holds it.
+func (r *Job) lock(ctx context.Context) (*jobLock, error) {
+	if _, err := r.DB.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+LockTable+` (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires BIGINT NOT NULL)`); err != nil {
+		return nil, fmt.Errorf("reseal: lock table: %w", err)
+	}
+	l := &jobLock{r: r, name: r.lockName(), holder: holderName()}
+	for range 2 {
+		now := time.Now()
+		p := r.Dialect.Placeholder
+		res, err := r.DB.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (name, holder, expires) VALUES (%s, %s, %s)
+			ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires = excluded.expires WHERE %s.expires < %s`,
+			LockTable, p(1), p(2), p(3), LockTable, p(4)), l.name, l.holder, now.Add(lockLease).UnixMilli(), now.UnixMilli())
+		if err != nil {
+			return nil, fmt.Errorf("reseal: taking the job lock: %w", err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 1 {
+			return l, nil
+		}
+		var holder string
+		var expires int64
+		if err := r.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT holder, expires FROM %s WHERE name = %s`, LockTable, p(1)), l.name).Scan(&holder, &expires); err != nil {
+			return nil, fmt.Errorf("reseal: reading the job lock: %w", err)
+		}
+		if !deadOnThisHost(holder) {
+			return nil, fmt.Errorf("%w: %s is held by %s until %s", ErrJobRunning, l.name, holder, time.UnixMilli(expires).Format(time.RFC3339))
+		}
+		// The holder died on this host: its lock is free now.
+		r.DB.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE name = %s AND holder = %s`, LockTable, p(1), p(2)), l.name, holder)
+	}
+	return nil, fmt.Errorf("%w: %s", ErrJobRunning, l.name)
+}
+
+// deadOnThisHost reports whether holder names a process of this host that
+// no longer exists.
+func deadOnThisHost(holder string) bool {
+	host, pid, ok := strings.Cut(holder, ":")
+	if me, _ := os.Hostname(); !ok || host != me {
+		return false
+	}
+	n, err := strconv.Atoi(pid)
+	if err != nil || n <= 0 {
+		return false
+	}
+	return syscall.Kill(n, 0) == syscall.ESRCH
+}
+
+// renew extends the lease; a lock lost to another holder is an error.
+func (l *jobLock) renew(ctx context.Context) error {
+	p := l.r.Dialect.Placeholder
+	res, err := l.r.DB.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET expires = %s WHERE name = %s AND holder = %s`, LockTable, p(1), p(2), p(3)),
+		time.Now().Add(lockLease).UnixMilli(), l.name, l.holder)
+	if err != nil {
+		return fmt.Errorf("reseal: renewing the job lock: %w", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n != 1 {
+		return fmt.Errorf("%w: the lock on %s was taken over", ErrJobRunning, l.name)
+	}
+	return nil
+}
+
+// release gives the lock back.
+func (l *jobLock) release() {
+	p := l.r.Dialect.Placeholder
+	l.r.DB.ExecContext(context.Background(), fmt.Sprintf(`DELETE FROM %s WHERE name = %s AND holder = %s`, LockTable, p(1), p(2)), l.name, l.holder)
+}
