@@ -103,6 +103,9 @@ func TestLedger(t *testing.T) {
 		if ids, err := l.Keyrings(ctx); err != nil || len(ids) != 1 || ids[0] != kr.ID() {
 			t.Fatalf("ledger lists %v %v, want [%s]", ids, err, kr.ID())
 		}
+		if es, err := l.Entries(ctx); err != nil || len(es) != 1 || es[0].Keyring != kr.ID() || es[0].Key != kr.Primary().ID || es[0].Generation != kr.Generation() {
+			t.Fatalf("ledger entries %+v %v", es, err)
+		}
 		stale, _ := os.ReadFile(kr.Path())
 		id, _ := kr.Add(ctx, keyring.AES256GCM)
 		if err := l.Record(ctx, kr, id); err != nil {

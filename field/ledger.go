@@ -182,3 +182,38 @@ func (l *Ledger) Keyrings(ctx context.Context) ([]string, error) {
 	}
 	return out, rows.Err()
 }
+
+// LedgerEntry is one key the ledger records for a keyring.
+type LedgerEntry struct {
+	Keyring    string        `json:"keyring"`
+	Key        keyring.KeyID `json:"key"`
+	Generation uint64        `json:"generation"` // the highest keyring generation seen
+}
+
+// Entries lists what the ledger records, by keyring and key ID.
+func (l *Ledger) Entries(ctx context.Context) ([]LedgerEntry, error) {
+	t, err := l.create(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := l.DB.QueryContext(ctx, fmt.Sprintf(`SELECT keyring_id, key_id, generation FROM %s ORDER BY keyring_id, key_id`, t))
+	if err != nil {
+		return nil, fmt.Errorf("field: reading the keyring ledger: %w", err)
+	}
+	defer rows.Close()
+	var out []LedgerEntry
+	for rows.Next() {
+		var e LedgerEntry
+		var key string
+		var gen int64
+		if err := rows.Scan(&e.Keyring, &key, &gen); err != nil {
+			return nil, err
+		}
+		if e.Key, err = keyring.ParseKeyID(key); err != nil {
+			return nil, fmt.Errorf("field: keyring ledger: %w", err)
+		}
+		e.Generation = uint64(gen)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

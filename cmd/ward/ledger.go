@@ -96,3 +96,79 @@ func (a *app) keyChange(cmd *cobra.Command, kr *keyring.Keyring, change func() (
 	}
 	return ls.record(cmd.Context(), kr, ids...)
 }
+
+func (a *app) newLedgerCmd() *cobra.Command {
+	var dbs []string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ledger --db URL...",
+		Short: "Show each database's keyring ledger, and check the keyring against it",
+		Long: `Show what each database's keyring ledger records (the keyring its values
+are sealed under, the key IDs they may use, the highest keyring generation
+seen) and, when a keyring is given (--keyring or WARD_KEYRING), whether the
+database accepts it. Exit 1 if a database refuses the keyring.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(dbs) == 0 {
+				return cli.Usage(errors.New("--db is required"), "name each database whose ledger to show")
+			}
+			ls, err := openLedgers(dbs)
+			if err != nil {
+				return err
+			}
+			defer ls.close()
+			var kr *keyring.Keyring
+			if path, _ := a.keyringFile(); path != "" {
+				if kr, err = a.loadKeyring(cmd); err != nil {
+					return err
+				}
+			}
+			type dbReport struct {
+				DB      string              `json:"db"`
+				Entries []field.LedgerEntry `json:"entries"`
+				Check   string              `json:"check,omitempty"`
+			}
+			var out []dbReport
+			var refused error
+			for i, l := range ls.l {
+				es, err := l.Entries(cmd.Context())
+				if err != nil {
+					return err
+				}
+				r := dbReport{DB: dburl.Redact(dbs[i]), Entries: es}
+				if kr != nil {
+					r.Check = "accepts " + kr.ID()
+					if err := l.Check(cmd.Context(), kr); err != nil {
+						r.Check, refused = "refuses "+kr.ID()+": "+err.Error(), err
+					}
+				}
+				out = append(out, r)
+			}
+			if asJSON {
+				if err := a.writeJSON(out); err != nil {
+					return err
+				}
+			} else {
+				for _, r := range out {
+					fmt.Fprintf(a.stdout, "%s:\n", r.DB)
+					if len(r.Entries) == 0 {
+						fmt.Fprintln(a.stdout, "  no keyring recorded yet")
+					}
+					for _, e := range r.Entries {
+						fmt.Fprintf(a.stdout, "  keyring %s key %v (generation %d seen)\n", e.Keyring, e.Key, e.Generation)
+					}
+					if r.Check != "" {
+						fmt.Fprintf(a.stdout, "  %s\n", r.Check)
+					}
+				}
+			}
+			if refused != nil {
+				return cli.Failed(errors.New("a database refuses this keyring"), "see the lines above; 'ward keyring list' shows the keyring's keys and generation")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&dbs, "db", nil, "a database (repeatable)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{db, entries: [{keyring, key, generation}], check}]")
+	return cmd
+}

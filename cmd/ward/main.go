@@ -91,6 +91,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newRotateCmd(),
 		a.newEncryptColumnCmd(),
 		a.newKMSCmd(),
+		a.newLedgerCmd(),
 		a.newPasswordCmd(),
 	)
 	return root

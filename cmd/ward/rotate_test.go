@@ -232,6 +232,9 @@ func TestKeyCommandsCheckTheLedger(t *testing.T) {
 	if code, _, e := run("keyring", "add"); code != 0 || !strings.Contains(e, "no database ledger was checked") {
 		t.Fatalf("add without --db: %d %q", code, e)
 	}
+	if code, out, e := run("ledger", "--db", dbURL); code != 0 || !strings.Contains(out, "accepts") || strings.Count(out, "(generation") != 2 {
+		t.Fatalf("ledger: %d %q %q", code, out, e)
+	}
 	// The older file, put back: refused by every command given the database.
 	if err := os.WriteFile(krPath, before, 0o600); err != nil {
 		t.Fatal(err)
@@ -245,5 +248,8 @@ func TestKeyCommandsCheckTheLedger(t *testing.T) {
 		if code, _, e := run(args...); code != 1 || !strings.Contains(e, "refuses keyring") {
 			t.Errorf("%v with the restored keyring: %d %q", args, code, e)
 		}
+	}
+	if code, out, _ := run("ledger", "--db", dbURL, "--json"); code != 1 || !strings.Contains(out, `"check": "refuses`) {
+		t.Errorf("ledger with the restored keyring: %d %q", code, out)
 	}
 }
