@@ -169,14 +169,7 @@ func TestGoldenContextV3(t *testing.T) {
 	if err := json.Unmarshal(raw, &g); err != nil {
 		t.Fatal(err)
 	}
-	mk, err := local.Parse(g.MasterKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kr, err := keyring.Unmarshal(context.Background(), g.Keyring, mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := goldenKeyring(t, g.MasterKey, g.Keyring)
 	if len(g.Vectors) != len(contextVectors()) {
 		t.Fatalf("%d vectors", len(g.Vectors))
 	}
@@ -229,14 +222,7 @@ func TestGoldenV2Values(t *testing.T) {
 	if err := json.Unmarshal(raw, &g); err != nil {
 		t.Fatal(err)
 	}
-	mk, err := local.Parse(g.MasterKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kr, err := keyring.Unmarshal(context.Background(), g.Keyring, mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := goldenKeyring(t, g.MasterKey, g.Keyring)
 	for _, v := range g.Values {
 		var opts []ColumnOption
 		if v.Bind != nil {
@@ -410,4 +396,18 @@ func TestRowOf(t *testing.T) {
 			t.Errorf("%T accepted", bad)
 		}
 	}
+}
+
+// goldenKeyring opens a golden file's keyring under its master key.
+func goldenKeyring(t *testing.T, masterKey string, file json.RawMessage) *keyring.Keyring {
+	t.Helper()
+	mk, err := local.Parse(masterKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := keyring.Unmarshal(context.Background(), file, mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr
 }
