@@ -47,7 +47,7 @@ type Keyring struct {
 	id       string   // public ID derived from rootSalt
 	file     *file    // nil for a keyring that lives in memory only
 
-	watchEvery        atomic.Int64 // Watch's interval (ns), 0 when not watching
+	watchEvery        atomic.Int64  // Watch's interval (ns), 0 when not watching
 	lastUnknownReload atomic.Int64  // Unix ns of the last re-read for an unknown key ID
 	unknownReloads    atomic.Uint64 // re-reads for unknown key IDs, for tests
 }
