@@ -66,13 +66,10 @@ const maxPointerDepth = 4
 // boundText returns a bound value's canonical v3 encoding.
 func boundText(v any) (boundValue, error) {
 	for depth := 0; ; depth++ {
-		if vv, ok := v.(driver.Valuer); ok {
-			if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
-				return boundValue{null: true}, nil
-			}
-			dv, err := vv.Value()
-			if err != nil {
-				return boundValue{}, err
+		if _, ok := v.(driver.Valuer); ok {
+			dv, null, err := valuerValue(v)
+			if null || err != nil {
+				return boundValue{null: null}, err
 			}
 			if _, again := dv.(driver.Valuer); again {
 				return boundValue{}, fmt.Errorf("%T.Value returned another Valuer", v)
@@ -95,11 +92,10 @@ func boundText(v any) (boundValue, error) {
 			return boundValue{text: strconv.FormatInt(x.UnixMicro(), 10)}, nil
 		}
 		rv := reflect.ValueOf(v)
+		if text, ok := integerText(rv); ok {
+			return boundValue{text: text}, nil
+		}
 		switch rv.Kind() {
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			return boundValue{text: strconv.FormatInt(rv.Int(), 10)}, nil
-		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			return boundValue{text: strconv.FormatUint(rv.Uint(), 10)}, nil
 		case reflect.Bool:
 			return boundText(rv.Bool())
 		case reflect.String:
@@ -142,13 +138,10 @@ func uuidText(u [16]byte) string {
 // any fmt.Stringer, whose text may not survive a database round trip (a
 // time.Time's String() carries the monotonic clock reading).
 func boundTextV2(v any) (boundValue, error) {
-	if vv, ok := v.(driver.Valuer); ok {
-		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
-			return boundValue{null: true}, nil
-		}
-		dv, err := vv.Value()
-		if err != nil {
-			return boundValue{}, err
+	if _, ok := v.(driver.Valuer); ok {
+		dv, null, err := valuerValue(v)
+		if null || err != nil {
+			return boundValue{null: null}, err
 		}
 		v = dv
 	}
@@ -164,14 +157,32 @@ func boundTextV2(v any) (boundValue, error) {
 	case fmt.Stringer:
 		return boundValue{text: x.String()}, nil
 	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return boundValue{text: strconv.FormatInt(rv.Int(), 10)}, nil
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return boundValue{text: strconv.FormatUint(rv.Uint(), 10)}, nil
+	if text, ok := integerText(reflect.ValueOf(v)); ok {
+		return boundValue{text: text}, nil
 	}
 	return boundValue{}, fmt.Errorf("unsupported type %T", v)
+}
+
+// valuerValue calls v's Value method; a nil pointer receiver is NULL
+// rather than a call that might panic. v must implement driver.Valuer.
+func valuerValue(v any) (value any, null bool, err error) {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return nil, true, nil
+	}
+	value, err = v.(driver.Valuer).Value()
+	return value, false, err
+}
+
+// integerText is the decimal text of a signed or unsigned integer kind;
+// ok is false for every other kind.
+func integerText(rv reflect.Value) (text string, ok bool) {
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(rv.Int(), 10), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.FormatUint(rv.Uint(), 10), true
+	}
+	return "", false
 }
 
 // RowOf returns the RowKey of a primary-key value as an application's
