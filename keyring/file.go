@@ -53,6 +53,7 @@ func Create(ctx context.Context, path string, ks kms.KeyService, alg Algorithm) 
 	}
 	s := kr.load()
 	s.generation = 1
+	s.addStateKey()
 	data, err := kr.marshal(ctx, s, ks)
 	if err != nil {
 		return nil, err

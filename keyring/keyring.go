@@ -28,6 +28,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -57,14 +58,16 @@ type snapshot struct {
 	keys       []*key // in creation order
 	byID       map[KeyID]*key
 	primary    *key
-	generation uint64 // incremented by every saved change
+	generation uint64            // incremented by every saved change
+	stateKeys  []stateKey        // by epoch, oldest first; see anchor.go
+	anchors    map[string]Anchor // by database ID; see anchor.go
 }
 
 // New creates a keyring that lives in memory only, with one fresh primary
 // key of the given algorithm. To keep it, use [Create] instead.
 func New(alg Algorithm) (*Keyring, error) {
 	kr := newEmpty()
-	s := &snapshot{byID: map[KeyID]*key{}}
+	s := &snapshot{byID: map[KeyID]*key{}, anchors: map[string]Anchor{}}
 	if _, err := s.add(alg, Primary, time.Now()); err != nil {
 		return nil, err
 	}
@@ -197,6 +200,7 @@ func (kr *Keyring) update(ctx context.Context, change func(next *snapshot) error
 		return err
 	}
 	next.generation++
+	next.addStateKey()
 	if kr.file != nil {
 		if err := kr.file.save(ctx, kr, next, kr.file.ks); err != nil {
 			return err
@@ -262,7 +266,11 @@ func (s *snapshot) setState(id KeyID, st State) error {
 }
 
 func (s *snapshot) clone() *snapshot {
-	n := &snapshot{keys: slices.Clone(s.keys), byID: make(map[KeyID]*key, len(s.byID)+1), primary: s.primary, generation: s.generation}
+	n := &snapshot{keys: slices.Clone(s.keys), byID: make(map[KeyID]*key, len(s.byID)+1), primary: s.primary, generation: s.generation,
+		stateKeys: slices.Clip(s.stateKeys), anchors: maps.Clone(s.anchors)}
+	if n.anchors == nil {
+		n.anchors = map[string]Anchor{}
+	}
 	for id, k := range s.byID {
 		n.byID[id] = k
 	}

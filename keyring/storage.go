@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,15 @@ type payload struct {
 	Root       []byte       `json:"root"`
 	RootSalt   []byte       `json:"root_salt"`
 	Keys       []payloadKey `json:"keys"`
+	// StateKeys and Anchors: see anchor.go. Absent in files written
+	// before them.
+	StateKeys []payloadStateKey `json:"state_keys,omitempty"`
+	Anchors   map[string]Anchor `json:"anchors,omitempty"`
+}
+
+type payloadStateKey struct {
+	Epoch  uint64 `json:"epoch"`
+	Secret []byte `json:"secret"`
 }
 
 type payloadKey struct {
@@ -69,6 +79,12 @@ func (kr *Keyring) marshal(ctx context.Context, s *snapshot, ks kms.KeyService) 
 	p := payload{Generation: s.generation, Root: kr.root[:], RootSalt: kr.rootSalt[:]}
 	for _, k := range s.keys {
 		p.Keys = append(p.Keys, payloadKey{ID: uint32(k.ID), Algorithm: k.Algorithm.String(), State: k.State.String(), Created: k.Created, Material: k.material})
+	}
+	for _, sk := range s.stateKeys {
+		p.StateKeys = append(p.StateKeys, payloadStateKey{Epoch: sk.epoch, Secret: sk.secret})
+	}
+	if len(s.anchors) > 0 {
+		p.Anchors = s.anchors
 	}
 	plain, err := json.Marshal(p)
 	if err != nil {
@@ -209,7 +225,10 @@ func fromPayload(p *payload) (*Keyring, error) {
 	copy(kr.root[:], p.Root)
 	copy(kr.rootSalt[:], p.RootSalt)
 	kr.id = keyringID(kr.rootSalt)
-	s := &snapshot{byID: map[KeyID]*key{}, generation: p.Generation}
+	s := &snapshot{byID: map[KeyID]*key{}, generation: p.Generation, anchors: map[string]Anchor{}}
+	if err := s.loadAnchors(p); err != nil {
+		return nil, err
+	}
 	for _, pk := range p.Keys {
 		k, err := keyFromPayload(pk)
 		if err != nil {
@@ -263,4 +282,26 @@ func gcm(key []byte) cipher.AEAD {
 		panic("keyring: internal error: " + err.Error())
 	}
 	return g
+}
+
+// loadAnchors validates and loads the state keys and anchors of a payload.
+func (s *snapshot) loadAnchors(p *payload) error {
+	var last uint64
+	for i, sk := range p.StateKeys {
+		if len(sk.Secret) != 32 || sk.Epoch == 0 || (i > 0 && sk.Epoch <= last) || sk.Epoch > p.Generation {
+			return fmt.Errorf("%w: bad state key", ErrCorruptKeyring)
+		}
+		last = sk.Epoch
+		s.stateKeys = append(s.stateKeys, stateKey{epoch: sk.Epoch, secret: sk.Secret})
+	}
+	if len(p.Anchors) > maxAnchors {
+		return fmt.Errorf("%w: %d anchors", ErrCorruptKeyring, len(p.Anchors))
+	}
+	for db, a := range p.Anchors {
+		if !databaseIDPattern.MatchString(db) || len(a.Marks) > maxMarks || !slices.IsSorted(a.Marks) {
+			return fmt.Errorf("%w: bad anchor", ErrCorruptKeyring)
+		}
+		s.anchors[db] = a
+	}
+	return nil
 }
