@@ -1,21 +1,11 @@
 package field
 
 import (
-	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/wardlab/ward/keyring"
-	"github.com/wardlab/ward/kms/local"
 )
-
-// keyring, or is older than a generation seen is refused.
-
-// keyring, or is older than a generation seen is refused.
-
-// keyring, or is older than a generation seen is refused.
 
 func TestBind(t *testing.T) {
 	kr := newKR(t)
@@ -65,77 +55,6 @@ func TestBind(t *testing.T) {
 	if _, err := NewColumn(kr, "t", "c", AcceptLegacyBinding()); err == nil {
 		t.Fatal("AcceptLegacyBinding without Bind accepted")
 	}
-}
-
-// keyring, or is older than a generation seen is refused.
-
-// keyring, or is older than a generation seen is refused.
-
-// keyring, or is older than a generation seen is refused.
-
-// keyring, or is older than a generation seen is refused.
-
-// keyring, or is older than a generation seen is refused.
-
-// keyring, or is older than a generation seen is refused.
-
-// keyring, or is older than a generation seen is refused.
-
-func TestLedger(t *testing.T) {
-	forEachDB(t, func(t *testing.T, d testDB) {
-		ctx := context.Background()
-		dir := t.TempDir()
-		mk := local.Generate()
-		kr, err := keyring.Create(ctx, filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
-		if err := l.Check(ctx, kr); err != nil {
-			t.Fatalf("empty ledger: %v", err)
-		}
-		if ids, err := l.Keyrings(ctx); err != nil || len(ids) != 0 {
-			t.Fatalf("empty ledger lists %v %v", ids, err)
-		}
-		if err := l.Record(ctx, kr); err != nil {
-			t.Fatal(err)
-		}
-		if ids, err := l.Keyrings(ctx); err != nil || len(ids) != 1 || ids[0] != kr.ID() {
-			t.Fatalf("ledger lists %v %v, want [%s]", ids, err, kr.ID())
-		}
-		if es, err := l.Entries(ctx); err != nil || len(es) != 1 || es[0].Keyring != kr.ID() || es[0].Key != kr.Primary().ID || es[0].Generation != kr.Generation() {
-			t.Fatalf("ledger entries %+v %v", es, err)
-		}
-		stale, _ := os.ReadFile(kr.Path())
-		id, _ := kr.Add(ctx, keyring.AES256GCM)
-		if err := l.Record(ctx, kr, id); err != nil {
-			t.Fatal(err)
-		}
-		kr.Promote(ctx, id)
-		l.Record(ctx, kr)
-		if err := l.Check(ctx, kr); err != nil {
-			t.Fatal(err)
-		}
-		// An older copy of the file: missing the new key and older.
-		os.WriteFile(filepath.Join(dir, "old.json"), stale, 0o600)
-		old, _ := keyring.Load(ctx, filepath.Join(dir, "old.json"), mk)
-		if err := l.Check(ctx, old); !errors.Is(err, keyring.ErrRollback) {
-			t.Fatalf("rolled-back keyring: %v", err)
-		}
-		// A brand-new keyring (the path had a typo): another keyring.
-		other, _ := keyring.Create(ctx, filepath.Join(dir, "new.json"), mk, keyring.AES256GCM)
-		if err := l.Check(ctx, other); !errors.Is(err, keyring.ErrWrongKeyring) {
-			t.Fatalf("another keyring: %v", err)
-		}
-		// The same keyring at the same generation, but with a key lost
-		// (written by a tool that dropped it): missing keys are named.
-		l2 := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger2")}
-		l2.Record(ctx, kr, kr.Primary().ID, 0x12345678)
-		var me *MissingKeysError
-		if err := l2.Check(ctx, kr); !errors.As(err, &me) || len(me.IDs) != 1 || me.IDs[0] != 0x12345678 || !errors.Is(err, keyring.ErrUnknownKey) {
-			t.Fatalf("missing key: %v", err)
-		}
-	})
 }
 
 func TestRowMAC(t *testing.T) {

@@ -1,8 +1,12 @@
 package field
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,17 +15,34 @@ import (
 	"github.com/wardlab/ward/keyring"
 )
 
-// DefaultLedgerTable is the table a [Ledger] uses when none is named.
-const DefaultLedgerTable = "ward_keyring_ledger"
+// DefaultLedgerTable is the table a [Ledger] keeps its state in when none
+// is named.
+const DefaultLedgerTable = "ward_ledger"
 
-// Ledger records, in the database a keyring protects, which keyring its
-// values are sealed under, every key ID they may use and the highest
-// keyring generation seen. A service checks it when it starts: a keyring
-// that lacks a recorded key ID (a typo in the keyring path, a lost file, a
-// copy from before a rotation), belongs to another keyring, or is of an
-// older generation than one already seen (a rolled-back file) is refused
-// before any value is written under it. Recording the key IDs in use when
-// they start being used spares scanning every table at each start.
+// LegacyLedgerTable is where releases before the authenticated ledger kept
+// an unauthenticated list of key IDs. [Ledger.Adopt] takes it over once;
+// nothing else reads it.
+const LegacyLedgerTable = "ward_keyring_ledger"
+
+// maxLedgerBody caps the ledger state read back from a database.
+const maxLedgerBody = 1 << 20
+
+// Ledger is one database's authenticated record of which keyring its
+// values are sealed under, the key IDs they may use with their states, the
+// highest keyring generation seen, named marks (a migration ran) and a
+// counter. It is a single row, MAC'd under the keyring's newest state key
+// (see [keyring.Keyring.StateMAC]: a copy of the keyring file from before
+// a key change cannot forge it) and rewritten by compare-and-swap on the
+// counter.
+//
+// A MAC proves what the row says, not that it is there, so every write is
+// also remembered outside the database, in the keyring file's anchor for
+// the database ([keyring.Anchor]). A service checks the ledger when it
+// starts and before it writes: it refuses a keyring that lacks a recorded
+// key ID, belongs to another database, or is older than a generation
+// seen ([*keyring.RollbackError]); and it refuses a ledger that was
+// altered, deleted while the keyring anchors the database, or put back
+// from an older copy.
 type Ledger struct {
 	// DB is the database.
 	DB *sql.DB
@@ -31,6 +52,61 @@ type Ledger struct {
 	// missing.
 	Table string
 }
+
+// LedgerState is what a ledger records.
+type LedgerState struct {
+	// Database is the database's ID, made at the ledger's first write; the
+	// keyring file anchors the database under it.
+	Database string `json:"database"`
+	// Keyring is the ID of the keyring the database's values are sealed
+	// under.
+	Keyring string `json:"keyring"`
+	// Keys are the key IDs values may use, with their state when last
+	// recorded, sorted by ID.
+	Keys []LedgerKey `json:"keys"`
+	// Generation is the highest keyring generation recorded.
+	Generation uint64 `json:"generation"`
+	// Counter counts the ledger's writes.
+	Counter uint64 `json:"counter"`
+	// Epoch names the state key the ledger is MAC'd under.
+	Epoch uint64 `json:"epoch"`
+	// Marks are named facts recorded with [Ledger.Mark], sorted.
+	Marks []string `json:"marks,omitempty"`
+}
+
+// LedgerKey is one key a ledger records.
+type LedgerKey struct {
+	ID    keyring.KeyID `json:"id"`
+	State string        `json:"state"`
+}
+
+// Errors of the ledger. Each is refused before anything is written.
+var (
+	// ErrLedgerMissing means the database has no ledger although the
+	// keyring file anchors databases: a database writer deleted it, or this
+	// is a database the keyring has not served yet ([Ledger.Adopt]).
+	ErrLedgerMissing = errors.New("field: the database has no ledger")
+	// ErrLedgerNotAdopted means the database holds only the
+	// unauthenticated ledger of an earlier release: an operator adopts it
+	// once ([Ledger.Adopt], ward ledger adopt).
+	ErrLedgerNotAdopted = errors.New("field: the database's ledger is unauthenticated")
+	// ErrLedgerTampered means the ledger failed its MAC.
+	ErrLedgerTampered = errors.New("field: the database's ledger was altered")
+	// ErrLedgerReplayed means the ledger is older than the keyring file's
+	// anchor for the database: an older copy was put back.
+	ErrLedgerReplayed = errors.New("field: the database's ledger is older than its anchor")
+	// ErrAnchorMissing means the keyring file does not anchor the database
+	// its ledger names, although the ledger was written more than once.
+	ErrAnchorMissing = errors.New("field: the keyring file does not anchor this database")
+	// ErrAnchorNotSaved means the ledger was written but the keyring file
+	// could not be updated (a service without write access to it): the
+	// ledger stays valid, and the anchor catches up at the next write by a
+	// process that can save the file.
+	ErrAnchorNotSaved = errors.New("field: the keyring file's anchor was not updated")
+	// ErrAlreadyAdopted means Adopt met a database that already has an
+	// authenticated ledger.
+	ErrAlreadyAdopted = errors.New("field: the database already has an authenticated ledger")
+)
 
 // MissingKeysError reports key IDs recorded in the ledger that the keyring
 // lacks: values under them would not open. It matches
@@ -68,152 +144,434 @@ func (l *Ledger) create(ctx context.Context) (string, error) {
 		return "", err
 	}
 	_, err = l.DB.ExecContext(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-		keyring_id TEXT NOT NULL, key_id TEXT NOT NULL, generation BIGINT NOT NULL,
-		PRIMARY KEY (keyring_id, key_id))`, t))
+		id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL)`, t))
 	if err != nil {
-		return "", fmt.Errorf("field: creating the keyring ledger: %w", err)
+		// PostgreSQL's CREATE TABLE IF NOT EXISTS fails for all but one of
+		// several processes starting at once: the table is there then.
+		if _, err2 := l.DB.ExecContext(ctx, fmt.Sprintf(`SELECT 1 FROM %s WHERE 1 = 0`, t)); err2 != nil {
+			return "", fmt.Errorf("field: creating the ledger: %w", err)
+		}
 	}
 	return t, nil
 }
 
-// Check compares the ledger with kr. It returns an error matching
-// [keyring.ErrWrongKeyring] if the database belongs to another keyring, a
-// [*keyring.RollbackError] if kr is older than a generation already
-// recorded, and a [*MissingKeysError] if kr lacks a recorded key ID. An
-// empty ledger passes.
-func (l *Ledger) Check(ctx context.Context, kr *keyring.Keyring) error {
-	t, err := l.create(ctx)
-	if err != nil {
-		return err
-	}
-	rows, err := l.DB.QueryContext(ctx, fmt.Sprintf(`SELECT keyring_id, key_id, generation FROM %s`, t))
-	if err != nil {
-		return fmt.Errorf("field: reading the keyring ledger: %w", err)
-	}
-	defer rows.Close()
-	var missing []keyring.KeyID
-	var seen uint64
-	for rows.Next() {
-		var krID, keyID string
-		var gen int64
-		if err := rows.Scan(&krID, &keyID, &gen); err != nil {
-			return fmt.Errorf("field: reading the keyring ledger: %w", err)
-		}
-		if krID != kr.ID() {
-			return fmt.Errorf("%w: the database's values are sealed under keyring %s, not %s", keyring.ErrWrongKeyring, krID, kr.ID())
-		}
-		seen = max(seen, uint64(gen))
-		id, err := keyring.ParseKeyID(keyID)
-		if err != nil {
-			return fmt.Errorf("field: keyring ledger: %w", err)
-		}
-		if _, ok := kr.Lookup(id); !ok {
-			missing = append(missing, id)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("field: reading the keyring ledger: %w", err)
-	}
-	if kr.Generation() < seen {
-		return &keyring.RollbackError{Generation: kr.Generation(), Seen: seen}
-	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		return &MissingKeysError{Keyring: kr.ID(), IDs: missing}
-	}
-	return nil
+// stored is a ledger row as read.
+type stored struct {
+	state   LedgerState
+	body    string
+	mac     string
+	counter int64
 }
 
-// Record adds key IDs (default: the primary's) to the ledger and raises its
-// generation to kr's. Record a key before values are sealed under it: a
-// service records the primary when it starts and a new key between adding
-// it and promoting it.
-func (l *Ledger) Record(ctx context.Context, kr *keyring.Keyring, ids ...keyring.KeyID) error {
+func stateMessage(body string) []byte { return []byte("ward ledger state v1\x00" + body) }
+
+// Read returns the ledger's state as the database holds it, unverified
+// (for display: [Ledger.Check] verifies), or nil if it has none.
+func (l *Ledger) Read(ctx context.Context) (*LedgerState, error) {
+	s, err := l.read(ctx)
+	if s == nil || err != nil {
+		return nil, err
+	}
+	return &s.state, nil
+}
+
+func (l *Ledger) read(ctx context.Context) (*stored, error) {
 	t, err := l.create(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var s stored
+	err = l.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT counter, body, mac FROM %s WHERE id = 1`, t)).Scan(&s.counter, &s.body, &s.mac)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("field: reading the ledger: %w", err)
+	}
+	if len(s.body) > maxLedgerBody {
+		return nil, fmt.Errorf("%w: %d bytes", ErrLedgerTampered, len(s.body))
+	}
+	if err := json.Unmarshal([]byte(s.body), &s.state); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrLedgerTampered, err)
+	}
+	return &s, nil
+}
+
+// Check verifies the ledger against kr, as [Ledger.Verified] does.
+func (l *Ledger) Check(ctx context.Context, kr *keyring.Keyring) error {
+	_, err := l.Verified(ctx, kr)
+	return err
+}
+
+// Verified reads and verifies the ledger. It returns nil, nil for a
+// database without one if the keyring anchors no database (a first start).
+// Otherwise it returns an error matching [keyring.ErrWrongKeyring] (the
+// database belongs to another keyring), [ErrLedgerTampered],
+// [keyring.ErrRollback] (kr is older than a generation or state key
+// already seen), [ErrLedgerReplayed], [ErrAnchorMissing],
+// [ErrLedgerMissing], [ErrLedgerNotAdopted], or a [*MissingKeysError] (kr
+// lacks a recorded key ID).
+func (l *Ledger) Verified(ctx context.Context, kr *keyring.Keyring) (*LedgerState, error) {
+	s, err := l.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		if n, err := l.legacyRows(ctx); err != nil {
+			return nil, err
+		} else if n > 0 {
+			return nil, fmt.Errorf("%w: %d entries in %s (run 'ward ledger adopt' once)", ErrLedgerNotAdopted, n, LegacyLedgerTable)
+		}
+		if dbs := kr.Anchored(); len(dbs) > 0 {
+			return nil, fmt.Errorf("%w, but keyring %s anchors databases %s: a database writer deleted its ledger, or the keyring has not served this database yet (then run 'ward ledger adopt')", ErrLedgerMissing, kr.ID(), strings.Join(dbs, ", "))
+		}
+		return nil, nil
+	}
+	st := &s.state
+	if st.Keyring != kr.ID() {
+		return nil, fmt.Errorf("%w: the database's values are sealed under keyring %.40q, not %s", keyring.ErrWrongKeyring, st.Keyring, kr.ID())
+	}
+	mac, err := hex.DecodeString(s.mac)
+	if err != nil || s.counter < 0 || uint64(s.counter) != st.Counter {
+		return nil, ErrLedgerTampered
+	}
+	if err := kr.VerifyStateMAC(st.Epoch, stateMessage(s.body), mac); err != nil {
+		if errors.Is(err, keyring.ErrUnknownEpoch) {
+			return nil, fmt.Errorf("field: the database's ledger was written under a newer keyring file (generation %d or later): %w", st.Generation, err)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrLedgerTampered, err)
+	}
+	if kr.Generation() < st.Generation {
+		return nil, &keyring.RollbackError{Generation: kr.Generation(), Seen: st.Generation}
+	}
+	if a, ok := kr.Anchor(st.Database); !ok {
+		// The one write that may lack its anchor: a first write that
+		// crashed before saving it (or a service without write access to
+		// the keyring file).
+		if st.Counter > 1 {
+			return nil, fmt.Errorf("%w: the ledger names database %s at counter %d: the keyring file was restored from before the database was first anchored, or is another copy", ErrAnchorMissing, st.Database, st.Counter)
+		}
+	} else if st.Counter < a.Counter || st.Epoch < a.Epoch {
+		return nil, fmt.Errorf("%w: counter %d, anchored at %d: an older copy of the ledger was put back", ErrLedgerReplayed, st.Counter, a.Counter)
+	}
+	var missing []keyring.KeyID
+	for _, k := range st.Keys {
+		if _, ok := kr.Lookup(k.ID); !ok {
+			missing = append(missing, k.ID)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &MissingKeysError{Keyring: kr.ID(), IDs: missing}
+	}
+	return st, nil
+}
+
+// Record adds key IDs (default: the primary's) to the ledger with their
+// current states, raises its generation to kr's, and anchors the result in
+// the keyring file. Record a key before values are sealed under it: a
+// service records the primary when it starts and a new key between adding
+// it and promoting it. It first verifies the ledger like [Ledger.Check],
+// and writes nothing when it already records what it would write. An
+// error matching [ErrAnchorNotSaved] means the ledger was written but the
+// keyring file could not be saved.
+func (l *Ledger) Record(ctx context.Context, kr *keyring.Keyring, ids ...keyring.KeyID) error {
 	if len(ids) == 0 {
 		ids = []keyring.KeyID{kr.Primary().ID}
 	}
-	tx, err := l.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("field: keyring ledger: %w", err)
-	}
-	defer tx.Rollback()
-	p := l.Dialect.Placeholder
-	gen := int64(kr.Generation())
-	for _, id := range ids {
-		_, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (keyring_id, key_id, generation) VALUES (%s, %s, %s)
-			ON CONFLICT (keyring_id, key_id) DO NOTHING`, t, p(1), p(2), p(3)), kr.ID(), id.String(), gen)
-		if err != nil {
-			return fmt.Errorf("field: recording key %v: %w", id, err)
+	return l.update(ctx, kr, false, func(st *LedgerState) {
+		for _, id := range ids {
+			if !slices.ContainsFunc(st.Keys, func(k LedgerKey) bool { return k.ID == id }) {
+				st.Keys = append(st.Keys, LedgerKey{ID: id})
+			}
 		}
+	})
+}
+
+// Mark records named facts that must survive deletion from the database
+// (a migration ran, legacy forms are refused) in the ledger and in the
+// keyring file's anchor. See [Ledger.Marked].
+func (l *Ledger) Mark(ctx context.Context, kr *keyring.Keyring, marks ...string) error {
+	return l.update(ctx, kr, false, func(st *LedgerState) {
+		for _, m := range marks {
+			if !slices.Contains(st.Marks, m) {
+				st.Marks = append(st.Marks, m)
+			}
+		}
+	})
+}
+
+// Marked reports whether the database carries a mark, in its verified
+// ledger or in the keyring file's anchor for it: deleting the ledger or
+// putting back an older one does not remove a mark.
+func (l *Ledger) Marked(ctx context.Context, kr *keyring.Keyring, mark string) (bool, error) {
+	st, err := l.Verified(ctx, kr)
+	if err != nil || st == nil {
+		return false, err
 	}
-	_, err = tx.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET generation = %s WHERE keyring_id = %s AND generation < %s`, t, p(1), p(2), p(3)), gen, kr.ID(), gen)
+	if slices.Contains(st.Marks, mark) {
+		return true, nil
+	}
+	a, _ := kr.Anchor(st.Database)
+	return a.HasMark(mark), nil
+}
+
+// AdoptOptions are the operator's answers for [Ledger.Adopt].
+type AdoptOptions struct {
+	// AnotherDatabase confirms that the database is not one the keyring
+	// already anchors (whose ledger a database writer could have deleted):
+	// required when the keyring anchors any database.
+	AnotherDatabase bool
+}
+
+// Adopted reports what [Ledger.Adopt] took over.
+type Adopted struct {
+	// Database is the ID the database was given.
+	Database string
+	// Legacy is how many entries of the unauthenticated ledger were
+	// trusted as they were.
+	Legacy int
+}
+
+// Adopt gives a database its authenticated ledger, once, when an operator
+// asks (ward ledger adopt): it takes over the unauthenticated ledger of an
+// earlier release, trusting its entries as they are (after the checks
+// earlier releases made: same keyring, no newer generation, no key the
+// keyring lacks), or starts a ledger for a database the keyring has not
+// served yet. It refuses a database that already has one
+// ([ErrAlreadyAdopted]), and, unless opts.AnotherDatabase, any database
+// while the keyring anchors others: a database whose ledger was deleted
+// is refused by [Ledger.Check], not adopted.
+func (l *Ledger) Adopt(ctx context.Context, kr *keyring.Keyring, opts AdoptOptions) (Adopted, error) {
+	s, err := l.read(ctx)
 	if err != nil {
-		return fmt.Errorf("field: recording generation: %w", err)
+		return Adopted{}, err
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("field: keyring ledger: %w", err)
+	if s != nil {
+		return Adopted{}, fmt.Errorf("%w (database %s)", ErrAlreadyAdopted, s.state.Database)
+	}
+	if dbs := kr.Anchored(); len(dbs) > 0 && !opts.AnotherDatabase {
+		return Adopted{}, fmt.Errorf("%w: keyring %s anchors databases %s; adopt this one only if it is not one of them (a database whose ledger was deleted must not be adopted again)", ErrLedgerMissing, kr.ID(), strings.Join(dbs, ", "))
+	}
+	legacy, err := l.legacyEntries(ctx)
+	if err != nil {
+		return Adopted{}, err
+	}
+	var seen uint64
+	var missing, ids []keyring.KeyID
+	for _, e := range legacy {
+		if e.Keyring != kr.ID() {
+			return Adopted{}, fmt.Errorf("%w: the database's values are sealed under keyring %.40q, not %s", keyring.ErrWrongKeyring, e.Keyring, kr.ID())
+		}
+		seen = max(seen, e.Generation)
+		if _, ok := kr.Lookup(e.Key); !ok {
+			missing = append(missing, e.Key)
+		}
+		ids = append(ids, e.Key)
+	}
+	if kr.Generation() < seen {
+		return Adopted{}, &keyring.RollbackError{Generation: kr.Generation(), Seen: seen}
+	}
+	if len(missing) > 0 {
+		return Adopted{}, &MissingKeysError{Keyring: kr.ID(), IDs: missing}
+	}
+	var db string
+	err = l.update(ctx, kr, true, func(st *LedgerState) {
+		for _, id := range append(ids, kr.Primary().ID) {
+			if !slices.ContainsFunc(st.Keys, func(k LedgerKey) bool { return k.ID == id }) {
+				st.Keys = append(st.Keys, LedgerKey{ID: id})
+			}
+		}
+		db = st.Database
+	})
+	return Adopted{Database: db, Legacy: len(legacy)}, err
+}
+
+// maxAttempts bounds compare-and-swap retries against concurrent writers.
+const maxAttempts = 8
+
+// update verifies the ledger, applies change to a copy, refreshes key
+// states and the generation, and writes it by compare-and-swap if it
+// changed, then anchors it. adopting skips the first-write refusal for
+// databases the keyring does not anchor.
+func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool, change func(*LedgerState)) error {
+	t, err := l.create(ctx)
+	if err != nil {
+		return err
+	}
+	for range maxAttempts {
+		var cur *LedgerState
+		if adopting {
+			if s, err := l.read(ctx); err != nil {
+				return err
+			} else if s != nil {
+				return ErrAlreadyAdopted
+			}
+		} else if cur, err = l.Verified(ctx, kr); err != nil {
+			return err
+		}
+		var next LedgerState
+		if cur != nil {
+			next = *cur
+			next.Keys = slices.Clone(cur.Keys)
+			next.Marks = slices.Clone(cur.Marks)
+		} else {
+			next = LedgerState{Database: newDatabaseID(), Keyring: kr.ID()}
+		}
+		change(&next)
+		for i, k := range next.Keys {
+			if info, ok := kr.Lookup(k.ID); ok {
+				next.Keys[i].State = info.State.String()
+			}
+		}
+		slices.SortFunc(next.Keys, func(a, b LedgerKey) int { return cmp.Compare(a.ID, b.ID) })
+		slices.Sort(next.Marks)
+		if cur != nil && slices.Equal(cur.Keys, next.Keys) && slices.Equal(cur.Marks, next.Marks) && cur.Epoch == kr.StateEpoch() {
+			return l.anchor(ctx, kr, cur) // unchanged: let the anchor catch up
+		}
+		next.Counter++
+		next.Epoch = kr.StateEpoch()
+		next.Generation = max(next.Generation, kr.Generation())
+		body, err := json.Marshal(next)
+		if err != nil {
+			return fmt.Errorf("field: encoding the ledger: %w", err)
+		}
+		epoch, mac := kr.StateMAC(stateMessage(string(body)))
+		if epoch != next.Epoch {
+			continue // the keyring changed under us
+		}
+		p := l.Dialect.Placeholder
+		var res sql.Result
+		if cur == nil {
+			res, err = l.DB.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (id, counter, body, mac) VALUES (1, %s, %s, %s) ON CONFLICT (id) DO NOTHING`, t, p(1), p(2), p(3)),
+				int64(next.Counter), string(body), hex.EncodeToString(mac))
+		} else {
+			res, err = l.DB.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET counter = %s, body = %s, mac = %s WHERE id = 1 AND counter = %s`, t, p(1), p(2), p(3), p(4)),
+				int64(next.Counter), string(body), hex.EncodeToString(mac), int64(cur.Counter))
+		}
+		if err != nil {
+			return fmt.Errorf("field: writing the ledger: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("field: writing the ledger: %w", err)
+		} else if n == 0 {
+			if adopting {
+				return ErrAlreadyAdopted
+			}
+			continue // another writer won: verify again and merge
+		}
+		return l.anchor(ctx, kr, &next)
+	}
+	return errors.New("field: the ledger kept changing under concurrent writers")
+}
+
+// anchor records st in the keyring file.
+func (l *Ledger) anchor(ctx context.Context, kr *keyring.Keyring, st *LedgerState) error {
+	if a, ok := kr.Anchor(st.Database); ok && a.Counter >= st.Counter && a.Epoch >= st.Epoch {
+		return nil
+	}
+	err := kr.SetAnchor(ctx, st.Database, keyring.Anchor{Counter: st.Counter, Epoch: st.Epoch, Marks: st.Marks})
+	if errors.Is(err, keyring.ErrAnchorRollback) {
+		return nil // another process anchored a newer state first
+	}
+	if err != nil {
+		return fmt.Errorf("%w (database %s, counter %d): %w", ErrAnchorNotSaved, st.Database, st.Counter, err)
 	}
 	return nil
 }
 
-// Keyrings lists the keyring IDs the ledger records: empty for a database
-// no keyring has written to yet.
+func newDatabaseID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "db-" + hex.EncodeToString(b[:])
+}
+
+// Keyrings lists the keyring IDs the database's ledger names (or, before
+// it is adopted, its unauthenticated ledger names), unverified: empty for
+// a database no keyring has written to yet.
 func (l *Ledger) Keyrings(ctx context.Context) ([]string, error) {
-	t, err := l.create(ctx)
+	s, err := l.read(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := l.DB.QueryContext(ctx, fmt.Sprintf(`SELECT DISTINCT keyring_id FROM %s ORDER BY keyring_id`, t))
-	if err != nil {
-		return nil, fmt.Errorf("field: reading the keyring ledger: %w", err)
+	if s != nil {
+		return []string{s.state.Keyring}, nil
 	}
-	defer rows.Close()
+	es, err := l.legacyEntries(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
+	for _, e := range es {
+		if !slices.Contains(out, e.Keyring) {
+			out = append(out, e.Keyring)
 		}
-		out = append(out, id)
 	}
-	return out, rows.Err()
+	slices.Sort(out)
+	return out, nil
 }
 
-// LedgerEntry is one key the ledger records for a keyring.
-type LedgerEntry struct {
-	Keyring    string        `json:"keyring"`
-	Key        keyring.KeyID `json:"key"`
-	Generation uint64        `json:"generation"` // the highest keyring generation seen
+// legacyEntry is one row of the unauthenticated ledger.
+type legacyEntry struct {
+	Keyring    string
+	Key        keyring.KeyID
+	Generation uint64
 }
 
-// Entries lists what the ledger records, by keyring and key ID.
-func (l *Ledger) Entries(ctx context.Context) ([]LedgerEntry, error) {
-	t, err := l.create(ctx)
-	if err != nil {
+// maxLegacyEntries bounds what Adopt reads from the unauthenticated
+// ledger, which a database writer controls.
+const maxLegacyEntries = 10000
+
+func (l *Ledger) legacyExists(ctx context.Context) (bool, error) {
+	var q string
+	switch l.Dialect {
+	case Postgres:
+		q = `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`
+	default:
+		q = `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`
+	}
+	var n int
+	if err := l.DB.QueryRowContext(ctx, q, LegacyLedgerTable).Scan(&n); err != nil {
+		return false, fmt.Errorf("field: looking for the unauthenticated ledger: %w", err)
+	}
+	return n > 0, nil
+}
+
+func (l *Ledger) legacyRows(ctx context.Context) (int, error) {
+	if ok, err := l.legacyExists(ctx); err != nil || !ok {
+		return 0, err
+	}
+	var n int
+	if err := l.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+LegacyLedgerTable).Scan(&n); err != nil {
+		return 0, fmt.Errorf("field: reading the unauthenticated ledger: %w", err)
+	}
+	return n, nil
+}
+
+func (l *Ledger) legacyEntries(ctx context.Context) ([]legacyEntry, error) {
+	if ok, err := l.legacyExists(ctx); err != nil || !ok {
 		return nil, err
 	}
-	rows, err := l.DB.QueryContext(ctx, fmt.Sprintf(`SELECT keyring_id, key_id, generation FROM %s ORDER BY keyring_id, key_id`, t))
+	rows, err := l.DB.QueryContext(ctx, fmt.Sprintf(`SELECT keyring_id, key_id, generation FROM %s ORDER BY keyring_id, key_id LIMIT %d`, LegacyLedgerTable, maxLegacyEntries+1))
 	if err != nil {
-		return nil, fmt.Errorf("field: reading the keyring ledger: %w", err)
+		return nil, fmt.Errorf("field: reading the unauthenticated ledger: %w", err)
 	}
 	defer rows.Close()
-	var out []LedgerEntry
+	var out []legacyEntry
 	for rows.Next() {
-		var e LedgerEntry
+		var e legacyEntry
 		var key string
 		var gen int64
 		if err := rows.Scan(&e.Keyring, &key, &gen); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("field: reading the unauthenticated ledger: %w", err)
 		}
 		if e.Key, err = keyring.ParseKeyID(key); err != nil {
-			return nil, fmt.Errorf("field: keyring ledger: %w", err)
+			return nil, fmt.Errorf("field: unauthenticated ledger: %w", err)
 		}
-		e.Generation = uint64(gen)
+		e.Generation = uint64(max(gen, 0))
 		out = append(out, e)
+	}
+	if len(out) > maxLegacyEntries {
+		return nil, fmt.Errorf("field: the unauthenticated ledger has more than %d entries", maxLegacyEntries)
 	}
 	return out, rows.Err()
 }

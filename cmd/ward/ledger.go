@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -54,8 +55,15 @@ func (ls *ledgers) check(ctx context.Context, kr *keyring.Keyring) error {
 				return ctx.Err()
 			}
 			hint := "is this the keyring file of that database, and its latest copy?"
-			if errors.Is(err, keyring.ErrRollback) {
+			switch {
+			case errors.Is(err, keyring.ErrRollback):
 				hint = "this keyring file is older than one the database has seen: find the latest copy; an older one would make values unreadable"
+			case errors.Is(err, field.ErrLedgerNotAdopted):
+				hint = "the database's ledger is from an earlier release: run 'ward ledger adopt --db URL' once"
+			case errors.Is(err, field.ErrLedgerMissing):
+				hint = "if this database is new to the keyring, run 'ward ledger adopt --another-database --db URL'; if not, its ledger was deleted: restore it from a backup"
+			case errors.Is(err, field.ErrLedgerReplayed), errors.Is(err, field.ErrLedgerTampered):
+				hint = "someone with write access to the database changed its ledger: restore it from a backup, and find out who"
 			}
 			return cli.Failed(fmt.Errorf("the ledger of %s refuses keyring %s: %w", dburl.Redact(ls.urls[i]), kr.ID(), err), hint)
 		}
@@ -124,18 +132,24 @@ database accepts it. Exit 1 if a database refuses the keyring.`,
 				}
 			}
 			type dbReport struct {
-				DB      string              `json:"db"`
-				Entries []field.LedgerEntry `json:"entries"`
-				Check   string              `json:"check,omitempty"`
+				DB     string             `json:"db"`
+				Ledger *field.LedgerState `json:"ledger"`
+				Anchor *keyring.Anchor    `json:"anchor,omitempty"`
+				Check  string             `json:"check,omitempty"`
 			}
 			var out []dbReport
 			var refused error
 			for i, l := range ls.l {
-				es, err := l.Entries(cmd.Context())
+				st, err := l.Read(cmd.Context())
 				if err != nil {
 					return err
 				}
-				r := dbReport{DB: dburl.Redact(dbs[i]), Entries: es}
+				r := dbReport{DB: dburl.Redact(dbs[i]), Ledger: st}
+				if kr != nil && st != nil {
+					if a, ok := kr.Anchor(st.Database); ok {
+						r.Anchor = &a
+					}
+				}
 				if kr != nil {
 					r.Check = "accepts " + kr.ID()
 					if err := l.Check(cmd.Context(), kr); err != nil {
@@ -151,11 +165,19 @@ database accepts it. Exit 1 if a database refuses the keyring.`,
 			} else {
 				for _, r := range out {
 					fmt.Fprintf(a.stdout, "%s:\n", r.DB)
-					if len(r.Entries) == 0 {
-						fmt.Fprintln(a.stdout, "  no keyring recorded yet")
+					if st := r.Ledger; st == nil {
+						fmt.Fprintln(a.stdout, "  no ledger yet")
+					} else {
+						fmt.Fprintf(a.stdout, "  database %s, keyring %s, generation %d seen, counter %d, state key %d\n", st.Database, st.Keyring, st.Generation, st.Counter, st.Epoch)
+						for _, k := range st.Keys {
+							fmt.Fprintf(a.stdout, "  key %v (%s)\n", k.ID, k.State)
+						}
+						if len(st.Marks) > 0 {
+							fmt.Fprintf(a.stdout, "  marks: %s\n", strings.Join(st.Marks, ", "))
+						}
 					}
-					for _, e := range r.Entries {
-						fmt.Fprintf(a.stdout, "  keyring %s key %v (generation %d seen)\n", e.Keyring, e.Key, e.Generation)
+					if an := r.Anchor; an != nil {
+						fmt.Fprintf(a.stdout, "  anchored in the keyring file at counter %d, state key %d\n", an.Counter, an.Epoch)
 					}
 					if r.Check != "" {
 						fmt.Fprintf(a.stdout, "  %s\n", r.Check)
@@ -169,6 +191,56 @@ database accepts it. Exit 1 if a database refuses the keyring.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&dbs, "db", nil, "a database (repeatable)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{db, entries: [{keyring, key, generation}], check}]")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{db, ledger: {database, keyring, keys: [{id, state}], generation, counter, epoch, marks}, anchor: {counter, epoch, marks}, check}]")
+	cmd.AddCommand(a.newLedgerAdoptCmd())
+	return cmd
+}
+
+func (a *app) newLedgerAdoptCmd() *cobra.Command {
+	var dbs []string
+	var another bool
+	cmd := &cobra.Command{
+		Use:   "adopt --db URL...",
+		Short: "Give a database its authenticated ledger, once",
+		Long: `Give each database its authenticated ledger, anchored in the keyring file:
+take over the unauthenticated ledger of an earlier release (trusting its
+entries as they are, after checking that they name this keyring, no newer
+generation and no key it lacks), or start one for a database this keyring
+has not served yet (--another-database, required while the keyring file
+anchors any database). Run it once per database, as an operator: services
+refuse a database whose ledger is unauthenticated, and a database whose
+ledger is missing while the keyring anchors it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(dbs) == 0 {
+				return cli.Usage(errors.New("--db is required"), "name each database to adopt")
+			}
+			kr, err := a.loadKeyring(cmd)
+			if err != nil {
+				return err
+			}
+			ls, err := openLedgers(dbs)
+			if err != nil {
+				return err
+			}
+			defer ls.close()
+			for i, l := range ls.l {
+				got, err := l.Adopt(cmd.Context(), kr, field.AdoptOptions{AnotherDatabase: another})
+				switch {
+				case errors.Is(err, field.ErrAlreadyAdopted):
+					return cli.Failed(fmt.Errorf("%s: %w", dburl.Redact(dbs[i]), err), "nothing to do: 'ward ledger --db URL' shows it")
+				case errors.Is(err, field.ErrLedgerMissing):
+					return cli.Failed(fmt.Errorf("%s: %w", dburl.Redact(dbs[i]), err), "pass --another-database if this database is new to the keyring")
+				case err != nil:
+					return fmt.Errorf("%s: %w", dburl.Redact(dbs[i]), err)
+				}
+				fmt.Fprintf(a.stdout, "%s: adopted as database %s under keyring %s (%d entries of the unauthenticated ledger trusted as they were)\n",
+					dburl.Redact(dbs[i]), got.Database, kr.ID(), got.Legacy)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&dbs, "db", nil, "a database (repeatable)")
+	cmd.Flags().BoolVar(&another, "another-database", false, "the database is new to this keyring, which already anchors others")
 	return cmd
 }

@@ -232,10 +232,11 @@ func TestKeyCommandsCheckTheLedger(t *testing.T) {
 	if code, _, e := run("keyring", "add"); code != 0 || !strings.Contains(e, "no database ledger was checked") {
 		t.Fatalf("add without --db: %d %q", code, e)
 	}
-	if code, out, e := run("ledger", "--db", dbURL); code != 0 || !strings.Contains(out, "accepts") || strings.Count(out, "(generation") != 2 {
+	if code, out, e := run("ledger", "--db", dbURL); code != 0 || !strings.Contains(out, "accepts") || strings.Count(out, "\n  key ") != 2 || !strings.Contains(out, "anchored in the keyring file") {
 		t.Fatalf("ledger: %d %q %q", code, out, e)
 	}
 	// The older file, put back: refused by every command given the database.
+	latest, _ := os.ReadFile(krPath)
 	if err := os.WriteFile(krPath, before, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -251,5 +252,76 @@ func TestKeyCommandsCheckTheLedger(t *testing.T) {
 	}
 	if code, out, _ := run("ledger", "--db", dbURL, "--json"); code != 1 || !strings.Contains(out, `"check": "refuses`) {
 		t.Errorf("ledger with the restored keyring: %d %q", code, out)
+	}
+	// The latest file back, and the ledger deleted by a database writer:
+	// the keyring file anchors the database, so this is not a first use.
+	if err := os.WriteFile(krPath, latest, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM ward_ledger`); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"keyring", "add", "--db", dbURL},
+		{"rotate", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet"},
+		{"ledger", "adopt", "--db", dbURL},
+	} {
+		if code, _, e := run(args...); code != 1 || !strings.Contains(e, "no ledger") {
+			t.Errorf("%v with the ledger deleted: %d %q", args, code, e)
+		}
+	}
+}
+
+// TestLedgerAdoptCommand: a database with the unauthenticated ledger of an
+// earlier release is refused until 'ward ledger adopt' takes it over,
+// once.
+func TestLedgerAdoptCommand(t *testing.T) {
+	dir := t.TempDir()
+	mk := local.Generate()
+	krPath := filepath.Join(dir, "kr.json")
+	env := map[string]string{local.EnvVar: mk.Encode(), KeyringEnv: krPath}
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
+		return a.run(context.Background(), args), out.String(), errb.String()
+	}
+	if code, _, e := run("keyring", "new"); code != 0 {
+		t.Fatal(e)
+	}
+	kr, err := keyring.Load(context.Background(), krPath, mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbURL := "sqlite:" + filepath.Join(dir, "app.db")
+	db, _, err := openDB(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`)
+	db.Exec(`INSERT INTO notes VALUES (1, 'hello')`)
+	db.Exec(`CREATE TABLE ward_keyring_ledger (keyring_id TEXT NOT NULL, key_id TEXT NOT NULL, generation BIGINT NOT NULL, PRIMARY KEY (keyring_id, key_id))`)
+	if _, err := db.Exec(`INSERT INTO ward_keyring_ledger VALUES (?, ?, 1)`, kr.ID(), kr.Primary().ID.String()); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, e := run("encrypt-column", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet"); code != 1 || !strings.Contains(e, "ward ledger adopt") {
+		t.Fatalf("encrypt-column before adoption: %d %q", code, e)
+	}
+	if code, out, e := run("ledger", "adopt", "--db", dbURL); code != 0 || !strings.Contains(out, "1 entries of the unauthenticated ledger trusted") {
+		t.Fatalf("adopt: %d %q %q", code, out, e)
+	}
+	if code, _, e := run("ledger", "adopt", "--db", dbURL); code != 1 || !strings.Contains(e, "already has an authenticated ledger") {
+		t.Fatalf("second adopt: %d %q", code, e)
+	}
+	if code, _, e := run("encrypt-column", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet"); code != 0 {
+		t.Fatalf("encrypt-column after adoption: %d %q", code, e)
+	}
+	// A second database joins only when the operator says it is new.
+	db2URL := "sqlite:" + filepath.Join(dir, "other.db")
+	if code, _, e := run("ledger", "adopt", "--db", db2URL); code != 1 || !strings.Contains(e, "--another-database") {
+		t.Fatalf("adopt a second database without --another-database: %d %q", code, e)
+	}
+	if code, _, e := run("ledger", "adopt", "--another-database", "--db", db2URL); code != 0 {
+		t.Fatalf("adopt --another-database: %d %q", code, e)
 	}
 }

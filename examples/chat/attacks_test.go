@@ -500,8 +500,9 @@ func TestExistingDatabase(t *testing.T) {
 // victim's row, clears its row MAC and deletes the "migrated" flag, then
 // waits for a restart. main re-bound and re-MAC'd at every start and
 // vouched for the planted hash; now the service computes MACs only in the
-// operator's one-off migration, and refuses to start on such a database
-// (with or without the flag), while the running service refuses the row.
+// operator's one-off migration, whose completion is anchored outside the
+// database, and refuses to start on such a database, while the running
+// service refuses the row.
 func TestRestartDoesNotVouchForPlantedRows(t *testing.T) {
 	forEachDB(t, func(t *testing.T, ta *testApp) {
 		ta.client(t).signup("alice@example.com")
@@ -532,11 +533,18 @@ func TestRestartDoesNotVouchForPlantedRows(t *testing.T) {
 		if _, err := Open(context.Background(), ta.cfg); !errors.Is(err, ErrNeedsMigration) || !strings.Contains(err.Error(), "planted") {
 			t.Fatalf("restart with a MAC-less hash: %v", err)
 		}
-		if _, err := db.Exec(q(`DELETE FROM chat_state WHERE k = ?`), bindingState); err != nil {
+		// The mark that says the database was migrated lives in the
+		// authenticated ledger, anchored in the keyring file: deleting the
+		// ledger refuses the start, and the migration, instead of making
+		// the service (or the operator) vouch for the planted row.
+		if _, err := db.Exec(`DELETE FROM ` + field.DefaultLedgerTable); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Open(context.Background(), ta.cfg); !errors.Is(err, ErrNeedsMigration) {
-			t.Fatalf("restart without the flag: %v", err)
+		if _, err := Open(context.Background(), ta.cfg); !errors.Is(err, field.ErrLedgerMissing) {
+			t.Fatalf("restart without the ledger: %v", err)
+		}
+		if err := Migrate(context.Background(), ta.cfg, io.Discard); !errors.Is(err, field.ErrLedgerMissing) {
+			t.Fatalf("migrate without the ledger: %v", err)
 		}
 		var mac []byte
 		db.QueryRow(q(`SELECT password_mac FROM users WHERE id = ?`), alice).Scan(&mac)

@@ -117,7 +117,11 @@ func Init(ctx context.Context, cfg Config) (*keyring.Keyring, error) {
 	if err := ledger.Record(ctx, kr); err != nil {
 		return nil, err
 	}
-	return kr, markRebound(ctx, db, dialect)
+	// A new database has nothing to migrate.
+	if err := ledger.Mark(ctx, kr, markBound); err != nil {
+		return nil, err
+	}
+	return kr, nil
 }
 
 // Open loads the keyring (which must exist), opens the database, runs its
@@ -155,10 +159,16 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err := ledger.Check(ctx, kr); err != nil {
 		return nil, fmt.Errorf("chat: refusing keyring %s: %w", cfg.KeyringPath, err)
 	}
-	if err := ledger.Record(ctx, kr); err != nil {
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := ledger.Record(ctx, kr); errors.Is(err, field.ErrAnchorNotSaved) {
+		log.Warn("the database's ledger is recorded, but the keyring file could not be updated; a process that can write it will bring its anchor up to date", "err", err)
+	} else if err != nil {
 		return nil, err
 	}
-	if err := checkMigrated(ctx, db, dialect); err != nil {
+	if err := checkMigrated(ctx, db, dialect, ledger, kr); err != nil {
 		if errors.Is(err, ErrNeedsMigration) {
 			return nil, fmt.Errorf("%w (run 'ward-chat migrate' once, on a database nobody else writes to)", err)
 		}
@@ -167,10 +177,6 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	st, err := newStore(db, dialect, kr, cfg.Codec)
 	if err != nil {
 		return nil, err
-	}
-	log := cfg.Log
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	hasher, err := password.NewHasher(password.Policy{Pepper: kr, RequirePepper: !cfg.AllowUnpepperedHashes},
 		password.NewLimiter(password.LimiterConfig{}))

@@ -64,9 +64,13 @@ func migrate(ctx context.Context, db *sql.DB, dialect field.Dialect) error {
 	return nil
 }
 
-// bindingState is the chat_state key recording that every value is bound
-// to its owner (binding version 2).
-const bindingState = "binding"
+// markBound is the ledger mark recording that every value is bound to its
+// owner and every password hash has its row MAC: set by Init on a new
+// database and by Migrate, once. It lives in the database's authenticated
+// ledger and in the keyring file's anchor, so a database writer can
+// neither delete it (to make the service vouch for planted rows) nor plant
+// it.
+const markBound = "chat.bound-v2"
 
 // ErrNeedsMigration means the database holds rows from before values
 // were bound to their owners: the service does not start on it until an
@@ -75,12 +79,14 @@ var ErrNeedsMigration = errors.New("chat: the database holds rows written before
 
 // checkMigrated refuses a database whose binding migration has not run:
 // the service never re-binds rows or computes MACs for rows it did not
-// write itself, whatever the database says (a writer could delete the
-// flag and plant rows for the service to vouch for at its next start).
-func checkMigrated(ctx context.Context, db *sql.DB, dialect field.Dialect) error {
-	var v string
-	err := db.QueryRowContext(ctx, dialect.Rebind(`SELECT v FROM chat_state WHERE k = ?`), bindingState).Scan(&v)
-	if err == nil && v == "2" {
+// write itself, whatever the database says. The mark that says so is
+// anchored outside the database (see markBound).
+func checkMigrated(ctx context.Context, db *sql.DB, dialect field.Dialect, ledger *field.Ledger, kr *keyring.Keyring) error {
+	ok, err := ledger.Marked(ctx, kr, markBound)
+	if err != nil {
+		return fmt.Errorf("chat: reading the ledger: %w", err)
+	}
+	if ok {
 		var unmaced int
 		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE password_mac IS NULL`).Scan(&unmaced); err != nil {
 			return fmt.Errorf("chat: reading state: %w", err)
@@ -89,9 +95,6 @@ func checkMigrated(ctx context.Context, db *sql.DB, dialect field.Dialect) error
 			return nil
 		}
 		return fmt.Errorf("%w: %d password hashes have no row MAC although the database is marked migrated: a database writer may have planted them; restore the users table from a backup", ErrNeedsMigration, unmaced)
-	}
-	if err != nil && err != sql.ErrNoRows {
-		return fmt.Errorf("chat: reading state: %w", err)
 	}
 	return ErrNeedsMigration
 }
@@ -117,14 +120,17 @@ func Migrate(ctx context.Context, cfg Config, out io.Writer) error {
 	if err := migrate(ctx, db, dialect); err != nil {
 		return err
 	}
-	if err := checkMigrated(ctx, db, dialect); err == nil {
+	ledger := &field.Ledger{DB: db, Dialect: dialect}
+	if err := ledger.Check(ctx, kr); err != nil {
+		return fmt.Errorf("chat: refusing keyring %s: %w", cfg.KeyringPath, err)
+	}
+	if err := checkMigrated(ctx, db, dialect, ledger, kr); err == nil {
 		return errors.New("chat: the database is already migrated: Migrate runs once")
 	} else if !errors.Is(err, ErrNeedsMigration) {
 		return err
 	}
-	ledger := &field.Ledger{DB: db, Dialect: dialect}
-	if err := ledger.Check(ctx, kr); err != nil {
-		return fmt.Errorf("chat: refusing keyring %s: %w", cfg.KeyringPath, err)
+	if err := ledger.Record(ctx, kr); err != nil {
+		return err
 	}
 	cols, err := newColumns(kr, field.AcceptLegacyBinding())
 	if err != nil {
@@ -143,7 +149,11 @@ func Migrate(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "users.password: %d hashes given their row MAC (trusted as they were)\n", n)
-	return markRebound(ctx, db, dialect)
+	if err := ledger.Mark(ctx, kr, markBound); err != nil {
+		return fmt.Errorf("chat: recording the migration: %w", err)
+	}
+	fmt.Fprintf(out, "recorded in the ledger and the keyring file: Migrate will not run again, and row-only (v1) values are refused from now on\n")
+	return nil
 }
 
 // macPasswords adds the row MAC of every password hash that has none.
@@ -176,12 +186,4 @@ func macPasswords(ctx context.Context, db *sql.DB, dialect field.Dialect, mac *f
 		}
 	}
 	return len(todo), nil
-}
-
-func markRebound(ctx context.Context, db *sql.DB, dialect field.Dialect) error {
-	_, err := db.ExecContext(ctx, dialect.Rebind(`INSERT INTO chat_state (k, v) VALUES (?, '2') ON CONFLICT (k) DO UPDATE SET v = '2'`), bindingState)
-	if err != nil {
-		return fmt.Errorf("chat: recording state: %w", err)
-	}
-	return nil
 }

@@ -1,0 +1,292 @@
+package field
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
+)
+
+// ledgerRow is a ledger's raw row, to replay or alter as a database writer
+// would.
+type ledgerRow struct {
+	counter   int64
+	body, mac string
+}
+
+func readRow(t *testing.T, d testDB, l *Ledger) ledgerRow {
+	t.Helper()
+	var r ledgerRow
+	if err := d.db.QueryRow(`SELECT counter, body, mac FROM `+l.Table+` WHERE id = 1`).Scan(&r.counter, &r.body, &r.mac); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func writeRow(t *testing.T, d testDB, l *Ledger, r ledgerRow) {
+	t.Helper()
+	if _, err := d.db.Exec(d.q(`UPDATE `+l.Table+` SET counter = ?, body = ?, mac = ? WHERE id = 1`), r.counter, r.body, r.mac); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLedger: a keyring that lacks a recorded key ID, belongs to another
+// database, or is older than a generation seen is refused.
+func TestLedger(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		mk := local.Generate()
+		kr, err := keyring.Create(ctx, filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
+		if err := l.Check(ctx, kr); err != nil {
+			t.Fatalf("empty ledger, first start: %v", err)
+		}
+		if ids, err := l.Keyrings(ctx); err != nil || len(ids) != 0 {
+			t.Fatalf("empty ledger lists %v %v", ids, err)
+		}
+		if err := l.Record(ctx, kr); err != nil {
+			t.Fatal(err)
+		}
+		if ids, err := l.Keyrings(ctx); err != nil || len(ids) != 1 || ids[0] != kr.ID() {
+			t.Fatalf("ledger lists %v %v, want [%s]", ids, err, kr.ID())
+		}
+		st, err := l.Read(ctx)
+		if err != nil || st == nil || st.Keyring != kr.ID() || len(st.Keys) != 1 || st.Keys[0].ID != kr.Primary().ID || st.Keys[0].State != "primary" || st.Counter != 1 {
+			t.Fatalf("ledger state %+v %v", st, err)
+		}
+		if a, ok := kr.Anchor(st.Database); !ok || a.Counter != 1 {
+			t.Fatalf("anchor %+v %v after the first write", a, ok)
+		}
+		// Recording what is recorded writes nothing.
+		gen := kr.Generation()
+		if err := l.Record(ctx, kr); err != nil || kr.Generation() != gen || readRow(t, d, l).counter != 1 {
+			t.Fatalf("no-op Record: %v, generation %d -> %d", err, gen, kr.Generation())
+		}
+		stale, _ := os.ReadFile(kr.Path())
+		id, _ := kr.Add(ctx, keyring.AES256GCM)
+		if err := l.Record(ctx, kr, id); err != nil {
+			t.Fatal(err)
+		}
+		kr.Promote(ctx, id)
+		if err := l.Record(ctx, kr); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Check(ctx, kr); err != nil {
+			t.Fatal(err)
+		}
+		// An older copy of the file: missing the new key and older.
+		os.WriteFile(filepath.Join(dir, "old.json"), stale, 0o600)
+		old, _ := keyring.Load(ctx, filepath.Join(dir, "old.json"), mk)
+		if err := l.Check(ctx, old); !errors.Is(err, keyring.ErrRollback) {
+			t.Fatalf("rolled-back keyring: %v", err)
+		}
+		// A brand-new keyring (the path had a typo): another keyring.
+		other, _ := keyring.Create(ctx, filepath.Join(dir, "new.json"), mk, keyring.AES256GCM)
+		if err := l.Check(ctx, other); !errors.Is(err, keyring.ErrWrongKeyring) {
+			t.Fatalf("another keyring: %v", err)
+		}
+		// The same keyring without a recorded key (an in-memory keyring
+		// given a made-up ID): missing keys are named.
+		mem, _ := keyring.New(keyring.AES256GCM)
+		l2 := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger2")}
+		if err := l2.Record(ctx, mem, mem.Primary().ID, 0x12345678); err != nil {
+			t.Fatal(err)
+		}
+		var me *MissingKeysError
+		if err := l2.Check(ctx, mem); !errors.As(err, &me) || len(me.IDs) != 1 || me.IDs[0] != 0x12345678 || !errors.Is(err, keyring.ErrUnknownKey) {
+			t.Fatalf("missing key: %v", err)
+		}
+	})
+}
+
+// TestLedgerWriterAttacks is the seams issue's database writer against the
+// ledger: deleting it, putting back an older copy, altering it, or forging
+// one with an older keyring file. Each is refused, because the keyring
+// file anchors what the database last held.
+func TestLedgerWriterAttacks(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		mk := local.Generate()
+		kr, err := keyring.Create(ctx, filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
+		if err := l.Record(ctx, kr); err != nil {
+			t.Fatal(err)
+		}
+		before := readRow(t, d, l)
+		oldFile, _ := os.ReadFile(kr.Path())
+		if _, err := kr.Rotate(ctx, keyring.AES256GCM); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Record(ctx, kr); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Mark(ctx, kr, "migrated"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := l.Marked(ctx, kr, "migrated"); !ok || err != nil {
+			t.Fatalf("Marked: %v %v", ok, err)
+		}
+		now := readRow(t, d, l)
+
+		// Replay: the row from before the rotation.
+		writeRow(t, d, l, before)
+		if err := l.Check(ctx, kr); !errors.Is(err, ErrLedgerReplayed) {
+			t.Fatalf("replayed ledger: %v, want ErrLedgerReplayed", err)
+		}
+		if _, err := l.Marked(ctx, kr, "migrated"); err == nil {
+			t.Fatal("a replayed ledger answered Marked")
+		}
+		// Altered: the body edited (a key dropped, the counter raised).
+		alt := now
+		alt.body = alt.body[:len(alt.body)-1] + " }"
+		writeRow(t, d, l, alt)
+		if err := l.Check(ctx, kr); !errors.Is(err, ErrLedgerTampered) {
+			t.Fatalf("altered ledger: %v, want ErrLedgerTampered", err)
+		}
+		// Forged with the keyring file from before the rotation (whose
+		// holder has the master key): its state key is older than the
+		// anchor's.
+		old, err := keyring.Unmarshal(ctx, oldFile, mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := l.Read(ctx)
+		forged := fmt.Sprintf(`{"database":%q,"keyring":%q,"keys":[],"generation":1,"counter":99,"epoch":%d}`, st.Database, kr.ID(), old.StateEpoch())
+		epoch, mac := old.StateMAC(stateMessage(forged))
+		if epoch != old.StateEpoch() {
+			t.Fatal("epoch")
+		}
+		writeRow(t, d, l, ledgerRow{counter: 99, body: forged, mac: fmt.Sprintf("%x", mac)})
+		if err := l.Check(ctx, kr); !errors.Is(err, ErrLedgerReplayed) {
+			t.Fatalf("ledger forged under an older keyring file: %v, want ErrLedgerReplayed", err)
+		}
+		// Deleted: the keyring anchors the database, so an empty ledger
+		// is not a first start.
+		if _, err := d.db.Exec(`DELETE FROM ` + l.Table); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Check(ctx, kr); !errors.Is(err, ErrLedgerMissing) {
+			t.Fatalf("deleted ledger: %v, want ErrLedgerMissing", err)
+		}
+		if err := l.Record(ctx, kr); !errors.Is(err, ErrLedgerMissing) {
+			t.Fatalf("Record on a deleted ledger: %v, want ErrLedgerMissing", err)
+		}
+		if _, err := l.Adopt(ctx, kr, AdoptOptions{}); !errors.Is(err, ErrLedgerMissing) {
+			t.Fatalf("Adopt without AnotherDatabase while the keyring anchors one: %v", err)
+		}
+		// The genuine row back: accepted again.
+		d.db.Exec(d.q(`INSERT INTO `+l.Table+` (id, counter, body, mac) VALUES (1, ?, ?, ?)`), now.counter, now.body, now.mac)
+		if err := l.Check(ctx, kr); err != nil {
+			t.Fatalf("the genuine ledger: %v", err)
+		}
+		// The keyring file restored from before the database was anchored
+		// more than once: its anchor is missing, and it is older.
+		os.WriteFile(filepath.Join(dir, "old.json"), oldFile, 0o600)
+		oldKR, _ := keyring.Load(ctx, filepath.Join(dir, "old.json"), mk)
+		if err := l.Check(ctx, oldKR); !errors.Is(err, keyring.ErrRollback) {
+			t.Fatalf("old keyring file: %v", err)
+		}
+	})
+}
+
+// TestLedgerAdopt: the unauthenticated ledger of an earlier release is
+// refused until an operator adopts it, once.
+func TestLedgerAdopt(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		mk := local.Generate()
+		kr, err := keyring.Create(ctx, filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.db.Exec(`CREATE TABLE ` + LegacyLedgerTable + ` (keyring_id TEXT NOT NULL, key_id TEXT NOT NULL, generation BIGINT NOT NULL, PRIMARY KEY (keyring_id, key_id))`)
+		t.Cleanup(func() { d.db.Exec(`DROP TABLE ` + LegacyLedgerTable) })
+		if _, err := d.db.Exec(d.q(`INSERT INTO `+LegacyLedgerTable+` VALUES (?, ?, 1)`), kr.ID(), kr.Primary().ID.String()); err != nil {
+			t.Fatal(err)
+		}
+		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
+		if err := l.Check(ctx, kr); !errors.Is(err, ErrLedgerNotAdopted) {
+			t.Fatalf("unadopted: %v, want ErrLedgerNotAdopted", err)
+		}
+		if ids, _ := l.Keyrings(ctx); len(ids) != 1 || ids[0] != kr.ID() {
+			t.Fatalf("Keyrings before adoption: %v", ids)
+		}
+		// Another keyring's database is not adopted.
+		other, _ := keyring.New(keyring.AES256GCM)
+		if _, err := l.Adopt(ctx, other, AdoptOptions{}); !errors.Is(err, keyring.ErrWrongKeyring) {
+			t.Fatalf("adopting with another keyring: %v", err)
+		}
+		got, err := l.Adopt(ctx, kr, AdoptOptions{})
+		if err != nil || got.Legacy != 1 || got.Database == "" {
+			t.Fatalf("Adopt: %+v %v", got, err)
+		}
+		if err := l.Check(ctx, kr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Adopt(ctx, kr, AdoptOptions{AnotherDatabase: true}); !errors.Is(err, ErrAlreadyAdopted) {
+			t.Fatalf("second Adopt: %v", err)
+		}
+		// A second database under the same keyring joins by adoption.
+		l2 := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger2")}
+		d.db.Exec(`DELETE FROM ` + LegacyLedgerTable)
+		if err := l2.Check(ctx, kr); !errors.Is(err, ErrLedgerMissing) {
+			t.Fatalf("new database under an anchoring keyring: %v", err)
+		}
+		if _, err := l2.Adopt(ctx, kr, AdoptOptions{AnotherDatabase: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l2.Check(ctx, kr); err != nil {
+			t.Fatal(err)
+		}
+		if len(kr.Anchored()) != 2 {
+			t.Fatalf("anchored %v", kr.Anchored())
+		}
+	})
+}
+
+// Concurrent first writes from two processes agree on one database ID.
+func TestLedgerConcurrentRecord(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "kr.json")
+		mk := local.Generate()
+		kr, err := keyring.Create(ctx, path, mk, keyring.AES256GCM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table := d.table(t, "ledger")
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() {
+				k, err := keyring.Load(ctx, path, mk)
+				if err == nil {
+					err = (&Ledger{DB: d.db, Dialect: d.dialect, Table: table}).Record(ctx, k)
+				}
+				errs <- err
+			}()
+		}
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		kr.Reload(ctx)
+		if err := (&Ledger{DB: d.db, Dialect: d.dialect, Table: table}).Check(ctx, kr); err != nil || len(kr.Anchored()) != 1 {
+			t.Fatalf("after concurrent first writes: %v, anchored %v", err, kr.Anchored())
+		}
+	})
+}
