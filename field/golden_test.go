@@ -15,18 +15,12 @@ import (
 	"github.com/wardlab/ward/kms/local"
 )
 
-// bound through another Stringer opens (legacy) and is to re-seal.
-
 var updateGolden = flag.Bool("update", false, "rewrite testdata/context-v3.json (only when a context version is added)")
-
-// bound through another Stringer opens (legacy) and is to re-seal.
 
 type typedValue struct {
 	Type  string `json:"type"` // null, int64, string, bytes, bool, time, uuid
 	Value string `json:"value,omitempty"`
 }
-
-// bound through another Stringer opens (legacy) and is to re-seal.
 
 func (v typedValue) goValue(t *testing.T) any {
 	switch v.Type {
@@ -103,10 +97,6 @@ func (v contextVector) column(t *testing.T, kr *keyring.Keyring) (*Column, RowKe
 	return c, rk
 }
 
-// bound through another Stringer opens (legacy) and is to re-seal.
-
-// bound through another Stringer opens (legacy) and is to re-seal.
-
 func contextVectors() []contextVector {
 	return []contextVector{
 		{Table: "messages", Column: "body", Row: "42", Plaintext: "no bound columns"},
@@ -152,10 +142,6 @@ func writeContextGolden(t *testing.T, path string) {
 	}
 }
 
-// bound through another Stringer opens (legacy) and is to re-seal.
-
-// bound through another Stringer opens (legacy) and is to re-seal.
-
 func TestGoldenContextV3(t *testing.T) {
 	const path = "testdata/context-v3.json"
 	if *updateGolden {
@@ -190,19 +176,9 @@ func TestGoldenContextV3(t *testing.T) {
 	}
 }
 
-// bound through another Stringer opens (legacy) and is to re-seal.
-
 type v2Owner struct{ n int }
 
 func (o v2Owner) String() string { return "id-" + string(rune('0'+o.n)) }
-
-// bound through another Stringer opens (legacy) and is to re-seal.
-
-// bound through another Stringer opens (legacy) and is to re-seal.
-
-// bound through another Stringer opens (legacy) and is to re-seal.
-
-// bound through another Stringer opens (legacy) and is to re-seal.
 
 func TestGoldenV2Values(t *testing.T) {
 	raw, err := os.ReadFile("testdata/field-v2.json")
@@ -277,10 +253,6 @@ func vals0(v []any) any {
 	return v[0]
 }
 
-// bound through another Stringer opens (legacy) and is to re-seal.
-
-// bound through another Stringer opens (legacy) and is to re-seal.
-
 func TestBoundValueEncodings(t *testing.T) {
 	u := [16]byte{0x0b, 0x9d, 0x7e, 0x0a, 0x7c, 0x1e, 0x4d, 0x5a, 0x9f, 0x00, 0x3c, 0x2d, 0x1e, 0x0f, 0x4a, 0x5b}
 	type myInt int32
@@ -331,10 +303,6 @@ func TestBoundValueEncodings(t *testing.T) {
 	}
 }
 
-// bound through another Stringer opens (legacy) and is to re-seal.
-
-// bound through another Stringer opens (legacy) and is to re-seal.
-
 func TestTimeBindingSurvivesDatabase(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testDB) {
 		kr, _ := keyring.New(keyring.AES256GCM)
@@ -369,14 +337,6 @@ func TestTimeBindingSurvivesDatabase(t *testing.T) {
 		}
 	})
 }
-
-// bound through another Stringer opens (legacy) and is to re-seal.
-
-// bound through another Stringer opens (legacy) and is to re-seal.
-
-// bound through another Stringer opens (legacy) and is to re-seal.
-
-// bound through another Stringer opens (legacy) and is to re-seal.
 
 // TestRowOf: one row key whatever type carries it, and refusals.
 func TestRowOf(t *testing.T) {

@@ -2,7 +2,11 @@ package field
 
 import (
 	"context"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -287,6 +291,126 @@ func TestLedgerConcurrentRecord(t *testing.T) {
 		kr.Reload(ctx)
 		if err := (&Ledger{DB: d.db, Dialect: d.dialect, Table: table}).Check(ctx, kr); err != nil || len(kr.Anchored()) != 1 {
 			t.Fatalf("after concurrent first writes: %v, anchored %v", err, kr.Anchored())
+		}
+	})
+}
+
+var updateLedgerGolden = flag.Bool("update-ledger", false, "rewrite testdata/ledger-v1.json (only when the ledger format changes)")
+
+// ledgerGolden is testdata/ledger-v1.json: a keyring file with two state
+// keys and an anchor, and ledger rows MAC'd under each.
+type ledgerGolden struct {
+	Comment   string          `json:"comment"`
+	MasterKey string          `json:"master_key"`
+	Keyring   json.RawMessage `json:"keyring"`
+	Rows      []struct {
+		Body  string `json:"body"`
+		Epoch uint64 `json:"epoch"`
+		MAC   string `json:"mac"`
+	} `json:"rows"`
+}
+
+func TestGoldenLedger(t *testing.T) {
+	const path = "testdata/ledger-v1.json"
+	if *updateLedgerGolden {
+		writeLedgerGolden(t, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g ledgerGolden
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	kr := goldenKeyring(t, g.MasterKey, g.Keyring)
+	if len(g.Rows) != 2 || g.Rows[0].Epoch >= g.Rows[1].Epoch {
+		t.Fatalf("golden file holds %d rows", len(g.Rows))
+	}
+	for _, r := range g.Rows {
+		var st LedgerState
+		if err := json.Unmarshal([]byte(r.Body), &st); err != nil || st.Epoch != r.Epoch || st.Keyring != kr.ID() {
+			t.Fatalf("golden body %s: %v", r.Body, err)
+		}
+		mac, _ := hex.DecodeString(r.MAC)
+		if err := kr.VerifyStateMAC(r.Epoch, stateMessage(r.Body), mac); err != nil {
+			t.Fatalf("golden row at epoch %d: %v", r.Epoch, err)
+		}
+		if a, ok := kr.Anchor(st.Database); !ok || a.Counter < st.Counter || !a.HasMark("golden") {
+			t.Fatalf("golden anchor %+v %v", a, ok)
+		}
+	}
+}
+
+func writeLedgerGolden(t *testing.T, path string) {
+	ctx := context.Background()
+	mk := local.Generate()
+	file := filepath.Join(t.TempDir(), "kr.json")
+	kr, err := keyring.Create(ctx, file, mk, keyring.AES256GCM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := ledgerGolden{Comment: "ward ledger state v1: HMAC-SHA-256 under a keyring state key; regenerate with go test ./field -run GoldenLedger -update-ledger only when the format changes", MasterKey: mk.Encode()}
+	row := func(counter uint64) {
+		st := LedgerState{Database: "db-0123456789abcdef", Keyring: kr.ID(), Generation: kr.Generation(), Counter: counter, Epoch: kr.StateEpoch(), Marks: []string{"golden"}}
+		for _, k := range kr.Keys() {
+			st.Keys = append(st.Keys, LedgerKey{ID: k.ID, State: k.State.String()})
+		}
+		body, _ := json.Marshal(st)
+		epoch, mac := kr.StateMAC(stateMessage(string(body)))
+		g.Rows = append(g.Rows, struct {
+			Body  string `json:"body"`
+			Epoch uint64 `json:"epoch"`
+			MAC   string `json:"mac"`
+		}{string(body), epoch, hex.EncodeToString(mac)})
+		if err := kr.SetAnchor(ctx, st.Database, keyring.Anchor{Counter: counter, Epoch: epoch, Marks: st.Marks}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	row(1)
+	if _, err := kr.Rotate(ctx, keyring.AES256GCM); err != nil {
+		t.Fatal(err)
+	}
+	row(2)
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Keyring = json.RawMessage(raw)
+	out, _ := json.MarshalIndent(g, "", "  ")
+	if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzLedger: whatever a database writer puts in the ledger row, Verified
+// neither panics nor accepts anything but a state the keyring MAC'd.
+func FuzzLedger(f *testing.F) {
+	ctx := context.Background()
+	kr, _ := keyring.New(keyring.AES256GCM)
+	db, err := sql.Open("sqlite", filepath.Join(f.TempDir(), "fuzz.db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	l := &Ledger{DB: db, Dialect: SQLite}
+	if err := l.Record(ctx, kr); err != nil {
+		f.Fatal(err)
+	}
+	var genuine ledgerRow
+	db.QueryRow(`SELECT counter, body, mac FROM ward_ledger WHERE id = 1`).Scan(&genuine.counter, &genuine.body, &genuine.mac)
+	f.Add(genuine.counter, genuine.body, genuine.mac)
+	f.Add(int64(2), `{"database":"db-1","keyring":"`+kr.ID()+`","keys":[],"counter":2,"epoch":0}`, genuine.mac)
+	f.Add(int64(-1), `{"counter":-1}`, "zz")
+	f.Add(int64(1), `{"keys":[{"id":0,"state":"primary"}]}`, "")
+	f.Fuzz(func(t *testing.T, counter int64, body, mac string) {
+		if _, err := db.Exec(`UPDATE ward_ledger SET counter = ?, body = ?, mac = ? WHERE id = 1`, counter, body, mac); err != nil {
+			t.Skip()
+		}
+		st, err := l.Verified(ctx, kr)
+		if err == nil && (st == nil || body != genuine.body) {
+			t.Fatalf("accepted a ledger the keyring did not write: %q", body)
 		}
 	})
 }

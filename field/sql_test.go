@@ -10,14 +10,6 @@ import (
 	"github.com/wardlab/ward/keyring"
 )
 
-// reports them.
-
-// reports them.
-
-// reports them.
-
-// reports them.
-
 func TestDatabaseRoundTrip(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testDB) {
 		kr := newKR(t)
@@ -97,15 +89,3 @@ func TestDatabaseRoundTrip(t *testing.T) {
 		}
 	})
 }
-
-// reports them.
-
-// reports them.
-
-// reports them.
-
-// reports them.
-
-// reports them.
-
-// reports them.
