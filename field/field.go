@@ -55,6 +55,7 @@ type Column struct {
 	enc           Encoding
 	bind          []string // bound columns, in order (nil: row key only)
 	legacy        bool     // also open values bound without the bound columns (AcceptLegacyBinding)
+	currentOnly   bool     // refuse ciphertext versions before the current one (RefuseLegacyForms)
 	mixed         bool     // also read values that are not ciphertexts as plaintext
 	prefix        []byte   // v3 context prefix under the column's binding
 	unboundPrefix []byte   // v3 context prefix without bound columns
@@ -93,6 +94,18 @@ func Bind(columns ...string) ColumnOption {
 // an old value to another owner. [Column.LegacyOpens] counts such opens.
 func AcceptLegacyBinding() ColumnOption { return func(c *Column) { c.legacy = true } }
 
+// ErrLegacyForm means a column that refuses legacy forms
+// ([RefuseLegacyForms]) met a value in an earlier ciphertext version.
+var ErrLegacyForm = errors.New("field: value in a legacy ciphertext version, which this column refuses")
+
+// RefuseLegacyForms makes Open refuse values in earlier ciphertext versions
+// (v1 and v2, with their row-only and v2 contexts) with [ErrLegacyForm].
+// Turn it on for good once a job has moved every value of the column to
+// the current version (the census's PerVersion shows none left): from then
+// on a database writer cannot put back a value from an older backup whose
+// weaker binding the column would otherwise accept.
+func RefuseLegacyForms() ColumnOption { return func(c *Column) { c.currentOnly = true } }
+
 // AcceptPlaintext is the mixed-read mode of a column moving from
 // plaintext to ciphertext while the application runs: Open returns a
 // stored value that does not parse as a ward ciphertext as it is, and
@@ -128,6 +141,9 @@ func NewColumn(kr *keyring.Keyring, table, column string, opts ...ColumnOption) 
 	}
 	if c.legacy && c.bind == nil {
 		return nil, fmt.Errorf("field: %s.%s: AcceptLegacyBinding needs Bind", table, column)
+	}
+	if c.legacy && c.currentOnly {
+		return nil, fmt.Errorf("field: %s.%s: AcceptLegacyBinding and RefuseLegacyForms exclude each other", table, column)
 	}
 	c.legacyPrefix = appendContextPrefixV1(nil, table, column)
 	c.prefix = appendContextPrefix(nil, contextDomainV3, table, column, c.bind)
@@ -191,6 +207,9 @@ func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, e
 func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, error) {
 	if len(ciphertext) == 0 {
 		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: keyring.ErrTruncated}
+	}
+	if c.currentOnly && ciphertext[0] != keyring.CurrentVersion {
+		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: ErrLegacyForm}
 	}
 	var buf [128]byte
 	ctx, err := c.contextFor(buf[:], row, ciphertext[0])

@@ -236,6 +236,11 @@ func TestGoldenV2Values(t *testing.T) {
 		if err != nil || string(pt) != v.Plaintext {
 			t.Fatalf("%s: %q %v", v.Note, pt, err)
 		}
+		// A column that refuses legacy forms refuses every v2 value.
+		strict, _ := NewColumn(kr, v.Table, v.Column, append(opts, RefuseLegacyForms())...)
+		if _, err := strict.AppendOpen(nil, rk, ct); !errors.Is(err, ErrLegacyForm) {
+			t.Fatalf("%s: a column refusing legacy forms: %v", v.Note, err)
+		}
 		// The Stringer-bound value opens through the legacy path, but a
 		// new value cannot be sealed with a Stringer.
 		if _, isStringer := vals0(vals).(v2Owner); isStringer {

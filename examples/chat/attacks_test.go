@@ -3,6 +3,7 @@ package chat
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -490,9 +491,44 @@ func TestExistingDatabase(t *testing.T) {
 	defer strict.Close()
 	ts2 := httptest.NewServer(strict.Handler())
 	defer ts2.Close()
-	if code := (&testApp{ts: ts2}).client(t).do("POST", "/api/login", credentials{"alice@example.com", "correct horse"}, nil); code != 200 {
+	c2 := (&testApp{ts: ts2}).client(t)
+	if code := c2.do("POST", "/api/login", credentials{"alice@example.com", "correct horse"}, nil); code != 200 {
 		t.Fatalf("login with the upgraded hash under RequirePepper: %d", code)
 	}
+	// The pre-upgrade backup's v1 value, put back by a database writer
+	// (the cross-user read of the seams issue used such a value): after
+	// the migration, legacy forms are refused for good.
+	backup, err := sql.Open("sqlite", "file:testdata/v1-db/chat.db?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backup.Close()
+	var v1 []byte
+	if err := backup.QueryRow(`SELECT body FROM messages WHERE id = ?`, ms[0].ID).Scan(&v1); err != nil || len(v1) == 0 || v1[0] != 1 {
+		t.Fatalf("the fixture's v1 value: %x %v", v1, err)
+	}
+	if _, err := strict.db.Exec(`UPDATE messages SET body = ? WHERE id = ?`, v1, ms[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	var after []Message
+	c2.do("GET", fmt.Sprintf("/api/conversations/%d/messages", cs[0].ID), nil, &after)
+	for _, m := range after {
+		if m.Body == "the dentist on Tuesday" {
+			t.Fatal("a v1 value put back after the migration opened")
+		}
+	}
+	if _, err := strict.store.cols.body.Open(field.RowInt(ms[0].ID).With(cs[0].ID, int64(1), "user"), mustCT(t, v1)); !errors.Is(err, field.ErrLegacyForm) {
+		t.Fatalf("the service's column opened a v1 value: %v", err)
+	}
+}
+
+func mustCT(t *testing.T, b []byte) field.Ciphertext {
+	t.Helper()
+	ct, err := field.ParseCiphertext(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ct
 }
 
 // TestRestartDoesNotVouchForPlantedRows is the account takeover of the

@@ -132,17 +132,21 @@ func Migrate(ctx context.Context, cfg Config, out io.Writer) error {
 	if err := ledger.Record(ctx, kr); err != nil {
 		return err
 	}
-	cols, err := newColumns(kr, field.AcceptLegacyBinding())
+	cols, err := newColumns(kr, true)
 	if err != nil {
 		return err
 	}
-	for _, col := range []*field.Column{cols.body, cols.title} {
+	for _, col := range []*field.Column{cols.email, cols.body, cols.title} {
 		job := &reseal.Job{DB: db, Dialect: dialect, Column: col, Key: "id"}
 		st, err := job.Run(ctx)
 		if err != nil {
 			return fmt.Errorf("chat: re-binding %s.%s: %w", col.Table(), col.Name(), err)
 		}
-		fmt.Fprintf(out, "%s.%s: %d values re-bound to their owners, %d already bound\n", col.Table(), col.Name(), st.Reencrypted, st.Current)
+		verb := "re-bound to their owners"
+		if col.Bound() == nil {
+			verb = "re-sealed in the current format"
+		}
+		fmt.Fprintf(out, "%s.%s: %d values %s, %d already current\n", col.Table(), col.Name(), st.Reencrypted, verb, st.Current)
 	}
 	n, err := macPasswords(ctx, db, dialect, cols.passwordMAC)
 	if err != nil {

@@ -29,16 +29,23 @@ type columns struct {
 	passwordMAC, sessionMAC *field.RowMAC
 }
 
-func newColumns(kr *keyring.Keyring, legacy ...field.ColumnOption) (*columns, error) {
+func newColumns(kr *keyring.Keyring, migrating bool) (*columns, error) {
 	c := &columns{}
 	var err error
-	if c.email, err = field.NewColumn(kr, "users", "email"); err != nil {
+	// The service refuses values in earlier ciphertext versions and
+	// bindings for good: it runs only on a migrated database. Migrate
+	// alone reads them, to re-seal them.
+	plain, bound := []field.ColumnOption{field.RefuseLegacyForms()}, []field.ColumnOption{field.RefuseLegacyForms()}
+	if migrating {
+		plain, bound = nil, []field.ColumnOption{field.AcceptLegacyBinding()}
+	}
+	if c.email, err = field.NewColumn(kr, "users", "email", plain...); err != nil {
 		return nil, err
 	}
-	if c.title, err = field.NewColumn(kr, "conversations", "title", append([]field.ColumnOption{field.Bind("user_id")}, legacy...)...); err != nil {
+	if c.title, err = field.NewColumn(kr, "conversations", "title", append([]field.ColumnOption{field.Bind("user_id")}, bound...)...); err != nil {
 		return nil, err
 	}
-	if c.body, err = field.NewColumn(kr, "messages", "body", append([]field.ColumnOption{field.Bind("conversation_id", "user_id", "role")}, legacy...)...); err != nil {
+	if c.body, err = field.NewColumn(kr, "messages", "body", append([]field.ColumnOption{field.Bind("conversation_id", "user_id", "role")}, bound...)...); err != nil {
 		return nil, err
 	}
 	if c.emailIdx, err = field.NewBlindIndex(kr, "users", "email", field.WithNormalizer(field.NormalizeFold)); err != nil {
@@ -105,7 +112,7 @@ var errExists = errors.New("chat: account exists")
 var errTampered = errors.New("chat: a row was altered in the database")
 
 func newStore(db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, codec Codec) (*store, error) {
-	cols, err := newColumns(kr)
+	cols, err := newColumns(kr, false)
 	if err != nil {
 		return nil, err
 	}
