@@ -589,3 +589,73 @@ func TestRestartDoesNotVouchForPlantedRows(t *testing.T) {
 		}
 	})
 }
+
+// TestSignupRevealsNothing is the seams issue's sign-up oracle: signing up
+// and then logging in with the password just given answered 200 for a free
+// address and 401 for a taken one. Now an account exists only once the
+// link sent to the address is followed, so both answer 401; the outbox
+// tells the owner of a taken address, and holds a link only for a free
+// one. A database reader sees neither addresses nor links in the outbox,
+// and a database writer cannot plant a pending sign-up.
+func TestSignupRevealsNothing(t *testing.T) {
+	forEachDB(t, func(t *testing.T, ta *testApp) {
+		ta.client(t).signup("alice@example.com")
+		probe := ta.client(t)
+		for _, email := range []string{"alice@example.com", "bob@example.com"} {
+			var got map[string]string
+			if code := probe.do("POST", "/api/signup", credentials{email, "guessed password"}, &got); code != 202 || got["status"] != msgCheckMail {
+				t.Fatalf("signup %s: %d %v", email, code, got)
+			}
+			if code := probe.do("POST", "/api/login", credentials{email, "guessed password"}, nil); code != 401 {
+				t.Fatalf("log-in right after signing up %s: %d, want 401 for taken and free alike", email, code)
+			}
+		}
+		if verificationLink(t, ta.app, "bob@example.com") == "" {
+			t.Fatal("no link for the free address")
+		}
+		ms, _ := ta.app.Outbox(context.Background(), 1000)
+		var toAlice []string
+		for _, m := range ms {
+			if m.To == "alice@example.com" {
+				toAlice = append(toAlice, m.Body)
+			}
+		}
+		if len(toAlice) != 2 || strings.Contains(toAlice[1], "#verify=") || !strings.Contains(toAlice[1], "already has one") {
+			t.Fatalf("the taken address's mail: %q", toAlice)
+		}
+		rows, _ := ta.db.Query(`SELECT recipient, body FROM outbox`)
+		for rows.Next() {
+			var to, body []byte
+			rows.Scan(&to, &body)
+			if strings.Contains(string(to)+string(body), "example.com") || strings.Contains(string(body), "verify") {
+				t.Fatal("plaintext in the outbox table")
+			}
+		}
+		rows.Close()
+		// A link works once.
+		token := verificationLink(t, ta.app, "bob@example.com")
+		if code := probe.do("POST", "/api/verify", map[string]string{"token": token}, nil); code != 200 {
+			t.Fatalf("verify: %d", code)
+		}
+		if code := probe.do("POST", "/api/verify", map[string]string{"token": token}, nil); code != 400 {
+			t.Fatalf("the same link twice: %d", code)
+		}
+		if code := probe.do("POST", "/api/login", credentials{"bob@example.com", "guessed password"}, nil); code != 200 {
+			t.Fatalf("log-in after verification: %d", code)
+		}
+		// A database writer plants a pending sign-up for carol with their
+		// own token and password hash: its row MAC is missing.
+		probe.do("POST", "/api/signup", credentials{"mallory@example.com", "mallory's password"}, nil)
+		mt := verificationLink(t, ta.app, "mallory@example.com")
+		q := ta.app.dialect.Rebind
+		if _, err := ta.db.Exec(q(`UPDATE signups SET email_idx = ? WHERE token_hash = ?`), ta.app.store.emailKey("carol@example.com"), tokenHash(mt)); err != nil {
+			t.Fatal(err)
+		}
+		if code := probe.do("POST", "/api/verify", map[string]string{"token": mt}, nil); code != 400 {
+			t.Fatalf("verify of an altered sign-up row: %d", code)
+		}
+		if code := probe.do("POST", "/api/login", credentials{"carol@example.com", "mallory's password"}, nil); code != 401 {
+			t.Fatalf("log-in to the planted account: %d", code)
+		}
+	})
+}

@@ -32,6 +32,17 @@ func TestBrowserChat(t *testing.T) {
 		run(chromedp.SendKeys("#email", "carol@example.com"))
 		run(chromedp.SendKeys("#password", "correct horse battery"))
 		run(chromedp.Click("#signup"))
+		run(chromedp.Poll[chromedp.Void](`document.getElementById("auth-note").textContent.includes("check your e-mail")`))
+		// The link from the outbox, followed in the same browser.
+		token := verificationLink(t, ta.app, "carol@example.com")
+		if token == "" {
+			t.Fatal("no link in the outbox")
+		}
+		run(chromedp.Navigate(ta.ts.URL + "/#verify=" + token))
+		run(chromedp.Poll[chromedp.Void](`document.getElementById("auth-note").textContent.includes("the account exists")`))
+		run(chromedp.SetValue("#email", "carol@example.com"))
+		run(chromedp.SetValue("#password", "correct horse battery"))
+		run(chromedp.Click("#login"))
 		run(chromedp.WaitVisible("#send"))
 		run(chromedp.SendKeys("#text", secret))
 		run(chromedp.Click("#send-button"))

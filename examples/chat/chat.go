@@ -218,7 +218,12 @@ func (s *Service) Handler() http.Handler { return s.server.handler() }
 // Close closes the database.
 func (s *Service) Close() error { return s.db.Close() }
 
-// SweepSessions deletes expired sessions; Serve runs it every minute.
+// SweepSessions deletes expired sessions, expired sign-up links and
+// outbox messages older than a link lives; Serve runs it every minute.
 func (s *Service) SweepSessions(ctx context.Context) (int64, error) {
-	return s.store.sweepSessions(ctx, time.Now())
+	now := time.Now()
+	if err := s.store.sweepSignups(ctx, now); err != nil {
+		return 0, err
+	}
+	return s.store.sweepSessions(ctx, now)
 }

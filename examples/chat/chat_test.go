@@ -78,14 +78,61 @@ func newTestApp(t *testing.T, cfg Config) *testApp {
 }
 
 type client struct {
-	t  *testing.T
-	hc *http.Client
-	ts *httptest.Server
+	t   *testing.T
+	hc  *http.Client
+	ts  *httptest.Server
+	app *Service // for the outbox
 }
 
 func (ta *testApp) client(t *testing.T) *client {
 	jar, _ := cookiejar.New(nil)
-	return &client{t: t, hc: &http.Client{Jar: jar}, ts: ta.ts}
+	return &client{t: t, hc: &http.Client{Jar: jar}, ts: ta.ts, app: ta.app}
+}
+
+// verificationLink returns the token of the newest sign-up link the
+// outbox holds for email ("" if none).
+func verificationLink(t *testing.T, app *Service, email string) string {
+	t.Helper()
+	ms, err := app.Outbox(context.Background(), 100_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := ""
+	for _, m := range ms {
+		if _, tok, ok := strings.Cut(m.Body, "#verify="); ok && m.To == email {
+			token = tok
+		}
+	}
+	return token
+}
+
+func outboxText(t *testing.T, app *Service) string {
+	t.Helper()
+	ms, err := app.Outbox(context.Background(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, m := range ms {
+		fmt.Fprintf(&b, "to %s: %s\n", m.To, m.Body)
+	}
+	return b.String()
+}
+
+// register signs up and follows the link in the outbox, as a user reading
+// their mail would.
+func (c *client) register(email, password string) {
+	c.t.Helper()
+	if code := c.do("POST", "/api/signup", credentials{email, password}, nil); code != 202 {
+		c.t.Fatalf("signup %s: %d", email, code)
+	}
+	token := verificationLink(c.t, c.app, email)
+	if token == "" {
+		c.t.Fatalf("no verification link for %s in the outbox", email)
+	}
+	if code := c.do("POST", "/api/verify", map[string]string{"token": token}, nil); code != 200 {
+		c.t.Fatalf("verify %s: %d", email, code)
+	}
 }
 
 func (c *client) do(method, path string, body any, out any) int {
@@ -114,9 +161,7 @@ func (c *client) do(method, path string, body any, out any) int {
 
 func (c *client) signup(email string) Conversation {
 	c.t.Helper()
-	if code := c.do("POST", "/api/signup", credentials{email, "correct horse"}, nil); code != 202 {
-		c.t.Fatalf("signup %s: %d", email, code)
-	}
+	c.register(email, "correct horse")
 	if code := c.do("POST", "/api/login", credentials{email, "correct horse"}, nil); code != 200 {
 		c.t.Fatalf("login %s: %d", email, code)
 	}

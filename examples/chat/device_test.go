@@ -51,6 +51,12 @@ func TestGuessersCannotLockOutTheOwner(t *testing.T) {
 	if resp, err := alice.Do(req); err != nil || resp.StatusCode != 202 {
 		t.Fatalf("signup: %v", err)
 	}
+	verify, _ := json.Marshal(map[string]string{"token": verificationLink(t, ta.app, "alice@example.com")})
+	req, _ = http.NewRequest("POST", ta.ts.URL+"/api/verify", strings.NewReader(string(verify)))
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := alice.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("verify: %v", err)
+	}
 	if code := login(alice, "alice@example.com", "correct horse"); code != 200 {
 		t.Fatalf("first log-in: %d", code)
 	}

@@ -14,6 +14,7 @@ type origins struct {
 	local  bool            // a development service on localhost, any port
 	cookie string          // "__Host-session" (https) or "session" (local)
 	secure bool            // the cookie's Secure attribute
+	first  string          // the first configured origin: links in e-mails
 }
 
 // Cookie names: a deployment over https gets the __Host- prefix (Secure,
@@ -37,7 +38,7 @@ func newOrigins(list []string) (*origins, error) {
 	if len(list) == 0 {
 		return &origins{local: true, cookie: localCookie}, nil
 	}
-	o := &origins{exact: map[string]bool{}, cookie: hostCookie, secure: true}
+	o := &origins{exact: map[string]bool{}, cookie: hostCookie, secure: true, first: strings.TrimSuffix(list[0], "/")}
 	for _, s := range list {
 		u, err := url.Parse(s)
 		if err != nil || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
@@ -75,6 +76,24 @@ func (o *origins) allows(r *http.Request) bool {
 		return err == nil && u.Scheme == "http" && localHosts[u.Hostname()] && u.Path == ""
 	}
 	return o.exact[strings.ToLower(origin)]
+}
+
+// linkBase is the origin that links in e-mails point at: the first
+// configured origin, or for a local development service the origin the
+// request came from (already checked by allows) or http://localhost.
+func (o *origins) linkBase(r *http.Request) string {
+	if !o.local {
+		return o.first
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && o.allows(r) {
+		return origin
+	}
+	if h := r.Host; h != "" {
+		if u, err := url.Parse("http://" + h); err == nil && localHosts[u.Hostname()] {
+			return "http://" + h
+		}
+	}
+	return "http://localhost"
 }
 
 // session returns the request's session token from this mode's cookie.

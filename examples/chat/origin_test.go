@@ -79,8 +79,9 @@ func TestSessionCookieModes(t *testing.T) {
 		ta := newTestApp(t, Config{DB: "sqlite:" + filepath.Join(dir, "chat.db"), KeyringPath: filepath.Join(dir, "kr.json"),
 			KeyService: local.Generate(), Origins: tc.origins})
 		c := ta.client(t)
-		if code := c.do("POST", "/api/signup", credentials{"alice@example.com", "correct horse"}, nil); code != 202 {
-			t.Fatalf("signup: %d", code)
+		c.register("alice@example.com", "correct horse")
+		if tc.origins != nil && !strings.Contains(outboxText(t, ta.app), tc.origins[0]+"/#verify=") {
+			t.Fatalf("the link does not point at the configured origin: %s", outboxText(t, ta.app))
 		}
 		body := strings.NewReader(`{"email":"alice@example.com","password":"correct horse"}`)
 		r, _ := http.NewRequest("POST", ta.ts.URL+"/api/login", body)

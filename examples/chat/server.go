@@ -70,6 +70,7 @@ func (s *server) handler() http.Handler {
 		w.Write(indexHTML)
 	})
 	mux.HandleFunc("POST /api/signup", s.signup)
+	mux.HandleFunc("POST /api/verify", s.verify)
 	mux.HandleFunc("POST /api/login", s.login)
 	mux.HandleFunc("POST /api/logout", s.logout)
 	mux.HandleFunc("GET /api/conversations", s.auth(s.listConversations))
@@ -121,16 +122,16 @@ func (c credentials) valid() bool {
 const (
 	msgBusy        = "busy, try again"
 	msgBadLogin    = "wrong e-mail or password"
-	msgSignedUp    = "if the address was new, the account exists now: log in"
 	msgTooMany     = "too many attempts, wait a minute"
 	msgTooManyIPs  = "too many requests from this address, wait"
 	msgTooManyNet  = "too many sign-ups from this network, wait"
 	msgSignupsFull = "the service is taking too many sign-ups right now, try again in a minute"
 )
 
-// signup creates an account. Whether the address already had one is not
-// revealed: the answer is the same, the password is hashed either way,
-// and no session starts (the client logs in next).
+// signup starts a sign-up (see signup.go). Whether the address already
+// had an account is not revealed: the answer is the same, the password is
+// hashed either way, an e-mail goes to the outbox either way, and no
+// account exists until the link in it is followed.
 func (s *server) signup(w http.ResponseWriter, r *http.Request) {
 	// The per-network budget is checked first, so that one network cannot
 	// spend the global budget on its own; the global one's refusal says
@@ -164,12 +165,12 @@ func (s *server) signup(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "password not accepted")
 		return
 	}
-	if _, err := s.store.createUser(r.Context(), c.Email, hash); err != nil && !errors.Is(err, errExists) {
+	if err := s.store.beginSignup(r.Context(), c.Email, hash, s.origins.linkBase(r)); err != nil {
 		s.log.Error("sign-up failed", "err", err)
-		fail(w, http.StatusInternalServerError, "could not create the account")
+		fail(w, http.StatusInternalServerError, "could not sign up")
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"status": msgSignedUp})
+	writeJSON(w, http.StatusAccepted, map[string]string{"status": msgCheckMail})
 }
 
 // login checks the password. Known and unknown accounts take the same

@@ -24,9 +24,10 @@ import (
 //	conversations.title   row and user_id
 //	messages.body         row, conversation_id, user_id and role
 type columns struct {
-	email, title, body      *field.Column
-	emailIdx                *field.BlindIndex
-	passwordMAC, sessionMAC *field.RowMAC
+	email, title, body                 *field.Column
+	signupEmail, outboxTo, outboxBody  *field.Column
+	emailIdx                           *field.BlindIndex
+	passwordMAC, sessionMAC, signupMAC *field.RowMAC
 }
 
 func newColumns(kr *keyring.Keyring, migrating bool) (*columns, error) {
@@ -46,6 +47,20 @@ func newColumns(kr *keyring.Keyring, migrating bool) (*columns, error) {
 		return nil, err
 	}
 	if c.body, err = field.NewColumn(kr, "messages", "body", append([]field.ColumnOption{field.Bind("conversation_id", "user_id", "role")}, bound...)...); err != nil {
+		return nil, err
+	}
+	// Pending sign-ups and the outbox came after every legacy form.
+	strict := field.RefuseLegacyForms()
+	if c.signupEmail, err = field.NewColumn(kr, "signups", "email", strict); err != nil {
+		return nil, err
+	}
+	if c.outboxTo, err = field.NewColumn(kr, "outbox", "recipient", strict); err != nil {
+		return nil, err
+	}
+	if c.outboxBody, err = field.NewColumn(kr, "outbox", "body", strict); err != nil {
+		return nil, err
+	}
+	if c.signupMAC, err = field.NewRowMAC(kr, "signups", "token_hash", "email_idx", "password", "expires"); err != nil {
 		return nil, err
 	}
 	if c.emailIdx, err = field.NewBlindIndex(kr, "users", "email", field.WithNormalizer(field.NormalizeFold)); err != nil {

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"io"
 	"net"
 	"net/netip"
@@ -109,6 +110,22 @@ func newRoot(o *options, out io.Writer) *cobra.Command {
 					return err
 				}
 				return chat.Migrate(cmd.Context(), cfg, out)
+			}},
+		&cobra.Command{Use: "outbox", Short: "Print the e-mails the service would send (sign-up links), in place of a mail server", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				s, err := o.open(cmd.Context())
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				ms, err := s.Outbox(cmd.Context(), 1000)
+				if err != nil {
+					return err
+				}
+				for _, m := range ms {
+					fmt.Fprintf(out, "%s  to %s\n  %s\n", m.Created.Format(time.RFC3339), m.To, m.Body)
+				}
+				return nil
 			}},
 		&cobra.Command{Use: "rotate", Short: "Add a new primary key (saved and recorded first) and re-encrypt; then SIGHUP a running service", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error { return o.rotate(cmd.Context(), out) }})
