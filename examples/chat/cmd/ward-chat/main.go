@@ -19,12 +19,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 	"io"
 	"net"
 	"net/netip"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/spf13/cobra"
 
