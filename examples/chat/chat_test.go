@@ -91,7 +91,7 @@ func (ta *testApp) client(t *testing.T) *client {
 
 // verificationLink returns the token of the newest sign-up link the
 // outbox holds for email ("" if none).
-func verificationLink(t *testing.T, app *Service, email string) string {
+func verificationLink(t testing.TB, app *Service, email string) string {
 	t.Helper()
 	ms, err := app.Outbox(context.Background(), 100_000)
 	if err != nil {
@@ -106,7 +106,7 @@ func verificationLink(t *testing.T, app *Service, email string) string {
 	return token
 }
 
-func outboxText(t *testing.T, app *Service) string {
+func outboxText(t testing.TB, app *Service) string {
 	t.Helper()
 	ms, err := app.Outbox(context.Background(), 1000)
 	if err != nil {
