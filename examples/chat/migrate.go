@@ -32,7 +32,7 @@ var migrations = []string{
 	`CREATE INDEX sessions_expires ON sessions (expires)`,
 	`CREATE TABLE chat_state (k TEXT PRIMARY KEY, v TEXT NOT NULL)`,
 	`CREATE TABLE signups (token_hash BLOB PRIMARY KEY, email BLOB NOT NULL, email_idx BLOB NOT NULL, password TEXT NOT NULL, mac BLOB NOT NULL, expires BIGINT NOT NULL)`,
-	`CREATE TABLE outbox (id BIGINT PRIMARY KEY, recipient BLOB NOT NULL, body BLOB NOT NULL, created BIGINT NOT NULL)`,
+	`CREATE TABLE outbox (id BIGINT PRIMARY KEY, recipient BLOB NOT NULL, body BLOB NOT NULL, created BIGINT NOT NULL)`, // created: Unix nanoseconds
 }
 
 func migrate(ctx context.Context, db *sql.DB, dialect field.Dialect) error {

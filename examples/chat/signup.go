@@ -54,7 +54,7 @@ func (s *store) addOutbox(ctx context.Context, tx *sql.Tx, to, body string) erro
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO outbox (id, recipient, body, created) VALUES (?, ?, ?, ?)`), id, rec, b, time.Now().Unix())
+	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO outbox (id, recipient, body, created) VALUES (?, ?, ?, ?)`), id, rec, b, time.Now().UnixNano())
 	return err
 }
 
@@ -79,7 +79,7 @@ func (s *store) outbox(ctx context.Context, limit int) ([]OutboxMessage, error) 
 		if m.Body, err = s.open(s.cols.outboxBody, field.RowInt(m.ID), body); err != nil {
 			return nil, err
 		}
-		m.Created = time.Unix(created, 0).UTC()
+		m.Created = time.Unix(0, created).UTC()
 		out = append(out, m)
 	}
 	return out, rows.Err()
@@ -166,7 +166,7 @@ func (s *store) sweepSignups(ctx context.Context, now time.Time) error {
 	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM signups WHERE expires < ?`), now.Unix()); err != nil {
 		return err
 	}
-	_, err := s.db.ExecContext(ctx, s.q(`DELETE FROM outbox WHERE created < ?`), now.Add(-signupTTL).Unix())
+	_, err := s.db.ExecContext(ctx, s.q(`DELETE FROM outbox WHERE created < ?`), now.Add(-signupTTL).UnixNano())
 	return err
 }
 

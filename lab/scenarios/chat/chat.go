@@ -154,7 +154,7 @@ func startServices(ctx context.Context, dir string) ([2]*client, func(), error) 
 		}
 		ts := httptest.NewServer(app.Handler())
 		closers = append(closers, ts.Close, func() { app.Close() })
-		if clients[i], err = newClient(ts.URL); err != nil {
+		if clients[i], err = newClient(ctx, ts.URL, app); err != nil {
 			closeAll()
 			return clients, nil, fmt.Errorf("chat (%s): %w", mode, err)
 		}
@@ -170,12 +170,29 @@ type client struct {
 	body    string
 }
 
-func newClient(base string) (*client, error) {
+func newClient(ctx context.Context, base string, app *chat.Service) (*client, error) {
 	jar, _ := cookiejar.New(nil)
 	c := &client{hc: &http.Client{Jar: jar, Timeout: 30 * time.Second}, base: base,
 		body: `{"body":"` + strings.Repeat("今日の予定を教えてください。", 20) + `"}`}
 	creds := `{"email":"lab@example.com","password":"correct horse battery"}`
 	if err := c.post("/api/signup", creds, nil); err != nil {
+		return nil, err
+	}
+	// The account exists once the link e-mailed to it is followed.
+	ms, err := app.Outbox(ctx, 10)
+	if err != nil {
+		return nil, err
+	}
+	token := ""
+	for _, m := range ms {
+		if _, t, ok := strings.Cut(m.Body, "#verify="); ok {
+			token = t
+		}
+	}
+	if token == "" {
+		return nil, fmt.Errorf("no sign-up link in the outbox")
+	}
+	if err := c.post("/api/verify", `{"token":"`+token+`"}`, nil); err != nil {
 		return nil, err
 	}
 	if err := c.post("/api/login", creds, nil); err != nil {
