@@ -72,6 +72,28 @@ type LedgerState struct {
 	Epoch uint64 `json:"epoch"`
 	// Marks are named facts recorded with [Ledger.Mark], sorted.
 	Marks []string `json:"marks,omitempty"`
+	// Columns are the ward columns values are sealed into, recorded with
+	// [Ledger.RecordColumns] when a process or job first seals into them,
+	// sorted by table and column: what a fleet rotation re-encrypts.
+	Columns []LedgerColumn `json:"columns,omitempty"`
+}
+
+// LedgerColumn describes a ward column as a re-encryption job needs it.
+type LedgerColumn struct {
+	Table  string   `json:"table"`
+	Column string   `json:"column"`
+	Key    string   `json:"key"`            // the row-key column
+	Bind   []string `json:"bind,omitempty"` // bound columns, in order
+	Text   bool     `json:"text,omitempty"` // the text form ("w3:…")
+}
+
+// ColumnOf describes col for the ledger, with its row-key column.
+func ColumnOf(col *Column, key string) LedgerColumn {
+	return LedgerColumn{Table: col.Table(), Column: col.Name(), Key: key, Bind: slices.Clone(col.Bound()), Text: col.enc == Text}
+}
+
+func (c LedgerColumn) equal(o LedgerColumn) bool {
+	return c.Table == o.Table && c.Column == o.Column && c.Key == o.Key && slices.Equal(c.Bind, o.Bind) && c.Text == o.Text
 }
 
 // LedgerKey is one key a ledger records.
@@ -300,6 +322,33 @@ func (l *Ledger) Mark(ctx context.Context, kr *keyring.Keyring, marks ...string)
 	})
 }
 
+// RecordColumns records the ward columns values are (about to be) sealed
+// into; a column recorded again with another key, binding or encoding
+// replaces the earlier record. It writes nothing when the ledger already
+// records them.
+func (l *Ledger) RecordColumns(ctx context.Context, kr *keyring.Keyring, cols ...LedgerColumn) error {
+	for _, c := range cols {
+		if _, err := QuoteIdent(c.Table); err != nil {
+			return err
+		}
+		for _, n := range append([]string{c.Column, c.Key}, c.Bind...) {
+			if _, err := QuoteIdent(n); err != nil {
+				return err
+			}
+		}
+	}
+	return l.update(ctx, kr, false, func(st *LedgerState) {
+		for _, c := range cols {
+			i := slices.IndexFunc(st.Columns, func(o LedgerColumn) bool { return o.Table == c.Table && o.Column == c.Column })
+			if i < 0 {
+				st.Columns = append(st.Columns, c)
+			} else {
+				st.Columns[i] = c
+			}
+		}
+	})
+}
+
 // Marked reports whether the database carries a mark, in its verified
 // ledger or in the keyring file's anchor for it: deleting the ledger or
 // putting back an older one does not remove a mark.
@@ -414,6 +463,7 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool,
 			next = *cur
 			next.Keys = slices.Clone(cur.Keys)
 			next.Marks = slices.Clone(cur.Marks)
+			next.Columns = slices.Clone(cur.Columns)
 		} else {
 			next = LedgerState{Database: newDatabaseID(), Keyring: kr.ID()}
 		}
@@ -425,7 +475,11 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool,
 		}
 		slices.SortFunc(next.Keys, func(a, b LedgerKey) int { return cmp.Compare(a.ID, b.ID) })
 		slices.Sort(next.Marks)
-		if cur != nil && slices.Equal(cur.Keys, next.Keys) && slices.Equal(cur.Marks, next.Marks) && cur.Epoch == kr.StateEpoch() {
+		slices.SortFunc(next.Columns, func(a, b LedgerColumn) int {
+			return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.Column, b.Column))
+		})
+		if cur != nil && slices.Equal(cur.Keys, next.Keys) && slices.Equal(cur.Marks, next.Marks) &&
+			slices.EqualFunc(cur.Columns, next.Columns, LedgerColumn.equal) && cur.Epoch == kr.StateEpoch() {
 			return l.anchor(ctx, kr, cur) // unchanged: let the anchor catch up
 		}
 		next.Counter++

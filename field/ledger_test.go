@@ -75,6 +75,24 @@ func TestLedger(t *testing.T) {
 		if err := l.Record(ctx, kr); err != nil || kr.Generation() != gen || readRow(t, d, l).counter != 1 {
 			t.Fatalf("no-op Record: %v, generation %d -> %d", err, gen, kr.Generation())
 		}
+		// Columns: recorded once, replaced when their description changes.
+		body, _ := NewColumn(kr, "messages", "body", Bind("conversation_id"))
+		if err := l.RecordColumns(ctx, kr, ColumnOf(body, "id"), LedgerColumn{Table: "users", Column: "email", Key: "id", Text: true}); err != nil {
+			t.Fatal(err)
+		}
+		n := readRow(t, d, l).counter
+		if err := l.RecordColumns(ctx, kr, ColumnOf(body, "id")); err != nil || readRow(t, d, l).counter != n {
+			t.Fatalf("recording a recorded column wrote: %v", err)
+		}
+		if err := l.RecordColumns(ctx, kr, LedgerColumn{Table: "users", Column: "email", Key: "user_id"}); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := l.Read(ctx); len(st.Columns) != 2 || st.Columns[0].Table != "messages" || st.Columns[0].Bind[0] != "conversation_id" || st.Columns[1].Key != "user_id" || st.Columns[1].Text {
+			t.Fatalf("columns %+v", st.Columns)
+		}
+		if err := l.RecordColumns(ctx, kr, LedgerColumn{Table: "t; DROP", Column: "c", Key: "id"}); err == nil {
+			t.Fatal("a bad table name was recorded")
+		}
 		stale, _ := os.ReadFile(kr.Path())
 		id, _ := kr.Add(ctx, keyring.AES256GCM)
 		if err := l.Record(ctx, kr, id); err != nil {

@@ -230,36 +230,63 @@ func (a *app) newKeyringAddCmd() *cobra.Command {
 
 func (a *app) newKeyringRotateCmd() *cobra.Command {
 	alg := algFlag{keyring.DefaultAlgorithm}
+	var o fleetRotation
 	cmd := &cobra.Command{
-		Use:   "rotate",
-		Short: "Add a new primary key; the old primary becomes decrypt-only",
-		Long: `Add a new primary key; the old primary becomes decrypt-only. Existing values
-stay readable. Run 'ward rotate' on each encrypted column to move them to the
-new key, then disable the old key. With several hosts, prefer 'keyring add',
-distribute the file, then 'keyring promote' (see the README).`,
+		Use:   "rotate --db URL...",
+		Short: "Rotate across a running fleet: add, wait for every process, promote, wait, re-encrypt",
+		Long: `Rotate the keyring's primary key across every process that uses it, with no
+failed request: add the new key decrypt-only and record it in each database's
+ledger; wait until every process registered in each database (package
+field/fleet: each process heartbeats the keys it holds, and re-reads the
+keyring file on its own) holds it; promote it; wait until every process has
+loaded the promotion; then re-encrypt every column the ledgers record.
+
+A process whose heartbeat is older than --stale-after (frozen, killed) stops
+blocking, and is named; --skip names a process to go without (it keeps
+working: a keyring that meets an unknown key ID re-reads its file once
+before failing, but it may seal under the old key until it reloads). A
+registration that disappears without its process leaving blocks until
+skipped. The wait gives up after --wait, naming who it waited for; run the
+command again to continue (an added key is reused).
+
+--offline is the former one-step rotation (add and promote at once), for a
+single process that reloads on SIGHUP; it is deprecated.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			kr, err := a.loadKeyring(cmd)
 			if err != nil {
 				return err
 			}
-			old := kr.Primary().ID
-			var id keyring.KeyID
-			err = a.keyChange(cmd, kr, func() ([]keyring.KeyID, error) {
-				var err error
-				if id, err = kr.Rotate(cmd.Context(), alg.alg); err != nil {
-					return nil, saveError(err)
+			if o.offline {
+				fmt.Fprintln(a.stderr, "ward: warning: --offline is deprecated: a process that has not reloaded cannot read what the others write under the new key; rotate with --db, which waits for every registered process")
+				old := kr.Primary().ID
+				var id keyring.KeyID
+				err = a.keyChange(cmd, kr, func() ([]keyring.KeyID, error) {
+					var err error
+					if id, err = kr.Rotate(cmd.Context(), alg.alg); err != nil {
+						return nil, saveError(err)
+					}
+					return []keyring.KeyID{id}, nil
+				})
+				if err != nil {
+					return err
 				}
-				return []keyring.KeyID{id}, nil
-			})
-			if err != nil {
-				return err
+				fmt.Fprintf(a.stdout, "primary key is now %v (%v); %v is decrypt-only\n", id, alg.alg, old)
+				return nil
 			}
-			fmt.Fprintf(a.stdout, "primary key is now %v (%v); %v is decrypt-only\n", id, alg.alg, old)
-			return nil
+			if len(a.dbs) == 0 {
+				return cli.Usage(errors.New("rotate needs --db for each database the keyring serves"),
+					"the fleet's processes register in their database; --offline is the one-step rotation for a single process")
+			}
+			return a.rotateFleet(cmd, kr, alg.alg, o)
 		},
 	}
 	cmd.Flags().Var(&alg, "alg", "algorithm of the new key")
+	cmd.Flags().BoolVar(&o.offline, "offline", false, "deprecated: add and promote at once, without waiting for the fleet")
+	cmd.Flags().DurationVar(&o.staleAfter, "stale-after", 2*time.Minute, "a process whose last heartbeat is older stops blocking (named)")
+	cmd.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "give up waiting for the fleet after this long")
+	cmd.Flags().StringArrayVar(&o.skip, "skip", nil, "go without a process (its ID or host:pid, from 'ward fleet'); repeatable")
+	cmd.Flags().BoolVar(&o.noReencrypt, "no-reencrypt", false, "stop after the promotion; re-encrypt later with 'ward rotate'")
 	return cmd
 }
 

@@ -92,6 +92,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newEncryptColumnCmd(),
 		a.newKMSCmd(),
 		a.newLedgerCmd(),
+		a.newFleetCmd(),
 		a.newPasswordCmd(),
 	)
 	return root

@@ -169,6 +169,11 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	if err := ledger.record(cmd.Context(), kr); err != nil { // before any value is sealed under the primary
 		return err
 	}
+	// The column, so that a fleet rotation ('ward keyring rotate --db')
+	// re-encrypts it.
+	if err := ledger.l[0].RecordColumns(cmd.Context(), kr, field.ColumnOf(col, o.key)); err != nil {
+		return fmt.Errorf("recording %s.%s in the ledger: %w", o.table, o.column, err)
+	}
 	verb := "re-encrypting "
 	if o.fromPlaintext {
 		verb = "encrypting "

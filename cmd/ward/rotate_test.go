@@ -51,7 +51,7 @@ func TestRotateCommand(t *testing.T) {
 	}
 	_ = dialect
 
-	code, out, e := run("keyring", "rotate")
+	code, out, e := run("keyring", "rotate", "--offline")
 	if code != 0 {
 		t.Fatal(e)
 	}

@@ -178,6 +178,13 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err != nil {
 		return nil, err
 	}
+	// The columns a fleet rotation re-encrypts (ward keyring rotate --db).
+	// Pending sign-ups live a day and are left to expire.
+	c := st.cols
+	if err := ledger.RecordColumns(ctx, kr, field.ColumnOf(c.email, "id"), field.ColumnOf(c.title, "id"), field.ColumnOf(c.body, "id"),
+		field.ColumnOf(c.outboxTo, "id"), field.ColumnOf(c.outboxBody, "id")); err != nil && !errors.Is(err, field.ErrAnchorNotSaved) {
+		return nil, err
+	}
 	hasher, err := password.NewHasher(password.Policy{Pepper: kr, RequirePepper: !cfg.AllowUnpepperedHashes},
 		password.NewLimiter(password.LimiterConfig{}))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wardlab/ward/field/fleet"
 	"github.com/wardlab/ward/internal/conncap"
 )
 
@@ -24,6 +25,7 @@ const (
 	idleTimeout       = 60 * time.Second
 	maxHeaderBytes    = 16 << 10
 	keyringPoll       = 5 * time.Second // how often Serve re-reads the keyring file
+	fleetHeartbeat    = 2 * time.Second // how often Serve reports the keys it holds (package fleet)
 )
 
 // Serve listens on ln and serves until ctx ends. Connections are capped in
@@ -45,6 +47,15 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, out io.Writer) err
 	if err := s.kr.Watch(ctx, keyringPoll, func(err error) { s.server.log.Warn("keyring re-read failed", "err", err) }); err != nil {
 		return err
 	}
+	// Registered in the database, so that a fleet rotation (ward keyring
+	// rotate --db) waits until this process holds a new key before it is
+	// promoted; a clean exit leaves the registry.
+	member, err := (&fleet.Registry{DB: s.db, Dialect: s.dialect}).Join(ctx, s.kr, fleetHeartbeat,
+		func(err error) { s.server.log.Warn("fleet heartbeat failed", "err", err) })
+	if err != nil {
+		return err
+	}
+	defer member.Leave(context.WithoutCancel(ctx))
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -63,7 +74,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, out io.Writer) err
 	fmt.Fprintf(out, "ward chat on http://%s/ (keyring %s, primary key %v)\n", ln.Addr(), s.kr.ID(), s.kr.Primary().ID)
 	capped := conncap.New(ln, conncap.Options{Total: l.MaxConns, PerPrefix: l.MaxConnsPerAddress})
 	hs.ConnState = capped.ConnState // idle keep-alive connections make room first
-	err := hs.Serve(capped)
+	err = hs.Serve(capped)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

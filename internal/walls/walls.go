@@ -108,6 +108,7 @@ var Library = []string{
 	Module + "/keyring",
 	Module + "/field",
 	Module + "/field/reseal",
+	Module + "/field/fleet",
 	Module + "/password",
 	Module + "/password/internal/argon2",
 	Module + "/kms",

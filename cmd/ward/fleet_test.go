@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/fleet"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
+)
+
+// TestFleetRotation: two application processes (keyrings loaded from the
+// shared file, watching it, registered in the database) read and write a
+// ward column while 'ward keyring rotate --db' adds, waits, promotes,
+// waits and re-encrypts: not one value fails to open. A third process
+// that never reloads (frozen) holds the next rotation back, named, until
+// the operator skips it.
+func TestFleetRotation(t *testing.T) {
+	dir := t.TempDir()
+	mk := local.Generate()
+	krPath := filepath.Join(dir, "kr.json")
+	env := map[string]string{local.EnvVar: mk.Encode(), KeyringEnv: krPath}
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
+		return a.run(context.Background(), args), out.String(), errb.String()
+	}
+	dbURL := "sqlite:" + filepath.Join(dir, "app.db")
+	db, dialect, err := openDB(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`)
+	for i := 1; i <= 50; i++ {
+		db.Exec(`INSERT INTO notes VALUES (?, ?)`, i, fmt.Sprint("note ", i))
+	}
+	if code, _, e := run("keyring", "new"); code != 0 {
+		t.Fatal(e)
+	}
+	if code, _, e := run("encrypt-column", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet"); code != 0 {
+		t.Fatal(e)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reg := &fleet.Registry{DB: db, Dialect: dialect}
+	var failures, reads, writes atomic.Int64
+	var wg sync.WaitGroup
+	start := func(watch bool) *fleet.Member {
+		kr, err := keyring.Load(ctx, krPath, mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if watch {
+			kr.Watch(ctx, 20*time.Millisecond, nil)
+		}
+		m, err := reg.Join(ctx, kr, 20*time.Millisecond, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		col, _ := field.NewColumn(kr, "notes", "body", field.WithEncoding(field.Text))
+		wg.Add(1)
+		go func() { // requests: read one note, rewrite another
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				id := int64(i%50 + 1)
+				var ct field.Ciphertext
+				if err := db.QueryRow(`SELECT body FROM notes WHERE id = ?`, id).Scan(&ct); err == nil {
+					if _, err := col.Open(field.RowInt(id), ct); err != nil {
+						failures.Add(1)
+						t.Errorf("read of note %d: %v", id, err)
+					}
+					reads.Add(1)
+				}
+				w := int64((i*7)%50 + 1)
+				if c, err := col.SealString(field.RowInt(w), fmt.Sprint("note ", w)); err == nil {
+					db.Exec(`UPDATE notes SET body = ? WHERE id = ?`, c, w)
+					writes.Add(1)
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+		return m
+	}
+	start(true)
+	start(true)
+	code, out, e := run("keyring", "rotate", "--db", dbURL, "--wait", "30s")
+	if code != 0 || !strings.Contains(out, "2 processes ready to hold key") || !strings.Contains(out, "notes.body:") {
+		t.Fatalf("fleet rotation: %d\n%s\n%s", code, out, e)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if failures.Load() != 0 || reads.Load() == 0 || writes.Load() == 0 {
+		t.Fatalf("%d of %d reads failed (%d writes)", failures.Load(), reads.Load(), writes.Load())
+	}
+	// A frozen process: registered, heartbeating, never reloading.
+	frozen := start(false)
+	code, _, e = run("keyring", "rotate", "--db", dbURL, "--wait", "500ms")
+	if code != 1 || !strings.Contains(e, frozen.ID()) || !strings.Contains(e, "--skip") {
+		t.Fatalf("rotation with a frozen process: %d %q", code, e)
+	}
+	code, out, e = run("keyring", "rotate", "--db", dbURL, "--wait", "30s", "--skip", frozen.ID())
+	if code != 0 || !strings.Contains(out, "continuing with key") || !strings.Contains(e, "skipped "+frozen.ID()) {
+		t.Fatalf("rotation skipping the frozen process: %d\n%s\n%s", code, out, e)
+	}
+	if code, out, _ := run("fleet", "--db", dbURL); code != 0 || strings.Count(out, "running") != 3 {
+		t.Fatalf("ward fleet: %d %q", code, out)
+	}
+	cancel()
+	wg.Wait()
+}

@@ -1,0 +1,456 @@
+// Package fleet records, in the database a keyring protects, which
+// processes use the keyring and which keys each has loaded, so that a
+// rotation can wait until every running process can open values under a
+// new key before any process seals under it.
+//
+// Every process of an application joins the registry when it starts
+// ([Registry.Join]) and heartbeats the keyring generation and key IDs it
+// holds every few seconds (its keyring re-reads the shared keyring file on
+// its own: [keyring.Keyring.Watch]); it leaves on a clean exit. An
+// operator's rotation (ward keyring rotate --db) adds the new key
+// decrypt-only, waits with [Registry.Await] until every registered process
+// holds it, promotes it, waits again, and re-encrypts.
+//
+// Rows are MAC'd under a key derived from the keyring: a database writer
+// cannot make a process look ready, and a registration that disappears
+// without its process leaving blocks the wait instead of letting it go
+// early. A row whose heartbeat is older than WaitOptions.StaleAfter (a
+// frozen or killed process) stops blocking, and the wait says so: such a
+// process, if it resumes, still opens values under the new key, because a
+// keyring that meets an unknown key ID re-reads its file once first.
+package fleet
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/keyring"
+)
+
+// DefaultTable is the registry's table when none is named.
+const DefaultTable = "ward_fleet"
+
+// DefaultHeartbeat is how often a member reports what it holds.
+const DefaultHeartbeat = 2 * time.Second
+
+// maxRows bounds what a wait reads from the registry, which a database
+// writer can fill.
+const maxRows = 10000
+
+// Registry is the table of a database's processes.
+type Registry struct {
+	// DB is the database.
+	DB *sql.DB
+	// Dialect selects placeholder syntax.
+	Dialect field.Dialect
+	// Table is the registry table (default DefaultTable), created if
+	// missing.
+	Table string
+}
+
+// Process is one registered process, as its latest heartbeat says.
+type Process struct {
+	ID         string          `json:"id"`
+	Host       string          `json:"host"`
+	PID        int             `json:"pid"`
+	Keyring    string          `json:"keyring"`
+	Generation uint64          `json:"generation"`
+	Keys       []keyring.KeyID `json:"keys"`
+	Started    time.Time       `json:"started"`
+	Seen       time.Time       `json:"seen"`
+	Exited     bool            `json:"exited"`
+	// Tampered is set for a row that fails its MAC: what it says is not
+	// what a process wrote.
+	Tampered bool `json:"tampered,omitempty"`
+}
+
+// Has reports whether the process holds key id.
+func (p Process) Has(id keyring.KeyID) bool { return slices.Contains(p.Keys, id) }
+
+// String names the process for an operator.
+func (p Process) String() string { return fmt.Sprintf("%s (%s pid %d)", p.ID, p.Host, p.PID) }
+
+func (r *Registry) table(ctx context.Context) (string, error) {
+	if r.DB == nil || (r.Dialect != field.SQLite && r.Dialect != field.Postgres) {
+		return "", errors.New("fleet: Registry needs DB and Dialect")
+	}
+	name := r.Table
+	if name == "" {
+		name = DefaultTable
+	}
+	t, err := field.QuoteIdent(name)
+	if err != nil {
+		return "", err
+	}
+	_, err = r.DB.ExecContext(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+		id TEXT PRIMARY KEY, host TEXT NOT NULL, pid BIGINT NOT NULL, keyring TEXT NOT NULL,
+		generation BIGINT NOT NULL, keys TEXT NOT NULL, started BIGINT NOT NULL, seen BIGINT NOT NULL,
+		exited INTEGER NOT NULL, mac TEXT NOT NULL)`, t))
+	if err != nil {
+		// Several processes starting at once race on PostgreSQL's
+		// CREATE TABLE IF NOT EXISTS: the table is there then.
+		if _, err2 := r.DB.ExecContext(ctx, fmt.Sprintf(`SELECT 1 FROM %s WHERE 1 = 0`, t)); err2 != nil {
+			return "", fmt.Errorf("fleet: creating the registry: %w", err)
+		}
+	}
+	return t, nil
+}
+
+// macKey is the registry's MAC key, derived from the keyring.
+func macKey(kr *keyring.Keyring) ([]byte, error) { return kr.Derive("fleet registry v1", 32) }
+
+// mac authenticates every field of a row.
+func mac(key []byte, p *Process) []byte {
+	h := hmac.New(sha256.New, key)
+	var b []byte
+	for _, s := range []string{p.ID, p.Host, p.Keyring, keysText(p.Keys)} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	for _, n := range []int64{int64(p.PID), int64(p.Generation), p.Started.UnixMilli(), p.Seen.UnixMilli()} {
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	if p.Exited {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	h.Write(b)
+	return h.Sum(nil)
+}
+
+func keysText(ids []keyring.KeyID) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = id.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func parseKeys(s string) ([]keyring.KeyID, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []keyring.KeyID
+	for _, f := range strings.Split(s, ",") {
+		id, err := keyring.ParseKeyID(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// Member is this process's registration. Leave it on a clean exit.
+type Member struct {
+	r      *Registry
+	kr     *keyring.Keyring
+	key    []byte
+	p      Process
+	mu     sync.Mutex
+	stop   context.CancelFunc
+	done   chan struct{}
+	errors func(error)
+}
+
+// Join registers this process (host name, pid) with what kr holds, and
+// reports again every heartbeat (0: DefaultHeartbeat) until Leave.
+// onError, if not nil, receives heartbeat failures (the database is
+// down); the heartbeat keeps trying.
+func (r *Registry) Join(ctx context.Context, kr *keyring.Keyring, heartbeat time.Duration, onError func(error)) (*Member, error) {
+	if heartbeat <= 0 {
+		heartbeat = DefaultHeartbeat
+	}
+	t, err := r.table(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key, err := macKey(kr)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	var b [8]byte
+	rand.Read(b[:])
+	now := time.Now().Truncate(time.Millisecond)
+	m := &Member{r: r, kr: kr, key: key, errors: onError, done: make(chan struct{}),
+		p: Process{ID: "p-" + hex.EncodeToString(b[:]), Host: host, PID: os.Getpid(), Keyring: kr.ID(), Started: now, Seen: now}}
+	m.fill()
+	p := m.p
+	_, err = r.DB.ExecContext(ctx, r.Dialect.Rebind(fmt.Sprintf(`INSERT INTO %s (id, host, pid, keyring, generation, keys, started, seen, exited, mac)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`, t)), p.ID, p.Host, p.PID, p.Keyring, int64(p.Generation), keysText(p.Keys),
+		p.Started.UnixMilli(), p.Seen.UnixMilli(), hex.EncodeToString(mac(key, &p)))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: registering: %w", err)
+	}
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.stop = cancel
+	go m.loop(hctx, heartbeat)
+	return m, nil
+}
+
+// fill copies what the keyring holds into m.p.
+func (m *Member) fill() {
+	m.p.Generation = m.kr.Generation()
+	m.p.Keys = m.p.Keys[:0]
+	for _, k := range m.kr.Keys() {
+		if k.State != keyring.Disabled {
+			m.p.Keys = append(m.p.Keys, k.ID)
+		}
+	}
+}
+
+func (m *Member) loop(ctx context.Context, every time.Duration) {
+	defer close(m.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := m.Beat(ctx); err != nil && ctx.Err() == nil && m.errors != nil {
+			m.errors(err)
+		}
+	}
+}
+
+// ID returns the member's process ID in the registry.
+func (m *Member) ID() string { return m.p.ID }
+
+// Beat reports now what the keyring holds (the heartbeat does it on its
+// own; call Beat after a reload to be counted at once).
+func (m *Member) Beat(ctx context.Context) error { return m.write(ctx, false) }
+
+func (m *Member) write(ctx context.Context, exited bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, err := m.r.table(ctx)
+	if err != nil {
+		return err
+	}
+	m.fill()
+	m.p.Seen = time.Now().Truncate(time.Millisecond)
+	m.p.Exited = exited
+	p := m.p
+	_, err = m.r.DB.ExecContext(ctx, m.r.Dialect.Rebind(fmt.Sprintf(`UPDATE %s SET generation = ?, keys = ?, seen = ?, exited = ?, mac = ? WHERE id = ?`, t)),
+		int64(p.Generation), keysText(p.Keys), p.Seen.UnixMilli(), boolInt(exited), hex.EncodeToString(mac(m.key, &p)), p.ID)
+	if err != nil {
+		return fmt.Errorf("fleet: heartbeat: %w", err)
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Leave stops the heartbeat and marks the registration as exited (a clean
+// exit: it no longer blocks a rotation).
+func (m *Member) Leave(ctx context.Context) error {
+	m.stop()
+	<-m.done
+	return m.write(ctx, true)
+}
+
+// List returns every registered process, verifying each row's MAC
+// (Tampered marks the rows that fail it). It also deletes rows that
+// exited, or were last seen, more than a day ago.
+func (r *Registry) List(ctx context.Context, kr *keyring.Keyring) ([]Process, error) {
+	t, err := r.table(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key, err := macKey(kr)
+	if err != nil {
+		return nil, err
+	}
+	r.DB.ExecContext(ctx, r.Dialect.Rebind(fmt.Sprintf(`DELETE FROM %s WHERE seen < ?`, t)), time.Now().Add(-24*time.Hour).UnixMilli())
+	rows, err := r.DB.QueryContext(ctx, fmt.Sprintf(`SELECT id, host, pid, keyring, generation, keys, started, seen, exited, mac FROM %s ORDER BY started, id LIMIT %d`, t, maxRows+1))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: reading the registry: %w", err)
+	}
+	defer rows.Close()
+	var out []Process
+	for rows.Next() {
+		var p Process
+		var pid, gen, started, seen int64
+		var exited int
+		var keys, tag string
+		if err := rows.Scan(&p.ID, &p.Host, &pid, &p.Keyring, &gen, &keys, &started, &seen, &exited, &tag); err != nil {
+			return nil, fmt.Errorf("fleet: reading the registry: %w", err)
+		}
+		p.PID, p.Generation, p.Exited = int(pid), uint64(max(gen, 0)), exited != 0
+		p.Started, p.Seen = time.UnixMilli(started), time.UnixMilli(seen)
+		ks, kerr := parseKeys(keys)
+		p.Keys = ks
+		want, _ := hex.DecodeString(tag)
+		p.Tampered = kerr != nil || !hmac.Equal(mac(key, &p), want)
+		out = append(out, p)
+	}
+	if len(out) > maxRows {
+		return nil, fmt.Errorf("fleet: the registry holds more than %d rows", maxRows)
+	}
+	return out, rows.Err()
+}
+
+// WaitOptions tune [Registry.Await].
+type WaitOptions struct {
+	// StaleAfter is how old a heartbeat may be before its process stops
+	// blocking the wait (default 2 minutes): a frozen or killed process.
+	StaleAfter time.Duration
+	// Skip names processes (by ID, or "host:pid") the operator lets the
+	// wait go without.
+	Skip []string
+	// Poll is how often the registry is read (default 1 s).
+	Poll time.Duration
+	// Progress, if not nil, is called after each read with the processes
+	// still waited for.
+	Progress func(waiting []Process)
+}
+
+// Awaited reports how a wait ended.
+type Awaited struct {
+	// Ready are the processes that reached the condition.
+	Ready []Process
+	// Stale are the processes whose heartbeat stopped before they did:
+	// they no longer blocked the wait.
+	Stale []Process
+	// Skipped are the processes the operator skipped.
+	Skipped []Process
+	// Exited are the processes that left cleanly during the wait.
+	Exited []Process
+}
+
+// NotReadyError names the processes a wait ended without (its context
+// expired).
+type NotReadyError struct {
+	Waiting []Process
+	// Vanished are registrations that disappeared without their process
+	// leaving (deleted by someone with database access): they block
+	// until skipped, never let the wait go early.
+	Vanished []Process
+	Err      error
+}
+
+func (e *NotReadyError) Error() string {
+	var parts []string
+	for _, p := range e.Waiting {
+		what := fmt.Sprintf("%v: generation %d, last seen %v ago", p, p.Generation, time.Since(p.Seen).Round(time.Second))
+		if p.Tampered {
+			what = fmt.Sprintf("%v: its registry row fails its MAC", p)
+		}
+		parts = append(parts, what)
+	}
+	for _, p := range e.Vanished {
+		parts = append(parts, fmt.Sprintf("%v: its registration disappeared without the process leaving", p))
+	}
+	return fmt.Sprintf("fleet: still waiting for %s (%v)", strings.Join(parts, "; "), e.Err)
+}
+
+// Unwrap returns why the wait ended.
+func (e *NotReadyError) Unwrap() error { return e.Err }
+
+// Await waits until every process registered under kr's keyring — those
+// registered when it starts and those that join during it — satisfies
+// ready, has exited, or is stale or skipped; it returns a
+// [*NotReadyError] naming the others when ctx ends. A registration that
+// vanishes without leaving, or fails its MAC, keeps blocking.
+func (r *Registry) Await(ctx context.Context, kr *keyring.Keyring, ready func(Process) bool, opts WaitOptions) (Awaited, error) {
+	if opts.StaleAfter <= 0 {
+		opts.StaleAfter = 2 * time.Minute
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	skip := func(p Process) bool {
+		return slices.Contains(opts.Skip, p.ID) || slices.Contains(opts.Skip, p.Host+":"+strconv.Itoa(p.PID))
+	}
+	var res Awaited
+	known := map[string]Process{} // every live registration seen so far
+	done := map[string]bool{}
+	for {
+		ps, err := r.List(ctx, kr)
+		if err != nil {
+			return res, err
+		}
+		present := map[string]bool{}
+		var waiting []Process
+		for _, p := range ps {
+			if p.Keyring != kr.ID() {
+				continue // another keyring's process (a known one counts as vanished)
+			}
+			present[p.ID] = true
+			if done[p.ID] {
+				continue
+			}
+			switch {
+			case p.Tampered:
+				known[p.ID] = p
+				waiting = append(waiting, p)
+				continue
+			case p.Exited:
+				if _, ok := known[p.ID]; ok {
+					res.Exited = append(res.Exited, p)
+				}
+				done[p.ID] = true
+				continue
+			}
+			known[p.ID] = p
+			switch {
+			case skip(p):
+				res.Skipped = append(res.Skipped, p)
+				done[p.ID] = true
+			case ready(p):
+				res.Ready = append(res.Ready, p)
+				done[p.ID] = true
+			case time.Since(p.Seen) > opts.StaleAfter:
+				res.Stale = append(res.Stale, p)
+				done[p.ID] = true
+			default:
+				waiting = append(waiting, p)
+			}
+		}
+		var vanished []Process
+		for id, p := range known {
+			if !present[id] && !done[id] {
+				if skip(p) {
+					res.Skipped = append(res.Skipped, p)
+					done[id] = true
+					continue
+				}
+				vanished = append(vanished, p)
+			}
+		}
+		if opts.Progress != nil {
+			opts.Progress(append(slices.Clone(waiting), vanished...))
+		}
+		if len(waiting) == 0 && len(vanished) == 0 {
+			return res, nil
+		}
+		select {
+		case <-ctx.Done():
+			return res, &NotReadyError{Waiting: waiting, Vanished: vanished, Err: ctx.Err()}
+		case <-time.After(opts.Poll):
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package fleet
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/dbtest"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
+)
+
+func forEachDB(t *testing.T, fn func(t *testing.T, db *sql.DB, d field.Dialect)) {
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		dialect, err := field.ParseDialect(d.Driver)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(t, d.DB, dialect)
+	})
+}
+
+// TestAwait: a rotation's wait. Two processes load a keyring file; a key is
+// added; the wait names the one that has not reloaded, and ends once it
+// has; a frozen process stops blocking once stale; one that left cleanly
+// never blocks.
+func TestAwait(t *testing.T) {
+	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "kr.json")
+		mk := local.Generate()
+		op, err := keyring.Create(ctx, path, mk, keyring.AES256GCM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := &Registry{DB: db, Dialect: d, Table: dbtest.DB{DB: db}.Table(t, "fleet")}
+		load := func() *keyring.Keyring {
+			kr, err := keyring.Load(ctx, path, mk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kr
+		}
+		a, b, gone := load(), load(), load()
+		ma, err := reg.Join(ctx, a, time.Hour, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mb, _ := reg.Join(ctx, b, time.Hour, nil)
+		mg, _ := reg.Join(ctx, gone, time.Hour, nil)
+		if err := mg.Leave(ctx); err != nil {
+			t.Fatal(err)
+		}
+		id, err := op.Add(ctx, keyring.AES256GCM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds := func(p Process) bool { return p.Has(id) }
+		// a reloads and reports; b does not.
+		a.Reload(ctx)
+		ma.Beat(ctx)
+		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		_, err = reg.Await(wctx, op, holds, WaitOptions{Poll: 50 * time.Millisecond})
+		var nr *NotReadyError
+		if !errors.As(err, &nr) || len(nr.Waiting) != 1 || nr.Waiting[0].ID != mb.ID() || !strings.Contains(err.Error(), mb.ID()) {
+			t.Fatalf("wait with b behind: %v", err)
+		}
+		b.Reload(ctx)
+		mb.Beat(ctx)
+		got, err := reg.Await(ctx, op, holds, WaitOptions{Poll: 50 * time.Millisecond})
+		if err != nil || len(got.Ready) != 2 {
+			t.Fatalf("wait with both reloaded: %+v %v", got, err)
+		}
+		// b freezes (no heartbeat) before the next key: it blocks until
+		// its last heartbeat is older than StaleAfter, then is reported.
+		id2, _ := op.Add(ctx, keyring.AES256GCM)
+		a.Reload(ctx)
+		ma.Beat(ctx)
+		time.Sleep(150 * time.Millisecond)
+		got, err = reg.Await(ctx, op, func(p Process) bool { return p.Has(id2) }, WaitOptions{Poll: 50 * time.Millisecond, StaleAfter: 100 * time.Millisecond})
+		if err != nil || len(got.Stale) != 1 || got.Stale[0].ID != mb.ID() {
+			t.Fatalf("wait with b frozen: %+v %v", got, err)
+		}
+		// Or the operator skips it by host:pid.
+		ps, _ := reg.List(ctx, op)
+		var bp Process
+		for _, p := range ps {
+			if p.ID == mb.ID() {
+				bp = p
+			}
+		}
+		got, err = reg.Await(ctx, op, func(p Process) bool { return p.Has(id2) }, WaitOptions{Poll: 50 * time.Millisecond, Skip: []string{bp.ID}})
+		if err != nil || len(got.Skipped) != 1 {
+			t.Fatalf("wait skipping b: %+v %v", got, err)
+		}
+	})
+}
+
+// TestRegistryWriterAttacks: a database writer can neither make a process
+// look ready (its MAC fails) nor let a wait go early by deleting a
+// registration.
+func TestRegistryWriterAttacks(t *testing.T) {
+	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "kr.json")
+		mk := local.Generate()
+		op, err := keyring.Create(ctx, path, mk, keyring.AES256GCM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table := dbtest.DB{DB: db}.Table(t, "fleet")
+		reg := &Registry{DB: db, Dialect: d, Table: table}
+		p, _ := keyring.Load(ctx, path, mk)
+		m, err := reg.Join(ctx, p, time.Hour, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := op.Add(ctx, keyring.AES256GCM)
+		holds := func(p Process) bool { return p.Has(id) }
+		// The writer claims the process holds the new key.
+		if _, err := db.Exec(d.Rebind(`UPDATE `+table+` SET keys = ? WHERE id = ?`), id.String(), m.ID()); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		_, err = reg.Await(wctx, op, holds, WaitOptions{Poll: 50 * time.Millisecond})
+		var nr *NotReadyError
+		if !errors.As(err, &nr) || len(nr.Waiting) != 1 || !nr.Waiting[0].Tampered || !strings.Contains(err.Error(), "fails its MAC") {
+			t.Fatalf("a forged ready row: %v", err)
+		}
+		m.Beat(ctx) // the process's own heartbeat restores its row
+		// The writer deletes the registration during the wait.
+		wctx2, cancel2 := context.WithTimeout(ctx, 400*time.Millisecond)
+		defer cancel2()
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			db.Exec(d.Rebind(`DELETE FROM `+table+` WHERE id = ?`), m.ID())
+		}()
+		_, err = reg.Await(wctx2, op, holds, WaitOptions{Poll: 50 * time.Millisecond})
+		if !errors.As(err, &nr) || len(nr.Vanished) != 1 || !strings.Contains(err.Error(), "disappeared") {
+			t.Fatalf("a deleted registration: %v", err)
+		}
+	})
+}
