@@ -11,7 +11,8 @@
 //		Email  string `gorm:"serializer:ward" ward:"key:ID"`
 //		EmailIndex []byte `gorm:"serializer:ward-index;type:bytes;index" ward:"of:Email"`
 //	}
-//	wardgorm.Register(kr) // once, before using the models
+//	ward := wardgorm.Register(kr) // once, before using the models
+//	ward.Guard(db, &Note{})       // on each *gorm.DB: no write path stores plaintext
 //
 // The row key. A value is bound to its row by the field named in key: (by
 // default the model's primary key). It must be known before the row is
@@ -22,6 +23,14 @@
 // rows of the same table (and owner, if bound) undetected. Fields named in
 // key: and bind: must be declared before the encrypted field, so that GORM
 // has scanned them when it opens the value.
+//
+// Writes. Struct writes (Create, Save, Updates(&row)) go through the
+// serializer. GORM passes map values (Update, Updates(map), UpdateColumn,
+// Create(map)) and upsert assignments to the database without it:
+// [Serializer.Guard] seals those for their row, updates blind indexes in
+// the same statement, re-seals values bound to a changed owner field, and
+// refuses bulk and Table(…) writes it cannot seal ([ErrUnsealable]). Raw
+// SQL is not intercepted.
 //
 // NULL stays NULL (a nil *string); a tampered or misplaced value fails to
 // scan with field's typed errors ([field.OpenError] wrapping
@@ -80,6 +89,7 @@ type Serializer struct {
 	kr      *keyring.Keyring
 	colOpts []field.ColumnOption
 	cols    sync.Map // *schema.Field → *binding
+	tables  sync.Map // table name → []string: its ward and index columns (Guard)
 	indexes *ormkit.Indexes
 }
 

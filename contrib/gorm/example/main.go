@@ -49,6 +49,12 @@ func main() {
 	if err := db.AutoMigrate(&Note{}); err != nil {
 		log.Fatal(err)
 	}
+	// The write guard: map updates (Update, Updates(map), UpdateColumn,
+	// Create(map)) are sealed for their row or refused, never written as
+	// plaintext.
+	if err := ward.Guard(db, &Note{}); err != nil {
+		log.Fatal(err)
+	}
 	note := Note{ID: rand.Text(), UserID: 1, Body: "the launch code is in the blue folder", Email: "alice@example.com"}
 	if err := db.Create(&note).Error; err != nil {
 		log.Fatal(err)
