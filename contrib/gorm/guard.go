@@ -498,3 +498,35 @@ func restorePlaintext(db *gorm.DB) {
 		f.ReflectValueOf(stmt.Context, stmt.ReflectValue).Set(out)
 	}
 }
+
+// Eq narrows db to the rows of model whose ward field (by Go name) equals
+// value, through the field's blind index (the ward-index field whose of:
+// names it), as a query on the ward field would read:
+//
+//	var u User
+//	err := wardgorm.Eq(db, &User{}, "Email", "Alice@example.com").First(&u).Error
+//
+// Put the UNIQUE constraint on the index column to keep the field unique.
+func (s *Serializer) Eq(db *gorm.DB, model any, fieldName string, value string) *gorm.DB {
+	stmt := &gorm.Statement{DB: db}
+	if err := stmt.Parse(model); err != nil {
+		db = db.Session(&gorm.Session{})
+		db.AddError(fmt.Errorf("wardgorm: parsing %T: %w", model, err))
+		return db
+	}
+	src := stmt.Schema.LookUpField(fieldName)
+	for _, f := range stmt.Schema.Fields {
+		if src != nil && isIndex(f) && stmt.Schema.LookUpField(ormkit.ParseTag(f.Tag.Get("ward"))["of"]) == src {
+			idx, err := s.Index(stmt.Schema.Table, src.DBName, value)
+			if err != nil {
+				db = db.Session(&gorm.Session{})
+				db.AddError(err)
+				return db
+			}
+			return db.Model(model).Where(clause.Eq{Column: clause.Column{Table: stmt.Schema.Table, Name: f.DBName}, Value: idx})
+		}
+	}
+	db = db.Session(&gorm.Session{})
+	db.AddError(fmt.Errorf("wardgorm: %T has no blind index of %s (a ward-index field with of:%s)", model, fieldName, fieldName))
+	return db
+}

@@ -94,6 +94,14 @@ func TestWriteMatrix(t *testing.T) {
 			if findByEmail("M1@example.com") != "m1" || findByEmail("m2@example.com") != "m2" {
 				t.Fatal("blind index of a map create")
 			}
+			// Equality search reads like GORM.
+			var eq Note
+			if err := ser.Eq(db, &Note{}, "Email", "S1@Example.com").First(&eq).Error; err != nil || eq.ID != "s1" {
+				t.Fatalf("Eq: %+v %v", eq, err)
+			}
+			if err := ser.Eq(db, &Note{}, "Body", "x").First(&eq).Error; err == nil || !strings.Contains(err.Error(), "no blind index") {
+				t.Fatalf("Eq on a field without an index: %v", err)
+			}
 			if err := db.Model(&Note{}).Create(map[string]any{"UserID": 1, "Body": "no key"}).Error; !errors.Is(err, wardgorm.ErrNoRowKey) {
 				t.Fatalf("map create without the row key: %v", err)
 			}
