@@ -31,6 +31,7 @@ type rotateOptions struct {
 	shard                  string
 	rate                   float64
 	fromPlaintext          bool
+	index, indexNormalize  string
 }
 
 func (a *app) newRotateCmd() *cobra.Command {
@@ -104,6 +105,8 @@ func jobFlags(cmd *cobra.Command, o *rotateOptions) {
 	f.Float64Var(&o.rate, "rate", 0, "at most this many rows per second (0: no limit)")
 	f.DurationVar(&o.pause, "pause", 0, "sleep between batches, to limit load")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	f.StringVar(&o.index, "index", "", "a blind-index column of the table to write with each value, and to fill in where missing")
+	f.StringVar(&o.indexNormalize, "index-normalize", "fold", "the index's normalisation, as the application computes it: fold (case-folded, NFC) or none")
 }
 
 // parseShard parses "I/N".
@@ -153,6 +156,20 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	}
 	job := &reseal.Job{DB: db, Dialect: dialect, Column: col, Key: o.key, BatchSize: o.batch, Pause: o.pause,
 		FromPlaintext: o.fromPlaintext, Workers: o.workers, Shard: shard, Shards: shards, Rate: o.rate}
+	if o.index != "" {
+		var opts []field.IndexOption
+		switch o.indexNormalize {
+		case "fold":
+			opts = append(opts, field.WithNormalizer(field.NormalizeFold))
+		case "none":
+		default:
+			return cli.Usage(fmt.Errorf("--index-normalize %q", o.indexNormalize), "fold or none, as the application's field.NewBlindIndex")
+		}
+		if job.Index, err = field.NewBlindIndex(kr, o.table, o.column, opts...); err != nil {
+			return err
+		}
+		job.IndexColumn = o.index
+	}
 	name := o.table + "." + o.column
 	if o.dryRun || o.check {
 		c, err := job.Count(cmd.Context())
@@ -184,6 +201,9 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	bar.Finish()
 	fmt.Fprintf(a.stdout, "%s: %d written under %v (%d of them plaintext), %d already up to date, %d NULL, %d conflicts, %d failed (%d passes)\n",
 		name, st.Reencrypted, kr.Primary().ID, st.Plaintext, st.Current, st.Null, st.Conflicts, st.Failed, st.Passes)
+	if job.Index != nil {
+		fmt.Fprintf(a.stdout, "%s: blind index %s written with every value (%d rows only needed their index)\n", name, o.index, st.Indexed)
+	}
 	if errors.Is(err, reseal.ErrJobRunning) {
 		return cli.Usage(err, "another job works on this column: wait for it to finish, or run again once it stops (a dead job's lock is taken over)")
 	}
@@ -208,6 +228,9 @@ func jobColumn(kr *keyring.Keyring, o *rotateOptions) (*field.Column, error) {
 // printCensus prints a dry run's counts.
 func (a *app) printCensus(kr *keyring.Keyring, name string, c reseal.Census, bound bool) {
 	fmt.Fprintf(a.stdout, "%s: %d rows, %d NULL, %d plaintext, %d suspect, %d up to date\n", name, c.Rows, c.Null, c.Plaintext, c.Suspect, c.Current)
+	if c.IndexMissing > 0 {
+		fmt.Fprintf(a.stdout, "  %d encrypted values lack their blind index (filled in by the job)\n", c.IndexMissing)
+	}
 	for _, id := range slices.Sorted(maps.Keys(c.PerKey)) {
 		state := "not in keyring"
 		if info, ok := kr.Lookup(id); ok {

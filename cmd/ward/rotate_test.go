@@ -325,3 +325,55 @@ func TestLedgerAdoptCommand(t *testing.T) {
 		t.Fatalf("adopt --another-database: %d %q", code, e)
 	}
 }
+
+// TestEncryptColumnIndex: encrypt-column --index writes the blind index of
+// each value in the same UPDATE and fills in the index of values the
+// application encrypted without one; the index matches the one the
+// application computes (case-folded), so search works at once.
+func TestEncryptColumnIndex(t *testing.T) {
+	dir := t.TempDir()
+	mk := local.Generate()
+	krPath := filepath.Join(dir, "kr.json")
+	env := map[string]string{local.EnvVar: mk.Encode(), KeyringEnv: krPath}
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
+		return a.run(context.Background(), args), out.String(), errb.String()
+	}
+	if code, _, e := run("keyring", "new"); code != 0 {
+		t.Fatal(e)
+	}
+	dbURL := "sqlite:" + filepath.Join(dir, "app.db")
+	db, _, err := openDB(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.Exec(`CREATE TABLE users (id INTEGER PRIMARY KEY AUTOINCREMENT, email TEXT, email_index BLOB UNIQUE)`)
+	for i := range 20 {
+		db.Exec(`INSERT INTO users (email) VALUES (?)`, fmt.Sprintf("User%d@Example.com", i))
+	}
+	args := []string{"encrypt-column", "--db", dbURL, "--table", "users", "--column", "email", "--text", "--index", "email_index", "--quiet"}
+	if code, out, e := run(append(args, "--dry-run")...); code != 0 || !strings.Contains(out, "20 plaintext") {
+		t.Fatalf("dry run: %d %q %q", code, out, e)
+	}
+	code, out, e := run(args...)
+	if code != 0 || !strings.Contains(out, "blind index email_index written") {
+		t.Fatalf("encrypt-column --index: %d %q %q", code, out, e)
+	}
+	kr, err := keyring.Load(context.Background(), krPath, mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, _ := field.NewBlindIndex(kr, "users", "email", field.WithNormalizer(field.NormalizeFold))
+	var id int64
+	if err := db.QueryRow(`SELECT id FROM users WHERE email_index = ?`, idx.Compute("user7@example.com")).Scan(&id); err != nil || id != 8 {
+		t.Fatalf("search through the backfilled index: %d %v", id, err)
+	}
+	if code, out, _ := run(append(args[:len(args)-1], "--check")...); code != 0 || !strings.Contains(out, "done") {
+		t.Fatalf("check after: %d %q", code, out)
+	}
+	if code, _, e := run(append(args, "--index-normalize", "upper")...); code != 2 || !strings.Contains(e, "fold or none") {
+		t.Fatalf("bad normaliser: %d %q", code, e)
+	}
+}

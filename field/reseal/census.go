@@ -31,6 +31,9 @@ type Census struct {
 	// Current counts values that need no work: under the primary key, in
 	// the current version and binding.
 	Current int
+	// IndexMissing counts values that are current but lack their blind
+	// index (a job with an index column fills it in).
+	IndexMissing int
 }
 
 // valueState says what a stored value needs.
@@ -41,6 +44,7 @@ const (
 	stateCurrent            // up to date
 	stateStale              // to re-seal: old key, version or binding
 	statePlain              // not a ward ciphertext
+	stateIndex              // current, but its blind index is missing (Job.Index)
 )
 
 // classify looks at a stored value without decrypting it.
@@ -58,6 +62,9 @@ func (r *Job) classify(row dbRow, primary keyring.KeyID) (valueState, field.Ciph
 	}
 	if r.Column.Bound() != nil && !r.bindingMatches(row, ct, false) {
 		return stateStale, ct, id
+	}
+	if r.Index != nil && row.idx == nil {
+		return stateIndex, ct, id
 	}
 	return stateCurrent, ct, id
 }
@@ -100,6 +107,8 @@ func (r *Job) Count(ctx context.Context) (Census, error) {
 				continue
 			case stateCurrent:
 				c.Current++
+			case stateIndex:
+				c.IndexMissing++
 			}
 			c.PerKey[id]++
 			c.PerVersion[ct.Version()]++

@@ -66,6 +66,13 @@ type Job struct {
 	Rate float64
 	// Progress, if set, is called after every batch (never concurrently).
 	Progress func(Progress)
+	// Index and IndexColumn, when set, keep a blind-index column of the
+	// table in step with the value: every row the job writes gets the
+	// index of its plaintext in the same compare-and-swap UPDATE, and a
+	// row whose value is current but whose index is NULL is opened and
+	// given its index (a backfill).
+	Index       *field.BlindIndex
+	IndexColumn string
 
 	lease *jobLock // held while Run runs (LockTable)
 }
@@ -86,6 +93,7 @@ type Stats struct {
 	Null        int // NULL values (left alone)
 	Conflicts   int // rows changed by another writer while in flight
 	Failed      int // rows that did not open (in the last pass); left unchanged
+	Indexed     int // rows written only to fill in their blind index (Index)
 	Passes      int // passes over the table
 	// FirstFailure describes the first row that did not open.
 	FirstFailure error
@@ -220,6 +228,7 @@ func (s *Stats) merge(o Stats) {
 	s.Null += o.Null
 	s.Conflicts += o.Conflicts
 	s.Failed += o.Failed
+	s.Indexed += o.Indexed
 	if s.FirstFailure == nil {
 		s.FirstFailure = o.FirstFailure
 	}
@@ -240,16 +249,20 @@ func (r *Job) reseal(rows []dbRow, st *Stats) ([]update, error) {
 			st.Current++
 			continue
 		}
+		if state == stateIndex {
+			st.Indexed++
+		}
 		rk, err := row.rowKey()
 		if err != nil {
 			r.fail(st, &field.OpenError{Table: r.Column.Table(), Column: r.Column.Name(), Row: fmt.Sprint(row.key), Err: err})
 			continue
 		}
 		var nv any
+		var idx []byte
 		if state == statePlain {
-			nv, err = r.encryptPlain(rk, row.val, ct)
+			nv, idx, err = r.encryptPlain(rk, row.val, ct)
 		} else {
-			nv, err = r.resealOne(rk, ct)
+			nv, idx, err = r.resealOne(rk, ct)
 		}
 		if errors.Is(err, errInternal) {
 			return nil, err
@@ -261,17 +274,17 @@ func (r *Job) reseal(rows []dbRow, st *Stats) ([]update, error) {
 		if state == statePlain {
 			st.Plaintext++
 		}
-		ups = append(ups, update{row.key, row.val, nv})
+		ups = append(ups, update{row.key, row.val, nv, idx})
 	}
 	return ups, nil
 }
 
 // encryptPlain seals a stored plaintext (FromPlaintext); without it, a
 // value that is not a ciphertext is a failure, as before.
-func (r *Job) encryptPlain(rk field.RowKey, stored any, ct field.Ciphertext) (any, error) {
+func (r *Job) encryptPlain(rk field.RowKey, stored any, ct field.Ciphertext) (any, []byte, error) {
 	col := r.Column
 	if !r.FromPlaintext {
-		return nil, &field.OpenError{Table: col.Table(), Column: col.Name(), Row: rk.String(), Err: ct.Err()}
+		return nil, nil, &field.OpenError{Table: col.Table(), Column: col.Name(), Row: rk.String(), Err: ct.Err()}
 	}
 	var pt []byte
 	switch v := stored.(type) {
@@ -282,44 +295,54 @@ func (r *Job) encryptPlain(rk field.RowKey, stored any, ct field.Ciphertext) (an
 	}
 	fresh, err := col.Seal(rk, pt)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errInternal, err)
+		return nil, nil, fmt.Errorf("%w: %w", errInternal, err)
 	}
 	check, err := col.Open(rk, fresh)
 	if err != nil || string(check) != string(pt) {
-		return nil, fmt.Errorf("%w: sealed value for row %s does not open: %v", errInternal, rk, err)
+		return nil, nil, fmt.Errorf("%w: sealed value for row %s does not open: %v", errInternal, rk, err)
 	}
 	clear(check)
 	if _, isText := stored.(string); isText {
 		fresh = fresh.AsText() // a TEXT column gets the text form
 	}
-	return fresh.Value()
+	v, err := fresh.Value()
+	return v, r.indexOf(pt), err
+}
+
+// indexOf is the blind index of pt, or nil without an index column.
+func (r *Job) indexOf(pt []byte) []byte {
+	if r.Index == nil {
+		return nil
+	}
+	return r.Index.Compute(string(pt))
 }
 
 var errInternal = errors.New("reseal: internal error")
 
 // resealOne opens ct (accepting the v1 binding when the column declares
 // bound columns: that is what re-binding is for) and seals it again.
-func (r *Job) resealOne(rk field.RowKey, ct field.Ciphertext) (any, error) {
+func (r *Job) resealOne(rk field.RowKey, ct field.Ciphertext) (any, []byte, error) {
 	col := r.Column
 	pt, err := col.OpenRebinding(rk, ct)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer clear(pt)
 	fresh, err := col.Seal(rk, pt)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errInternal, err)
+		return nil, nil, fmt.Errorf("%w: %w", errInternal, err)
 	}
 	// Never write what cannot be read back.
 	check, err := col.Open(rk, fresh)
 	if err != nil || string(check) != string(pt) {
-		return nil, fmt.Errorf("%w: re-sealed value for row %s does not open: %v", errInternal, rk, err)
+		return nil, nil, fmt.Errorf("%w: re-sealed value for row %s does not open: %v", errInternal, rk, err)
 	}
 	clear(check)
 	if ct.IsText() {
 		fresh = fresh.AsText() // keep the stored form: a TEXT column stays text
 	}
-	return fresh.Value()
+	v, err := fresh.Value()
+	return v, r.indexOf(pt), err
 }
 
 // apply writes a batch of updates in one transaction, each only if the

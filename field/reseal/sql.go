@@ -19,6 +19,8 @@ type queries struct {
 	cas func(n int) string
 	// countArgs and rangeArgs bound an integer key range (shards).
 	countArgs, rangeArgs []any
+	// index says cas also sets the blind-index column.
+	index bool
 	// bucket, when set, keeps only rows of this job's hash bucket (shards
 	// of a table with text keys).
 	bucket func(key any) bool
@@ -41,6 +43,13 @@ func (r *Job) columns() (table, col, key, cols string, err error) {
 			return "", "", "", "", err
 		}
 		cols += ", " + qb
+	}
+	if r.Index != nil {
+		qi, err := field.QuoteIdent(r.IndexColumn)
+		if err != nil {
+			return "", "", "", "", err
+		}
+		cols += ", " + qi
 	}
 	return
 }
@@ -72,7 +81,15 @@ func (r *Job) queries(ctx context.Context) (queries, error) {
 	if err != nil {
 		return queries{}, err
 	}
-	q.cas = func(n int) string { return casSQL(r.Dialect, t, c, k, keyType, colType, n) }
+	var ix casIndex
+	if r.Index != nil {
+		ix.col, _ = field.QuoteIdent(r.IndexColumn)
+		if ix.typ, err = r.pgType(ctx, r.IndexColumn); err != nil {
+			return queries{}, err
+		}
+	}
+	q.cas = func(n int) string { return casSQL(r.Dialect, t, c, k, keyType, colType, ix, n) }
+	q.index = r.Index != nil
 	if r.Shards <= 1 {
 		return q, nil
 	}
@@ -85,6 +102,9 @@ func (r *Job) queries(ctx context.Context) (queries, error) {
 // as a string literal, as a column of plaintext.
 func (r *Job) checkColumns(ctx context.Context, t, cols string) error {
 	names := append([]string{r.Key, r.Column.Name()}, r.Column.Bound()...)
+	if r.Index != nil {
+		names = append(names, r.IndexColumn)
+	}
 	fail := func(err error) error {
 		return fmt.Errorf("reseal: table %s with columns %s: %w (check --table, --column, --key and --bind)",
 			r.Column.Table(), strings.Join(names, ", "), err)
@@ -129,14 +149,20 @@ const casRows = 256
 
 // update is one compare-and-swap: the row's key, the value read, the new
 // value.
-type update struct{ key, old, new any }
+type update struct {
+	key, old, new any
+	idx           []byte // the blind index, with Job.Index
+}
 
 // casUpdate returns the statement that updates the rows of chunk (at most
 // casRows) and its arguments, in the order casSQL numbers them.
 func (q queries) casUpdate(chunk []update) (string, []any) {
-	args := make([]any, 0, 3*len(chunk))
+	args := make([]any, 0, 4*len(chunk))
 	for _, u := range chunk {
 		args = append(args, u.key, u.old, u.new)
+		if q.index {
+			args = append(args, u.idx)
+		}
 	}
 	return q.cas(len(chunk)), args
 }
@@ -147,30 +173,66 @@ func (q queries) casUpdate(chunk []update) (string, []any) {
 // chunk instead of one per row spares a round trip to the database per
 // row. PostgreSQL needs the VALUES typed (keyType, colType); SQLite names
 // VALUES columns column1, column2, column3.
-func casSQL(d field.Dialect, t, c, k, keyType, colType string, n int) string {
+func casSQL(d field.Dialect, t, c, k, keyType, colType string, ix casIndex, n int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "UPDATE %s SET %s = v.ward_new FROM (", t, c)
+	w := 3
+	if ix.col != "" {
+		w = 4
+		fmt.Fprintf(&b, "UPDATE %s SET %s = v.ward_new, %s = v.ward_idx FROM (", t, c, ix.col)
+	} else {
+		fmt.Fprintf(&b, "UPDATE %s SET %s = v.ward_new FROM (", t, c)
+	}
 	if d == field.SQLite {
-		b.WriteString("SELECT column1 AS ward_key, column2 AS ward_old, column3 AS ward_new FROM (")
+		b.WriteString("SELECT column1 AS ward_key, column2 AS ward_old, column3 AS ward_new")
+		if w == 4 {
+			b.WriteString(", column4 AS ward_idx")
+		}
+		b.WriteString(" FROM (")
 	}
 	b.WriteString("VALUES ")
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		if d == field.Postgres {
-			fmt.Fprintf(&b, "($%d::%s, $%d::%s, $%d::%s)", 3*i+1, keyType, 3*i+2, colType, 3*i+3, colType)
-		} else {
+		switch {
+		case d == field.Postgres && w == 4:
+			fmt.Fprintf(&b, "($%d::%s, $%d::%s, $%d::%s, $%d::%s)", w*i+1, keyType, w*i+2, colType, w*i+3, colType, w*i+4, ix.typ)
+		case d == field.Postgres:
+			fmt.Fprintf(&b, "($%d::%s, $%d::%s, $%d::%s)", w*i+1, keyType, w*i+2, colType, w*i+3, colType)
+		case w == 4:
+			b.WriteString("(?, ?, ?, ?)")
+		default:
 			b.WriteString("(?, ?, ?)")
 		}
 	}
-	if d == field.SQLite {
+	switch {
+	case d == field.SQLite:
 		b.WriteString(")) AS v")
-	} else {
+	case w == 4:
+		b.WriteString(") AS v(ward_key, ward_old, ward_new, ward_idx)")
+	default:
 		b.WriteString(") AS v(ward_key, ward_old, ward_new)")
 	}
 	fmt.Fprintf(&b, " WHERE %s.%s = v.ward_key AND %s.%s = v.ward_old", t, k, t, c)
 	return b.String()
+}
+
+// casIndex is the blind-index column a CAS update also sets (col
+// quoted, typ its PostgreSQL type), or none.
+type casIndex struct{ col, typ string }
+
+// pgType returns the SQL type of a column of the job's table (PostgreSQL).
+func (r *Job) pgType(ctx context.Context, column string) (string, error) {
+	if r.Dialect != field.Postgres {
+		return "", nil
+	}
+	t, _ := field.QuoteIdent(r.Column.Table())
+	var typ string
+	q := "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2"
+	if err := r.DB.QueryRowContext(ctx, q, t, column).Scan(&typ); err != nil {
+		return "", fmt.Errorf("reseal: type of %s.%s: %w", r.Column.Table(), column, err)
+	}
+	return typ, nil
 }
 
 // pgTypes returns the SQL types of the key and the column (PostgreSQL).
@@ -230,6 +292,7 @@ type dbRow struct {
 	key   any
 	val   any // as scanned: nil, []byte or string
 	bound []any
+	idx   any // the blind index, with Job.Index
 }
 
 // rowKey returns the row's key with its bound values.
@@ -281,6 +344,9 @@ func (r *Job) readBatch(ctx context.Context, q queries, last any) ([]dbRow, erro
 		dest := []any{&d.key, &d.val}
 		for i := range d.bound {
 			dest = append(dest, &d.bound[i])
+		}
+		if r.Index != nil {
+			dest = append(dest, &d.idx)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("reseal: reading %s: %w", r.Column.Table(), err)
