@@ -16,7 +16,10 @@
 // row exists; a database-assigned ID cannot be (set Key to "-" to bind to
 // table and column only, and say so: a database writer can then swap
 // values between rows of the same table and owner). Bulk updates of an
-// encrypted field are refused: every value is sealed for its own row.
+// encrypted field are refused: every value is sealed for its own row. A
+// change of a field values are bound to (SetUserID) re-seals them for the
+// new owner in the same mutation (UpdateOne), or is refused (bulk,
+// [ErrOwnerChange]).
 // NULL stays NULL; a tampered or misplaced value fails the query with
 // field's typed errors.
 package wardent
@@ -116,9 +119,36 @@ func (c *Codec) Hook() ent.Hook {
 	}
 }
 
+// ErrOwnerChange means a bulk update changed a field that encrypted fields
+// are bound to: each row's values would have to be re-sealed.
+var ErrOwnerChange = errors.New("wardent: a bulk update changes a field that encrypted fields are bound to")
+
 func (c *Codec) seal(ctx context.Context, m ent.Mutation) error {
 	for _, b := range c.fields[m.Type()] {
 		v, set := m.Field(b.Column)
+		if !set && !m.FieldCleared(b.Column) && b.ownerChanged(m) {
+			// An owner changes and the value bound to it does not: re-seal
+			// the stored value for the new owner (one entity, in the
+			// mutation's transaction), or refuse a bulk change.
+			if !m.Op().Is(ent.OpUpdateOne) {
+				return fmt.Errorf("%w: %s, which %s.%s is bound to (update each entity with UpdateOne)", ErrOwnerChange, strings.Join(b.Bind, ", "), b.Type, b.Column)
+			}
+			old, err := m.OldField(ctx, b.Column) // opened by the interceptor, under the old owner
+			if err != nil {
+				return fmt.Errorf("wardent: re-sealing %s.%s for its new owner: %w", b.Type, b.Column, err)
+			}
+			switch o := old.(type) {
+			case string:
+				v, set = o, true
+			case *string:
+				if o == nil {
+					continue // NULL stays NULL
+				}
+				v, set = *o, true
+			default:
+				return fmt.Errorf("wardent: %s.%s holds a %T, want a string", b.Type, b.Column, old)
+			}
+		}
 		if !set {
 			continue
 		}
@@ -148,6 +178,16 @@ func (c *Codec) seal(ctx context.Context, m ent.Mutation) error {
 		}
 	}
 	return nil
+}
+
+// ownerChanged reports whether the mutation sets a field b is bound to.
+func (b *bound) ownerChanged(m ent.Mutation) bool {
+	for _, name := range b.Bind {
+		if _, ok := m.Field(name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // rowOfMutation builds the row key from the mutation: its ID and bound

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	entsql "entgo.io/ent/dialect/sql"
@@ -101,6 +102,23 @@ func TestEnt(t *testing.T) {
 			}
 			if _, err := db.Update().Where(note.UserID(1)).SetBody("x").Save(ctx); !errors.Is(err, wardent.ErrBulkUpdate) {
 				t.Fatalf("bulk update: %v", err)
+			}
+			// An owner change re-seals the value bound to it (one entity);
+			// a bulk one is refused, naming the bound field.
+			raw.Note.UpdateOneID("n1").SetUserID(1).ExecX(ctx) // undo the writer's change
+			moved, err := db.UpdateOneID("n1").SetUserID(3).Save(ctx)
+			if err != nil || moved.UserID != 3 || moved.Body != "milk, eggs, bread" {
+				t.Fatalf("owner change: %+v %v", moved, err)
+			}
+			if back, err := db.Get(ctx, "n1"); err != nil || back.Body != "milk, eggs, bread" {
+				t.Fatalf("after the owner change: %+v %v", back, err)
+			}
+			_, err = db.Update().Where(note.ID("n1")).SetUserID(4).Save(ctx)
+			if !errors.Is(err, wardent.ErrOwnerChange) || !strings.Contains(err.Error(), "user_id") {
+				t.Fatalf("bulk owner change: %v", err)
+			}
+			if back, err := db.Get(ctx, "n1"); err != nil || back.UserID != 3 {
+				t.Fatalf("the refused bulk change wrote: %+v %v", back, err)
 			}
 		})
 	}
