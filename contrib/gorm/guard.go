@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -48,6 +49,9 @@ func (s *Serializer) Guard(db *gorm.DB, models ...any) error {
 	}
 	cb := db.Callback()
 	if err := cb.Create().Before("gorm:create").Register("ward:guard_create", s.guardCreate); err != nil {
+		return err
+	}
+	if err := cb.Create().After("gorm:create").Register("ward:seal_assigned_keys", s.sealDeferred); err != nil {
 		return err
 	}
 	if err := cb.Update().After("gorm:setup_reflect_value").Before("gorm:update").Register("ward:guard_update", s.guardUpdate); err != nil {
@@ -133,13 +137,81 @@ func (s *Serializer) refuseTable(db *gorm.DB, m map[string]any) bool {
 	return true
 }
 
-// guardCreate seals ward values of Create(map) and refuses upsert
-// assignments to ward columns.
+// deferKey carries, in a create's context, the values whose row key the
+// database assigns.
+type deferKey struct{}
+
+// deferred are values to seal once the database has assigned their rows'
+// keys.
+type deferred struct {
+	mu   sync.Mutex
+	vals []deferredValue
+}
+
+type deferredValue struct {
+	f   *schema.Field
+	dst reflect.Value
+	pt  []byte
+}
+
+func (d *deferred) add(f *schema.Field, dst reflect.Value, pt []byte) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.vals = append(d.vals, deferredValue{f, dst, pt})
+}
+
+// sealDeferred seals the values of rows whose key the database assigned
+// on insert (RETURNING, last_insert_rowid), and writes them in the
+// create's transaction.
+func (s *Serializer) sealDeferred(db *gorm.DB) {
+	d, ok := db.Statement.Context.Value(deferKey{}).(*deferred)
+	if !ok || db.Error != nil || len(d.vals) == 0 {
+		return
+	}
+	stmt := db.Statement
+	for _, v := range d.vals {
+		b, err := s.binding(v.f)
+		if err != nil {
+			db.AddError(err)
+			return
+		}
+		rk, err := b.row(stmt.Context, v.f, v.dst)
+		if err != nil {
+			db.AddError(fmt.Errorf("%w (the database assigned no key?)", err))
+			return
+		}
+		ct, err := b.col.Seal(rk, v.pt)
+		clear(v.pt)
+		if err != nil {
+			db.AddError(err)
+			return
+		}
+		val, _ := ct.Value()
+		key, _ := b.key.ValueOf(stmt.Context, v.dst)
+		q := fmt.Sprintf("UPDATE %s SET %s = ? WHERE %s = ?", stmt.Quote(v.f.Schema.Table), stmt.Quote(v.f.DBName), stmt.Quote(b.key.DBName))
+		if err := db.Session(&gorm.Session{NewDB: true, SkipHooks: true}).Exec(q, val, key).Error; err != nil {
+			db.AddError(fmt.Errorf("wardgorm: sealing %s.%s for its assigned key: %w", v.f.Schema.Table, v.f.DBName, err))
+			return
+		}
+	}
+}
+
+// guardCreate seals ward values of Create(map), refuses upsert
+// assignments to ward columns, and prepares values whose row key the
+// database assigns.
 func (s *Serializer) guardCreate(db *gorm.DB) {
 	if db.Error != nil {
 		return
 	}
 	stmt := db.Statement
+	if stmt.Schema != nil {
+		for _, pf := range stmt.Schema.PrimaryFields {
+			if pf.AutoIncrement {
+				stmt.Context = context.WithValue(stmt.Context, deferKey{}, &deferred{})
+				break
+			}
+		}
+	}
 	var maps []map[string]any
 	switch d := stmt.Dest.(type) {
 	case map[string]any:

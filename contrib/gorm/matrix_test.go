@@ -195,3 +195,64 @@ func TestWriteMatrix(t *testing.T) {
 		})
 	}
 }
+
+// Account has a database-assigned key (bigserial, AUTOINCREMENT) that its
+// ward field is bound to: the guard inserts the row, then seals the value
+// for the key the database assigned, in the same transaction.
+type Account struct {
+	ID    int64  `gorm:"primaryKey;autoIncrement"`
+	Email string `gorm:"serializer:ward"` // nullable: written once the key is known
+	Index []byte `gorm:"serializer:ward-index;type:bytes;uniqueIndex" ward:"of:Email"`
+}
+
+func TestAssignedKeys(t *testing.T) {
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			db.Migrator().DropTable(&Account{})
+			if err := db.AutoMigrate(&Account{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Migrator().DropTable(&Account{}) })
+			if err := ser.Guard(db, &Account{}); err != nil {
+				t.Fatal(err)
+			}
+			one := Account{Email: "one@example.com"}
+			if err := db.Create(&one).Error; err != nil || one.ID == 0 {
+				t.Fatalf("create: %+v %v", one, err)
+			}
+			many := []Account{{Email: "two@example.com"}, {Email: "three@example.com"}, {Email: "four@example.com"}}
+			if err := db.CreateInBatches(&many, 2).Error; err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range append(many, one) {
+				var got Account
+				if err := db.First(&got, a.ID).Error; err != nil || got.Email != a.Email {
+					t.Fatalf("account %d: %+v %v", a.ID, got, err)
+				}
+				var raw string
+				db.Raw("SELECT email FROM accounts WHERE id = ?", a.ID).Scan(&raw)
+				if !strings.HasPrefix(raw, "w3:") {
+					t.Fatalf("account %d stored %q", a.ID, raw)
+				}
+			}
+			// Bound to its row: a value copied to another account fails.
+			db.Exec("UPDATE accounts SET email = (SELECT email FROM accounts WHERE id = ?) WHERE id = ?", one.ID, many[0].ID)
+			if err := db.First(&Account{}, many[0].ID).Error; err == nil {
+				t.Fatal("a value copied to another row opened")
+			}
+			// Uniqueness through the index: a second sign-up is refused,
+			// and nothing of it stays.
+			if err := db.Create(&Account{Email: "ONE@example.com"}).Error; err == nil {
+				t.Fatal("a duplicate address was accepted")
+			}
+			var n int64
+			db.Model(&Account{}).Count(&n)
+			if n != 4 {
+				t.Fatalf("%d accounts", n)
+			}
+			if err := ser.Eq(db, &Account{}, "Email", "three@example.com").First(&Account{}).Error; err != nil {
+				t.Fatalf("Eq: %v", err)
+			}
+		})
+	}
+}

@@ -15,12 +15,14 @@
 //	ward.Guard(db, &Note{})       // on each *gorm.DB: no write path stores plaintext
 //
 // The row key. A value is bound to its row by the field named in key: (by
-// default the model's primary key). It must be known before the row is
-// written, so a primary key the database assigns on insert (an
-// auto-increment ID) cannot be it: use a client-assigned key (a UUID, as
-// above), or bind to an owner with bind: and write key:- to bind to table
-// and column only — then a database writer can swap the field between
-// rows of the same table (and owner, if bound) undetected. Fields named in
+// default the model's primary key). A client-assigned key (a UUID, as
+// above) is known before the row is written. A key the database assigns
+// on insert (autoIncrement: bigserial, AUTOINCREMENT) works with the write
+// guard ([Serializer.Guard]): the row is inserted with the ward column
+// NULL (so it must be nullable), and the value sealed for the assigned key
+// is written in the same transaction. key:- binds to table and column
+// only — then a database writer can swap the field between rows of the
+// same table (and owner, if bound) undetected. Fields named in
 // key: and bind: must be declared before the encrypted field, so that GORM
 // has scanned them when it opens the value.
 //
@@ -180,6 +182,15 @@ func (s *Serializer) Value(ctx context.Context, f *schema.Field, dst reflect.Val
 		return nil, err
 	}
 	rk, err := b.row(ctx, f, dst)
+	if errors.Is(err, ErrNoRowKey) && b.key != nil && b.key.AutoIncrement {
+		// The database assigns the key on insert: the guard writes NULL
+		// now and the sealed value once the key is known, in the same
+		// transaction (Guard's after-create callback).
+		if d, ok := ctx.Value(deferKey{}).(*deferred); ok {
+			d.add(f, dst, append([]byte(nil), pt...))
+			return nil, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
