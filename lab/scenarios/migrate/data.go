@@ -208,7 +208,9 @@ func (e *env) appLatency(ctx context.Context, rate float64) ([]lab.Result, error
 	if err != nil {
 		return nil, err
 	}
+	mon := e.monitor(ctx)
 	alone, err := e.appLoop(ctx, app, d, nil)
+	aloneLoad := mon()
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +226,9 @@ func (e *env) appLatency(ctx context.Context, rate float64) ([]lab.Result, error
 		defer close(finished)
 		(&reseal.Job{DB: e.db, Dialect: e.dialect, Column: app, Key: "id", FromPlaintext: true, BatchSize: 100, Rate: rate}).Run(jctx)
 	}()
+	mon = e.monitor(ctx)
 	during, err := e.appLoop(ctx, app, d, finished)
+	duringLoad := mon()
 	cancel()
 	<-finished
 	if err != nil {
@@ -233,8 +237,94 @@ func (e *env) appLatency(ctx context.Context, rate float64) ([]lab.Result, error
 	p := map[string]any{"job_rate": rate}
 	a := lab.FromSamples("migrate", appAlone, p, "latency", "ms", alone)
 	b := lab.FromSamples("migrate", appDuring, p, "latency", "ms", during)
-	return []lab.Result{a, b, lab.Derived("migrate", appRatio, p, "p95_ratio", "x", b.P95/a.P95,
-		"the application loop's p95 latency during a job limited to 25% of one worker's unthrottled rate, over its p95 alone")}, nil
+	ratio := b.P95 / a.P95
+	out := []lab.Result{a, b, lab.Derived("migrate", appRatio, p, "p95_ratio", "x", ratio,
+		"the application loop's p95 latency during a job limited to 25% of one worker's unthrottled rate, over its p95 alone")}
+	for _, l := range []struct {
+		name string
+		s    saturation
+	}{{appAlone, aloneLoad}, {appDuring, duringLoad}} {
+		out = append(out,
+			lab.Derived("migrate", l.name, p, "cpu_busy", "%", l.s.cpu*100, "share of all cores busy (this process and the database)"),
+			lab.Derived("migrate", l.name, p, "lock_waits", "%", l.s.lock*100, "share of sampled database sessions waiting on a lock"),
+			lab.Derived("migrate", l.name, p, "io_waits", "%", l.s.io*100, "share of sampled database sessions waiting on I/O or the WAL"))
+	}
+	out = append(out, lab.Derived("migrate", appBottleneck, p, "p95_ratio", "x", ratio, bottleneck(ratio, aloneLoad, duringLoad)))
+	return out, nil
+}
+
+// appBottleneck is the case naming what limits the application during a
+// throttled job.
+const appBottleneck = "app-loop/saturated-resource"
+
+// saturation is what a phase of the application loop ran against: the
+// share of all cores busy, and the shares of sampled database sessions
+// waiting on locks and on I/O (WAL writes and flushes included).
+type saturation struct{ cpu, lock, io float64 }
+
+// monitor samples the machine and the database's sessions every 50 ms
+// until the returned function is called, which returns the averages.
+func (e *env) monitor(ctx context.Context) func() saturation {
+	cpu0 := lab.ReadLoad()
+	stop := make(chan struct{})
+	done := make(chan saturation)
+	go func() {
+		var sessions, lock, io int
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				s := saturation{cpu: lab.ReadLoad().BusySince(cpu0)}
+				if sessions > 0 {
+					s.lock, s.io = float64(lock)/float64(sessions), float64(io)/float64(sessions)
+				}
+				done <- s
+				return
+			case <-t.C:
+			}
+			if e.dialect != field.Postgres {
+				continue
+			}
+			rows, err := e.db.QueryContext(ctx, `SELECT coalesce(wait_event_type, 'CPU'), coalesce(wait_event, '') FROM pg_stat_activity
+				WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()`)
+			if err != nil {
+				continue
+			}
+			for rows.Next() {
+				var typ, ev string
+				if rows.Scan(&typ, &ev) != nil {
+					continue
+				}
+				sessions++
+				switch {
+				case typ == "Lock":
+					lock++
+				case typ == "IO" || strings.HasPrefix(ev, "WAL"):
+					io++
+				}
+			}
+			rows.Close()
+		}
+	}()
+	return func() saturation { close(stop); return <-done }
+}
+
+// bottleneck names the resource that limits the application during the
+// job, from what changed between the two phases.
+func bottleneck(ratio float64, alone, during saturation) string {
+	if ratio <= 1.2 {
+		return fmt.Sprintf("within the 1.2x target; CPU busy %.0f%% alone, %.0f%% during the job", alone.cpu*100, during.cpu*100)
+	}
+	switch {
+	case during.cpu >= 0.85:
+		return fmt.Sprintf("CPU: all cores %.0f%% busy during the job (%.0f%% alone): the job's sealing, the database's writes and the application share the cores", during.cpu*100, alone.cpu*100)
+	case during.lock >= 0.1 && during.lock >= during.io:
+		return fmt.Sprintf("row locks: %.0f%% of database sessions waited on a lock during the job (%.0f%% alone)", during.lock*100, alone.lock*100)
+	case during.io >= 0.1:
+		return fmt.Sprintf("I/O and WAL: %.0f%% of database sessions waited on I/O or WAL flushes during the job (%.0f%% alone)", during.io*100, alone.io*100)
+	}
+	return fmt.Sprintf("no resource saturated (CPU %.0f%% busy, %.0f%% lock and %.0f%% I/O waits during the job): scheduling delay behind the job's batches", during.cpu*100, during.lock*100, during.io*100)
 }
 
 // appLoop reads or writes random rows for d, or until stop yields, and

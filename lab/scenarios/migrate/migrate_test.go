@@ -33,6 +33,9 @@ func TestScenario(t *testing.T) {
 			}
 		}
 	}
+	if r, ok := rs.Get(appBottleneck, "p95_ratio"); !ok || r.Note == "" {
+		t.Fatalf("no saturated resource named: %+v", r)
+	}
 	if r, ok := rs.Get(appRatio, "p95_ratio"); !ok || r.Median <= 0 {
 		t.Fatalf("app loop: %+v", r)
 	}

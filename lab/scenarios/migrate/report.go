@@ -73,8 +73,12 @@ func migrateAnswers(sec *lab.Section, rs lab.Results) {
 	if r, ok := rs.Get(appRatio, "p95_ratio"); ok {
 		a, _ := rs.Get(appAlone, "latency")
 		b, _ := rs.Get(appDuring, "latency")
-		sec.Answer = append(sec.Answer, fmt.Sprintf("A running application's p95 latency: %s ms alone, %s ms while a job limited to a quarter of one worker's rate ran: %sx.",
-			lab.FormatNumber(a.P95), lab.FormatNumber(b.P95), lab.FormatNumber(r.Median)))
+		line := fmt.Sprintf("A running application's p95 latency: %s ms alone, %s ms while a job limited to a quarter of one worker's rate ran: %sx.",
+			lab.FormatNumber(a.P95), lab.FormatNumber(b.P95), lab.FormatNumber(r.Median))
+		if bn, ok := rs.Get(appBottleneck, "p95_ratio"); ok {
+			line += " Limiting resource: " + bn.Note + "."
+		}
+		sec.Answer = append(sec.Answer, line)
 		sec.Headlines = append(sec.Headlines, r)
 	}
 }
