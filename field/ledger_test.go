@@ -16,6 +16,19 @@ import (
 	"github.com/wardlab/ward/kms/local"
 )
 
+// fileKeyring creates a keyring file in a temporary folder: the folder,
+// its master key and the keyring.
+func fileKeyring(t *testing.T) (string, *local.MasterKey, *keyring.Keyring) {
+	t.Helper()
+	dir := t.TempDir()
+	mk := local.Generate()
+	kr, err := keyring.Create(context.Background(), filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, mk, kr
+}
+
 // ledgerRow is a ledger's raw row, to replay or alter as a database writer
 // would.
 type ledgerRow struct {
@@ -44,12 +57,7 @@ func writeRow(t *testing.T, d testDB, l *Ledger, r ledgerRow) {
 func TestLedger(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testDB) {
 		ctx := context.Background()
-		dir := t.TempDir()
-		mk := local.Generate()
-		kr, err := keyring.Create(ctx, filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir, mk, kr := fileKeyring(t)
 		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
 		if err := l.Check(ctx, kr); err != nil {
 			t.Fatalf("empty ledger, first start: %v", err)
@@ -137,12 +145,7 @@ func TestLedger(t *testing.T) {
 func TestLedgerWriterAttacks(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testDB) {
 		ctx := context.Background()
-		dir := t.TempDir()
-		mk := local.Generate()
-		kr, err := keyring.Create(ctx, filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir, mk, kr := fileKeyring(t)
 		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
 		if err := l.Record(ctx, kr); err != nil {
 			t.Fatal(err)
@@ -229,12 +232,7 @@ func TestLedgerWriterAttacks(t *testing.T) {
 func TestLedgerAdopt(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testDB) {
 		ctx := context.Background()
-		dir := t.TempDir()
-		mk := local.Generate()
-		kr, err := keyring.Create(ctx, filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, _, kr := fileKeyring(t)
 		d.db.Exec(`CREATE TABLE ` + LegacyLedgerTable + ` (keyring_id TEXT NOT NULL, key_id TEXT NOT NULL, generation BIGINT NOT NULL, PRIMARY KEY (keyring_id, key_id))`)
 		t.Cleanup(func() { d.db.Exec(`DROP TABLE ` + LegacyLedgerTable) })
 		if _, err := d.db.Exec(d.q(`INSERT INTO `+LegacyLedgerTable+` VALUES (?, ?, 1)`), kr.ID(), kr.Primary().ID.String()); err != nil {

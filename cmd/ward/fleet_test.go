@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +12,6 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/fleet"
 	"github.com/wardlab/ward/keyring"
-	"github.com/wardlab/ward/kms/local"
 )
 
 // TestFleetRotation: two application processes (keyrings loaded from the
@@ -24,21 +21,10 @@ import (
 // that never reloads (frozen) holds the next rotation back, named, until
 // the operator skips it.
 func TestFleetRotation(t *testing.T) {
-	dir := t.TempDir()
-	mk := local.Generate()
-	krPath := filepath.Join(dir, "kr.json")
-	env := map[string]string{local.EnvVar: mk.Encode(), KeyringEnv: krPath}
-	run := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
-		return a.run(context.Background(), args), out.String(), errb.String()
-	}
-	dbURL := "sqlite:" + filepath.Join(dir, "app.db")
-	db, dialect, err := openDB(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	c := newCLI(t)
+	run, mk, krPath := c.run, c.mk, c.krPath
+	dbURL, db := c.sqlite(t, "app.db")
+	dialect := field.SQLite
 	db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`)
 	for i := 1; i <= 50; i++ {
 		db.Exec(`INSERT INTO notes VALUES (?, ?)`, i, fmt.Sprint("note ", i))

@@ -18,15 +18,8 @@ import (
 // TestRotateCommand fills a SQLite table through the field layer, rotates
 // the keyring with the CLI, dry-runs, re-encrypts and checks the result.
 func TestRotateCommand(t *testing.T) {
-	dir := t.TempDir()
-	mk := local.Generate()
-	env := map[string]string{local.EnvVar: mk.Encode(), KeyringEnv: filepath.Join(dir, "kr.json")}
-	run := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
-		code := a.run(context.Background(), args)
-		return code, out.String(), errb.String()
-	}
+	cli := newCLI(t)
+	dir, mk, env, run := cli.dir, cli.mk, cli.env, cli.run
 	if code, _, e := run("keyring", "new"); code != 0 {
 		t.Fatal(e)
 	}
@@ -133,14 +126,8 @@ func TestRotateCommand(t *testing.T) {
 // dry run counts plaintext, two shards with two workers each do the work,
 // and a last dry run says it is done.
 func TestEncryptColumnCommand(t *testing.T) {
-	dir := t.TempDir()
-	mk := local.Generate()
-	env := map[string]string{local.EnvVar: mk.Encode(), KeyringEnv: filepath.Join(dir, "kr.json")}
-	run := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
-		return a.run(context.Background(), args), out.String(), errb.String()
-	}
+	cli := newCLI(t)
+	dir, run := cli.dir, cli.run
 	if code, _, e := run("keyring", "new"); code != 0 {
 		t.Fatal(e)
 	}
@@ -199,15 +186,8 @@ func TestMasterKeyPrompt(t *testing.T) {
 // that file (main never read the ledger from the CLI: 123 of 123 values
 // became unreadable); without --db a key command warns.
 func TestKeyCommandsCheckTheLedger(t *testing.T) {
-	dir := t.TempDir()
-	mk := local.Generate()
-	krPath := filepath.Join(dir, "kr.json")
-	env := map[string]string{local.EnvVar: mk.Encode(), KeyringEnv: krPath}
-	run := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
-		return a.run(context.Background(), args), out.String(), errb.String()
-	}
+	cli := newCLI(t)
+	dir, krPath, run := cli.dir, cli.krPath, cli.run
 	dbURL := "sqlite:" + filepath.Join(dir, "app.db")
 	db, _, err := openDB(dbURL)
 	if err != nil {
@@ -276,15 +256,8 @@ func TestKeyCommandsCheckTheLedger(t *testing.T) {
 // earlier release is refused until 'ward ledger adopt' takes it over,
 // once.
 func TestLedgerAdoptCommand(t *testing.T) {
-	dir := t.TempDir()
-	mk := local.Generate()
-	krPath := filepath.Join(dir, "kr.json")
-	env := map[string]string{local.EnvVar: mk.Encode(), KeyringEnv: krPath}
-	run := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
-		return a.run(context.Background(), args), out.String(), errb.String()
-	}
+	cli := newCLI(t)
+	dir, mk, krPath, run := cli.dir, cli.mk, cli.krPath, cli.run
 	if code, _, e := run("keyring", "new"); code != 0 {
 		t.Fatal(e)
 	}
@@ -331,15 +304,8 @@ func TestLedgerAdoptCommand(t *testing.T) {
 // application encrypted without one; the index matches the one the
 // application computes (case-folded), so search works at once.
 func TestEncryptColumnIndex(t *testing.T) {
-	dir := t.TempDir()
-	mk := local.Generate()
-	krPath := filepath.Join(dir, "kr.json")
-	env := map[string]string{local.EnvVar: mk.Encode(), KeyringEnv: krPath}
-	run := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
-		return a.run(context.Background(), args), out.String(), errb.String()
-	}
+	cli := newCLI(t)
+	dir, mk, krPath, run := cli.dir, cli.mk, cli.krPath, cli.run
 	if code, _, e := run("keyring", "new"); code != 0 {
 		t.Fatal(e)
 	}

@@ -419,7 +419,7 @@ func (s *Serializer) sealMap(ctx context.Context, sch *schema.Schema, m map[stri
 		if null {
 			m[keys[f]] = nil
 		} else {
-			rk, err := rowFrom(ctx, f, b, row, m)
+			rk, err := b.rowWith(ctx, f, row, m)
 			if err != nil {
 				return nil, err
 			}
@@ -446,42 +446,6 @@ func (s *Serializer) sealMap(ctx context.Context, sch *schema.Schema, m map[stri
 		}
 	}
 	return plain, nil
-}
-
-// rowFrom builds a value's row key: each of the key and bound fields from
-// the map when the write sets it, else from the model.
-func rowFrom(ctx context.Context, f *schema.Field, b *binding, row reflect.Value, m map[string]any) (field.RowKey, error) {
-	get := func(bf *schema.Field) (any, bool) {
-		for _, k := range []string{bf.Name, bf.DBName} {
-			if v, ok := m[k]; ok {
-				return v, !reflect.ValueOf(v).IsValid() || reflect.ValueOf(v).IsZero()
-			}
-		}
-		if !row.IsValid() {
-			return nil, true
-		}
-		rv := bf.ReflectValueOf(ctx, row)
-		return rv.Interface(), rv.IsZero()
-	}
-	rk := field.RowString("")
-	if b.key != nil {
-		v, zero := get(b.key)
-		if zero {
-			return rk, fmt.Errorf("%w: %s.%s is bound to %s, which this write does not set", ErrNoRowKey, f.Schema.Name, f.Name, b.key.Name)
-		}
-		var err error
-		if rk, err = field.RowOf(v); err != nil {
-			return rk, fmt.Errorf("wardgorm: %s.%s: row key %s: %w", f.Schema.Name, f.Name, b.key.Name, err)
-		}
-	}
-	if len(b.bound) > 0 {
-		vals := make([]any, len(b.bound))
-		for i, bf := range b.bound {
-			vals[i], _ = get(bf)
-		}
-		rk = rk.With(vals...)
-	}
-	return rk, nil
 }
 
 // storedPlaintext reads and opens f's stored value for the model's row,

@@ -148,12 +148,31 @@ func (s *Serializer) binding(f *schema.Field) (*binding, error) {
 
 // row builds the row key of the model dst.
 func (b *binding) row(ctx context.Context, f *schema.Field, dst reflect.Value) (field.RowKey, error) {
+	return b.rowWith(ctx, f, dst, nil)
+}
+
+// rowWith builds a value's row key: each of the key and bound fields from
+// m when a map write sets it, else from the model row (which may be
+// invalid: a map create without a model).
+func (b *binding) rowWith(ctx context.Context, f *schema.Field, row reflect.Value, m map[string]any) (field.RowKey, error) {
+	get := func(bf *schema.Field) (any, bool) {
+		for _, k := range []string{bf.Name, bf.DBName} {
+			if v, ok := m[k]; ok {
+				rv := reflect.ValueOf(v)
+				return v, !rv.IsValid() || rv.IsZero()
+			}
+		}
+		if !row.IsValid() {
+			return nil, true
+		}
+		rv := bf.ReflectValueOf(ctx, row)
+		return rv.Interface(), rv.IsZero()
+	}
 	rk := field.RowString("")
 	if b.key != nil {
-		rv := b.key.ReflectValueOf(ctx, dst)
-		v, zero := rv.Interface(), rv.IsZero()
+		v, zero := get(b.key)
 		if zero {
-			return rk, fmt.Errorf("%w: %s.%s is bound to %s, which is zero (assign it before insert, e.g. a UUID; declare it before %s)",
+			return rk, fmt.Errorf("%w: %s.%s is bound to %s, which is zero (assign it before insert, e.g. a UUID; declare it before %s; a key the database assigns needs Guard)",
 				ErrNoRowKey, f.Schema.Name, f.Name, b.key.Name, f.Name)
 		}
 		var err error
@@ -164,7 +183,7 @@ func (b *binding) row(ctx context.Context, f *schema.Field, dst reflect.Value) (
 	if len(b.bound) > 0 {
 		vals := make([]any, len(b.bound))
 		for i, bf := range b.bound {
-			vals[i] = bf.ReflectValueOf(ctx, dst).Interface()
+			vals[i], _ = get(bf)
 		}
 		rk = rk.With(vals...)
 	}

@@ -110,6 +110,16 @@ func (r *Registry) table(ctx context.Context) (string, error) {
 	return t, nil
 }
 
+// prepare creates the table if missing and derives the MAC key.
+func (r *Registry) prepare(ctx context.Context, kr *keyring.Keyring) (string, []byte, error) {
+	t, err := r.table(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	key, err := macKey(kr)
+	return t, key, err
+}
+
 // macKey is the registry's MAC key, derived from the keyring.
 func macKey(kr *keyring.Keyring) ([]byte, error) { return kr.Derive("fleet registry v1", 32) }
 
@@ -176,11 +186,7 @@ func (r *Registry) Join(ctx context.Context, kr *keyring.Keyring, heartbeat time
 	if heartbeat <= 0 {
 		heartbeat = DefaultHeartbeat
 	}
-	t, err := r.table(ctx)
-	if err != nil {
-		return nil, err
-	}
-	key, err := macKey(kr)
+	t, key, err := r.prepare(ctx, kr)
 	if err != nil {
 		return nil, err
 	}
@@ -276,11 +282,7 @@ func (m *Member) Leave(ctx context.Context) error {
 // (Tampered marks the rows that fail it). It also deletes rows that
 // exited, or were last seen, more than a day ago.
 func (r *Registry) List(ctx context.Context, kr *keyring.Keyring) ([]Process, error) {
-	t, err := r.table(ctx)
-	if err != nil {
-		return nil, err
-	}
-	key, err := macKey(kr)
+	t, key, err := r.prepare(ctx, kr)
 	if err != nil {
 		return nil, err
 	}

@@ -311,20 +311,23 @@ func (e *env) monitor(ctx context.Context) func() saturation {
 }
 
 // bottleneck names the resource that limits the application during the
-// job, from what changed between the two phases.
+// job: the one whose use the job raised, CPU first (on a small machine the
+// job's sealing, the database's work on its batches and the application
+// share the cores).
 func bottleneck(ratio float64, alone, during saturation) string {
-	if ratio <= 1.2 {
-		return fmt.Sprintf("within the 1.2x target; CPU busy %.0f%% alone, %.0f%% during the job", alone.cpu*100, during.cpu*100)
-	}
+	what := fmt.Sprintf("CPU busy %.0f%% alone, %.0f%% during the job; database sessions waiting on locks %.0f%% / %.0f%%, on I/O and WAL flushes %.0f%% / %.0f%%",
+		alone.cpu*100, during.cpu*100, alone.lock*100, during.lock*100, alone.io*100, during.io*100)
 	switch {
-	case during.cpu >= 0.85:
-		return fmt.Sprintf("CPU: all cores %.0f%% busy during the job (%.0f%% alone): the job's sealing, the database's writes and the application share the cores", during.cpu*100, alone.cpu*100)
-	case during.lock >= 0.1 && during.lock >= during.io:
-		return fmt.Sprintf("row locks: %.0f%% of database sessions waited on a lock during the job (%.0f%% alone)", during.lock*100, alone.lock*100)
-	case during.io >= 0.1:
-		return fmt.Sprintf("I/O and WAL: %.0f%% of database sessions waited on I/O or WAL flushes during the job (%.0f%% alone)", during.io*100, alone.io*100)
+	case ratio <= 1.2:
+		return "within the 1.2x target (" + what + ")"
+	case during.cpu >= 0.85 || (during.cpu >= 0.7 && during.cpu-alone.cpu >= 0.15):
+		return "CPU: the job's sealing and the database's work on its batches take the cores the application was using (" + what + ")"
+	case during.lock >= 0.1 && during.lock-alone.lock >= 0.05:
+		return "row locks (" + what + ")"
+	case during.io-alone.io >= 0.1:
+		return "I/O and WAL flushes (" + what + ")"
 	}
-	return fmt.Sprintf("no resource saturated (CPU %.0f%% busy, %.0f%% lock and %.0f%% I/O waits during the job): scheduling delay behind the job's batches", during.cpu*100, during.lock*100, during.io*100)
+	return "no resource saturated: scheduling delay behind the job's batches (" + what + ")"
 }
 
 // appLoop reads or writes random rows for d, or until stop yields, and
