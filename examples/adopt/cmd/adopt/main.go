@@ -1,23 +1,41 @@
-// Command adopt runs the adoption guide (docs/ADOPTING.md) on a temporary
-// SQLite database seeded with a plaintext users table, printing each step.
+// Command adopt runs the adoption guide (docs/ADOPTING.md): with no
+// arguments on a temporary SQLite database seeded with a plaintext users
+// table, printing each step; with serve, as one process of the adopted
+// application's fleet:
+//
+//	adopt serve --db URL --keyring FILE [--listen 127.0.0.1:0]
+//
+// (the master key in WARD_MASTER_KEY; the database already adopted).
 package main
 
 import (
 	"context"
 	"database/sql"
+	"flag"
 	"fmt"
 	"log"
+	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	_ "modernc.org/sqlite"
 
 	"github.com/wardlab/ward/examples/adopt"
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		if err := serve(os.Args[2:]); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "ward-adopt")
 	if err != nil {
@@ -41,4 +59,36 @@ func main() {
 	if err := adopt.Run(ctx, db, field.SQLite, kr, os.Stdout); err != nil {
 		log.Fatal(err)
 	}
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	dbURL := fs.String("db", "", "database URL (sqlite:PATH or postgres://…)")
+	krPath := fs.String("keyring", "keyring.json", "keyring file")
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	fs.Parse(args)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	mk, err := local.Load("", nil)
+	if err != nil {
+		return err
+	}
+	kr, err := keyring.Load(ctx, *krPath, mk)
+	if err != nil {
+		return err
+	}
+	db, driver, err := dburl.Open(*dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	d, err := field.ParseDialect(driver)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	return adopt.Serve(ctx, db, d, kr, ln, os.Stdout)
 }

@@ -1,0 +1,90 @@
+package adopt
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/fleet"
+	"github.com/wardlab/ward/keyring"
+)
+
+// Serve runs the adopted application as one process of a fleet: it checks
+// and records the database's ledger (and the e-mail column, so that a
+// fleet rotation re-encrypts it), joins the process registry, re-reads the
+// keyring file every second, and answers
+//
+//	GET  /users?email=E        → 200 {"id", "email"} or 404
+//	POST /users {email, name}  → 201 {"id"} or 409 (taken)
+//
+// on ln until ctx ends.
+func Serve(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring, ln net.Listener, out io.Writer) error {
+	ledger := &field.Ledger{DB: db, Dialect: d}
+	if err := ledger.Check(ctx, kr); err != nil {
+		return fmt.Errorf("adopt: refusing keyring %s: %w", kr.ID(), err)
+	}
+	if err := ledger.Record(ctx, kr); err != nil {
+		return err
+	}
+	app := &App{DB: db, Dialect: d}
+	if err := app.Adopt(kr); err != nil {
+		return err
+	}
+	if err := app.EndMixedMode(kr); err != nil {
+		return err
+	}
+	if err := ledger.RecordColumns(ctx, kr, field.ColumnOf(app.Email, "id")); err != nil {
+		return err
+	}
+	if err := kr.Watch(ctx, time.Second, nil); err != nil {
+		return err
+	}
+	member, err := (&fleet.Registry{DB: db, Dialect: d}).Join(ctx, kr, time.Second, nil)
+	if err != nil {
+		return err
+	}
+	defer member.Leave(context.WithoutCancel(ctx))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /users", func(w http.ResponseWriter, r *http.Request) {
+		id, email, err := app.FindByEmail(r.Context(), r.URL.Query().Get("email"))
+		switch {
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		case id == 0:
+			http.NotFound(w, r)
+		default:
+			json.NewEncoder(w).Encode(map[string]any{"id": id, "email": email})
+		}
+	})
+	mux.HandleFunc("POST /users", func(w http.ResponseWriter, r *http.Request) {
+		var u struct{ Email, Name string }
+		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&u); err != nil || u.Email == "" {
+			http.Error(w, "want {email, name}", http.StatusBadRequest)
+			return
+		}
+		id, err := app.AddUser(r.Context(), u.Email, u.Name)
+		switch {
+		case errors.Is(err, ErrTaken):
+			http.Error(w, "taken", http.StatusConflict)
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		default:
+			w.WriteHeader(http.StatusCreated)
+			json.NewEncoder(w).Encode(map[string]any{"id": id})
+		}
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { <-ctx.Done(); srv.Close() }()
+	fmt.Fprintf(out, "adopt: serving on http://%s/ (keyring %s, registered as %s)\n", ln.Addr(), kr.ID(), member.ID())
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
