@@ -29,9 +29,7 @@ func TestFleetRotation(t *testing.T) {
 	for i := 1; i <= 50; i++ {
 		db.Exec(`INSERT INTO notes VALUES (?, ?)`, i, fmt.Sprint("note ", i))
 	}
-	if code, _, e := run("keyring", "new"); code != 0 {
-		t.Fatal(e)
-	}
+	c.newKeyring(t)
 	if code, _, e := run("encrypt-column", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet"); code != 0 {
 		t.Fatal(e)
 	}

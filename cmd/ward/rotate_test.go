@@ -20,9 +20,7 @@ import (
 func TestRotateCommand(t *testing.T) {
 	cli := newCLI(t)
 	dir, mk, env, run := cli.dir, cli.mk, cli.env, cli.run
-	if code, _, e := run("keyring", "new"); code != 0 {
-		t.Fatal(e)
-	}
+	cli.newKeyring(t)
 	kr, err := keyring.Load(context.Background(), env[KeyringEnv], mk)
 	if err != nil {
 		t.Fatal(err)
@@ -128,9 +126,7 @@ func TestRotateCommand(t *testing.T) {
 func TestEncryptColumnCommand(t *testing.T) {
 	cli := newCLI(t)
 	dir, run := cli.dir, cli.run
-	if code, _, e := run("keyring", "new"); code != 0 {
-		t.Fatal(e)
-	}
+	cli.newKeyring(t)
 	dbURL := "sqlite:" + filepath.Join(dir, "app.db")
 	db, _, err := openDB(dbURL)
 	if err != nil {
@@ -196,9 +192,7 @@ func TestKeyCommandsCheckTheLedger(t *testing.T) {
 	defer db.Close()
 	db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`)
 	db.Exec(`INSERT INTO notes VALUES (1, 'hello')`)
-	if code, _, e := run("keyring", "new"); code != 0 {
-		t.Fatal(e)
-	}
+	cli.newKeyring(t)
 	if code, _, e := run("encrypt-column", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet"); code != 0 {
 		t.Fatal(e)
 	}
@@ -258,9 +252,7 @@ func TestKeyCommandsCheckTheLedger(t *testing.T) {
 func TestLedgerAdoptCommand(t *testing.T) {
 	cli := newCLI(t)
 	dir, mk, krPath, run := cli.dir, cli.mk, cli.krPath, cli.run
-	if code, _, e := run("keyring", "new"); code != 0 {
-		t.Fatal(e)
-	}
+	cli.newKeyring(t)
 	kr, err := keyring.Load(context.Background(), krPath, mk)
 	if err != nil {
 		t.Fatal(err)
@@ -306,9 +298,7 @@ func TestLedgerAdoptCommand(t *testing.T) {
 func TestEncryptColumnIndex(t *testing.T) {
 	cli := newCLI(t)
 	dir, mk, krPath, run := cli.dir, cli.mk, cli.krPath, cli.run
-	if code, _, e := run("keyring", "new"); code != 0 {
-		t.Fatal(e)
-	}
+	cli.newKeyring(t)
 	dbURL := "sqlite:" + filepath.Join(dir, "app.db")
 	db, _, err := openDB(dbURL)
 	if err != nil {

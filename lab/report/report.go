@@ -94,8 +94,12 @@ func uncertain(rs lab.Results) []noisy {
 // first screen answers them.
 var glanceScenarios = []string{"aead", "password", "kms", "handshake"}
 
-// glance is one answer on the report's first screen.
-type glance struct{ ID, Title, Answer string }
+// glance is one answer on the report's first screen: the section's first
+// answer and, small, its first chart.
+type glance struct {
+	ID, Title, Answer string
+	Chart             template.HTML
+}
 
 // atAGlance takes each field report's first answer, for the first screen.
 func atAGlance(secs []section) []glance {
@@ -103,7 +107,12 @@ func atAGlance(secs []section) []glance {
 	for _, id := range glanceScenarios {
 		for _, s := range secs {
 			if s.ID == id && len(s.Answer) > 0 {
-				out = append(out, glance{s.ID, s.Title, s.Answer[0]})
+				g := glance{ID: s.ID, Title: s.Title, Answer: s.Answer[0]}
+				if len(s.Charts) > 0 {
+					// The same picture, scaled down by the page's CSS.
+					g.Chart = template.HTML(strings.Replace(string(s.Charts[0]), `<svg class="chart"`, `<svg class="mini"`, 1))
+				}
+				out = append(out, g)
 			}
 		}
 	}

@@ -98,6 +98,9 @@ func TestRebuild(t *testing.T) {
 			t.Errorf("the first screen does not answer %s", id)
 		}
 	}
+	if n := strings.Count(glance, `<svg class="mini"`); n != len(glanceScenarios) {
+		t.Errorf("the first screen holds %d small charts, want one per question (%d)", n, len(glanceScenarios))
+	}
 	if n, want := strings.Count(s, `<svg class="chart"`), chartsIn(t, dir); n != want || n < 8 {
 		t.Errorf("%d charts, want %d (at least 8)", n, want)
 	}
