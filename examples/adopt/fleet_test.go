@@ -1,19 +1,16 @@
 package adopt
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +20,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/dburl"
+	"github.com/wardlab/ward/examples/internal/fleetbench"
 	"github.com/wardlab/ward/internal/pgtest"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -39,12 +37,7 @@ import (
 //
 //	go test ./examples/adopt -run '^$' -bench FleetRotation -benchtime 1x
 func BenchmarkFleetRotation(b *testing.B) {
-	bin := b.TempDir()
-	for _, pkg := range []string{"github.com/wardlab/ward/examples/adopt/cmd/adopt", "github.com/wardlab/ward/cmd/ward"} {
-		if out, err := exec.Command("go", "build", "-o", bin+"/", pkg).CombinedOutput(); err != nil {
-			b.Fatalf("building %s: %v\n%s", pkg, err, out)
-		}
-	}
+	bin := fleetbench.Build(b, "github.com/wardlab/ward/examples/adopt/cmd/adopt", "github.com/wardlab/ward/cmd/ward")
 	b.Run("sqlite", func(b *testing.B) { fleetRotation(b, bin, "sqlite:"+filepath.Join(b.TempDir(), "app.db")) })
 	b.Run("postgres", func(b *testing.B) {
 		url := pgtest.URL(b)
@@ -60,11 +53,7 @@ func fleetRotation(b *testing.B, bin, dbURL string) {
 	dir := b.TempDir()
 	krPath := filepath.Join(dir, "kr.json")
 	env := append(os.Environ(), local.EnvVar+"="+local.Generate().Encode(), "WARD_KEYRING="+krPath)
-	command := func(name string, args ...string) *exec.Cmd {
-		c := exec.Command(filepath.Join(bin, name), args...)
-		c.Env, c.Dir = env, dir
-		return c
-	}
+	command := func(name string, args ...string) *exec.Cmd { return fleetbench.Command(bin, dir, env, name, args...) }
 	db, driver, err := dburl.Open(dbURL)
 	if err != nil {
 		b.Fatal(err)
@@ -77,52 +66,20 @@ func fleetRotation(b *testing.B, bin, dbURL string) {
 	if out, err := command("ward", "keyring", "new").CombinedOutput(); err != nil {
 		b.Fatalf("keyring: %v\n%s", err, out)
 	}
-	addrRE := regexp.MustCompile(`on (http://[0-9.:]+)/`)
-	var procs []*exec.Cmd
-	var urls []string
-	for range 4 {
-		c := command("adopt", "serve", "--db", dbURL, "--keyring", krPath)
-		stdout, _ := c.StdoutPipe()
-		c.Stderr = os.Stderr
-		if err := c.Start(); err != nil {
-			b.Fatal(err)
-		}
-		procs = append(procs, c)
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		m := addrRE.FindStringSubmatch(line)
-		if err != nil || m == nil {
-			b.Fatalf("adopt serve did not start: %q %v", line, err)
-		}
-		go io.Copy(io.Discard, stdout)
-		urls = append(urls, m[1])
-	}
-	defer func() {
-		for _, c := range procs {
-			c.Process.Signal(syscall.SIGCONT)
-			c.Process.Signal(syscall.SIGTERM)
-			c.Wait()
-		}
-	}()
+	procs, urls := fleetbench.Start(b, 4, func() *exec.Cmd { return command("adopt", "serve", "--db", dbURL, "--keyring", krPath) },
+		regexp.MustCompile(`on (http://[0-9.:]+)/`))
 	hc := &http.Client{Timeout: 30 * time.Second}
 	var mu sync.Mutex
 	var known []string
-	var lat []float64
-	var failures []string
-	var requests, failed atomic.Int64
 	var seq atomic.Int64
-	fail := func(s string) {
-		failed.Add(1)
-		mu.Lock()
-		failures = append(failures, s)
-		mu.Unlock()
-	}
+	var rec fleetbench.Recorder
 	load, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Go(func() {
 			for n := 0; load.Err() == nil; n++ {
 				url := urls[(w+n)%len(urls)]
-				start := time.Now()
+				start, failure := time.Now(), ""
 				mu.Lock()
 				pick := ""
 				if len(known) > 0 && n%5 != 0 {
@@ -134,7 +91,7 @@ func fleetRotation(b *testing.B, bin, dbURL string) {
 					body, _ := json.Marshal(map[string]string{"email": email, "name": "load"})
 					resp, err := hc.Post(url+"/users", "application/json", bytes.NewReader(body))
 					if err != nil || resp.StatusCode != http.StatusCreated {
-						fail(fmt.Sprintf("sign-up: %v %v", err, resp))
+						failure = fmt.Sprintf("sign-up: %v %v", err, resp)
 					} else {
 						mu.Lock()
 						known = append(known, email)
@@ -151,13 +108,10 @@ func fleetRotation(b *testing.B, bin, dbURL string) {
 						resp.Body.Close()
 					}
 					if err != nil || resp.StatusCode != 200 || u.Email != pick {
-						fail(fmt.Sprintf("look-up of %s: %v %v %q", pick, err, resp, u.Email))
+						failure = fmt.Sprintf("look-up of %s: %v %v %q", pick, err, resp, u.Email)
 					}
 				}
-				requests.Add(1)
-				mu.Lock()
-				lat = append(lat, float64(time.Since(start).Microseconds())/1000)
-				mu.Unlock()
+				rec.Observe(start, failure)
 				time.Sleep(30 * time.Millisecond)
 			}
 		})
@@ -179,16 +133,7 @@ func fleetRotation(b *testing.B, bin, dbURL string) {
 	if err == nil || !strings.Contains(string(out2), fmt.Sprintf("pid %d", frozen.Process.Pid)) {
 		b.Fatalf("rotation with a frozen process: %v\n%s", err, out2)
 	}
-	if failed.Load() > 0 {
-		b.Errorf("%d of %d requests failed, e.g. %s", failed.Load(), requests.Load(), failures[0])
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(requests.Load()), "requests")
-	b.ReportMetric(float64(failed.Load()), "failed")
-	b.ReportMetric(lat[len(lat)/2], "p50-ms")
-	b.ReportMetric(lat[len(lat)*99/100], "p99-ms")
-	b.ReportMetric(rotation.Seconds(), "rotation-s")
-	b.ReportMetric(float64(requests.Load())/(rotation.Seconds()+4), "req/s")
+	rec.Report(b, rotation, rotation+4*time.Second)
 }
 
 // prepareSchema creates the adopted schema: users with a database-assigned

@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,14 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/wardlab/ward/examples/internal/fleetbench"
 	"github.com/wardlab/ward/internal/pgtest"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -38,13 +36,7 @@ import (
 //
 //	go test ./examples/chat -run '^$' -bench FleetRotation -benchtime 1x
 func BenchmarkFleetRotation(b *testing.B) {
-	bin := b.TempDir()
-	for _, pkg := range []string{"github.com/wardlab/ward/examples/chat/cmd/ward-chat", "github.com/wardlab/ward/cmd/ward"} {
-		out, err := exec.Command("go", "build", "-o", bin+"/", pkg).CombinedOutput()
-		if err != nil {
-			b.Fatalf("building %s: %v\n%s", pkg, err, out)
-		}
-	}
+	bin := fleetbench.Build(b, "github.com/wardlab/ward/examples/chat/cmd/ward-chat", "github.com/wardlab/ward/cmd/ward")
 	b.Run("sqlite", func(b *testing.B) {
 		fleetRotation(b, bin, "sqlite:"+filepath.Join(b.TempDir(), "chat.db"))
 	})
@@ -60,41 +52,14 @@ func BenchmarkFleetRotation(b *testing.B) {
 func fleetRotation(b *testing.B, bin, dbURL string) {
 	dir := b.TempDir()
 	env := append(os.Environ(), local.EnvVar+"="+local.Generate().Encode(), "WARD_KEYRING="+filepath.Join(dir, "kr.json"))
-	command := func(name string, args ...string) *exec.Cmd {
-		c := exec.Command(filepath.Join(bin, name), args...)
-		c.Env, c.Dir = env, dir
-		return c
-	}
+	command := func(name string, args ...string) *exec.Cmd { return fleetbench.Command(bin, dir, env, name, args...) }
 	chatArgs := []string{"--db", dbURL, "--keyring", filepath.Join(dir, "kr.json")}
 	if out, err := command("ward-chat", append([]string{"init"}, chatArgs...)...).CombinedOutput(); err != nil {
 		b.Fatalf("init: %v\n%s", err, out)
 	}
-	addrRE := regexp.MustCompile(`on http://([0-9.:]+)/`)
-	var procs []*exec.Cmd
-	var urls []string
-	for range 3 {
-		c := command("ward-chat", append([]string{"serve", "--listen", "127.0.0.1:0"}, chatArgs...)...)
-		stdout, _ := c.StdoutPipe()
-		c.Stderr = io.Discard
-		if err := c.Start(); err != nil {
-			b.Fatal(err)
-		}
-		procs = append(procs, c)
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		m := addrRE.FindStringSubmatch(line)
-		if err != nil || m == nil {
-			b.Fatalf("ward-chat did not start: %q %v", line, err)
-		}
-		go io.Copy(io.Discard, stdout)
-		urls = append(urls, "http://"+m[1])
-	}
-	defer func() {
-		for _, c := range procs {
-			c.Process.Signal(syscall.SIGCONT)
-			c.Process.Signal(syscall.SIGTERM)
-			c.Wait()
-		}
-	}()
+	procs, urls := fleetbench.Start(b, 3, func() *exec.Cmd {
+		return command("ward-chat", append([]string{"serve", "--listen", "127.0.0.1:0"}, chatArgs...)...)
+	}, regexp.MustCompile(`on (http://[0-9.:]+)/`))
 	// Six users, each signed up through the outbox, each with a
 	// conversation; each client talks to all three processes in turn.
 	type user struct {
@@ -147,10 +112,7 @@ func fleetRotation(b *testing.B, bin, dbURL string) {
 	// The load: each user in a loop, a request every 20 ms (≥ 200/s in
 	// all before latency), 80 % reads.
 	ctx, stop := context.WithCancel(context.Background())
-	var mu sync.Mutex
-	var lat []float64
-	var requests, failed atomic.Int64
-	var failures []string
+	var rec fleetbench.Recorder
 	var wg sync.WaitGroup
 	for i, u := range users {
 		wg.Add(1)
@@ -180,17 +142,11 @@ func fleetRotation(b *testing.B, bin, dbURL string) {
 						resp.Body.Close()
 					}
 				}
-				d := float64(time.Since(start).Microseconds()) / 1000
-				requests.Add(1)
+				failure := ""
 				if err != nil || code >= 500 || bytes.Contains(body, []byte("integrity error")) {
-					failed.Add(1)
-					mu.Lock()
-					failures = append(failures, fmt.Sprintf("%d %v %.80s", code, err, body))
-					mu.Unlock()
+					failure = fmt.Sprintf("%d %v %.80s", code, err, body)
 				}
-				mu.Lock()
-				lat = append(lat, d)
-				mu.Unlock()
+				rec.Observe(start, failure)
 				time.Sleep(20 * time.Millisecond)
 			}
 		}()
@@ -218,14 +174,5 @@ func fleetRotation(b *testing.B, bin, dbURL string) {
 	if err == nil || !strings.Contains(string(out2), fmt.Sprintf("pid %d", frozen.Process.Pid)) {
 		b.Fatalf("rotation with a frozen process: %v\n%s", err, out2)
 	}
-	slices.Sort(lat)
-	if failed.Load() > 0 {
-		b.Errorf("%d of %d requests failed, e.g. %q", failed.Load(), requests.Load(), failures[0])
-	}
-	b.ReportMetric(float64(requests.Load()), "requests")
-	b.ReportMetric(float64(failed.Load()), "failed")
-	b.ReportMetric(lat[len(lat)/2], "p50-ms")
-	b.ReportMetric(lat[len(lat)*99/100], "p99-ms")
-	b.ReportMetric(rotation.Seconds(), "rotation-s")
-	b.ReportMetric(float64(requests.Load())/(rotation.Seconds()+4), "req/s")
+	rec.Report(b, rotation, rotation+4*time.Second)
 }
