@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -18,11 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardlab/ward/examples/internal/fleetbench"
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/dburl"
-	"github.com/wardlab/ward/examples/internal/fleetbench"
-	"github.com/wardlab/ward/internal/pgtest"
-	"github.com/wardlab/ward/kms/local"
 )
 
 // BenchmarkFleetRotation is the adopters issue's rotation across a running
@@ -38,21 +35,12 @@ import (
 //	go test ./examples/adopt -run '^$' -bench FleetRotation -benchtime 1x
 func BenchmarkFleetRotation(b *testing.B) {
 	bin := fleetbench.Build(b, "github.com/wardlab/ward/examples/adopt/cmd/adopt", "github.com/wardlab/ward/cmd/ward")
-	b.Run("sqlite", func(b *testing.B) { fleetRotation(b, bin, "sqlite:"+filepath.Join(b.TempDir(), "app.db")) })
-	b.Run("postgres", func(b *testing.B) {
-		url := pgtest.URL(b)
-		if url == "" {
-			b.Skip("WARD_TEST_POSTGRES_URL is not set")
-		}
-		fleetRotation(b, bin, url)
-	})
+	fleetbench.ForEachDB(b, func(b *testing.B, dbURL, dir string, env []string) { fleetRotation(b, bin, dbURL, dir, env) })
 }
 
-func fleetRotation(b *testing.B, bin, dbURL string) {
+func fleetRotation(b *testing.B, bin, dbURL, dir string, env []string) {
 	ctx := context.Background()
-	dir := b.TempDir()
 	krPath := filepath.Join(dir, "kr.json")
-	env := append(os.Environ(), local.EnvVar+"="+local.Generate().Encode(), "WARD_KEYRING="+krPath)
 	command := func(name string, args ...string) *exec.Cmd { return fleetbench.Command(bin, dir, env, name, args...) }
 	db, driver, err := dburl.Open(dbURL)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -19,8 +18,6 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/examples/internal/fleetbench"
-	"github.com/wardlab/ward/internal/pgtest"
-	"github.com/wardlab/ward/kms/local"
 )
 
 // BenchmarkFleetRotation is the adopters issue's rotation across a running
@@ -37,21 +34,10 @@ import (
 //	go test ./examples/chat -run '^$' -bench FleetRotation -benchtime 1x
 func BenchmarkFleetRotation(b *testing.B) {
 	bin := fleetbench.Build(b, "github.com/wardlab/ward/examples/chat/cmd/ward-chat", "github.com/wardlab/ward/cmd/ward")
-	b.Run("sqlite", func(b *testing.B) {
-		fleetRotation(b, bin, "sqlite:"+filepath.Join(b.TempDir(), "chat.db"))
-	})
-	b.Run("postgres", func(b *testing.B) {
-		url := pgtest.URL(b)
-		if url == "" {
-			b.Skip("WARD_TEST_POSTGRES_URL is not set")
-		}
-		fleetRotation(b, bin, url)
-	})
+	fleetbench.ForEachDB(b, func(b *testing.B, dbURL, dir string, env []string) { fleetRotation(b, bin, dbURL, dir, env) })
 }
 
-func fleetRotation(b *testing.B, bin, dbURL string) {
-	dir := b.TempDir()
-	env := append(os.Environ(), local.EnvVar+"="+local.Generate().Encode(), "WARD_KEYRING="+filepath.Join(dir, "kr.json"))
+func fleetRotation(b *testing.B, bin, dbURL, dir string, env []string) {
 	command := func(name string, args ...string) *exec.Cmd { return fleetbench.Command(bin, dir, env, name, args...) }
 	chatArgs := []string{"--db", dbURL, "--keyring", filepath.Join(dir, "kr.json")}
 	if out, err := command("ward-chat", append([]string{"init"}, chatArgs...)...).CombinedOutput(); err != nil {

@@ -6,6 +6,7 @@ package fleetbench
 import (
 	"bufio"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wardlab/ward/internal/pgtest"
+	"github.com/wardlab/ward/kms/local"
 )
 
 // Build builds the named packages into a temporary folder and returns it.
@@ -106,4 +110,27 @@ func (r *Recorder) Report(b *testing.B, rotation, window time.Duration) {
 	b.ReportMetric(r.lat[len(r.lat)*99/100], "p99-ms")
 	b.ReportMetric(rotation.Seconds(), "rotation-s")
 	b.ReportMetric(float64(len(r.lat))/window.Seconds(), "req/s")
+}
+
+// ForEachDB runs fn on a fresh SQLite file and, when WARD_TEST_POSTGRES_URL
+// is set, on PostgreSQL (a fresh schema), with the database's URL and a
+// folder for the fleet's files, which also hold the master key and the
+// keyring path in env.
+func ForEachDB(b *testing.B, fn func(b *testing.B, dbURL, dir string, env []string)) {
+	run := func(b *testing.B, url string) {
+		dir := b.TempDir()
+		if url == "" {
+			url = "sqlite:" + filepath.Join(dir, "app.db")
+		}
+		env := append(os.Environ(), local.EnvVar+"="+local.Generate().Encode(), "WARD_KEYRING="+filepath.Join(dir, "kr.json"))
+		fn(b, url, dir, env)
+	}
+	b.Run("sqlite", func(b *testing.B) { run(b, "") })
+	b.Run("postgres", func(b *testing.B) {
+		url := pgtest.URL(b)
+		if url == "" {
+			b.Skip("WARD_TEST_POSTGRES_URL is not set")
+		}
+		run(b, url)
+	})
 }
