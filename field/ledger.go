@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/wardlab/ward/keyring"
 )
@@ -51,6 +52,8 @@ type Ledger struct {
 	// Table is the ledger table (default DefaultLedgerTable), created if
 	// missing.
 	Table string
+
+	created atomic.Bool // the table exists: create once per Ledger
 }
 
 // LedgerState is what a ledger records.
@@ -162,8 +165,8 @@ func (l *Ledger) create(ctx context.Context) (string, error) {
 		return "", errors.New("field: Ledger needs DB and Dialect")
 	}
 	t, err := l.table()
-	if err != nil {
-		return "", err
+	if err != nil || l.created.Load() {
+		return t, err
 	}
 	_, err = l.DB.ExecContext(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 		id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL)`, t))
@@ -174,6 +177,7 @@ func (l *Ledger) create(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("field: creating the ledger: %w", err)
 		}
 	}
+	l.created.Store(true)
 	return t, nil
 }
 

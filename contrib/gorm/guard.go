@@ -484,20 +484,15 @@ func (s *Serializer) storedPlaintext(db *gorm.DB, f *schema.Field, b *binding, r
 	if err := ct.Scan(raw); err != nil {
 		return nil, false, err
 	}
-	rk := field.RowString("")
-	if b.key != nil {
-		v, _ := b.key.ValueOf(stmt.Context, row)
-		var err error
-		if rk, err = field.RowOf(v); err != nil {
-			return nil, false, err
-		}
+	// The stored bound values, not the model's (the statement changes
+	// them): the value was sealed for those.
+	stored := map[string]any{}
+	for i, bf := range b.bound {
+		stored[bf.DBName] = *(out[i+1].(*any))
 	}
-	if len(b.bound) > 0 {
-		vals := make([]any, len(b.bound))
-		for i := range b.bound {
-			vals[i] = *(out[i+1].(*any))
-		}
-		rk = rk.With(vals...)
+	rk, err := b.rowWith(stmt.Context, f, row, stored)
+	if err != nil {
+		return nil, false, err
 	}
 	pt, err := b.col.Open(rk, ct)
 	return pt, false, err

@@ -35,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wardlab/ward/field"
@@ -60,6 +61,8 @@ type Registry struct {
 	// Table is the registry table (default DefaultTable), created if
 	// missing.
 	Table string
+
+	created atomic.Bool // the table exists: heartbeats and waits skip the DDL
 }
 
 // Process is one registered process, as its latest heartbeat says.
@@ -93,8 +96,8 @@ func (r *Registry) table(ctx context.Context) (string, error) {
 		name = DefaultTable
 	}
 	t, err := field.QuoteIdent(name)
-	if err != nil {
-		return "", err
+	if err != nil || r.created.Load() {
+		return t, err
 	}
 	_, err = r.DB.ExecContext(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 		id TEXT PRIMARY KEY, host TEXT NOT NULL, pid BIGINT NOT NULL, keyring TEXT NOT NULL,
@@ -107,6 +110,7 @@ func (r *Registry) table(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("fleet: creating the registry: %w", err)
 		}
 	}
+	r.created.Store(true)
 	return t, nil
 }
 
