@@ -29,13 +29,19 @@ func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
 	if k == nil {
 		return nil, ErrNoPrimary
 	}
+	return k.appendSeal(dst, classKeyring, plaintext, context), nil
+}
+
+// appendSeal seals plaintext as a v3 ciphertext of the given key class
+// under k; the header names k's ID (for a subject key, its version).
+func (k *key) appendSeal(dst []byte, class keyClass, plaintext, context []byte) []byte {
 	ns := k.Algorithm.NonceSize()
 	total := headerSize + ns + len(plaintext) + TagSize
 	ret, out := sliceForAppend(dst, total)
 	nonce := out[headerSize : headerSize+ns]
 	rand.Read(nonce)
 	out[0] = version3
-	out[1] = byte(classKeyring)
+	out[1] = byte(class)
 	out[2] = byte(k.Algorithm)
 	binary.BigEndian.PutUint32(out[3:7], uint32(k.ID))
 	// The associated data is header || context, assembled in a pooled
@@ -49,7 +55,7 @@ func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
 	k.aead.Seal(out[:headerSize+ns], nonce, plaintext, ad)
 	*adp = ad
 	adPool.Put(adp)
-	return ret, nil
+	return ret
 }
 
 // Open authenticates and decrypts a binary ciphertext (v1, v2 or v3)
@@ -65,6 +71,11 @@ func (kr *Keyring) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
+	return k.appendOpen(h, dst, ciphertext, context)
+}
+
+// appendOpen opens a ciphertext whose header h names k.
+func (k *key) appendOpen(h header, dst, ciphertext, context []byte) ([]byte, error) {
 	ns, hs := k.Algorithm.NonceSize(), h.size()
 	adp := adPool.Get().(*[]byte)
 	ad := append(append((*adp)[:0], ciphertext[:hs]...), context...)

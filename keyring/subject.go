@@ -1,0 +1,212 @@
+package keyring
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// A SubjectKey is a subject's own data key (a user's, a tenant's): key
+// class 2 of ciphertext v3. Values sealed under it name its version in
+// their header, not a keyring key; the subject they belong to is bound
+// through their context. A subject key is stored only wrapped — by the
+// keyring ([Keyring.WrapSubjectKey]), so that keyring rotation and the
+// master key or KMS that guards the keyring file still apply — and deleting
+// every wrapped copy erases what it sealed.
+//
+// Printing a SubjectKey shows its version and algorithm, never material.
+type SubjectKey struct {
+	k *key
+}
+
+// ErrSubjectKey means a value sealed under a subject key was given to a
+// keyring key, or the reverse.
+var ErrSubjectKey = errors.New("keyring: value and key are of different key classes")
+
+// NewSubjectKey returns a fresh random subject key of the given algorithm
+// and version. Versions start anywhere (the field layer starts a subject at
+// a random version, so that a key re-created after a deletion never has the
+// version its older values name) and grow by one with each rotation; 0 is
+// not a version.
+func NewSubjectKey(alg Algorithm, version uint32) (*SubjectKey, error) {
+	if !alg.valid() {
+		return nil, fmt.Errorf("keyring: unsupported algorithm %v", alg)
+	}
+	if version == 0 {
+		return nil, errors.New("keyring: subject key version 0 is not a version")
+	}
+	material := make([]byte, alg.KeySize())
+	rand.Read(material)
+	return newSubjectKey(alg, version, material)
+}
+
+func newSubjectKey(alg Algorithm, version uint32, material []byte) (*SubjectKey, error) {
+	k, err := newKey(KeyInfo{ID: KeyID(version), Algorithm: alg, State: Primary, Created: time.Time{}}, material)
+	if err != nil {
+		return nil, err
+	}
+	return &SubjectKey{k: k}, nil
+}
+
+// Version returns the key's version, the number the header of each value
+// sealed under it carries.
+func (sk *SubjectKey) Version() uint32 { return uint32(sk.k.ID) }
+
+// Algorithm returns the key's AEAD algorithm.
+func (sk *SubjectKey) Algorithm() Algorithm { return sk.k.Algorithm }
+
+// String redacts the material.
+func (sk *SubjectKey) String() string {
+	return fmt.Sprintf("subject-key{version=%d alg=%v material=REDACTED}", sk.Version(), sk.k.Algorithm)
+}
+
+// GoString redacts like String.
+func (sk *SubjectKey) GoString() string { return sk.String() }
+
+// Format redacts like String, whatever the verb.
+func (sk *SubjectKey) Format(f fmt.State, _ rune) { f.Write([]byte(sk.String())) }
+
+// AppendSeal seals plaintext as a class-2 v3 ciphertext bound to context
+// and appends it to dst.
+func (sk *SubjectKey) AppendSeal(dst, plaintext, context []byte) []byte {
+	return sk.k.appendSeal(dst, classSubject, plaintext, context)
+}
+
+// AppendOpen opens a class-2 ciphertext sealed under this key for context
+// and appends the plaintext to dst. A value of another class, or of
+// another version, is refused without decrypting; on error dst is
+// returned unchanged.
+func (sk *SubjectKey) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
+	h, err := parseHeader(ciphertext)
+	if err != nil {
+		return dst, err
+	}
+	if h.Class != classSubject {
+		return dst, fmt.Errorf("%w: a keyring key sealed this value", ErrSubjectKey)
+	}
+	if uint32(h.KeyID) != sk.Version() {
+		return dst, &KeyError{ID: h.KeyID, Err: ErrUnknownKey, Hint: fmt.Sprintf("the value names subject key version %d, this is version %d", uint32(h.KeyID), sk.Version())}
+	}
+	if h.Algorithm != sk.k.Algorithm {
+		return dst, fmt.Errorf("%w: algorithm %v does not match the subject key (%v)", ErrMalformed, h.Algorithm, sk.k.Algorithm)
+	}
+	return sk.k.appendOpen(h, dst, ciphertext, context)
+}
+
+// Destroy zeroes the key's material. The AEAD built from it keeps its own
+// expanded key schedule, which Go cannot zero; drop every reference to the
+// SubjectKey after destroying it. A destroyed key must not be used.
+func (sk *SubjectKey) Destroy() { clear(sk.k.material) }
+
+// SubjectKeyVersion reports whether a binary ciphertext was sealed under a
+// subject key (class 2), and which version. It parses the header only.
+func SubjectKeyVersion(ciphertext []byte) (version uint32, ok bool) {
+	h, err := parseHeader(ciphertext)
+	if err != nil || h.Class != classSubject {
+		return 0, false
+	}
+	return uint32(h.KeyID), true
+}
+
+// Wrapped subject keys: the payload sealed under a keyring key (or, for
+// user-held keys, another wrapping key) is
+//
+//	0x01 | algorithm (1) | version (4, big-endian) | material
+//
+// and the wrapping context is subjectWrapDomain followed by the caller's
+// context (which names the subject and the version; see FORMAT.md).
+const (
+	subjectPayloadVersion = 0x01
+	subjectPayloadHeader  = 6
+	subjectWrapDomain     = "ward subject key v1\x00"
+)
+
+// WrapSubjectKey seals sk under the keyring's primary key, bound to
+// context (the field layer binds the subject's namespace, ID and the
+// key's version). The result is a class-1 v3 ciphertext, so it rotates,
+// re-wraps and is censused like any value under a keyring key.
+func (kr *Keyring) WrapSubjectKey(sk *SubjectKey, context []byte) ([]byte, error) {
+	payload := sk.payload()
+	defer clear(payload)
+	return kr.Seal(payload, subjectWrapContext(context))
+}
+
+// UnwrapSubjectKey opens a subject key wrapped by [Keyring.WrapSubjectKey]
+// for the same context. Errors are those of [Keyring.Open], or
+// [ErrMalformed] for a payload that is not a subject key.
+func (kr *Keyring) UnwrapSubjectKey(wrapped, context []byte) (*SubjectKey, error) {
+	payload, err := kr.Open(wrapped, subjectWrapContext(context))
+	if err != nil {
+		return nil, err
+	}
+	defer clear(payload)
+	return parseSubjectPayload(payload)
+}
+
+func subjectWrapContext(context []byte) []byte {
+	return append([]byte(subjectWrapDomain), context...)
+}
+
+func (sk *SubjectKey) payload() []byte {
+	p := make([]byte, subjectPayloadHeader, subjectPayloadHeader+len(sk.k.material))
+	p[0] = subjectPayloadVersion
+	p[1] = byte(sk.k.Algorithm)
+	binary.BigEndian.PutUint32(p[2:6], sk.Version())
+	return append(p, sk.k.material...)
+}
+
+// parseSubjectPayload parses an unwrapped payload; it copies the material.
+func parseSubjectPayload(p []byte) (*SubjectKey, error) {
+	if len(p) < subjectPayloadHeader {
+		return nil, fmt.Errorf("%w: subject key payload truncated", ErrMalformed)
+	}
+	if p[0] != subjectPayloadVersion {
+		return nil, &VersionError{What: "subject key payload", Version: fmt.Sprintf("0x%x", p[0])}
+	}
+	alg := Algorithm(p[1])
+	if !alg.valid() || len(p) != subjectPayloadHeader+alg.KeySize() {
+		return nil, fmt.Errorf("%w: subject key payload of the wrong size or algorithm", ErrMalformed)
+	}
+	version := binary.BigEndian.Uint32(p[2:6])
+	if version == 0 {
+		return nil, fmt.Errorf("%w: subject key version 0", ErrMalformed)
+	}
+	return newSubjectKey(alg, version, append([]byte(nil), p[subjectPayloadHeader:]...))
+}
+
+// WrapSubjectKeyWith seals sk under a caller's AEAD key (user-held keys:
+// a key derived from the user's password), bound to context, as a class-2
+// v3 ciphertext that names kek's version. kek must be used only for
+// wrapping.
+func WrapSubjectKeyWith(kek *SubjectKey, sk *SubjectKey, context []byte) []byte {
+	payload := sk.payload()
+	defer clear(payload)
+	return kek.AppendSeal(nil, payload, subjectWrapContext(context))
+}
+
+// UnwrapSubjectKeyWith opens a subject key wrapped by
+// [WrapSubjectKeyWith] under the same kek and context.
+func UnwrapSubjectKeyWith(kek *SubjectKey, wrapped, context []byte) (*SubjectKey, error) {
+	payload, err := kek.AppendOpen(nil, wrapped, subjectWrapContext(context))
+	if err != nil {
+		return nil, err
+	}
+	defer clear(payload)
+	return parseSubjectPayload(payload)
+}
+
+// SubjectKeyFromSecret builds a subject key of the given algorithm and
+// version from secret material the caller derived (for example a
+// key-encryption key derived from a password hash's output). secret must be
+// exactly the algorithm's key size; it is copied.
+func SubjectKeyFromSecret(alg Algorithm, version uint32, secret []byte) (*SubjectKey, error) {
+	if !alg.valid() || len(secret) != alg.KeySize() {
+		return nil, fmt.Errorf("keyring: a %v key needs %d bytes of secret", alg, alg.KeySize())
+	}
+	if version == 0 {
+		return nil, errors.New("keyring: subject key version 0 is not a version")
+	}
+	return newSubjectKey(alg, version, append([]byte(nil), secret...))
+}
