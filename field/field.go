@@ -26,6 +26,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/wardlab/ward/keyring"
@@ -63,6 +64,9 @@ type Column struct {
 	legacyPrefix  []byte   // v1 context prefix
 	legacyOpens   atomic.Uint64
 	plainReads    atomic.Uint64
+	subjects      SubjectKeys // PerSubject: where subjects' own keys are
+	subjectCol    string      // the bound column naming the subject
+	subjectIdx    int         // its index in bind
 }
 
 // ColumnOption configures a Column.
@@ -117,6 +121,48 @@ func RefuseLegacyForms() ColumnOption { return func(c *Column) { c.currentOnly =
 // plant plaintext that the application will show (SECURITY.md).
 func AcceptPlaintext() ColumnOption { return func(c *Column) { c.mixed = true } }
 
+// SubjectKeys finds subjects' own data keys for a column declared with
+// [PerSubject]. Package field/subject implements it over a table of
+// wrapped keys in the application's database, with a cache.
+type SubjectKeys interface {
+	// SealingKey returns the subject's current key, creating the
+	// subject's first key if it has none. For an erased subject it
+	// returns an error matching [ErrSubjectErased].
+	SealingKey(subject string) (*keyring.SubjectKey, error)
+	// OpeningKey returns the subject's key of the given version: an
+	// error matching [ErrSubjectErased] if the subject was forgotten,
+	// [ErrSubjectKeyMissing] if the key is gone without a tombstone.
+	OpeningKey(subject string, version uint32) (*keyring.SubjectKey, error)
+}
+
+// Errors of subject keys ([PerSubject]).
+var (
+	// ErrSubjectErased means the value's subject was forgotten: its key
+	// was deleted and an authenticated tombstone says so. The value will
+	// never open again.
+	ErrSubjectErased = errors.New("field: the subject was erased")
+	// ErrSubjectKeyMissing means the subject key a value names is not in
+	// the database and no authenticated tombstone explains it: deleted by
+	// a database writer (denial of service, SECURITY.md), or the wrong
+	// database.
+	ErrSubjectKeyMissing = errors.New("field: the subject's key is missing and no tombstone explains it")
+	// ErrNotPerSubject means a value sealed under a subject key was given
+	// to a column not declared with [PerSubject].
+	ErrNotPerSubject = errors.New("field: value sealed under a subject key, but the column has no subject keys")
+)
+
+// PerSubject seals the column's values under the own key of the subject
+// (user, tenant) whose ID the bound column subjectColumn holds — a column
+// that [Bind] must also name, so that a value moved to another subject
+// does not open (key class 2 of ciphertext v3). Values sealed under
+// keyring keys before the column opted in still open; a re-sealing job
+// moves them to subject keys. Forgetting a subject
+// (field/subject.Store.Forget) then makes every one of its values fail
+// with [ErrSubjectErased].
+func PerSubject(keys SubjectKeys, subjectColumn string) ColumnOption {
+	return func(c *Column) { c.subjects, c.subjectCol = keys, subjectColumn }
+}
+
 // NewColumn returns a Column for table.column under kr. Table and column
 // names are part of every value's context: renaming either makes existing
 // values fail to open with [keyring.ErrWrongContext].
@@ -144,6 +190,12 @@ func NewColumn(kr *keyring.Keyring, table, column string, opts ...ColumnOption) 
 	}
 	if c.legacy && c.currentOnly {
 		return nil, fmt.Errorf("field: %s.%s: AcceptLegacyBinding and RefuseLegacyForms exclude each other", table, column)
+	}
+	if c.subjects != nil {
+		c.subjectIdx = slices.Index(c.bind, c.subjectCol)
+		if c.subjectIdx < 0 {
+			return nil, fmt.Errorf("field: %s.%s: PerSubject(%q) needs Bind to name the subject column", table, column, c.subjectCol)
+		}
 	}
 	c.legacyPrefix = appendContextPrefixV1(nil, table, column)
 	c.prefix = appendContextPrefix(nil, contextDomainV3, table, column, c.bind)
@@ -194,12 +246,67 @@ func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, e
 	var buf [128]byte
 	ctx, err := c.context(buf[:], row)
 	if err == nil {
-		var out []byte
-		if out, err = c.kr.AppendSeal(dst, plaintext, ctx); err == nil {
-			return out, nil
+		if c.subjects != nil {
+			var sk *keyring.SubjectKey
+			if sk, err = c.sealingKey(row); err == nil {
+				return sk.AppendSeal(dst, plaintext, ctx), nil
+			}
+		} else {
+			var out []byte
+			if out, err = c.kr.AppendSeal(dst, plaintext, ctx); err == nil {
+				return out, nil
+			}
 		}
 	}
 	return dst, fmt.Errorf("field: sealing %s.%s: %w", c.table, c.name, err)
+}
+
+// Subject returns the subject a row's value belongs to under [PerSubject]:
+// the text of the bound subject column.
+func (c *Column) Subject(row RowKey) (string, error) {
+	if c.subjects == nil {
+		return "", fmt.Errorf("field: %s.%s has no subject keys", c.table, c.name)
+	}
+	if err := c.checkBinding(row); err != nil {
+		return "", err
+	}
+	v := row.bound[c.subjectIdx]
+	if v.null || v.text == "" {
+		return "", fmt.Errorf("%w: %s.%s: the subject column %s is NULL or empty", ErrBinding, c.table, c.name, c.subjectCol)
+	}
+	return v.text, nil
+}
+
+// PerSubject reports whether the column seals under subject keys.
+func (c *Column) PerSubject() bool { return c.subjects != nil }
+
+func (c *Column) sealingKey(row RowKey) (*keyring.SubjectKey, error) {
+	s, err := c.Subject(row)
+	if err != nil {
+		return nil, err
+	}
+	return c.subjects.SealingKey(s)
+}
+
+// open opens a binary ciphertext under ctx with the key its header names:
+// a keyring key, or (class 2) the row's subject key.
+func (c *Column) open(dst []byte, row RowKey, ciphertext, ctx []byte) ([]byte, error) {
+	version, ok := keyring.SubjectKeyVersion(ciphertext)
+	if !ok {
+		return c.kr.AppendOpen(dst, ciphertext, ctx)
+	}
+	if c.subjects == nil {
+		return dst, ErrNotPerSubject
+	}
+	s, err := c.Subject(row)
+	if err != nil {
+		return dst, err
+	}
+	sk, err := c.subjects.OpeningKey(s, version)
+	if err != nil {
+		return dst, err
+	}
+	return sk.AppendOpen(dst, ciphertext, ctx)
 }
 
 // AppendOpen appends the plaintext of a binary ciphertext for row to dst.
@@ -216,9 +323,9 @@ func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, 
 	if err != nil {
 		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
 	}
-	out, err := c.kr.AppendOpen(dst, ciphertext, ctx)
+	out, err := c.open(dst, row, ciphertext, ctx)
 	if errors.Is(err, keyring.ErrWrongContext) && c.legacy {
-		if out, err = c.kr.AppendOpen(dst, ciphertext, c.unboundContextFor(buf[:], row, ciphertext[0])); err == nil {
+		if out, err = c.open(dst, row, ciphertext, c.unboundContextFor(buf[:], row, ciphertext[0])); err == nil {
 			c.legacyOpens.Add(1)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -79,7 +80,15 @@ type LedgerState struct {
 	// [Ledger.RecordColumns] when a process or job first seals into them,
 	// sorted by table and column: what a fleet rotation re-encrypts.
 	Columns []LedgerColumn `json:"columns,omitempty"`
+	// Counters are named counts that must not go backwards, such as the
+	// subjects forgotten in a namespace ([Ledger.Count]).
+	Counters map[string]uint64 `json:"counters,omitempty"`
 }
+
+// RetiredState is the state a ledger records for a retired key
+// ([Ledger.Retire]): its material is gone from the keyring on purpose, and
+// no value may name it.
+const RetiredState = "retired"
 
 // LedgerColumn describes a ward column as a re-encryption job needs it.
 type LedgerColumn struct {
@@ -282,7 +291,7 @@ func (l *Ledger) Verified(ctx context.Context, kr *keyring.Keyring) (*LedgerStat
 	}
 	var missing []keyring.KeyID
 	for _, k := range st.Keys {
-		if _, ok := kr.Lookup(k.ID); !ok {
+		if _, ok := kr.Lookup(k.ID); !ok && k.State != RetiredState {
 			missing = append(missing, k.ID)
 		}
 	}
@@ -322,6 +331,37 @@ func (l *Ledger) Mark(ctx context.Context, kr *keyring.Keyring, marks ...string)
 			if !slices.Contains(st.Marks, m) {
 				st.Marks = append(st.Marks, m)
 			}
+		}
+	})
+}
+
+// Count adds delta to a named counter of the ledger (see
+// [LedgerState.Counters]) and returns its new value. The ledger is
+// anchored like every write, so a database writer cannot lower a counter
+// without the ledger failing its checks.
+func (l *Ledger) Count(ctx context.Context, kr *keyring.Keyring, name string, delta uint64) (uint64, error) {
+	var n uint64
+	err := l.update(ctx, kr, false, func(st *LedgerState) {
+		if st.Counters == nil {
+			st.Counters = map[string]uint64{}
+		}
+		st.Counters[name] += delta
+		n = st.Counters[name]
+	})
+	return n, err
+}
+
+// Retire records that a key was retired: its material is removed from the
+// keyring on purpose, after a census found no value under it. A retired
+// key no longer counts as missing from the keyring ([MissingKeysError]),
+// and is never recorded again. ward keyring retire checks and calls it.
+func (l *Ledger) Retire(ctx context.Context, kr *keyring.Keyring, id keyring.KeyID) error {
+	return l.update(ctx, kr, false, func(st *LedgerState) {
+		i := slices.IndexFunc(st.Keys, func(k LedgerKey) bool { return k.ID == id })
+		if i < 0 {
+			st.Keys = append(st.Keys, LedgerKey{ID: id, State: RetiredState})
+		} else {
+			st.Keys[i].State = RetiredState
 		}
 	})
 }
@@ -468,11 +508,15 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool,
 			next.Keys = slices.Clone(cur.Keys)
 			next.Marks = slices.Clone(cur.Marks)
 			next.Columns = slices.Clone(cur.Columns)
+			next.Counters = maps.Clone(cur.Counters)
 		} else {
 			next = LedgerState{Database: newDatabaseID(), Keyring: kr.ID()}
 		}
 		change(&next)
 		for i, k := range next.Keys {
+			if k.State == RetiredState {
+				continue // retired for good, whatever a keyring says
+			}
 			if info, ok := kr.Lookup(k.ID); ok {
 				next.Keys[i].State = info.State.String()
 			}
@@ -483,7 +527,8 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool,
 			return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.Column, b.Column))
 		})
 		if cur != nil && slices.Equal(cur.Keys, next.Keys) && slices.Equal(cur.Marks, next.Marks) &&
-			slices.EqualFunc(cur.Columns, next.Columns, LedgerColumn.equal) && cur.Epoch == kr.StateEpoch() {
+			slices.EqualFunc(cur.Columns, next.Columns, LedgerColumn.equal) && maps.Equal(cur.Counters, next.Counters) &&
+			cur.Epoch == kr.StateEpoch() {
 			return l.anchor(ctx, kr, cur) // unchanged: let the anchor catch up
 		}
 		next.Counter++

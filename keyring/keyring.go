@@ -187,6 +187,28 @@ func (kr *Keyring) Enable(ctx context.Context, id KeyID) error {
 	return kr.update(ctx, func(next *snapshot) error { return next.setState(id, DecryptOnly) })
 }
 
+// Remove deletes a key and its material from the keyring for good: values
+// and wrapped subject keys sealed under it never open again with this
+// keyring, nor with any copy of the file saved afterwards. It is the last
+// step of retiring a key (ward keyring retire), after a census found
+// nothing under it; the primary key cannot be removed ([ErrPrimaryKey]).
+// Copies of the file saved before still hold the key: SECURITY.md states
+// that window.
+func (kr *Keyring) Remove(ctx context.Context, id KeyID) error {
+	return kr.update(ctx, func(next *snapshot) error {
+		k, ok := next.byID[id]
+		if !ok {
+			return &KeyError{ID: id, Err: ErrUnknownKey}
+		}
+		if k.State == Primary {
+			return &KeyError{ID: id, Err: ErrPrimaryKey}
+		}
+		next.keys = slices.DeleteFunc(next.keys, func(x *key) bool { return x.ID == id })
+		delete(next.byID, id)
+		return nil
+	})
+}
+
 // update applies change to a copy of the current state and publishes the
 // copy. A keyring loaded from a file first saves the copy (locked,
 // compare-and-swap, fsync, rename): if saving fails, nothing changes in the

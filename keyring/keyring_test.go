@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wardlab/ward/kms/local"
 )
 
 func mustNew(t testing.TB, alg Algorithm) *Keyring {
@@ -295,5 +298,39 @@ func TestContextCheckRevealsNothing(t *testing.T) {
 	ct2, _ := kr.Seal([]byte("balance"), secret)
 	if h2, _ := parseHeader(ct2); h2.ContextCheck == h.ContextCheck {
 		t.Fatal("the check links values with the same context")
+	}
+}
+
+func TestRemove(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "kr.json")
+	mk := local.Generate()
+	kr, err := Create(ctx, path, mk, AES256GCM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := kr.Primary().ID
+	ct, _ := kr.Seal([]byte("x"), nil)
+	if err := kr.Remove(ctx, old); !errors.Is(err, ErrPrimaryKey) {
+		t.Fatalf("removing the primary: %v", err)
+	}
+	if _, err := kr.Rotate(ctx, AES256GCM); err != nil {
+		t.Fatal(err)
+	}
+	if err := kr.Remove(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kr.Open(ct, nil); !errors.Is(err, ErrUnknownKey) {
+		t.Errorf("opened under a removed key: %v", err)
+	}
+	again, err := Load(ctx, path, mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := again.Lookup(old); ok {
+		t.Error("the saved file still holds the removed key")
+	}
+	if err := kr.Remove(ctx, old); !errors.Is(err, ErrUnknownKey) {
+		t.Errorf("removing twice: %v", err)
 	}
 }

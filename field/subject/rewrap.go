@@ -1,0 +1,255 @@
+package subject
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/keyring"
+)
+
+// RewrapOptions tune [Store.Rewrap].
+type RewrapOptions struct {
+	// Workers unwrap and re-wrap in parallel (default 1). Each writes its
+	// own batches in its own transaction.
+	Workers int
+	// Batch is the number of key rows per transaction (default 500).
+	Batch int
+	// Progress, if set, is called after each batch with the totals so far.
+	Progress func(RewrapStats)
+}
+
+// RewrapStats counts a re-wrap's work.
+type RewrapStats struct {
+	Scanned   int64 // key rows read
+	Rewrapped int64 // key rows now wrapped under the primary
+	Current   int64 // already under the primary: left alone
+	Conflicts int64 // changed by another writer between read and write: left to the next run
+	Elapsed   time.Duration
+}
+
+// Rewrap re-wraps every key of the namespace that is not wrapped under
+// the keyring's primary key, so that an older keyring key can be retired
+// (ward keyring retire). It is resumable: a row already under the primary
+// is skipped without unwrapping, and each row is written by
+// compare-and-swap on its old wrapped value, so a row changed meanwhile
+// (forgotten, rotated) is never overwritten. A row that does not unwrap
+// stops the job with its error: nothing is lost, and nothing is guessed.
+func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, error) {
+	if opts.Workers <= 0 {
+		opts.Workers = 1
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = 500
+	}
+	start := time.Now()
+	primary := s.cfg.Keyring.Primary().ID
+	var st RewrapStats
+	var scanned, rewrapped, current, conflicts atomic.Int64
+	snapshot := func() RewrapStats {
+		return RewrapStats{Scanned: scanned.Load(), Rewrapped: rewrapped.Load(), Current: current.Load(), Conflicts: conflicts.Load(), Elapsed: time.Since(start)}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	batches := make(chan []keyRow, opts.Workers)
+	var progressMu sync.Mutex
+	var wg sync.WaitGroup
+	for range opts.Workers {
+		wg.Go(func() {
+			for b := range batches {
+				n, c, err := s.rewrapBatch(ctx, b)
+				if err != nil {
+					cancel(err)
+					return
+				}
+				rewrapped.Add(n)
+				conflicts.Add(c)
+				if opts.Progress != nil {
+					progressMu.Lock()
+					opts.Progress(snapshot())
+					progressMu.Unlock()
+				}
+			}
+		})
+	}
+	err := s.scan(ctx, opts.Batch, func(rows []keyRow) error {
+		var todo []keyRow
+		for _, r := range rows {
+			id, err := keyring.KeyIDOf(r.wrapped)
+			if err == nil && id == primary {
+				current.Add(1)
+				continue
+			}
+			todo = append(todo, r)
+		}
+		scanned.Add(int64(len(rows)))
+		if len(todo) == 0 {
+			return nil
+		}
+		select {
+		case batches <- todo:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	close(batches)
+	wg.Wait()
+	st = snapshot()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return st, cause
+	}
+	if err != nil {
+		return st, err
+	}
+	return st, ctx.Err()
+}
+
+type keyRow struct {
+	subject string
+	version int64
+	wrapped []byte
+}
+
+// scan reads the namespace's key rows in (subject, version) order, a page
+// at a time, so that memory stays bounded whatever the table's size.
+func (s *Store) scan(ctx context.Context, page int, fn func([]keyRow) error) error {
+	p := s.cfg.Dialect.Placeholder
+	var afterSubject string
+	var afterVersion int64 = -1
+	for {
+		rows, err := s.cfg.DB.QueryContext(ctx, fmt.Sprintf(`SELECT subject, version, wrapped FROM %s
+			WHERE namespace = %s AND (subject > %s OR (subject = %s AND version > %s))
+			ORDER BY subject, version LIMIT %d`, s.keys, p(1), p(2), p(3), p(4), page),
+			s.cfg.Namespace, afterSubject, afterSubject, afterVersion)
+		if err != nil {
+			return fmt.Errorf("subject: reading keys: %w", err)
+		}
+		var batch []keyRow
+		for rows.Next() {
+			var r keyRow
+			if err := rows.Scan(&r.subject, &r.version, &r.wrapped); err != nil {
+				rows.Close()
+				return fmt.Errorf("subject: reading keys: %w", err)
+			}
+			batch = append(batch, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("subject: reading keys: %w", err)
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		last := batch[len(batch)-1]
+		afterSubject, afterVersion = last.subject, last.version
+		if err := fn(batch); err != nil {
+			return err
+		}
+		if len(batch) < page {
+			return nil
+		}
+	}
+}
+
+// rewrapBatch re-wraps rows under the primary in one transaction.
+func (s *Store) rewrapBatch(ctx context.Context, rows []keyRow) (done, conflicts int64, err error) {
+	type update struct {
+		row     keyRow
+		wrapped []byte
+	}
+	ups := make([]update, 0, len(rows))
+	for _, r := range rows {
+		if r.version <= 0 || r.version > 1<<32-1 {
+			return 0, 0, fmt.Errorf("subject: %s/%s: key version %d out of range", s.cfg.Namespace, r.subject, r.version)
+		}
+		wc := s.wrapContext(r.subject, uint32(r.version))
+		sk, err := s.cfg.Keyring.UnwrapSubjectKey(r.wrapped, wc)
+		if err != nil {
+			return 0, 0, fmt.Errorf("subject: unwrapping the key of %s/%s version %d: %w", s.cfg.Namespace, r.subject, r.version, err)
+		}
+		w, err := s.cfg.Keyring.WrapSubjectKey(sk, wc)
+		sk.Destroy()
+		if err != nil {
+			return 0, 0, err
+		}
+		ups = append(ups, update{r, w})
+	}
+	tx, err := s.cfg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("subject: re-wrapping: %w", err)
+	}
+	defer tx.Rollback()
+	p := s.cfg.Dialect.Placeholder
+	stmt, err := tx.PrepareContext(ctx, fmt.Sprintf(`UPDATE %s SET wrapped = %s WHERE namespace = %s AND subject = %s AND version = %s AND wrapped = %s`,
+		s.keys, p(1), p(2), p(3), p(4), p(5)))
+	if err != nil {
+		return 0, 0, fmt.Errorf("subject: re-wrapping: %w", err)
+	}
+	defer stmt.Close()
+	for _, u := range ups {
+		res, err := stmt.ExecContext(ctx, u.wrapped, s.cfg.Namespace, u.row.subject, u.row.version, u.row.wrapped)
+		if err != nil {
+			return 0, 0, fmt.Errorf("subject: re-wrapping %s/%s: %w", s.cfg.Namespace, u.row.subject, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return 0, 0, err
+		} else if n == 1 {
+			done++
+		} else {
+			conflicts++
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, 0, fmt.Errorf("subject: re-wrapping: %w", err)
+	}
+	return done, conflicts, nil
+}
+
+// Census counts the namespace's key rows by the keyring key that wraps
+// them: what ward keyring retire checks before removing a key.
+func (s *Store) Census(ctx context.Context) (map[keyring.KeyID]int64, error) {
+	out := map[keyring.KeyID]int64{}
+	err := s.scan(ctx, 1000, func(rows []keyRow) error {
+		for _, r := range rows {
+			id, err := keyring.KeyIDOf(r.wrapped)
+			if err != nil {
+				return fmt.Errorf("subject: %s/%s version %d: %w", s.cfg.Namespace, r.subject, r.version, err)
+			}
+			out[id]++
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Namespaces lists the namespaces that hold subject keys in a database
+// (table: default [DefaultKeysTable]), for censuses over all of them.
+func Namespaces(ctx context.Context, db *sql.DB, table string) ([]string, error) {
+	if table == "" {
+		table = DefaultKeysTable
+	}
+	t, err := field.QuoteIdent(table)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.QueryContext(ctx, fmt.Sprintf(`SELECT DISTINCT namespace FROM %s ORDER BY namespace`, t))
+	if err != nil {
+		return nil, fmt.Errorf("subject: listing namespaces: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var ns string
+		if err := rows.Scan(&ns); err != nil {
+			return nil, err
+		}
+		out = append(out, ns)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,560 @@
+// Package subject keeps subjects' own data keys — a user's, a tenant's —
+// in the application's database, wrapped by the keyring, so that a column
+// declared with [field.PerSubject] seals each subject's values under the
+// subject's key, and forgetting a subject erases every one of its values
+// by deleting one key.
+//
+// A [Store] serves one namespace (the subjects of one kind, such as
+// "users"). Keys live in the table ward_subject_keys, one row per subject
+// and key version, each wrapped by the keyring's primary key under the
+// context (namespace, subject, version): a row moved to another subject
+// does not unwrap, keyring rotation re-wraps it ([Store.Rewrap]), and the
+// master key or KMS that guards the keyring file guards every subject key.
+// A subject's first key is created when it first seals, insert-if-absent
+// and re-read before use, so two processes never seal under two keys.
+// Unwrapped keys are cached per process for at most [Config.TTL].
+//
+// [Store.Forget] deletes a subject's keys and writes an authenticated
+// tombstone (ward_subject_tombstones, MAC'd under the keyring's state key)
+// and counts it in the database's ledger: from then on every value of the
+// subject fails with [field.ErrSubjectErased] — at once in the calling
+// process, within the TTL in every other. A key missing without a valid
+// tombstone is reported as [field.ErrSubjectKeyMissing], never as erased.
+// SECURITY.md states what a forget promises against a database backup.
+package subject
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/keyring"
+)
+
+// Default table names.
+const (
+	DefaultKeysTable       = "ward_subject_keys"
+	DefaultTombstonesTable = "ward_subject_tombstones"
+)
+
+// Defaults of [Config].
+const (
+	DefaultTTL        = 30 * time.Second
+	DefaultMaxEntries = 100_000
+	DefaultTimeout    = 5 * time.Second
+)
+
+// MaxSubjectLen bounds a subject ID, in bytes.
+const MaxSubjectLen = 256
+
+// Config configures a [Store].
+type Config struct {
+	// DB is the application's database; Dialect its SQL flavour.
+	DB      *sql.DB
+	Dialect field.Dialect
+	// Keyring wraps subject keys and MACs tombstones.
+	Keyring *keyring.Keyring
+	// Ledger counts forgotten subjects; required by Forget and Audit.
+	Ledger *field.Ledger
+	// Namespace names the kind of subject ("users", "tenants"); it is
+	// bound into every wrapped key and tombstone.
+	Namespace string
+	// Algorithm of new subject keys (default AES-256-GCM).
+	Algorithm keyring.Algorithm
+	// TTL bounds how long an unwrapped key, or the knowledge that a
+	// subject has one, stays in this process's cache (default 30 s): a
+	// forget made by another process takes effect here within it.
+	TTL time.Duration
+	// MaxEntries bounds the cache (default 100,000 keys).
+	MaxEntries int
+	// Timeout bounds each database lookup made while sealing or opening
+	// (default 5 s): Column.Seal and Open take no context.
+	Timeout time.Duration
+	// KeysTable and TombstonesTable name the tables (defaults above).
+	KeysTable, TombstonesTable string
+}
+
+// Store is a namespace's subject keys. It implements [field.SubjectKeys].
+// It is safe for concurrent use.
+type Store struct {
+	cfg              Config
+	keys, tombstones string // quoted table names
+	mu               sync.Mutex
+	cache            map[cacheKey]entry
+	current          map[string]currentEntry
+	unwraps, creates atomic.Uint64
+	createdTables    atomic.Bool
+}
+
+type cacheKey struct {
+	subject string
+	version uint32
+}
+
+type entry struct {
+	key     *keyring.SubjectKey
+	expires time.Time
+}
+
+type currentEntry struct {
+	version uint32
+	expires time.Time
+}
+
+// Open returns the store of a namespace, creating its tables if missing.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.DB == nil || cfg.Keyring == nil || (cfg.Dialect != field.SQLite && cfg.Dialect != field.Postgres) {
+		return nil, errors.New("subject: Config needs DB, Dialect and Keyring")
+	}
+	if cfg.Namespace == "" || len(cfg.Namespace) > MaxSubjectLen {
+		return nil, errors.New("subject: Config needs a Namespace of at most 256 bytes")
+	}
+	if cfg.Algorithm == keyring.AlgorithmUnknown {
+		cfg.Algorithm = keyring.DefaultAlgorithm
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.MaxEntries <= 0 {
+		cfg.MaxEntries = DefaultMaxEntries
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.KeysTable == "" {
+		cfg.KeysTable = DefaultKeysTable
+	}
+	if cfg.TombstonesTable == "" {
+		cfg.TombstonesTable = DefaultTombstonesTable
+	}
+	s := &Store{cfg: cfg, cache: map[cacheKey]entry{}, current: map[string]currentEntry{}}
+	var err error
+	if s.keys, err = field.QuoteIdent(cfg.KeysTable); err != nil {
+		return nil, err
+	}
+	if s.tombstones, err = field.QuoteIdent(cfg.TombstonesTable); err != nil {
+		return nil, err
+	}
+	if err := s.create(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// create makes the tables. first is 1 on a subject's first key and NULL on
+// later versions, so that the UNIQUE constraint lets exactly one process
+// create a subject's first key.
+func (s *Store) create(ctx context.Context) error {
+	blob := "BLOB"
+	if s.cfg.Dialect == field.Postgres {
+		blob = "BYTEA"
+	}
+	for _, q := range []string{
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+			namespace TEXT NOT NULL, subject TEXT NOT NULL, version BIGINT NOT NULL,
+			first SMALLINT, wrapped %s NOT NULL, created_at BIGINT NOT NULL,
+			PRIMARY KEY (namespace, subject, version), UNIQUE (namespace, subject, first))`, s.keys, blob),
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+			namespace TEXT NOT NULL, subject TEXT NOT NULL, forgotten_at BIGINT NOT NULL,
+			epoch BIGINT NOT NULL, mac TEXT NOT NULL, PRIMARY KEY (namespace, subject))`, s.tombstones),
+	} {
+		if _, err := s.cfg.DB.ExecContext(ctx, q); err != nil {
+			// Several PostgreSQL processes creating at once: all but one
+			// fail, and the table is there.
+			if _, err2 := s.cfg.DB.ExecContext(ctx, fmt.Sprintf(`SELECT 1 FROM %s WHERE 1 = 0`, s.keys)); err2 != nil {
+				return fmt.Errorf("subject: creating tables: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Namespace returns the store's namespace.
+func (s *Store) Namespace() string { return s.cfg.Namespace }
+
+// Unwraps counts the keys this store unwrapped (cache misses), for tests
+// and the lab.
+func (s *Store) Unwraps() uint64 { return s.unwraps.Load() }
+
+// wrapContext binds a wrapped key to its namespace, subject and version.
+func (s *Store) wrapContext(subject string, version uint32) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(s.cfg.Namespace)))
+	b = append(b, s.cfg.Namespace...)
+	b = binary.AppendUvarint(b, uint64(len(subject)))
+	b = append(b, subject...)
+	return binary.BigEndian.AppendUint32(b, version)
+}
+
+func checkSubject(subject string) error {
+	if subject == "" || len(subject) > MaxSubjectLen {
+		return fmt.Errorf("subject: a subject ID must have 1 to %d bytes", MaxSubjectLen)
+	}
+	return nil
+}
+
+func (s *Store) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.cfg.Timeout)
+}
+
+// SealingKey returns the subject's current key, creating its first key if
+// it has none (field.SubjectKeys).
+func (s *Store) SealingKey(subject string) (*keyring.SubjectKey, error) {
+	if err := checkSubject(subject); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	s.mu.Lock()
+	if c, ok := s.current[subject]; ok && now.Before(c.expires) {
+		if e, ok := s.cache[cacheKey{subject, c.version}]; ok && now.Before(e.expires) {
+			s.mu.Unlock()
+			return e.key, nil
+		}
+	}
+	s.mu.Unlock()
+	ctx, cancel := s.ctx()
+	defer cancel()
+	return s.sealingKey(ctx, subject)
+}
+
+func (s *Store) sealingKey(ctx context.Context, subject string) (*keyring.SubjectKey, error) {
+	for range 2 {
+		version, wrapped, err := s.newest(ctx, subject)
+		if err != nil {
+			return nil, err
+		}
+		if wrapped != nil {
+			if err := s.checkNotForgotten(ctx, subject); err != nil {
+				return nil, err
+			}
+			return s.unwrapAndCache(subject, version, wrapped, true)
+		}
+		// No key: a first seal, unless the subject was forgotten (or its
+		// keys deleted by a database writer, which only an audit of
+		// values can tell; the new key has a fresh random version, so
+		// older values report ErrSubjectKeyMissing, not a wrong key).
+		if err := s.checkNotForgotten(ctx, subject); err != nil {
+			return nil, err
+		}
+		if err := s.createFirst(ctx, subject); err != nil {
+			return nil, err
+		}
+		// Re-read: another process may have created it first.
+	}
+	return nil, fmt.Errorf("subject: %s/%s: the first key vanished while it was created", s.cfg.Namespace, subject)
+}
+
+// newest returns the subject's newest key row, or nil wrapped if none.
+func (s *Store) newest(ctx context.Context, subject string) (uint32, []byte, error) {
+	p := s.cfg.Dialect.Placeholder
+	var version int64
+	var wrapped []byte
+	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT version, wrapped FROM %s WHERE namespace = %s AND subject = %s ORDER BY version DESC LIMIT 1`,
+		s.keys, p(1), p(2)), s.cfg.Namespace, subject).Scan(&version, &wrapped)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("subject: reading the key of %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	if version <= 0 || version > 1<<32-1 {
+		return 0, nil, fmt.Errorf("%w: %s/%s: key version %d out of range", field.ErrSubjectKeyMissing, s.cfg.Namespace, subject, version)
+	}
+	return uint32(version), wrapped, nil
+}
+
+// createFirst inserts a first key for the subject unless one exists.
+func (s *Store) createFirst(ctx context.Context, subject string) error {
+	var b [4]byte
+	rand.Read(b[:])
+	version := binary.BigEndian.Uint32(b[:])>>1 | 1 // in [1, 2^31): room to rotate
+	sk, err := keyring.NewSubjectKey(s.cfg.Algorithm, version)
+	if err != nil {
+		return err
+	}
+	defer sk.Destroy()
+	wrapped, err := s.cfg.Keyring.WrapSubjectKey(sk, s.wrapContext(subject, version))
+	if err != nil {
+		return fmt.Errorf("subject: wrapping a key for %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	p := s.cfg.Dialect.Placeholder
+	_, err = s.cfg.DB.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, first, wrapped, created_at) VALUES (%s, %s, %s, 1, %s, %s) ON CONFLICT DO NOTHING`,
+		s.keys, p(1), p(2), p(3), p(4), p(5)), s.cfg.Namespace, subject, int64(version), wrapped, time.Now().Unix())
+	if err != nil {
+		return fmt.Errorf("subject: storing the key of %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	s.creates.Add(1)
+	return nil
+}
+
+// OpeningKey returns the subject's key of a version (field.SubjectKeys).
+func (s *Store) OpeningKey(subject string, version uint32) (*keyring.SubjectKey, error) {
+	if err := checkSubject(subject); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	s.mu.Lock()
+	e, ok := s.cache[cacheKey{subject, version}]
+	s.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.key, nil
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	p := s.cfg.Dialect.Placeholder
+	var wrapped []byte
+	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT wrapped FROM %s WHERE namespace = %s AND subject = %s AND version = %s`,
+		s.keys, p(1), p(2), p(3)), s.cfg.Namespace, subject, int64(version)).Scan(&wrapped)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("subject: reading the key of %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	// A tombstone wins over a key row: a row put back from a backup after
+	// a forget does not bring the subject back.
+	if err := s.checkNotForgotten(ctx, subject); err != nil {
+		return nil, err
+	}
+	if wrapped == nil {
+		return nil, fmt.Errorf("%w: %s/%s version %d", field.ErrSubjectKeyMissing, s.cfg.Namespace, subject, version)
+	}
+	return s.unwrapAndCache(subject, version, wrapped, false)
+}
+
+func (s *Store) unwrapAndCache(subject string, version uint32, wrapped []byte, current bool) (*keyring.SubjectKey, error) {
+	sk, err := s.cfg.Keyring.UnwrapSubjectKey(wrapped, s.wrapContext(subject, version))
+	if err != nil {
+		return nil, fmt.Errorf("subject: unwrapping the key of %s/%s version %d: %w", s.cfg.Namespace, subject, version, err)
+	}
+	if sk.Version() != version {
+		return nil, fmt.Errorf("subject: %s/%s: the wrapped key names version %d, its row %d: %w", s.cfg.Namespace, subject, sk.Version(), version, keyring.ErrMalformed)
+	}
+	s.unwraps.Add(1)
+	exp := time.Now().Add(s.cfg.TTL)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.cache) >= s.cfg.MaxEntries {
+		s.evictLocked()
+	}
+	s.cache[cacheKey{subject, version}] = entry{key: sk, expires: exp}
+	if current {
+		s.current[subject] = currentEntry{version: version, expires: exp}
+	}
+	return sk, nil
+}
+
+// evictLocked drops expired entries, then (still full) an arbitrary
+// quarter of the cache: a bound, not a policy.
+func (s *Store) evictLocked() {
+	now := time.Now()
+	for k, e := range s.cache {
+		if !now.Before(e.expires) {
+			delete(s.cache, k)
+		}
+	}
+	for k, c := range s.current {
+		if !now.Before(c.expires) {
+			delete(s.current, k)
+		}
+	}
+	drop := len(s.cache) - s.cfg.MaxEntries*3/4
+	for k := range s.cache {
+		if drop <= 0 {
+			break
+		}
+		delete(s.cache, k)
+		delete(s.current, k.subject)
+		drop--
+	}
+}
+
+// Purge drops a subject's keys from this process's cache.
+func (s *Store) Purge(subject string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.cache {
+		if k.subject == subject {
+			delete(s.cache, k)
+		}
+	}
+	delete(s.current, subject)
+}
+
+// tombstoneMessage is what a tombstone's MAC covers.
+func (s *Store) tombstoneMessage(subject string, at int64) []byte {
+	b := []byte("ward subject tombstone v1\x00")
+	b = binary.AppendUvarint(b, uint64(len(s.cfg.Namespace)))
+	b = append(b, s.cfg.Namespace...)
+	b = binary.AppendUvarint(b, uint64(len(subject)))
+	b = append(b, subject...)
+	return binary.BigEndian.AppendUint64(b, uint64(at))
+}
+
+// checkNotForgotten returns an error matching field.ErrSubjectErased if a
+// tombstone with a valid MAC names the subject. A tombstone that fails its
+// MAC was planted or altered by a database writer: it is reported as such,
+// and the subject is treated as not erased only in that it is not
+// reported as erased — the caller still gets an error.
+func (s *Store) checkNotForgotten(ctx context.Context, subject string) error {
+	t, err := s.tombstone(ctx, subject)
+	if err != nil || t == nil {
+		return err
+	}
+	if t.valid {
+		return &ErasedError{Namespace: s.cfg.Namespace, Subject: subject, At: time.Unix(t.at, 0).UTC()}
+	}
+	return fmt.Errorf("%w: %s/%s: a tombstone fails its MAC (planted or altered by a database writer)", ErrTombstoneTampered, s.cfg.Namespace, subject)
+}
+
+type tombstone struct {
+	at    int64
+	valid bool
+}
+
+func (s *Store) tombstone(ctx context.Context, subject string) (*tombstone, error) {
+	p := s.cfg.Dialect.Placeholder
+	var at, epoch int64
+	var macHex string
+	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT forgotten_at, epoch, mac FROM %s WHERE namespace = %s AND subject = %s`,
+		s.tombstones, p(1), p(2)), s.cfg.Namespace, subject).Scan(&at, &epoch, &macHex)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("subject: reading the tombstone of %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	return &tombstone{at: at, valid: s.verifyTombstone(subject, at, epoch, macHex)}, nil
+}
+
+// verifyTombstone checks a tombstone row's MAC.
+func (s *Store) verifyTombstone(subject string, at, epoch int64, macHex string) bool {
+	mac, err := hex.DecodeString(macHex)
+	return err == nil && epoch >= 0 && s.cfg.Keyring.VerifyStateMAC(uint64(epoch), s.tombstoneMessage(subject, at), mac) == nil
+}
+
+// ErrTombstoneTampered means a tombstone row fails its MAC, or the
+// ledger counts more forgotten subjects than valid tombstones remain
+// ([Store.Audit]).
+var ErrTombstoneTampered = errors.New("subject: a tombstone was altered, planted or deleted")
+
+// ErasedError reports a forgotten subject. It matches
+// [field.ErrSubjectErased].
+type ErasedError struct {
+	Namespace, Subject string
+	At                 time.Time
+}
+
+func (e *ErasedError) Error() string {
+	return fmt.Sprintf("%v: %s/%s was forgotten at %s", field.ErrSubjectErased, e.Namespace, e.Subject, e.At.Format(time.RFC3339))
+}
+
+// Is matches field.ErrSubjectErased.
+func (e *ErasedError) Is(target error) bool { return target == field.ErrSubjectErased }
+
+// counterName is the ledger counter of a namespace's forgotten subjects.
+func (s *Store) counterName() string { return "subject.forgotten:" + s.cfg.Namespace }
+
+// Forget erases a subject: in one transaction it writes an authenticated
+// tombstone and deletes every key of the subject, then counts the forget
+// in the ledger and drops the subject from this process's cache. Other
+// processes see it within their cache TTL. Rows sealed under the deleted
+// keys may stay (they no longer open) and be deleted lazily. Forgetting a
+// subject twice is not an error; a subject never seen is forgotten too
+// (its first seal is then refused).
+func (s *Store) Forget(ctx context.Context, subject string) error {
+	if err := checkSubject(subject); err != nil {
+		return err
+	}
+	if s.cfg.Ledger == nil {
+		return errors.New("subject: Forget needs Config.Ledger")
+	}
+	// Verify the ledger first: a forget under another database's keyring
+	// would write a tombstone nobody can verify.
+	if err := s.cfg.Ledger.Check(ctx, s.cfg.Keyring); err != nil {
+		return err
+	}
+	s.Purge(subject)
+	at := time.Now().Unix()
+	epoch, mac := s.cfg.Keyring.StateMAC(s.tombstoneMessage(subject, at))
+	tx, err := s.cfg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	defer tx.Rollback()
+	p := s.cfg.Dialect.Placeholder
+	res, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, forgotten_at, epoch, mac) VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING`,
+		s.tombstones, p(1), p(2), p(3), p(4), p(5)), s.cfg.Namespace, subject, at, int64(epoch), hex.EncodeToString(mac))
+	if err != nil {
+		return fmt.Errorf("subject: writing the tombstone of %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	added, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE namespace = %s AND subject = %s`, s.keys, p(1), p(2)), s.cfg.Namespace, subject); err != nil {
+		return fmt.Errorf("subject: deleting the keys of %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	s.Purge(subject) // a seal may have refilled it meanwhile
+	if added > 0 {
+		if _, err := s.cfg.Ledger.Count(ctx, s.cfg.Keyring, s.counterName(), 1); err != nil {
+			return fmt.Errorf("subject: %s/%s is forgotten, but the ledger did not count it (run 'ward subject audit'): %w", s.cfg.Namespace, subject, err)
+		}
+	}
+	return nil
+}
+
+// Audit compares the tombstones with the ledger's count of forgotten
+// subjects: it returns the number of valid tombstones, and an error
+// matching [ErrTombstoneTampered] if any fails its MAC or fewer remain
+// than the ledger counts (a database writer deleted one). More tombstones
+// than counted means a forget crashed before counting; Audit reports it
+// without error.
+func (s *Store) Audit(ctx context.Context) (valid int, counted uint64, err error) {
+	if s.cfg.Ledger == nil {
+		return 0, 0, errors.New("subject: Audit needs Config.Ledger")
+	}
+	st, err := s.cfg.Ledger.Verified(ctx, s.cfg.Keyring)
+	if err != nil {
+		return 0, 0, err
+	}
+	if st != nil {
+		counted = st.Counters[s.counterName()]
+	}
+	p := s.cfg.Dialect.Placeholder
+	rows, err := s.cfg.DB.QueryContext(ctx, fmt.Sprintf(`SELECT subject, forgotten_at, epoch, mac FROM %s WHERE namespace = %s`, s.tombstones, p(1)), s.cfg.Namespace)
+	if err != nil {
+		return 0, counted, fmt.Errorf("subject: reading tombstones: %w", err)
+	}
+	defer rows.Close()
+	var bad []string
+	for rows.Next() {
+		var sub, mac string
+		var at, epoch int64
+		if err := rows.Scan(&sub, &at, &epoch, &mac); err != nil {
+			return valid, counted, fmt.Errorf("subject: reading tombstones: %w", err)
+		}
+		if s.verifyTombstone(sub, at, epoch, mac) {
+			valid++
+		} else if len(bad) < 10 {
+			bad = append(bad, sub)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return valid, counted, fmt.Errorf("subject: reading tombstones: %w", err)
+	}
+	if len(bad) > 0 {
+		return valid, counted, fmt.Errorf("%w: tombstones of %q fail their MAC", ErrTombstoneTampered, bad)
+	}
+	if uint64(valid) < counted {
+		return valid, counted, fmt.Errorf("%w: the ledger counts %d forgotten subjects in %s, %d tombstones remain", ErrTombstoneTampered, counted, s.cfg.Namespace, valid)
+	}
+	return valid, counted, nil
+}
