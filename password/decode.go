@@ -28,6 +28,10 @@ type decoded struct {
 	prehash func([]byte) []byte
 	// saltSuffix is appended to the salt (Spring PBKDF2's secret; empty).
 	saltSuffix []byte
+	// kek marks a key-bearing hash ($ward-argon2id-kek$): Argon2id with a
+	// 64-byte tag whose first half is stored (hash) and whose second half
+	// is a secret returned to the caller, never stored.
+	kek bool
 }
 
 // saltWithSuffix is the salt the scheme computes with.
@@ -113,12 +117,16 @@ func decodePHC(s, format string) (*decoded, error) {
 		return nil, bad("does not start with $")
 	}
 	id := parts[1]
+	kek := id == KeyBearingID
+	if kek {
+		id, format = Argon2id.String(), KeyBearingID
+	}
 	scheme, err := ParseScheme(id)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q", ErrUnsupportedScheme, id)
+		return nil, fmt.Errorf("%w: %.40q", ErrUnsupportedScheme, id)
 	}
 	rest := parts[2:]
-	d := &decoded{format: format, params: Params{Scheme: scheme}}
+	d := &decoded{format: format, params: Params{Scheme: scheme}, kek: kek}
 	_, isArgon2 := schemes[scheme].(argon2Scheme)
 	_, isPBKDF2 := schemes[scheme].(pbkdf2Scheme)
 	if isArgon2 {
@@ -168,6 +176,9 @@ func decodePHC(s, format string) (*decoded, error) {
 	}
 	if keyLenParam != 0 && keyLenParam != len(d.hash) {
 		return nil, bad("l= does not match the hash length")
+	}
+	if d.kek && len(d.hash) != keyBearingHalf {
+		return nil, bad(fmt.Sprintf("a key-bearing hash stores a %d-byte verifier", keyBearingHalf))
 	}
 	return d, nil
 }

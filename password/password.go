@@ -294,6 +294,11 @@ func (h *Hasher) pepper(id keyring.KeyID, pw []byte) ([]byte, error) {
 
 // check recomputes the hash and compares in constant time.
 func (h *Hasher) check(ctx context.Context, d *decoded, pw []byte) (bool, error) {
+	if d.kek {
+		secret, err := h.checkKeyBearing(ctx, d, pw)
+		clear(secret)
+		return err == nil, ignoreMismatch(err)
+	}
 	out, err := h.run(ctx, d, pw)
 	if err != nil {
 		return false, err
@@ -311,5 +316,9 @@ func encodePHC(d *decoded) string {
 	if d.pepper != 0 {
 		params += ",keyid=" + b64.EncodeToString(binary.BigEndian.AppendUint32(nil, uint32(d.pepper)))
 	}
-	return "$" + d.params.Scheme.String() + "$" + params + "$" + b64.EncodeToString(d.salt) + "$" + b64.EncodeToString(d.hash)
+	id := d.params.Scheme.String()
+	if d.kek {
+		id = KeyBearingID
+	}
+	return "$" + id + "$" + params + "$" + b64.EncodeToString(d.salt) + "$" + b64.EncodeToString(d.hash)
 }

@@ -313,6 +313,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(v.Hash)
 	}
 	f.Add("$argon2id$v=19$m=1,t=1,p=1$AAAAAAAAAAA$AAAAAA")
+	f.Add("$ward-argon2id-kek$v=19$m=64,t=1,p=1$d2FyZCBnb2xkZW4gc2FsdA$+MVw/H6BxC3/BLn5q0FEZxfp4ueu7fb3FnDaXnOlR5w")
 	h, err := NewHasher(Policy{Preferred: fast.Preferred, AllowWeak: true, Limits: Limits{MaxArgon2Memory: 1024, MaxArgon2Time: 2, MaxBcryptCost: 5,
 		MaxScryptLogN: 10, MaxPBKDF2Iterations: 2000}}, NewLimiter(LimiterConfig{}))
 	if err != nil {
