@@ -54,19 +54,18 @@ type Column struct {
 	table         string
 	name          string
 	enc           Encoding
-	bind          []string // bound columns, in order (nil: row key only)
-	legacy        bool     // also open values bound without the bound columns (AcceptLegacyBinding)
-	currentOnly   bool     // refuse ciphertext versions before the current one (RefuseLegacyForms)
-	mixed         bool     // also read values that are not ciphertexts as plaintext
-	prefix        []byte   // v3 context prefix under the column's binding
-	unboundPrefix []byte   // v3 context prefix without bound columns
-	prefixV2      []byte   // v2 context prefix (legacy values of a bound column)
-	legacyPrefix  []byte   // v1 context prefix
-	legacyOpens   atomic.Uint64
-	plainReads    atomic.Uint64
-	subjects      SubjectKeys // PerSubject: where subjects' own keys are
-	subjectCol    string      // the bound column naming the subject
-	subjectIdx    int         // its index in bind
+	bind          []string     // bound columns, in order (nil: row key only)
+	legacy        bool         // also open values bound without the bound columns (AcceptLegacyBinding)
+	currentOnly   bool         // refuse ciphertext versions before the current one (RefuseLegacyForms)
+	mixed         bool         // also read values that are not ciphertexts as plaintext
+	prefix        []byte       // v3 context prefix under the column's binding
+	unboundPrefix []byte       // v3 context prefix without bound columns
+	prefixV2      []byte       // v2 context prefix (legacy values of a bound column)
+	legacyPrefix  []byte       // v1 context prefix
+	stats         *columnStats // shared by the copies WithKeys makes
+	subjects      SubjectKeys  // PerSubject: where subjects' own keys are
+	subjectCol    string       // the bound column naming the subject
+	subjectIdx    int          // its index in bind
 }
 
 // ColumnOption configures a Column.
@@ -146,6 +145,15 @@ var (
 	// a database writer (denial of service, SECURITY.md), or the wrong
 	// database.
 	ErrSubjectKeyMissing = errors.New("field: the subject's key is missing and no tombstone explains it")
+	// ErrSubjectLocked means the subject's key is held by the user (keys
+	// wrapped under a key from their password): it opens only through a
+	// live session of theirs (field/subject.Store.Session), never from the
+	// database and keyring alone.
+	ErrSubjectLocked = errors.New("field: the subject's key is held by the user: open it through their live session")
+	// ErrSubjectKeyLost means the value was sealed under a user-held key
+	// whose password was reset without a recovery path: it will not open
+	// again.
+	ErrSubjectKeyLost = errors.New("field: the subject's user-held key was lost in a password reset")
 	// ErrNotPerSubject means a value sealed under a subject key was given
 	// to a column not declared with [PerSubject].
 	ErrNotPerSubject = errors.New("field: value sealed under a subject key, but the column has no subject keys")
@@ -173,7 +181,7 @@ func NewColumn(kr *keyring.Keyring, table, column string, opts ...ColumnOption) 
 	if table == "" || column == "" {
 		return nil, errors.New("field: table and column names are required")
 	}
-	c := &Column{kr: kr, table: table, name: column}
+	c := &Column{kr: kr, table: table, name: column, stats: &columnStats{}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -220,12 +228,12 @@ func (c *Column) Keyring() *keyring.Keyring { return c.kr }
 
 // LegacyOpens counts values opened without their bound columns by
 // [AcceptLegacyBinding]: zero once a re-binding job has finished.
-func (c *Column) LegacyOpens() uint64 { return c.legacyOpens.Load() }
+func (c *Column) LegacyOpens() uint64 { return c.stats.legacyOpens.Load() }
 
 // PlaintextReads counts the values Open returned as plaintext under
 // [AcceptPlaintext]: the progress of a migration, as the application
 // sees it.
-func (c *Column) PlaintextReads() uint64 { return c.plainReads.Load() }
+func (c *Column) PlaintextReads() uint64 { return c.stats.plainReads.Load() }
 
 // Context returns the associated data a value in row is bound to, for
 // tools that seal outside this package (ward decrypt --table).
@@ -277,6 +285,25 @@ func (c *Column) Subject(row RowKey) (string, error) {
 	return v.text, nil
 }
 
+// columnStats are a column's counters.
+type columnStats struct {
+	legacyOpens, plainReads atomic.Uint64
+}
+
+// WithKeys returns the column using keys to find subject keys instead of
+// the ones [PerSubject] declared: for one request that carries a user's
+// unlocked keys (field/subject.Store.Session), so that values of a
+// user-held subject open during the request and nowhere else. The copy
+// shares the column's counters; it is cheap to make per request.
+func (c *Column) WithKeys(keys SubjectKeys) *Column {
+	if c.subjects == nil || keys == nil {
+		return c
+	}
+	cp := *c
+	cp.subjects = keys
+	return &cp
+}
+
 // PerSubject reports whether the column seals under subject keys.
 func (c *Column) PerSubject() bool { return c.subjects != nil }
 
@@ -326,7 +353,7 @@ func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, 
 	out, err := c.open(dst, row, ciphertext, ctx)
 	if errors.Is(err, keyring.ErrWrongContext) && c.legacy {
 		if out, err = c.open(dst, row, ciphertext, c.unboundContextFor(buf[:], row, ciphertext[0])); err == nil {
-			c.legacyOpens.Add(1)
+			c.stats.legacyOpens.Add(1)
 		}
 	}
 	if err != nil {
@@ -397,7 +424,7 @@ func (c *Column) Open(row RowKey, ct Ciphertext) ([]byte, error) {
 		if !c.mixed {
 			return nil, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: &plaintextError{ct.plain}}
 		}
-		c.plainReads.Add(1)
+		c.stats.plainReads.Add(1)
 		return append([]byte(nil), ct.data...), nil
 	}
 	pt, err := c.AppendOpen(nil, row, ct.data)

@@ -30,6 +30,7 @@ type RewrapStats struct {
 	Rewrapped int64 // key rows now wrapped under the primary
 	Current   int64 // already under the primary: left alone
 	Conflicts int64 // changed by another writer between read and write: left to the next run
+	UserHeld  int64 // user-held keys: skipped (only their user can re-wrap them, at log-in)
 	Elapsed   time.Duration
 }
 
@@ -50,9 +51,10 @@ func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, er
 	start := time.Now()
 	primary := s.cfg.Keyring.Primary().ID
 	var st RewrapStats
-	var scanned, rewrapped, current, conflicts atomic.Int64
+	var scanned, rewrapped, current, conflicts, userHeld atomic.Int64
 	snapshot := func() RewrapStats {
-		return RewrapStats{Scanned: scanned.Load(), Rewrapped: rewrapped.Load(), Current: current.Load(), Conflicts: conflicts.Load(), Elapsed: time.Since(start)}
+		return RewrapStats{Scanned: scanned.Load(), Rewrapped: rewrapped.Load(), Current: current.Load(), Conflicts: conflicts.Load(),
+			UserHeld: userHeld.Load(), Elapsed: time.Since(start)}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -80,6 +82,10 @@ func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, er
 	err := s.scan(ctx, opts.Batch, func(rows []keyRow) error {
 		var todo []keyRow
 		for _, r := range rows {
+			if r.held != heldByKeyring {
+				userHeld.Add(1)
+				continue
+			}
 			id, err := keyring.KeyIDOf(r.wrapped)
 			if err == nil && id == primary {
 				current.Add(1)
@@ -114,6 +120,7 @@ type keyRow struct {
 	subject string
 	version int64
 	wrapped []byte
+	held    held
 }
 
 // scan reads the namespace's key rows in (subject, version) order, a page
@@ -123,7 +130,7 @@ func (s *Store) scan(ctx context.Context, page int, fn func([]keyRow) error) err
 	var afterSubject string
 	var afterVersion int64 = -1
 	for {
-		rows, err := s.cfg.DB.QueryContext(ctx, fmt.Sprintf(`SELECT subject, version, wrapped FROM %s
+		rows, err := s.cfg.DB.QueryContext(ctx, fmt.Sprintf(`SELECT subject, version, wrapped, held FROM %s
 			WHERE namespace = %s AND (subject > %s OR (subject = %s AND version > %s))
 			ORDER BY subject, version LIMIT %d`, s.keys, p(1), p(2), p(3), p(4), page),
 			s.cfg.Namespace, afterSubject, afterSubject, afterVersion)
@@ -133,7 +140,7 @@ func (s *Store) scan(ctx context.Context, page int, fn func([]keyRow) error) err
 		var batch []keyRow
 		for rows.Next() {
 			var r keyRow
-			if err := rows.Scan(&r.subject, &r.version, &r.wrapped); err != nil {
+			if err := rows.Scan(&r.subject, &r.version, &r.wrapped, &r.held); err != nil {
 				rows.Close()
 				return fmt.Errorf("subject: reading keys: %w", err)
 			}
@@ -186,7 +193,7 @@ func (s *Store) rewrapBatch(ctx context.Context, rows []keyRow) (done, conflicts
 	}
 	defer tx.Rollback()
 	p := s.cfg.Dialect.Placeholder
-	stmt, err := tx.PrepareContext(ctx, fmt.Sprintf(`UPDATE %s SET wrapped = %s WHERE namespace = %s AND subject = %s AND version = %s AND wrapped = %s`,
+	stmt, err := tx.PrepareContext(ctx, fmt.Sprintf(`UPDATE %s SET wrapped = %s WHERE namespace = %s AND subject = %s AND version = %s AND wrapped = %s AND held = 0`,
 		s.keys, p(1), p(2), p(3), p(4), p(5)))
 	if err != nil {
 		return 0, 0, fmt.Errorf("subject: re-wrapping: %w", err)
@@ -211,17 +218,34 @@ func (s *Store) rewrapBatch(ctx context.Context, rows []keyRow) (done, conflicts
 	return done, conflicts, nil
 }
 
-// Census counts the namespace's key rows by the keyring key that wraps
-// them: what ward keyring retire checks before removing a key.
-func (s *Store) Census(ctx context.Context) (map[keyring.KeyID]int64, error) {
-	out := map[keyring.KeyID]int64{}
+// Census is what a namespace's keys are wrapped under.
+type Census struct {
+	// ByKey counts keyring-wrapped keys by the keyring key that wraps them.
+	ByKey map[keyring.KeyID]int64
+	// UserHeld counts keys only their users can unwrap; Lost, keys lost in
+	// a password reset. Neither references a keyring key.
+	UserHeld, Lost int64
+}
+
+// Census counts the namespace's key rows by what wraps them: what ward
+// keyring retire checks before removing a key.
+func (s *Store) Census(ctx context.Context) (Census, error) {
+	out := Census{ByKey: map[keyring.KeyID]int64{}}
 	err := s.scan(ctx, 1000, func(rows []keyRow) error {
 		for _, r := range rows {
+			switch r.held {
+			case heldByUser:
+				out.UserHeld++
+				continue
+			case heldLost:
+				out.Lost++
+				continue
+			}
 			id, err := keyring.KeyIDOf(r.wrapped)
 			if err != nil {
 				return fmt.Errorf("subject: %s/%s version %d: %w", s.cfg.Namespace, r.subject, r.version, err)
 			}
-			out[id]++
+			out.ByKey[id]++
 		}
 		return nil
 	})

@@ -43,6 +43,7 @@ import (
 const (
 	DefaultKeysTable       = "ward_subject_keys"
 	DefaultTombstonesTable = "ward_subject_tombstones"
+	DefaultSessionsTable   = "ward_subject_sessions"
 )
 
 // Defaults of [Config].
@@ -78,8 +79,9 @@ type Config struct {
 	// Timeout bounds each database lookup made while sealing or opening
 	// (default 5 s): Column.Seal and Open take no context.
 	Timeout time.Duration
-	// KeysTable and TombstonesTable name the tables (defaults above).
-	KeysTable, TombstonesTable string
+	// KeysTable, TombstonesTable and SessionsTable name the tables
+	// (defaults above).
+	KeysTable, TombstonesTable, SessionsTable string
 }
 
 // Store is a namespace's subject keys. It implements [field.SubjectKeys].
@@ -87,11 +89,12 @@ type Config struct {
 type Store struct {
 	cfg              Config
 	keys, tombstones string // quoted table names
+	sessions         string
 	mu               sync.Mutex
 	cache            map[cacheKey]entry
 	current          map[string]currentEntry
+	forgotten        map[string]time.Time // subjects this process forgot: Unlocked keys stop at once
 	unwraps, creates atomic.Uint64
-	createdTables    atomic.Bool
 }
 
 type cacheKey struct {
@@ -135,12 +138,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.TombstonesTable == "" {
 		cfg.TombstonesTable = DefaultTombstonesTable
 	}
-	s := &Store{cfg: cfg, cache: map[cacheKey]entry{}, current: map[string]currentEntry{}}
+	if cfg.SessionsTable == "" {
+		cfg.SessionsTable = DefaultSessionsTable
+	}
+	s := &Store{cfg: cfg, cache: map[cacheKey]entry{}, current: map[string]currentEntry{}, forgotten: map[string]time.Time{}}
 	var err error
 	if s.keys, err = field.QuoteIdent(cfg.KeysTable); err != nil {
 		return nil, err
 	}
 	if s.tombstones, err = field.QuoteIdent(cfg.TombstonesTable); err != nil {
+		return nil, err
+	}
+	if s.sessions, err = field.QuoteIdent(cfg.SessionsTable); err != nil {
 		return nil, err
 	}
 	if err := s.create(ctx); err != nil {
@@ -151,7 +160,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 // create makes the tables. first is 1 on a subject's first key and NULL on
 // later versions, so that the UNIQUE constraint lets exactly one process
-// create a subject's first key.
+// create a subject's first key. held says who can unwrap a key: 0 the
+// keyring, 1 only the user (user-held keys), 2 nobody any more (a reset
+// without recovery); recovery is the optional recovery wrap of a
+// user-held key.
 func (s *Store) create(ctx context.Context) error {
 	blob := "BLOB"
 	if s.cfg.Dialect == field.Postgres {
@@ -161,10 +173,14 @@ func (s *Store) create(ctx context.Context) error {
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 			namespace TEXT NOT NULL, subject TEXT NOT NULL, version BIGINT NOT NULL,
 			first SMALLINT, wrapped %s NOT NULL, created_at BIGINT NOT NULL,
-			PRIMARY KEY (namespace, subject, version), UNIQUE (namespace, subject, first))`, s.keys, blob),
+			held SMALLINT NOT NULL DEFAULT 0, recovery %s,
+			PRIMARY KEY (namespace, subject, version), UNIQUE (namespace, subject, first))`, s.keys, blob, blob),
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 			namespace TEXT NOT NULL, subject TEXT NOT NULL, forgotten_at BIGINT NOT NULL,
 			epoch BIGINT NOT NULL, mac TEXT NOT NULL, PRIMARY KEY (namespace, subject))`, s.tombstones),
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+			namespace TEXT NOT NULL, session TEXT NOT NULL, subject TEXT NOT NULL, version BIGINT NOT NULL,
+			wrapped %s NOT NULL, expires_at BIGINT NOT NULL, PRIMARY KEY (namespace, session, version))`, s.sessions, blob),
 	} {
 		if _, err := s.cfg.DB.ExecContext(ctx, q); err != nil {
 			// Several PostgreSQL processes creating at once: all but one
@@ -226,12 +242,15 @@ func (s *Store) SealingKey(subject string) (*keyring.SubjectKey, error) {
 
 func (s *Store) sealingKey(ctx context.Context, subject string) (*keyring.SubjectKey, error) {
 	for range 2 {
-		version, wrapped, err := s.newest(ctx, subject)
+		version, wrapped, h, err := s.newest(ctx, subject)
 		if err != nil {
 			return nil, err
 		}
 		if wrapped != nil {
 			if err := s.checkNotForgotten(ctx, subject); err != nil {
+				return nil, err
+			}
+			if err := s.heldError(subject, h); err != nil {
 				return nil, err
 			}
 			return s.unwrapAndCache(subject, version, wrapped, true)
@@ -252,22 +271,45 @@ func (s *Store) sealingKey(ctx context.Context, subject string) (*keyring.Subjec
 }
 
 // newest returns the subject's newest key row, or nil wrapped if none.
-func (s *Store) newest(ctx context.Context, subject string) (uint32, []byte, error) {
+func (s *Store) newest(ctx context.Context, subject string) (uint32, []byte, held, error) {
 	p := s.cfg.Dialect.Placeholder
 	var version int64
 	var wrapped []byte
-	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT version, wrapped FROM %s WHERE namespace = %s AND subject = %s ORDER BY version DESC LIMIT 1`,
-		s.keys, p(1), p(2)), s.cfg.Namespace, subject).Scan(&version, &wrapped)
+	var h held
+	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT version, wrapped, held FROM %s WHERE namespace = %s AND subject = %s ORDER BY version DESC LIMIT 1`,
+		s.keys, p(1), p(2)), s.cfg.Namespace, subject).Scan(&version, &wrapped, &h)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil, nil
+		return 0, nil, 0, nil
 	}
 	if err != nil {
-		return 0, nil, fmt.Errorf("subject: reading the key of %s/%s: %w", s.cfg.Namespace, subject, err)
+		return 0, nil, 0, fmt.Errorf("subject: reading the key of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
 	if version <= 0 || version > 1<<32-1 {
-		return 0, nil, fmt.Errorf("%w: %s/%s: key version %d out of range", field.ErrSubjectKeyMissing, s.cfg.Namespace, subject, version)
+		return 0, nil, 0, fmt.Errorf("%w: %s/%s: key version %d out of range", field.ErrSubjectKeyMissing, s.cfg.Namespace, subject, version)
 	}
-	return uint32(version), wrapped, nil
+	return uint32(version), wrapped, h, nil
+}
+
+// held says who can unwrap a stored key.
+type held int16
+
+const (
+	heldByKeyring held = 0 // wrapped by the keyring
+	heldByUser    held = 1 // wrapped only under a key from the user's password
+	heldLost      held = 2 // a user-held key whose password was reset without recovery
+)
+
+// heldError is the error for a key the keyring cannot unwrap.
+func (s *Store) heldError(subject string, h held) error {
+	switch h {
+	case heldByKeyring:
+		return nil
+	case heldByUser:
+		return fmt.Errorf("%w: %s/%s", field.ErrSubjectLocked, s.cfg.Namespace, subject)
+	case heldLost:
+		return fmt.Errorf("%w: %s/%s", field.ErrSubjectKeyLost, s.cfg.Namespace, subject)
+	}
+	return fmt.Errorf("%w: %s/%s: unknown holder %d", field.ErrSubjectKeyMissing, s.cfg.Namespace, subject, h)
 }
 
 // createFirst inserts a first key for the subject unless one exists.
@@ -310,8 +352,9 @@ func (s *Store) OpeningKey(subject string, version uint32) (*keyring.SubjectKey,
 	defer cancel()
 	p := s.cfg.Dialect.Placeholder
 	var wrapped []byte
-	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT wrapped FROM %s WHERE namespace = %s AND subject = %s AND version = %s`,
-		s.keys, p(1), p(2), p(3)), s.cfg.Namespace, subject, int64(version)).Scan(&wrapped)
+	var h held
+	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT wrapped, held FROM %s WHERE namespace = %s AND subject = %s AND version = %s`,
+		s.keys, p(1), p(2), p(3)), s.cfg.Namespace, subject, int64(version)).Scan(&wrapped, &h)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("subject: reading the key of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
@@ -322,6 +365,9 @@ func (s *Store) OpeningKey(subject string, version uint32) (*keyring.SubjectKey,
 	}
 	if wrapped == nil {
 		return nil, fmt.Errorf("%w: %s/%s version %d", field.ErrSubjectKeyMissing, s.cfg.Namespace, subject, version)
+	}
+	if err := s.heldError(subject, h); err != nil {
+		return nil, err
 	}
 	return s.unwrapAndCache(subject, version, wrapped, false)
 }
@@ -383,6 +429,18 @@ func (s *Store) Purge(subject string) {
 		}
 	}
 	delete(s.current, subject)
+}
+
+// forgottenHere reports whether this process forgot the subject, for keys
+// unlocked before the forget ([Unlocked]).
+func (s *Store) forgottenHere(subject string) error {
+	s.mu.Lock()
+	at, ok := s.forgotten[subject]
+	s.mu.Unlock()
+	if ok {
+		return &ErasedError{Namespace: s.cfg.Namespace, Subject: subject, At: at.UTC().Truncate(time.Second)}
+	}
+	return nil
 }
 
 // tombstoneMessage is what a tombstone's MAC covers.
@@ -496,13 +554,21 @@ func (s *Store) Forget(ctx context.Context, subject string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE namespace = %s AND subject = %s`, s.keys, p(1), p(2)), s.cfg.Namespace, subject); err != nil {
-		return fmt.Errorf("subject: deleting the keys of %s/%s: %w", s.cfg.Namespace, subject, err)
+	for _, t := range []string{s.keys, s.sessions} {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE namespace = %s AND subject = %s`, t, p(1), p(2)), s.cfg.Namespace, subject); err != nil {
+			return fmt.Errorf("subject: deleting the keys of %s/%s: %w", s.cfg.Namespace, subject, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
 	s.Purge(subject) // a seal may have refilled it meanwhile
+	s.mu.Lock()
+	if len(s.forgotten) >= s.cfg.MaxEntries {
+		clear(s.forgotten) // a bound: later lookups meet the tombstone anyway
+	}
+	s.forgotten[subject] = time.Now()
+	s.mu.Unlock()
 	if added > 0 {
 		if _, err := s.cfg.Ledger.Count(ctx, s.cfg.Keyring, s.counterName(), 1); err != nil {
 			return fmt.Errorf("subject: %s/%s is forgotten, but the ledger did not count it (run 'ward subject audit'): %w", s.cfg.Namespace, subject, err)

@@ -368,7 +368,7 @@ func TestBackupAfterRetire(t *testing.T) {
 			t.Fatalf("second rewrap: %+v, %v", st, err)
 		}
 		census, err := s.Census(ctx)
-		if err != nil || census[oldKey] != 0 || census[newKey] != 2 {
+		if err != nil || census.ByKey[oldKey] != 0 || census.ByKey[newKey] != 2 {
 			t.Fatalf("census %v, %v", census, err)
 		}
 		if err := e.ledger.Retire(ctx, e.kr, oldKey); err != nil {
