@@ -34,6 +34,10 @@ type Census struct {
 	// IndexMissing counts values that are current but lack their blind
 	// index (a job with an index column fills it in).
 	IndexMissing int
+	// SubjectSealed counts values sealed under their subject's own key
+	// (a column declared with field.PerSubject): current, whatever key
+	// version they name; they are not in PerKey.
+	SubjectSealed int
 }
 
 // valueState says what a stored value needs.
@@ -57,7 +61,16 @@ func (r *Job) classify(row dbRow, primary keyring.KeyID) (valueState, field.Ciph
 		return statePlain, ct, 0
 	}
 	id, _ := ct.KeyID()
-	if id != primary || ct.Version() != keyring.CurrentVersion {
+	if _, subject := keyring.SubjectKeyVersion(ct.Bytes()); subject && r.Column.PerSubject() {
+		// Sealed under the subject's key: PerSubject columns bind, so the
+		// value was sealed under the column's binding, and checking it
+		// would need the subject's key.
+		if r.Index != nil && row.idx == nil {
+			return stateIndex, ct, id
+		}
+		return stateCurrent, ct, id
+	}
+	if id != primary || ct.Version() != keyring.CurrentVersion || r.Column.PerSubject() {
 		return stateStale, ct, id
 	}
 	if r.Column.Bound() != nil && !r.bindingMatches(row, ct, false) {
@@ -109,6 +122,11 @@ func (r *Job) Count(ctx context.Context) (Census, error) {
 				c.Current++
 			case stateIndex:
 				c.IndexMissing++
+			}
+			if _, subject := keyring.SubjectKeyVersion(ct.Bytes()); subject {
+				c.SubjectSealed++
+				c.PerVersion[ct.Version()]++
+				continue
 			}
 			c.PerKey[id]++
 			c.PerVersion[ct.Version()]++

@@ -95,6 +95,14 @@ type Stats struct {
 	Failed      int // rows that did not open (in the last pass); left unchanged
 	Indexed     int // rows written only to fill in their blind index (Index)
 	Passes      int // passes over the table
+	// UserHeld counts rows of subjects whose keys only their users hold
+	// (field/subject private mode): skipped, left as they are; the
+	// application seals them at the user's next log-in.
+	UserHeld int
+	// Erased counts rows of forgotten subjects still in an older form:
+	// skipped (they can no longer be sealed for their subject). Delete
+	// them: a value under a keyring key is not erased by a forget.
+	Erased int
 	// FirstFailure describes the first row that did not open.
 	FirstFailure error
 }
@@ -229,6 +237,8 @@ func (s *Stats) merge(o Stats) {
 	s.Conflicts += o.Conflicts
 	s.Failed += o.Failed
 	s.Indexed += o.Indexed
+	s.UserHeld += o.UserHeld
+	s.Erased += o.Erased
 	if s.FirstFailure == nil {
 		s.FirstFailure = o.FirstFailure
 	}
@@ -267,6 +277,14 @@ func (r *Job) reseal(rows []dbRow, st *Stats) ([]update, error) {
 		if errors.Is(err, errInternal) {
 			return nil, err
 		}
+		if errors.Is(err, field.ErrSubjectLocked) {
+			st.UserHeld++
+			continue
+		}
+		if errors.Is(err, field.ErrSubjectErased) || errors.Is(err, field.ErrSubjectKeyLost) {
+			st.Erased++
+			continue
+		}
 		if err != nil {
 			r.fail(st, err)
 			continue
@@ -295,7 +313,7 @@ func (r *Job) encryptPlain(rk field.RowKey, stored any, ct field.Ciphertext) (an
 	}
 	fresh, err := col.Seal(rk, pt)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errInternal, err)
+		return nil, nil, sealError(err)
 	}
 	check, err := col.Open(rk, fresh)
 	if err != nil || string(check) != string(pt) {
@@ -319,6 +337,16 @@ func (r *Job) indexOf(pt []byte) []byte {
 
 var errInternal = errors.New("reseal: internal error")
 
+// sealError classifies a failed seal: a subject whose key the job cannot
+// use (user-held, erased, lost) is the row's state, anything else stops
+// the job.
+func sealError(err error) error {
+	if errors.Is(err, field.ErrSubjectLocked) || errors.Is(err, field.ErrSubjectErased) || errors.Is(err, field.ErrSubjectKeyLost) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errInternal, err)
+}
+
 // resealOne opens ct (accepting the v1 binding when the column declares
 // bound columns: that is what re-binding is for) and seals it again.
 func (r *Job) resealOne(rk field.RowKey, ct field.Ciphertext) (any, []byte, error) {
@@ -330,7 +358,7 @@ func (r *Job) resealOne(rk field.RowKey, ct field.Ciphertext) (any, []byte, erro
 	defer clear(pt)
 	fresh, err := col.Seal(rk, pt)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errInternal, err)
+		return nil, nil, sealError(err)
 	}
 	// Never write what cannot be read back.
 	check, err := col.Open(rk, fresh)
