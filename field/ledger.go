@@ -97,15 +97,35 @@ type LedgerColumn struct {
 	Key    string   `json:"key"`            // the row-key column
 	Bind   []string `json:"bind,omitempty"` // bound columns, in order
 	Text   bool     `json:"text,omitempty"` // the text form ("w3:…")
+	// Subject and Namespace describe a column sealed under subject keys
+	// (PerSubject): the bound column naming the subject, and the
+	// namespace of its keys (field/subject).
+	Subject   string `json:"subject,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	// Kind is "" for a column of ward ciphertexts, or KindPasswordHash
+	// for password hashes peppered with keyring keys: no job re-encrypts
+	// them, and retiring a key waits until none names it.
+	Kind string `json:"kind,omitempty"`
 }
+
+// KindPasswordHash is the Kind of a recorded column of password hashes.
+const KindPasswordHash = "password-hash"
 
 // ColumnOf describes col for the ledger, with its row-key column.
 func ColumnOf(col *Column, key string) LedgerColumn {
-	return LedgerColumn{Table: col.Table(), Column: col.Name(), Key: key, Bind: slices.Clone(col.Bound()), Text: col.enc == Text}
+	c := LedgerColumn{Table: col.Table(), Column: col.Name(), Key: key, Bind: slices.Clone(col.Bound()), Text: col.enc == Text}
+	if col.subjects != nil {
+		c.Subject = col.subjectCol
+		if ns, ok := col.subjects.(interface{ Namespace() string }); ok {
+			c.Namespace = ns.Namespace()
+		}
+	}
+	return c
 }
 
 func (c LedgerColumn) equal(o LedgerColumn) bool {
-	return c.Table == o.Table && c.Column == o.Column && c.Key == o.Key && slices.Equal(c.Bind, o.Bind) && c.Text == o.Text
+	return c.Table == o.Table && c.Column == o.Column && c.Key == o.Key && slices.Equal(c.Bind, o.Bind) && c.Text == o.Text &&
+		c.Subject == o.Subject && c.Namespace == o.Namespace && c.Kind == o.Kind
 }
 
 // LedgerKey is one key a ledger records.
@@ -374,6 +394,12 @@ func (l *Ledger) RecordColumns(ctx context.Context, kr *keyring.Keyring, cols ..
 	for _, c := range cols {
 		if _, err := QuoteIdent(c.Table); err != nil {
 			return err
+		}
+		if c.Kind != "" && c.Kind != KindPasswordHash {
+			return fmt.Errorf("field: %s.%s: unknown column kind %.20q", c.Table, c.Column, c.Kind)
+		}
+		if c.Subject != "" && (!slices.Contains(c.Bind, c.Subject) || c.Namespace == "") {
+			return fmt.Errorf("field: %s.%s: the subject column must be bound and have a namespace", c.Table, c.Column)
 		}
 		for _, n := range append([]string{c.Column, c.Key}, c.Bind...) {
 			if _, err := QuoteIdent(n); err != nil {

@@ -61,6 +61,20 @@ func Inspect(encoded string) (Params, string, error) {
 	return d.params, d.format, nil
 }
 
+// PepperOf parses an encoded hash without computing anything and returns
+// the keyring key it was peppered with (ok false: none): the census that
+// retiring a keyring key needs (ward keyring retire).
+func PepperOf(encoded string) (id keyring.KeyID, ok bool, err error) {
+	if len(encoded) > maxEncodedLen {
+		return 0, false, &ParseError{"hash", fmt.Sprintf("longer than %d bytes", maxEncodedLen)}
+	}
+	d, err := decodeAny(encoded)
+	if err != nil {
+		return 0, false, err
+	}
+	return d.pepper, d.pepper != 0, nil
+}
+
 // decode parses every supported format and checks lim before returning.
 func decode(s string, lim Limits) (*decoded, error) {
 	if len(s) > maxEncodedLen {

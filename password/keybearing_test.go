@@ -119,3 +119,24 @@ func TestGoldenKeyBearing(t *testing.T) {
 		t.Fatalf("golden: %x, %v", secret, err)
 	}
 }
+
+func TestPepperOf(t *testing.T) {
+	ctx := context.Background()
+	kr, _ := keyring.New(keyring.AES256GCM)
+	p := fast
+	p.Pepper = kr
+	enc, _, err := newHasher(t, p).HashWithKey(ctx, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, ok, err := PepperOf(enc); err != nil || !ok || id != kr.Primary().ID {
+		t.Fatalf("PepperOf: %v %v %v", id, ok, err)
+	}
+	plain, _ := newHasher(t, fast).Hash(ctx, []byte("pw"))
+	if _, ok, err := PepperOf(plain); err != nil || ok {
+		t.Fatalf("unpeppered: %v %v", ok, err)
+	}
+	if _, _, err := PepperOf("$nope$"); err == nil {
+		t.Fatal("garbage parsed")
+	}
+}

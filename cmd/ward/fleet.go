@@ -12,6 +12,7 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/fleet"
 	"github.com/wardlab/ward/field/reseal"
+	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/internal/cli"
 	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
@@ -89,14 +90,11 @@ func (a *app) rotateFleet(cmd *cobra.Command, kr *keyring.Keyring, alg keyring.A
 			continue
 		}
 		for _, c := range st.Columns {
-			opts := []field.ColumnOption{}
-			if c.Text {
-				opts = append(opts, field.WithEncoding(field.Text))
+			if c.Kind == field.KindPasswordHash {
+				fmt.Fprintf(a.stdout, "%s.%s: password hashes move to the new pepper as their users log in\n", c.Table, c.Column)
+				continue
 			}
-			if c.Bind != nil {
-				opts = append(opts, field.Bind(c.Bind...))
-			}
-			col, err := field.NewColumn(kr, c.Table, c.Column, opts...)
+			col, err := recordedColumn(ctx, kr, ls.dbs[i], l, c)
 			if err != nil {
 				return err
 			}
@@ -105,6 +103,17 @@ func (a *app) rotateFleet(cmd *cobra.Command, kr *keyring.Keyring, alg keyring.A
 			fmt.Fprintf(a.stdout, "%s.%s: %d re-encrypted under %v, %d already current, %d failed\n", c.Table, c.Column, res.Reencrypted, id, res.Current, res.Failed)
 			if err != nil {
 				return interrupted(fmt.Errorf("re-encrypting %s.%s: %w", c.Table, c.Column, err))
+			}
+		}
+		stores, err := subjectStores(ctx, kr, ls.dbs[i], l)
+		if err != nil {
+			return err
+		}
+		for _, s := range stores {
+			res, err := s.Rewrap(ctx, subject.RewrapOptions{Workers: 2})
+			fmt.Fprintf(a.stdout, "subject keys of %s: %d re-wrapped under %v, %d already current, %d user-held (under no keyring key)\n", s.Namespace(), res.Rewrapped, id, res.Current, res.UserHeld)
+			if err != nil {
+				return interrupted(fmt.Errorf("re-wrapping the subject keys of %s: %w", s.Namespace(), err))
 			}
 		}
 	}

@@ -135,7 +135,7 @@ read, before it takes effect.`,
 		a.newKeyringStateCmd("promote", "Make a key primary (the old primary becomes decrypt-only)", (*keyring.Keyring).Promote),
 		disable, demote,
 		a.newKeyringStateCmd("enable", "Make a disabled key decrypt-only again", (*keyring.Keyring).Enable),
-		a.newKeyringListCmd(), a.newGenMasterKeyCmd(), a.newKeyringRewrapCmd())
+		a.newKeyringListCmd(), a.newGenMasterKeyCmd(), a.newKeyringRewrapCmd(), a.newKeyringRetireCmd())
 	return cmd
 }
 

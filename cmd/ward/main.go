@@ -94,6 +94,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newLedgerCmd(),
 		a.newFleetCmd(),
 		a.newPasswordCmd(),
+		a.newSubjectCmd(),
 	)
 	return root
 }

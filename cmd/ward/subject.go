@@ -1,0 +1,359 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/reseal"
+	"github.com/wardlab/ward/field/subject"
+	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/internal/dburl"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/password"
+)
+
+// recordedColumn builds the field.Column of a column the ledger records,
+// with its subject keys if it is sealed per subject.
+func recordedColumn(ctx context.Context, kr *keyring.Keyring, db *sql.DB, l *field.Ledger, c field.LedgerColumn) (*field.Column, error) {
+	opts := []field.ColumnOption{}
+	if c.Text {
+		opts = append(opts, field.WithEncoding(field.Text))
+	}
+	if c.Bind != nil {
+		opts = append(opts, field.Bind(c.Bind...))
+	}
+	if c.Subject != "" {
+		store, err := subject.Open(ctx, subject.Config{DB: db, Dialect: l.Dialect, Keyring: kr, Ledger: l, Namespace: c.Namespace})
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, field.PerSubject(store, c.Subject))
+	}
+	return field.NewColumn(kr, c.Table, c.Column, opts...)
+}
+
+// subjectStores opens the store of every namespace that holds subject keys
+// in a database (none if the table does not exist).
+func subjectStores(ctx context.Context, kr *keyring.Keyring, db *sql.DB, l *field.Ledger) ([]*subject.Store, error) {
+	if _, err := db.ExecContext(ctx, `SELECT 1 FROM `+subject.DefaultKeysTable+` WHERE 1 = 0`); err != nil {
+		return nil, nil // no subject keys in this database
+	}
+	names, err := subject.Namespaces(ctx, db, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []*subject.Store
+	for _, ns := range names {
+		s, err := subject.Open(ctx, subject.Config{DB: db, Dialect: l.Dialect, Keyring: kr, Ledger: l, Namespace: ns})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (a *app) newSubjectCmd() *cobra.Command {
+	var dbs []string
+	cmd := &cobra.Command{
+		Use:   "subject",
+		Short: "Subjects' own keys: forget a subject, audit tombstones, re-wrap keys",
+		Long: `Subjects (users, tenants) whose values a PerSubject column seals under their
+own key (field/subject): forget one by deleting its key, audit the
+tombstones forgets leave, and re-wrap every subject key under the
+keyring's primary key before retiring an older one.`,
+	}
+	cmd.PersistentFlags().StringArrayVar(&dbs, "db", nil, "the database (required)")
+	open := func(cmd *cobra.Command) (*keyring.Keyring, *ledgers, error) {
+		if len(dbs) != 1 {
+			return nil, nil, cli.Usage(errors.New("exactly one --db is required"), "name the database that holds the subject keys")
+		}
+		kr, err := a.loadKeyring(cmd)
+		if err != nil {
+			return nil, nil, err
+		}
+		ls, err := openLedgers(dbs)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := ls.check(cmd.Context(), kr); err != nil {
+			ls.close()
+			return nil, nil, err
+		}
+		return kr, ls, nil
+	}
+	var ns string
+	forget := &cobra.Command{
+		Use:   "forget --db URL --namespace NS SUBJECT...",
+		Short: "Erase subjects: delete their keys and leave an authenticated tombstone",
+		Long: `Erase each subject: its keys are deleted and an authenticated tombstone,
+counted in the database's ledger, says so. From then on every value of the
+subject fails to open with "subject erased" — at once in this process,
+within the cache TTL in running services — and no new value is sealed for
+it. Rows may be deleted later. A database backup taken before still holds
+the subject's wrapped key until the keyring key that wrapped it is retired
+('ward subject rewrap', then 'ward keyring retire'): SECURITY.md.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ns == "" {
+				return cli.Usage(errors.New("--namespace is required"), "the namespace the application's subjects live in, such as users")
+			}
+			kr, ls, err := open(cmd)
+			if err != nil {
+				return err
+			}
+			defer ls.close()
+			s, err := subject.Open(cmd.Context(), subject.Config{DB: ls.dbs[0], Dialect: ls.l[0].Dialect, Keyring: kr, Ledger: ls.l[0], Namespace: ns})
+			if err != nil {
+				return err
+			}
+			for _, sub := range args {
+				if err := s.Forget(cmd.Context(), sub); err != nil {
+					return fmt.Errorf("forgetting %s/%s: %w", ns, sub, err)
+				}
+				fmt.Fprintf(a.stdout, "%s/%s forgotten\n", ns, sub)
+			}
+			return nil
+		},
+	}
+	forget.Flags().StringVar(&ns, "namespace", "", "the subjects' namespace (required)")
+	audit := &cobra.Command{
+		Use:   "audit --db URL",
+		Short: "Check tombstones against the ledger, and count keys by what wraps them",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			kr, ls, err := open(cmd)
+			if err != nil {
+				return err
+			}
+			defer ls.close()
+			stores, err := subjectStores(cmd.Context(), kr, ls.dbs[0], ls.l[0])
+			if err != nil {
+				return err
+			}
+			if len(stores) == 0 {
+				fmt.Fprintln(a.stdout, "no subject keys in this database")
+			}
+			var bad error
+			for _, s := range stores {
+				valid, counted, err := s.Audit(cmd.Context())
+				if err != nil && !errors.Is(err, subject.ErrTombstoneTampered) {
+					return err
+				}
+				c, cerr := s.Census(cmd.Context())
+				if cerr != nil {
+					return cerr
+				}
+				fmt.Fprintf(a.stdout, "%s: %d tombstones (ledger counts %d), keys: %s, %d user-held, %d lost\n", s.Namespace(), valid, counted, byKey(c.ByKey), c.UserHeld, c.Lost)
+				if err != nil {
+					fmt.Fprintf(a.stdout, "  %v\n", err)
+					bad = err
+				}
+			}
+			if bad != nil {
+				return cli.Failed(bad, "someone with write access to the database deleted or planted tombstones: a deleted one makes a forgotten subject look like a missing key; restore from a backup and find out who")
+			}
+			return nil
+		},
+	}
+	var workers, batch int
+	rewrap := &cobra.Command{
+		Use:   "rewrap --db URL",
+		Short: "Re-wrap every subject key under the keyring's primary key (resumable)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			kr, ls, err := open(cmd)
+			if err != nil {
+				return err
+			}
+			defer ls.close()
+			stores, err := subjectStores(cmd.Context(), kr, ls.dbs[0], ls.l[0])
+			if err != nil {
+				return err
+			}
+			for _, s := range stores {
+				st, err := s.Rewrap(cmd.Context(), subject.RewrapOptions{Workers: workers, Batch: batch})
+				fmt.Fprintf(a.stdout, "%s: %d re-wrapped under %v, %d already current, %d user-held (skipped: their users re-wrap at log-in), %d changed meanwhile (run again)\n",
+					s.Namespace(), st.Rewrapped, kr.Primary().ID, st.Current, st.UserHeld, st.Conflicts)
+				if err != nil {
+					return interrupted(fmt.Errorf("re-wrapping %s: %w", s.Namespace(), err))
+				}
+			}
+			return nil
+		},
+	}
+	rewrap.Flags().IntVar(&workers, "workers", 2, "key rows re-wrapped in parallel")
+	rewrap.Flags().IntVar(&batch, "batch", 500, "key rows per transaction")
+	cmd.AddCommand(forget, audit, rewrap)
+	return cmd
+}
+
+func byKey(m map[keyring.KeyID]int64) string {
+	if len(m) == 0 {
+		return "none keyring-wrapped"
+	}
+	var parts []string
+	for id, n := range m {
+		parts = append(parts, fmt.Sprintf("%d under %v", n, id))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// newKeyringRetireCmd removes a key's material for good, after a census
+// of every database finds nothing under it.
+func (a *app) newKeyringRetireCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "retire KEY-ID --db URL...",
+		Short: "Remove a key from the keyring for good, once nothing references it",
+		Long: `Retire a key: check every database given with --db — each column its ledger
+records (values under the key), each password-hash column it records
+(hashes peppered with the key) and every subject key (wrapped under the
+key) — and refuse while anything still references it, naming what and how
+to move it ('ward keyring rotate --db', 'ward rotate', 'ward subject
+rewrap', users logging in). Then record the key as retired in every ledger
+and remove its material from the keyring file. Values and subject keys in
+database backups taken before and still under the key no longer open with
+this keyring file; copies of the keyring file saved before still hold the
+key: destroy them (SECURITY.md).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			id, err := keyring.ParseKeyID(args[0])
+			if err != nil {
+				return cli.Usage(err, "see 'ward keyring list' for key IDs")
+			}
+			if len(a.dbs) == 0 {
+				return cli.Usage(errors.New("--db is required"), "name every database this keyring serves: retiring is only safe once all of them are checked")
+			}
+			kr, err := a.loadKeyring(cmd)
+			if err != nil {
+				return err
+			}
+			if _, ok := kr.Lookup(id); !ok {
+				return cli.Usage(&keyring.KeyError{ID: id, Err: keyring.ErrUnknownKey}, "see 'ward keyring list'")
+			}
+			if kr.Primary().ID == id {
+				return cli.Usage(&keyring.KeyError{ID: id, Err: keyring.ErrPrimaryKey}, "rotate first: 'ward keyring rotate --db URL'")
+			}
+			ls, err := openLedgers(a.dbs)
+			if err != nil {
+				return err
+			}
+			defer ls.close()
+			if err := ls.check(ctx, kr); err != nil {
+				return err
+			}
+			var refs []string
+			for i, l := range ls.l {
+				found, err := references(ctx, kr, ls.dbs[i], l, id)
+				if err != nil {
+					return fmt.Errorf("%s: %w", dburl.Redact(ls.urls[i]), err)
+				}
+				for _, f := range found {
+					refs = append(refs, dburl.Redact(ls.urls[i])+": "+f)
+				}
+			}
+			if len(refs) > 0 {
+				for _, r := range refs {
+					fmt.Fprintln(a.stderr, "ward: "+r)
+				}
+				return cli.Failed(fmt.Errorf("key %v is still referenced (%d places above); nothing was changed", id, len(refs)),
+					"move them first: 'ward rotate' for columns, 'ward subject rewrap' for subject keys; password hashes move when their users log in")
+			}
+			for i, l := range ls.l {
+				if err := l.Retire(ctx, kr, id); err != nil {
+					return fmt.Errorf("recording the retirement in %s: %w", dburl.Redact(ls.urls[i]), err)
+				}
+			}
+			if err := kr.Remove(ctx, id); err != nil {
+				return saveError(err)
+			}
+			fmt.Fprintf(a.stdout, "key %v retired: removed from %s and recorded in %d ledgers; copies of the keyring file saved before still hold it — destroy them\n", id, kr.Path(), len(ls.l))
+			return nil
+		},
+	}
+}
+
+// references lists what in one database still uses a keyring key: values
+// of recorded columns, peppers of recorded password-hash columns, and
+// wrapped subject keys.
+func references(ctx context.Context, kr *keyring.Keyring, db *sql.DB, l *field.Ledger, id keyring.KeyID) ([]string, error) {
+	st, err := l.Verified(ctx, kr)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	if st != nil {
+		for _, c := range st.Columns {
+			if c.Kind == field.KindPasswordHash {
+				n, err := peppered(ctx, db, c, id)
+				if err != nil {
+					return nil, err
+				}
+				if n > 0 {
+					out = append(out, fmt.Sprintf("%d password hashes in %s.%s are peppered with it", n, c.Table, c.Column))
+				}
+				continue
+			}
+			col, err := recordedColumn(ctx, kr, db, l, c)
+			if err != nil {
+				return nil, err
+			}
+			census, err := (&reseal.Job{DB: db, Dialect: l.Dialect, Column: col, Key: c.Key}).Count(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if n := census.PerKey[id]; n > 0 {
+				out = append(out, fmt.Sprintf("%d values in %s.%s are sealed under it", n, c.Table, c.Column))
+			}
+		}
+	}
+	stores, err := subjectStores(ctx, kr, db, l)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range stores {
+		c, err := s.Census(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if n := c.ByKey[id]; n > 0 {
+			out = append(out, fmt.Sprintf("%d subject keys of %s are wrapped under it", n, s.Namespace()))
+		}
+	}
+	return out, nil
+}
+
+// peppered counts the hashes of a password-hash column peppered with id.
+func peppered(ctx context.Context, db *sql.DB, c field.LedgerColumn, id keyring.KeyID) (int, error) {
+	t, err := field.QuoteIdent(c.Table)
+	if err != nil {
+		return 0, err
+	}
+	col, err := field.QuoteIdent(c.Column)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := db.QueryContext(ctx, fmt.Sprintf(`SELECT %s FROM %s WHERE %s IS NOT NULL`, col, t, col))
+	if err != nil {
+		return 0, fmt.Errorf("reading %s.%s: %w", c.Table, c.Column, err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return 0, err
+		}
+		if got, ok, err := password.PepperOf(h); err == nil && ok && got == id {
+			n++
+		}
+	}
+	return n, rows.Err()
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/subject"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/password"
+)
+
+// TestSubjectCommands: an application with a column sealed per user and
+// peppered password hashes; the keyring rotates across it, 'ward keyring
+// retire' refuses while a hash is peppered with the old key and succeeds
+// once it moved, and 'ward subject forget' erases one user while the other
+// still opens, the audit agreeing.
+func TestSubjectCommands(t *testing.T) {
+	ctx := context.Background()
+	c := newCLI(t)
+	c.newKeyring(t)
+	url, db := c.sqlite(t, "app.db")
+	if _, err := db.Exec(`CREATE TABLE msgs (id INTEGER PRIMARY KEY, user_id TEXT NOT NULL, body BLOB);
+		CREATE TABLE users (id TEXT PRIMARY KEY, pw TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	app := func() (*keyring.Keyring, *field.Ledger, *field.Column, *password.Hasher) {
+		kr, err := keyring.Load(ctx, c.krPath, c.mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &field.Ledger{DB: db, Dialect: field.SQLite}
+		s, err := subject.Open(ctx, subject.Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users", TTL: time.Nanosecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		col, err := field.NewColumn(kr, "msgs", "body", field.Bind("user_id"), field.PerSubject(s, "user_id"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := password.NewHasher(password.Policy{Preferred: password.Params{Scheme: password.Argon2id, Memory: 64, Time: 1, Parallelism: 1}, AllowWeak: true, Pepper: kr}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kr, l, col, h
+	}
+	kr, l, col, h := app()
+	if err := l.Record(ctx, kr); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RecordColumns(ctx, kr, field.ColumnOf(col, "id"),
+		field.LedgerColumn{Table: "users", Column: "pw", Key: "id", Kind: field.KindPasswordHash}); err != nil {
+		t.Fatal(err)
+	}
+	for i, u := range []string{"alice", "bob"} {
+		ct, err := col.SealString(field.RowInt(int64(i+1)).With(u), u+"'s message")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hash, err := h.Hash(ctx, []byte(u+" pw"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Exec(`INSERT INTO msgs VALUES (?, ?, ?)`, i+1, u, ct)
+		db.Exec(`INSERT INTO users VALUES (?, ?)`, u, hash)
+	}
+	old := kr.Primary().ID
+
+	if code, out, e := c.run("keyring", "rotate", "--db", url); code != 0 || !strings.Contains(out, "subject keys of users: 2 re-wrapped") {
+		t.Fatalf("rotate: %d %q %q", code, out, e)
+	}
+	// A hash is still peppered with the old key: retire refuses and names it.
+	code, _, e := c.run("keyring", "retire", old.String(), "--db", url)
+	if code != 1 || !strings.Contains(e, "2 password hashes in users.pw are peppered with it") || !strings.Contains(e, "nothing was changed") {
+		t.Fatalf("retire with peppered hashes: %d %q", code, e)
+	}
+	// The users log in: their hashes move to the new pepper.
+	_, _, _, h = app()
+	for _, u := range []string{"alice", "bob"} {
+		var hash string
+		db.QueryRow(`SELECT pw FROM users WHERE id = ?`, u).Scan(&hash)
+		up, _, err := h.VerifyAndUpgrade(ctx, []byte(u+" pw"), hash)
+		if err != nil || up == "" {
+			t.Fatalf("log-in: %q %v", up, err)
+		}
+		db.Exec(`UPDATE users SET pw = ? WHERE id = ?`, up, u)
+	}
+	if code, out, e := c.run("keyring", "retire", old.String(), "--db", url); code != 0 || !strings.Contains(out, "retired") {
+		t.Fatalf("retire: %d %q %q", code, out, e)
+	}
+	if code, out, e := c.run("keyring", "list"); code != 0 || strings.Contains(out, old.String()) {
+		t.Fatalf("list after retire: %q %q", out, e)
+	}
+	if code, out, e := c.run("ledger", "--db", url); code != 0 || !strings.Contains(out, "(retired)") || !strings.Contains(out, "accepts") {
+		t.Fatalf("ledger after retire: %d %q %q", code, out, e)
+	}
+
+	// Forget alice.
+	if code, out, e := c.run("subject", "forget", "--db", url, "--namespace", "users", "alice"); code != 0 || !strings.Contains(out, "users/alice forgotten") {
+		t.Fatalf("forget: %d %q %q", code, out, e)
+	}
+	_, _, col, _ = app()
+	read := func(id int64, u string) (string, error) {
+		var ct field.Ciphertext
+		db.QueryRow(`SELECT body FROM msgs WHERE id = ?`, id).Scan(&ct)
+		return col.OpenString(field.RowInt(id).With(u), ct)
+	}
+	if _, err := read(1, "alice"); !errors.Is(err, field.ErrSubjectErased) {
+		t.Fatalf("alice after forget: %v", err)
+	}
+	if got, err := read(2, "bob"); err != nil || got != "bob's message" {
+		t.Fatalf("bob after alice's forget: %q %v", got, err)
+	}
+	if code, out, e := c.run("subject", "audit", "--db", url); code != 0 || !strings.Contains(out, "users: 1 tombstones (ledger counts 1)") {
+		t.Fatalf("audit: %d %q %q", code, out, e)
+	}
+	db.Exec(`DELETE FROM ward_subject_tombstones`)
+	if code, out, e := c.run("subject", "audit", "--db", url); code != 1 || !strings.Contains(e, "deleted or planted tombstones") {
+		t.Fatalf("audit after a deleted tombstone: %d %q %q", code, out, e)
+	}
+	if code, out, e := c.run("subject", "rewrap", "--db", url); code != 0 || !strings.Contains(out, "0 re-wrapped") || !strings.Contains(out, "1 already current") {
+		t.Fatalf("rewrap: %d %q %q", code, out, e)
+	}
+	if code, _, e := c.run("subject", "forget", "--db", url, "bob"); code != 2 || !strings.Contains(e, "--namespace") {
+		t.Fatalf("forget without namespace: %d %q", code, e)
+	}
+}
