@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"maps"
 	"slices"
 	"time"
@@ -154,6 +155,20 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	if ledgerErr != nil { // a count writes nothing: say it, and count
 		fmt.Fprintf(a.stderr, "ward: warning: %v\n", ledgerErr)
 	}
+	// A column the application seals per subject (field.PerSubject) is
+	// opened with its subjects' keys, as the ledger records it.
+	if ledgerErr == nil {
+		if st, err := ledger.l[0].Read(cmd.Context()); err == nil && st != nil {
+			for _, c := range st.Columns {
+				if c.Table == o.table && c.Column == o.column && c.Subject != "" {
+					if col, err = recordedColumn(cmd.Context(), kr, db, ledger.l[0], c); err != nil {
+						return err
+					}
+					fmt.Fprintf(a.stderr, "ward: %s.%s is sealed per subject (%s/%s, bound to %s): using the ledger's record of it\n", o.table, o.column, c.Namespace, c.Subject, strings.Join(c.Bind, ", "))
+				}
+			}
+		}
+	}
 	job := &reseal.Job{DB: db, Dialect: dialect, Column: col, Key: o.key, BatchSize: o.batch, Pause: o.pause,
 		FromPlaintext: o.fromPlaintext, Workers: o.workers, Shard: shard, Shards: shards, Rate: o.rate}
 	if o.index != "" {
@@ -204,6 +219,9 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	if job.Index != nil {
 		fmt.Fprintf(a.stdout, "%s: blind index %s written with every value (%d rows only needed their index)\n", name, o.index, st.Indexed)
 	}
+	if st.UserHeld > 0 || st.Erased > 0 {
+		fmt.Fprintf(a.stdout, "%s: skipped %d rows of private subjects (their users' next log-in seals them) and %d of forgotten subjects (delete those rows)\n", name, st.UserHeld, st.Erased)
+	}
 	if errors.Is(err, reseal.ErrJobRunning) {
 		return cli.Usage(err, "another job works on this column: wait for it to finish, or run again once it stops (a dead job's lock is taken over)")
 	}
@@ -237,6 +255,9 @@ func (a *app) printCensus(kr *keyring.Keyring, name string, c reseal.Census, bou
 			state = info.State.String()
 		}
 		fmt.Fprintf(a.stdout, "  key %v (%s): %d values\n", id, state, c.PerKey[id])
+	}
+	if c.SubjectSealed > 0 {
+		fmt.Fprintf(a.stdout, "  under their subject's own key: %d values\n", c.SubjectSealed)
 	}
 	for _, v := range slices.Sorted(maps.Keys(c.PerVersion)) {
 		fmt.Fprintf(a.stdout, "  ciphertext v%d: %d values\n", v, c.PerVersion[v])

@@ -480,8 +480,11 @@ func TestExistingDatabase(t *testing.T) {
 	s.db.QueryRow(`SELECT body FROM messages WHERE role = 'user'`).Scan(&raw)
 	ct, _ := field.ParseCiphertext(raw)
 	old, _ := field.NewColumn(s.kr, "messages", "body")
-	if _, err := old.Open(field.RowInt(ms[0].ID), ct); !errors.Is(err, keyring.ErrWrongContext) {
-		t.Fatalf("old binding still opens: %v", err)
+	if _, err := old.Open(field.RowInt(ms[0].ID), ct); err == nil {
+		t.Fatal("old binding still opens")
+	}
+	if _, ok := keyring.SubjectKeyVersion(raw); !ok {
+		t.Fatal("the migrated message is not under its user's own key")
 	}
 	s.Close()
 	strict, err = Open(ctx, Config{DB: cfg.DB, KeyringPath: cfg.KeyringPath, KeyService: mk, Limits: testLimits})

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
@@ -72,6 +73,26 @@ type Config struct {
 	// Log receives operational events (default: discarded). Secrets and
 	// message contents are never logged.
 	Log *slog.Logger
+	// SubjectTTL bounds how long a process keeps a user's unwrapped key
+	// (default 30 s): a deleted account stops opening everywhere within it.
+	SubjectTTL time.Duration
+	// Recovery offers users who turn on private mode a recovery code
+	// (shown once): with it, a password reset keeps their messages. Off,
+	// a reset of a private account loses them, and the service says so
+	// first. SECURITY.md states what each gives up.
+	Recovery bool
+}
+
+// subjectNamespace is the namespace of the users' own keys.
+const subjectNamespace = "users"
+
+// openSubjects opens the store of the users' own keys.
+func openSubjects(ctx context.Context, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, ledger *field.Ledger, ttl ...time.Duration) (*subject.Store, error) {
+	cfg := subject.Config{DB: db, Dialect: dialect, Keyring: kr, Ledger: ledger, Namespace: subjectNamespace}
+	if len(ttl) > 0 {
+		cfg.TTL = ttl[0]
+	}
+	return subject.Open(ctx, cfg)
 }
 
 // Service is a chat service over one database and keyring.
@@ -174,15 +195,22 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 		}
 		return nil, err
 	}
-	st, err := newStore(db, dialect, kr, cfg.Codec)
+	subjects, err := openSubjects(ctx, db, dialect, kr, ledger, cfg.SubjectTTL)
+	if err != nil {
+		return nil, err
+	}
+	st, err := newStore(db, dialect, kr, cfg.Codec, subjects)
 	if err != nil {
 		return nil, err
 	}
 	// The columns a fleet rotation re-encrypts (ward keyring rotate --db).
 	// Pending sign-ups live a day and are left to expire.
 	c := st.cols
+	// Password hashes are recorded too: a keyring key that peppers one
+	// is not retired (ward keyring retire).
 	if err := ledger.RecordColumns(ctx, kr, field.ColumnOf(c.email, "id"), field.ColumnOf(c.title, "id"), field.ColumnOf(c.body, "id"),
-		field.ColumnOf(c.outboxTo, "id"), field.ColumnOf(c.outboxBody, "id")); err != nil && !errors.Is(err, field.ErrAnchorNotSaved) {
+		field.ColumnOf(c.outboxTo, "id"), field.ColumnOf(c.outboxBody, "id"),
+		field.LedgerColumn{Table: "users", Column: "password", Key: "id", Kind: field.KindPasswordHash}); err != nil && !errors.Is(err, field.ErrAnchorNotSaved) {
 		return nil, err
 	}
 	hasher, err := password.NewHasher(password.Policy{Pepper: kr, RequirePepper: !cfg.AllowUnpepperedHashes},
@@ -198,7 +226,7 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err != nil {
 		return nil, err
 	}
-	srv, err := newServer(st, hasher, StandInAssistant{}, cfg.Limits.withDefaults(), cfg.TrustedProxies, orig, dev, log)
+	srv, err := newServer(st, hasher, StandInAssistant{}, cfg.Limits.withDefaults(), cfg.TrustedProxies, orig, dev, log, cfg.Recovery)
 	if err != nil {
 		return nil, err
 	}
@@ -230,6 +258,9 @@ func (s *Service) Close() error { return s.db.Close() }
 func (s *Service) SweepSessions(ctx context.Context) (int64, error) {
 	now := time.Now()
 	if err := s.store.sweepSignups(ctx, now); err != nil {
+		return 0, err
+	}
+	if _, err := s.store.sweepForgotten(ctx, 10_000); err != nil {
 		return 0, err
 	}
 	return s.store.sweepSessions(ctx, now)

@@ -337,14 +337,20 @@ func TestChatWhileRotating(t *testing.T) {
 				t.Fatalf("user %d's conversation readable by another: %d", i, code)
 			}
 		}
+		// Every message is sealed under its user's own key, and every
+		// user's key is wrapped under the primary key.
 		rows, _ := ta.db.Query(`SELECT body FROM messages`)
 		defer rows.Close()
 		for rows.Next() {
 			var raw []byte
 			rows.Scan(&raw)
-			if id, err := keyring.KeyIDOf(raw); err != nil || id != primary {
-				t.Fatalf("a message is not under the primary key: %v %v", id, err)
+			if _, ok := keyring.SubjectKeyVersion(raw); !ok {
+				t.Fatalf("a message is not under its user's key: %x", raw[:8])
 			}
+		}
+		census, err := ta.app.store.subjects.Census(context.Background())
+		if err != nil || len(census.ByKey) != 1 || census.ByKey[primary] != users {
+			t.Fatalf("user keys after the rotation: %+v %v (primary %v)", census, err, primary)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/wardlab/ward/field"
@@ -26,7 +27,24 @@ type Message struct {
 const (
 	titleIntegrityError   = "integrity error: this title cannot be decrypted"
 	messageIntegrityError = "integrity error: this message cannot be decrypted"
+	// A private user's value without their key in the session.
+	titleLockedError   = "locked: log in again to read this title"
+	messageLockedError = "locked: log in again to read this message"
+	// A private user's value sealed before a password reset without
+	// the recovery code.
+	lostError = "lost in a password reset: this cannot be decrypted any more"
 )
+
+// openError is the text shown in place of a value that does not open.
+func openError(err error, locked, integrity string) string {
+	switch {
+	case errors.Is(err, field.ErrSubjectLocked):
+		return locked
+	case errors.Is(err, field.ErrSubjectKeyLost):
+		return lostError
+	}
+	return integrity
+}
 
 // createConversation stores a conversation whose title is bound to its
 // owner.
@@ -57,7 +75,7 @@ func (s *store) conversations(ctx context.Context, user int64) ([]Conversation, 
 			return nil, err
 		}
 		if c.Title, err = s.open(s.cols.title, field.RowInt(c.ID).With(user), raw); err != nil {
-			c.Title, c.Error = "", titleIntegrityError
+			c.Title, c.Error = "", openError(err, titleLockedError, titleIntegrityError)
 		}
 		out = append(out, c)
 	}
@@ -108,7 +126,7 @@ func (s *store) messages(ctx context.Context, user, conv int64, limit int) ([]Me
 			return nil, err
 		}
 		if m.Body, err = s.open(s.cols.body, field.RowInt(m.ID).With(conv, user, m.Role), raw); err != nil {
-			m.Body, m.Error = "", messageIntegrityError
+			m.Body, m.Error = "", openError(err, messageLockedError, messageIntegrityError)
 		}
 		out = append(out, m)
 	}

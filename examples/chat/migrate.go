@@ -33,6 +33,9 @@ var migrations = []string{
 	`CREATE TABLE chat_state (k TEXT PRIMARY KEY, v TEXT NOT NULL)`,
 	`CREATE TABLE signups (token_hash BLOB PRIMARY KEY, email BLOB NOT NULL, email_idx BLOB NOT NULL, password TEXT NOT NULL, mac BLOB NOT NULL, expires BIGINT NOT NULL)`,
 	`CREATE TABLE outbox (id BIGINT PRIMARY KEY, recipient BLOB NOT NULL, body BLOB NOT NULL, created BIGINT NOT NULL)`, // created: Unix nanoseconds
+	`CREATE TABLE resets (token_hash BLOB PRIMARY KEY, user_id BIGINT NOT NULL, expires BIGINT NOT NULL, mac BLOB NOT NULL)`,
+	`CREATE INDEX messages_user ON messages (user_id)`,
+	`CREATE INDEX conversations_user ON conversations (user_id)`,
 }
 
 func migrate(ctx context.Context, db *sql.DB, dialect field.Dialect) error {
@@ -134,7 +137,11 @@ func Migrate(ctx context.Context, cfg Config, out io.Writer) error {
 	if err := ledger.Record(ctx, kr); err != nil {
 		return err
 	}
-	cols, err := newColumns(kr, true)
+	subjects, err := openSubjects(ctx, db, dialect, kr, ledger)
+	if err != nil {
+		return err
+	}
+	cols, err := newColumns(kr, true, subjects)
 	if err != nil {
 		return err
 	}

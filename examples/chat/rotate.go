@@ -7,6 +7,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/reseal"
+	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -73,5 +74,12 @@ func (s *Service) reencrypt(ctx context.Context, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%s.%s: %d re-encrypted under %v, %d already up to date\n", col.Table(), col.Name(), st.Reencrypted, s.kr.Primary().ID, st.Current)
 	}
+	// The users' own keys are wrapped by keyring keys: re-wrapped too, so
+	// that the old keyring key can be retired.
+	st, err := s.store.subjects.Rewrap(ctx, subject.RewrapOptions{Workers: 2})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "user keys: %d re-wrapped under %v, %d already up to date, %d held by their users\n", st.Rewrapped, s.kr.Primary().ID, st.Current, st.UserHeld)
 	return nil
 }

@@ -19,6 +19,8 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/password"
 )
 
@@ -45,14 +47,15 @@ type server struct {
 	dummyHash string // verified for unknown accounts, so the work does not reveal which exist
 	origins   *origins
 	devices   *devices
+	recovery  bool // private mode offers a recovery code
 }
 
-func newServer(st *store, h *password.Hasher, a Assistant, l Limits, trusted []netip.Prefix, origins *origins, devices *devices, log *slog.Logger) (*server, error) {
-	dummy, err := h.Hash(context.Background(), []byte("ward-chat dummy password"))
+func newServer(st *store, h *password.Hasher, a Assistant, l Limits, trusted []netip.Prefix, origins *origins, devices *devices, log *slog.Logger, recovery bool) (*server, error) {
+	dummy, _, err := h.HashWithKey(context.Background(), []byte("ward-chat dummy password"))
 	if err != nil {
 		return nil, err
 	}
-	return &server{store: st, hasher: h, assistant: a, limits: l, trusted: trusted, origins: origins, devices: devices, log: log,
+	return &server{store: st, hasher: h, assistant: a, limits: l, trusted: trusted, origins: origins, devices: devices, log: log, recovery: recovery,
 		attempts:  newAttempts(l),
 		loginIP:   newBuckets(l.LoginPerMinute, time.Minute, l.AddressEntries),
 		signupIP:  newBuckets(l.SignupPerHour, time.Hour, l.AddressEntries),
@@ -77,11 +80,18 @@ func (s *server) handler() http.Handler {
 	mux.HandleFunc("POST /api/conversations", s.auth(s.createConversation))
 	mux.HandleFunc("GET /api/conversations/{id}/messages", s.auth(s.listMessages))
 	mux.HandleFunc("POST /api/conversations/{id}/messages", s.auth(s.sendMessage))
+	mux.HandleFunc("GET /api/me", s.auth(s.me))
+	mux.HandleFunc("POST /api/private", s.auth(s.makePrivate))
+	mux.HandleFunc("POST /api/password", s.auth(s.changePassword))
+	mux.HandleFunc("POST /api/account/delete", s.auth(s.deleteAccount))
+	mux.HandleFunc("POST /api/reset", s.requestReset)
+	mux.HandleFunc("POST /api/reset/confirm", s.confirmReset)
 	return secure(mux, s.origins)
 }
 
 type apiError struct {
 	Error string `json:"error"`
+	Code  string `json:"code,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -90,7 +100,12 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-func fail(w http.ResponseWriter, code int, msg string) { writeJSON(w, code, apiError{msg}) }
+func fail(w http.ResponseWriter, code int, msg string) { writeJSON(w, code, apiError{Error: msg}) }
+
+// failCode answers with an error a client can act on by its code.
+func failCode(w http.ResponseWriter, code int, msg, errCode string) {
+	writeJSON(w, code, apiError{Error: msg, Code: errCode})
+}
 
 // decode reads a bounded JSON body into v.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
@@ -156,7 +171,9 @@ func (s *server) signup(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "the password must have at least 8 characters")
 		return
 	}
-	hash, err := s.hasher.Hash(r.Context(), []byte(c.Password))
+	// A key-bearing hash: the log-in that verifies it also yields the
+	// secret that unlocks a private user's key, in the same Argon2 call.
+	hash, _, err := s.hasher.HashWithKey(r.Context(), []byte(c.Password))
 	if errors.Is(err, password.ErrBusy) {
 		fail(w, http.StatusServiceUnavailable, msgBusy)
 		return
@@ -191,7 +208,8 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusTooManyRequests, msgTooMany)
 		return
 	}
-	id, ok, err := s.checkPassword(r.Context(), c)
+	id, secret, ok, err := s.checkPassword(r.Context(), c)
+	defer clear(secret)
 	s.attempts.settle(key, ok, time.Now())
 	switch {
 	case errors.Is(err, password.ErrBusy), errors.Is(err, context.DeadlineExceeded):
@@ -203,47 +221,77 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 			s.store.deleteSession(r.Context(), old)
 		}
 		s.devices.issue(w, account)
-		s.startSession(w, r, id)
+		s.startSession(w, r, id, secret)
 	}
 }
 
-// checkPassword verifies c, upgrading the stored hash when the policy
-// asks. An unknown account, or one whose hash row was altered, verifies
-// against a dummy hash instead.
-func (s *server) checkPassword(ctx context.Context, c credentials) (int64, bool, error) {
+// checkPassword verifies c with one Argon2 call, and returns the secret
+// the key-bearing hash yields (the key of a private user's data). A hash
+// that is not key-bearing is replaced by one (a second call, once per
+// user); a hash under older parameters or pepper is replaced too, and a
+// private user's keys are re-wrapped from the old secret to the new in
+// the same transaction. An unknown account, or one whose hash row was
+// altered, verifies against a dummy hash instead.
+func (s *server) checkPassword(ctx context.Context, c credentials) (int64, []byte, bool, error) {
 	id, stored, err := s.store.userByEmail(ctx, c.Email)
 	if err != nil {
 		if errors.Is(err, errTampered) {
 			s.log.Warn("password hash row altered", "err", err)
 		}
-		_, err := s.hasher.Verify(ctx, []byte(c.Password), s.dummyHash)
+		secret, _, err := s.hasher.VerifyWithKey(ctx, []byte(c.Password), s.dummyHash)
+		clear(secret)
 		if errors.Is(err, password.ErrMismatch) {
 			err = nil
 		}
-		return 0, false, err
+		return 0, nil, false, err
 	}
-	upgraded, _, err := s.hasher.VerifyAndUpgrade(ctx, []byte(c.Password), stored)
-	if err != nil {
-		if errors.Is(err, password.ErrMismatch) {
-			err = nil
+	secret, res, err := s.hasher.VerifyWithKey(ctx, []byte(c.Password), stored)
+	switch {
+	case errors.Is(err, password.ErrNotKeyBearing): // matched: an older hash
+		newHash, newSecret, herr := s.hasher.HashWithKey(ctx, []byte(c.Password))
+		if herr != nil {
+			s.log.Error("password upgrade failed", "user", id, "err", herr)
+			return id, nil, true, nil
 		}
-		return 0, false, err
-	}
-	if upgraded != "" {
-		if err := s.store.updatePassword(ctx, id, stored, upgraded); err != nil {
+		if err := s.store.updatePassword(ctx, id, stored, newHash); err != nil {
 			s.log.Error("password upgrade failed", "user", id, "err", err)
+			clear(newSecret)
+			return id, nil, true, nil
 		}
+		return id, newSecret, true, nil
+	case errors.Is(err, password.ErrMismatch):
+		return 0, nil, false, nil
+	case err != nil:
+		return 0, nil, false, err
 	}
-	return id, true, nil
+	if res.NeedsRehash {
+		newHash, newSecret, herr := s.hasher.HashWithKey(ctx, []byte(c.Password))
+		if herr == nil {
+			herr = s.store.replacePassword(ctx, id, stored, newHash, secret, newSecret)
+		}
+		if herr != nil {
+			s.log.Error("password upgrade failed", "user", id, "err", herr)
+			clear(newSecret)
+			return id, secret, true, nil
+		}
+		clear(secret)
+		secret = newSecret
+	}
+	return id, secret, true, nil
 }
 
-func (s *server) startSession(w http.ResponseWriter, r *http.Request, user int64) {
+func (s *server) startSession(w http.ResponseWriter, r *http.Request, user int64, secret []byte) {
 	var b [32]byte
 	rand.Read(b[:])
 	token := base64.RawURLEncoding.EncodeToString(b[:])
 	if err := s.store.createSession(r.Context(), token, user, s.limits.SessionTTL); err != nil {
 		fail(w, http.StatusInternalServerError, "could not start a session")
 		return
+	}
+	if secret != nil {
+		if err := s.unlockSession(r.Context(), user, secret, token); err != nil {
+			s.log.Error("could not unlock a private user's key", "user", user, "err", err)
+		}
 	}
 	s.origins.setSession(w, token, int(s.limits.SessionTTL.Seconds()))
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -252,6 +300,7 @@ func (s *server) startSession(w http.ResponseWriter, r *http.Request, user int64
 func (s *server) logout(w http.ResponseWriter, r *http.Request) {
 	if token, ok := s.origins.session(r); ok {
 		s.store.deleteSession(r.Context(), token)
+		s.store.subjects.EndSession(r.Context(), []byte(token))
 	}
 	s.origins.setSession(w, "", -1)
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -272,12 +321,49 @@ func (s *server) auth(next func(http.ResponseWriter, *http.Request, int64)) http
 			fail(w, http.StatusUnauthorized, "log in first")
 			return
 		}
+		// A private user's key, restored from this session; without it
+		// (a session from before private mode, or one whose copy
+		// expired) their values stay closed and say so.
+		keys, err := s.store.subjects.Session(r.Context(), subjectOf(user), []byte(token))
+		switch {
+		case errors.Is(err, field.ErrSubjectErased):
+			fail(w, http.StatusUnauthorized, "this account was deleted")
+			return
+		case errors.Is(err, subject.ErrNoSession):
+			keys = nil
+		case err != nil:
+			s.log.Error("reading a session's keys", "user", user, "err", err)
+			fail(w, http.StatusInternalServerError, "could not read the session")
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), requestKeys{}, &requestState{keys: keys, token: token}))
 		next(w, r, user)
+		if keys != nil {
+			keys.Destroy()
+		}
 	}
 }
 
+type requestKeys struct{}
+
+// requestState is what auth learned about a request's session.
+type requestState struct {
+	keys  *subject.Unlocked // nil: a private user's values stay closed
+	token string
+}
+
+func state(r *http.Request) *requestState {
+	if st, ok := r.Context().Value(requestKeys{}).(*requestState); ok {
+		return st
+	}
+	return &requestState{}
+}
+
+// storeFor is the store as the request's session sees it.
+func (s *server) storeFor(r *http.Request) *store { return s.store.with(state(r).keys) }
+
 func (s *server) listConversations(w http.ResponseWriter, r *http.Request, user int64) {
-	cs, err := s.store.conversations(r.Context(), user)
+	cs, err := s.storeFor(r).conversations(r.Context(), user)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "could not load conversations")
 		return
@@ -299,7 +385,11 @@ func (s *server) createConversation(w http.ResponseWriter, r *http.Request, user
 		fail(w, http.StatusBadRequest, fmt.Sprintf("a title of at most %d bytes is required", maxTitleBytes))
 		return
 	}
-	c, err := s.store.createConversation(r.Context(), user, in.Title)
+	c, err := s.storeFor(r).createConversation(r.Context(), user, in.Title)
+	if errors.Is(err, field.ErrSubjectLocked) {
+		failCode(w, http.StatusForbidden, msgLocked, codeLocked)
+		return
+	}
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "could not create the conversation")
 		return
@@ -323,7 +413,7 @@ func (s *server) listMessages(w http.ResponseWriter, r *http.Request, user int64
 	if !ok {
 		return
 	}
-	ms, err := s.store.messages(r.Context(), user, conv, contextMessages)
+	ms, err := s.storeFor(r).messages(r.Context(), user, conv, contextMessages)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "could not load messages")
 		return
@@ -349,24 +439,37 @@ func (s *server) sendMessage(w http.ResponseWriter, r *http.Request, user int64)
 		fail(w, http.StatusBadRequest, fmt.Sprintf("a message of 1 to %d bytes of UTF-8 is required", maxMessageBytes))
 		return
 	}
-	mine, err := s.store.addMessage(r.Context(), user, conv, "user", in.Body)
+	st := s.storeFor(r)
+	mine, err := st.addMessage(r.Context(), user, conv, "user", in.Body)
+	if errors.Is(err, field.ErrSubjectLocked) {
+		failCode(w, http.StatusForbidden, msgLocked, codeLocked)
+		return
+	}
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "could not store the message")
 		return
 	}
 	// The assistant reads the decrypted context through the same API a
-	// real model would get.
-	history, err := s.store.messages(r.Context(), user, conv, contextMessages)
+	// real model would get — and only while the user's session holds
+	// their key: for a private user without it, it gets a typed error,
+	// never plaintext, and says so.
+	history, err := st.messages(r.Context(), user, conv, contextMessages)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "could not load the context")
 		return
+	}
+	for _, m := range history {
+		if m.Error == messageLockedError {
+			failCode(w, http.StatusForbidden, "the assistant cannot read this conversation: "+msgLocked, codeLocked)
+			return
+		}
 	}
 	text, err := s.assistant.Reply(r.Context(), history)
 	if err != nil {
 		fail(w, http.StatusBadGateway, "the assistant failed")
 		return
 	}
-	reply, err := s.store.addMessage(r.Context(), user, conv, "assistant", text)
+	reply, err := st.addMessage(r.Context(), user, conv, "assistant", text)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "could not store the reply")
 		return

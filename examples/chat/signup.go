@@ -166,6 +166,12 @@ func (s *store) sweepSignups(ctx context.Context, now time.Time) error {
 	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM signups WHERE expires < ?`), now.Unix()); err != nil {
 		return err
 	}
+	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM resets WHERE expires < ?`), now.Unix()); err != nil {
+		return err
+	}
+	if _, err := s.subjects.PurgeSessions(ctx); err != nil {
+		return err
+	}
 	_, err := s.db.ExecContext(ctx, s.q(`DELETE FROM outbox WHERE created < ?`), now.Add(-signupTTL).UnixNano())
 	return err
 }

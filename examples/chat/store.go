@@ -8,10 +8,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -21,18 +23,24 @@ import (
 //	users.email           row (id)
 //	users.password        row MAC over (id, password)
 //	sessions              row MAC over (token_hash, user_id, expires)
-//	conversations.title   row and user_id
-//	messages.body         row, conversation_id, user_id and role
+//	conversations.title   row and user_id, under the user's own key
+//	messages.body         row, conversation_id, user_id and role, under the user's own key
+//
+// Titles and bodies are sealed per user (field.PerSubject, subject
+// "users"/user_id): deleting an account forgets the user's key, and a
+// user in private mode holds that key through their password.
 type columns struct {
 	email, title, body                 *field.Column
 	signupEmail, outboxTo, outboxBody  *field.Column
 	emailIdx                           *field.BlindIndex
 	passwordMAC, sessionMAC, signupMAC *field.RowMAC
+	resetMAC                           *field.RowMAC
 }
 
-func newColumns(kr *keyring.Keyring, migrating bool) (*columns, error) {
+func newColumns(kr *keyring.Keyring, migrating bool, subjects field.SubjectKeys) (*columns, error) {
 	c := &columns{}
 	var err error
+	perUser := field.PerSubject(subjects, "user_id")
 	// The service refuses values in earlier ciphertext versions and
 	// bindings for good: it runs only on a migrated database. Migrate
 	// alone reads them, to re-seal them.
@@ -43,10 +51,10 @@ func newColumns(kr *keyring.Keyring, migrating bool) (*columns, error) {
 	if c.email, err = field.NewColumn(kr, "users", "email", plain...); err != nil {
 		return nil, err
 	}
-	if c.title, err = field.NewColumn(kr, "conversations", "title", append([]field.ColumnOption{field.Bind("user_id")}, bound...)...); err != nil {
+	if c.title, err = field.NewColumn(kr, "conversations", "title", append([]field.ColumnOption{field.Bind("user_id"), perUser}, bound...)...); err != nil {
 		return nil, err
 	}
-	if c.body, err = field.NewColumn(kr, "messages", "body", append([]field.ColumnOption{field.Bind("conversation_id", "user_id", "role")}, bound...)...); err != nil {
+	if c.body, err = field.NewColumn(kr, "messages", "body", append([]field.ColumnOption{field.Bind("conversation_id", "user_id", "role"), perUser}, bound...)...); err != nil {
 		return nil, err
 	}
 	// Pending sign-ups and the outbox came after every legacy form.
@@ -72,16 +80,36 @@ func newColumns(kr *keyring.Keyring, migrating bool) (*columns, error) {
 	if c.sessionMAC, err = field.NewRowMAC(kr, "sessions", "token_hash", "user_id", "expires"); err != nil {
 		return nil, err
 	}
+	if c.resetMAC, err = field.NewRowMAC(kr, "resets", "token_hash", "user_id", "expires"); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
 // store holds users, sessions, conversations and messages.
 type store struct {
-	db      *sql.DB
-	dialect field.Dialect
-	cols    *columns
-	codec   Codec
+	db       *sql.DB
+	dialect  field.Dialect
+	cols     *columns
+	codec    Codec
+	subjects *subject.Store
 }
+
+// with returns the store as one request sees it: titles and bodies open
+// and seal with the request's user keys (a private user's, restored from
+// their session), every other value as usual.
+func (s *store) with(keys *subject.Unlocked) *store {
+	if keys == nil {
+		return s
+	}
+	cp, cols := *s, *s.cols
+	cols.title, cols.body = cols.title.WithKeys(keys), cols.body.WithKeys(keys)
+	cp.cols = &cols
+	return &cp
+}
+
+// subjectOf is a user's subject ID in the "users" namespace.
+func subjectOf(user int64) string { return strconv.FormatInt(user, 10) }
 
 // Codec turns the plaintext of an encrypted column into the value the
 // database stores, and a stored value back into plaintext. The service
@@ -126,15 +154,15 @@ var errExists = errors.New("chat: account exists")
 // errTampered is returned when a row MAC does not match.
 var errTampered = errors.New("chat: a row was altered in the database")
 
-func newStore(db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, codec Codec) (*store, error) {
-	cols, err := newColumns(kr, false)
+func newStore(db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, codec Codec, subjects *subject.Store) (*store, error) {
+	cols, err := newColumns(kr, false, subjects)
 	if err != nil {
 		return nil, err
 	}
 	if codec == nil {
 		codec = FieldCodec{}
 	}
-	return &store{db: db, dialect: dialect, cols: cols, codec: codec}, nil
+	return &store{db: db, dialect: dialect, cols: cols, codec: codec, subjects: subjects}, nil
 }
 
 // q rewrites ? placeholders for the database.

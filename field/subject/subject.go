@@ -94,6 +94,7 @@ type Store struct {
 	cache            map[cacheKey]entry
 	current          map[string]currentEntry
 	forgotten        map[string]time.Time // subjects this process forgot: Unlocked keys stop at once
+	private          map[string]privateEntry
 	unwraps, creates atomic.Uint64
 }
 
@@ -141,7 +142,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.SessionsTable == "" {
 		cfg.SessionsTable = DefaultSessionsTable
 	}
-	s := &Store{cfg: cfg, cache: map[cacheKey]entry{}, current: map[string]currentEntry{}, forgotten: map[string]time.Time{}}
+	s := &Store{cfg: cfg, cache: map[cacheKey]entry{}, current: map[string]currentEntry{}, forgotten: map[string]time.Time{}, private: map[string]privateEntry{}}
 	var err error
 	if s.keys, err = field.QuoteIdent(cfg.KeysTable); err != nil {
 		return nil, err
@@ -429,6 +430,7 @@ func (s *Store) Purge(subject string) {
 		}
 	}
 	delete(s.current, subject)
+	delete(s.private, subject)
 }
 
 // forgottenHere reports whether this process forgot the subject, for keys

@@ -313,6 +313,35 @@ func (s *Store) Unlock(ctx context.Context, subject string, secret []byte) (*Unl
 	return u, nil
 }
 
+type privateEntry struct {
+	private bool
+	expires time.Time
+}
+
+// isPrivate is Private through the cache: a request of a subject that is
+// not private costs no query while the answer is fresh (at most the TTL;
+// MakePrivate, Reset and Forget in this process refresh it at once).
+func (s *Store) isPrivate(ctx context.Context, subject string) (bool, error) {
+	now := time.Now()
+	s.mu.Lock()
+	e, ok := s.private[subject]
+	s.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.private, nil
+	}
+	p, err := s.Private(ctx, subject)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	if len(s.private) >= s.cfg.MaxEntries {
+		clear(s.private)
+	}
+	s.private[subject] = privateEntry{p, now.Add(s.cfg.TTL)}
+	s.mu.Unlock()
+	return p, nil
+}
+
 // Private reports whether a subject's keys are user-held.
 func (s *Store) Private(ctx context.Context, subject string) (bool, error) {
 	p := s.cfg.Dialect.Placeholder
@@ -558,18 +587,24 @@ func (s *Store) StartSession(ctx context.Context, u *Unlocked, token []byte, exp
 // its session's token. It returns an error matching [ErrNoSession] (and
 // [field.ErrSubjectLocked]) when no live session of that subject matches
 // the token, and an Unlocked that defers to the store for a subject that
-// is not private.
+// is not private — known from a cache, so that such a request costs no
+// query (a subject made private by another process is known as such
+// within the TTL; until then this process may still open its values with
+// a key it unwrapped before, as it could before, and no longer after).
 func (s *Store) Session(ctx context.Context, subject string, token []byte) (*Unlocked, error) {
 	if err := checkSubject(subject); err != nil {
 		return nil, err
 	}
-	if err := s.checkNotForgotten(ctx, subject); err != nil {
+	if err := s.forgottenHere(subject); err != nil {
 		return nil, err
 	}
 	u := &Unlocked{store: s, subject: subject, keys: map[uint32]*keyring.SubjectKey{}}
-	private, err := s.Private(ctx, subject)
+	private, err := s.isPrivate(ctx, subject)
 	if err != nil || !private {
 		return u, err
+	}
+	if err := s.checkNotForgotten(ctx, subject); err != nil {
+		return nil, err
 	}
 	if len(token) == 0 {
 		return nil, ErrNoSession
