@@ -76,12 +76,12 @@ func (s *server) unlockSession(ctx context.Context, user int64, secret []byte, t
 func (s *store) sealRemaining(ctx context.Context, user int64) (int, error) {
 	n := 0
 	type row struct {
-		id         int64
-		conv       int64
-		role       string
-		raw        []byte
-		isTitle    bool
-		col        *field.Column
+		id        int64
+		conv      int64
+		role      string
+		raw       []byte
+		isTitle   bool
+		col       *field.Column
 		tbl, name string
 	}
 	var todo []row
