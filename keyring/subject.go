@@ -100,6 +100,13 @@ func (sk *SubjectKey) AppendOpen(dst, ciphertext, context []byte) ([]byte, error
 // SubjectKey after destroying it. A destroyed key must not be used.
 func (sk *SubjectKey) Destroy() { clear(sk.k.material) }
 
+// IsSubjectSealed reports, from its first two bytes, whether a binary
+// ciphertext names a subject key (class 2 of v3): a cheap test before
+// [SubjectKeyVersion], which also validates the header.
+func IsSubjectSealed(ciphertext []byte) bool {
+	return len(ciphertext) >= 2 && ciphertext[0] == version3 && ciphertext[1] == byte(classSubject)
+}
+
 // SubjectKeyVersion reports whether a binary ciphertext was sealed under a
 // subject key (class 2), and which version. It parses the header only.
 func SubjectKeyVersion(ciphertext []byte) (version uint32, ok bool) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,8 @@ func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, er
 	if opts.Batch <= 0 {
 		opts.Batch = 500
 	}
+	opts.Batch = min(opts.Batch, 10_000) // PostgreSQL's 65,535 parameters, 4 per row
+
 	start := time.Now()
 	primary := s.cfg.Keyring.Primary().ID
 	var st RewrapStats
@@ -193,23 +196,49 @@ func (s *Store) rewrapBatch(ctx context.Context, rows []keyRow) (done, conflicts
 	}
 	defer tx.Rollback()
 	p := s.cfg.Dialect.Placeholder
-	stmt, err := tx.PrepareContext(ctx, fmt.Sprintf(`UPDATE %s SET wrapped = %s WHERE namespace = %s AND subject = %s AND version = %s AND wrapped = %s AND held = 0`,
-		s.keys, p(1), p(2), p(3), p(4), p(5)))
-	if err != nil {
-		return 0, 0, fmt.Errorf("subject: re-wrapping: %w", err)
-	}
-	defer stmt.Close()
-	for _, u := range ups {
-		res, err := stmt.ExecContext(ctx, u.wrapped, s.cfg.Namespace, u.row.subject, u.row.version, u.row.wrapped)
-		if err != nil {
-			return 0, 0, fmt.Errorf("subject: re-wrapping %s/%s: %w", s.cfg.Namespace, u.row.subject, err)
+	if s.cfg.Dialect == field.Postgres {
+		// One statement per batch: each row still only if it holds what
+		// was read (compare-and-swap on the old wrapped key).
+		var b strings.Builder
+		args := []any{s.cfg.Namespace}
+		fmt.Fprintf(&b, `UPDATE %s AS k SET wrapped = v.new FROM (VALUES `, s.keys)
+		for i, u := range ups {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			n := len(args)
+			fmt.Fprintf(&b, "(%s::text, %s::bigint, %s::bytea, %s::bytea)", p(n+1), p(n+2), p(n+3), p(n+4))
+			args = append(args, u.row.subject, u.row.version, u.row.wrapped, u.wrapped)
 		}
-		if n, err := res.RowsAffected(); err != nil {
+		fmt.Fprintf(&b, `) AS v(subject, version, old, new) WHERE k.namespace = %s AND k.subject = v.subject AND k.version = v.version AND k.wrapped = v.old AND k.held = 0`, p(1))
+		res, err := tx.ExecContext(ctx, b.String(), args...)
+		if err != nil {
+			return 0, 0, fmt.Errorf("subject: re-wrapping: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
 			return 0, 0, err
-		} else if n == 1 {
-			done++
-		} else {
-			conflicts++
+		}
+		done, conflicts = n, int64(len(ups))-n
+	} else {
+		stmt, err := tx.PrepareContext(ctx, fmt.Sprintf(`UPDATE %s SET wrapped = %s WHERE namespace = %s AND subject = %s AND version = %s AND wrapped = %s AND held = 0`,
+			s.keys, p(1), p(2), p(3), p(4), p(5)))
+		if err != nil {
+			return 0, 0, fmt.Errorf("subject: re-wrapping: %w", err)
+		}
+		defer stmt.Close()
+		for _, u := range ups {
+			res, err := stmt.ExecContext(ctx, u.wrapped, s.cfg.Namespace, u.row.subject, u.row.version, u.row.wrapped)
+			if err != nil {
+				return 0, 0, fmt.Errorf("subject: re-wrapping %s/%s: %w", s.cfg.Namespace, u.row.subject, err)
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return 0, 0, err
+			} else if n == 1 {
+				done++
+			} else {
+				conflicts++
+			}
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -276,4 +305,80 @@ func Namespaces(ctx context.Context, db *sql.DB, table string) ([]string, error)
 		out = append(out, ns)
 	}
 	return out, rows.Err()
+}
+
+// Provision gives each subject without a key its first key, a batch per
+// statement, insert-if-absent as a first seal does (a subject that has a
+// key, or gets one meanwhile, keeps it; a forgotten subject is skipped).
+// It is for adopting keys per user over existing subjects, so that a
+// migration job does not create them one query at a time. It returns how
+// many keys it created.
+func (s *Store) Provision(ctx context.Context, subjects []string) (int64, error) {
+	const batch = 1000
+	p := s.cfg.Dialect.Placeholder
+	var created int64
+	now := time.Now().Unix()
+	for from := 0; from < len(subjects); from += batch {
+		chunk := subjects[from:min(from+batch, len(subjects))]
+		var b strings.Builder
+		fmt.Fprintf(&b, `INSERT INTO %s (namespace, subject, version, first, wrapped, created_at) SELECT v.namespace, v.subject, v.version, 1, v.wrapped, v.created_at FROM (VALUES `, s.keys)
+		args := make([]any, 0, 5*len(chunk))
+		for i, subj := range chunk {
+			if err := checkSubject(subj); err != nil {
+				return created, err
+			}
+			version := randomVersion()
+			sk, err := keyring.NewSubjectKey(s.cfg.Algorithm, version)
+			if err != nil {
+				return created, err
+			}
+			w, err := s.cfg.Keyring.WrapSubjectKey(sk, s.wrapContext(subj, version))
+			sk.Destroy()
+			if err != nil {
+				return created, err
+			}
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			m := len(args)
+			if s.cfg.Dialect == field.Postgres {
+				fmt.Fprintf(&b, "(%s::text, %s::text, %s::bigint, %s::bytea, %s::bigint)", p(m+1), p(m+2), p(m+3), p(m+4), p(m+5))
+			} else {
+				fmt.Fprintf(&b, "(%s, %s, %s, %s, %s)", p(m+1), p(m+2), p(m+3), p(m+4), p(m+5))
+			}
+			args = append(args, s.cfg.Namespace, subj, int64(version), w, now)
+		}
+		// SQLite names VALUES columns column1…; PostgreSQL takes aliases.
+		if s.cfg.Dialect == field.Postgres {
+			b.WriteString(`) AS v(namespace, subject, version, wrapped, created_at)`)
+		} else {
+			b.Reset()
+			fmt.Fprintf(&b, `INSERT INTO %s (namespace, subject, version, first, wrapped, created_at) SELECT column1, column2, column3, 1, column4, column5 FROM (VALUES `, s.keys)
+			for i := range chunk {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString("(?, ?, ?, ?, ?)")
+			}
+			b.WriteString(`) AS v`)
+		}
+		fmt.Fprintf(&b, ` WHERE NOT EXISTS (SELECT 1 FROM %s t WHERE t.namespace = v.%s AND t.subject = v.%s) ON CONFLICT DO NOTHING`,
+			s.tombstones, colName(s.cfg.Dialect, "namespace", 1), colName(s.cfg.Dialect, "subject", 2))
+		res, err := s.cfg.DB.ExecContext(ctx, b.String(), args...)
+		if err != nil {
+			return created, fmt.Errorf("subject: provisioning keys: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		created += n
+	}
+	return created, nil
+}
+
+// colName names a column of a VALUES list: its alias on PostgreSQL,
+// columnN on SQLite.
+func colName(d field.Dialect, alias string, n int) string {
+	if d == field.Postgres {
+		return alias
+	}
+	return fmt.Sprintf("column%d", n)
 }

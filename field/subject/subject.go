@@ -31,6 +31,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,26 +92,19 @@ type Store struct {
 	keys, tombstones string // quoted table names
 	sessions         string
 	mu               sync.Mutex
-	cache            map[cacheKey]entry
-	current          map[string]currentEntry
+	cache            map[string]*cached   // by subject
 	forgotten        map[string]time.Time // subjects this process forgot: Unlocked keys stop at once
 	private          map[string]privateEntry
 	unwraps, creates atomic.Uint64
+	clock            *clock
 }
 
-type cacheKey struct {
-	subject string
-	version uint32
-}
-
-type entry struct {
-	key     *keyring.SubjectKey
-	expires time.Time
-}
-
-type currentEntry struct {
-	version uint32
-	expires time.Time
+// cached are a subject's unwrapped keys. The entry lives at most the TTL
+// from when it was made, whatever versions join it meanwhile.
+type cached struct {
+	keys    map[uint32]*keyring.SubjectKey
+	current *keyring.SubjectKey // the newest, for sealing (nil: not read yet)
+	expires int64               // on s.clock
 }
 
 // Open returns the store of a namespace, creating its tables if missing.
@@ -142,7 +136,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.SessionsTable == "" {
 		cfg.SessionsTable = DefaultSessionsTable
 	}
-	s := &Store{cfg: cfg, cache: map[cacheKey]entry{}, current: map[string]currentEntry{}, forgotten: map[string]time.Time{}, private: map[string]privateEntry{}}
+	s := &Store{cfg: cfg, cache: map[string]*cached{}, forgotten: map[string]time.Time{}, private: map[string]privateEntry{}}
+	s.clock = newClock(cfg.TTL)
+	if s.clock.done != nil {
+		runtime.AddCleanup(s, func(done chan struct{}) { close(done) }, s.clock.done)
+	}
 	var err error
 	if s.keys, err = field.QuoteIdent(cfg.KeysTable); err != nil {
 		return nil, err
@@ -227,13 +225,12 @@ func (s *Store) SealingKey(subject string) (*keyring.SubjectKey, error) {
 	if err := checkSubject(subject); err != nil {
 		return nil, err
 	}
-	now := time.Now()
+	now := s.clock.now()
 	s.mu.Lock()
-	if c, ok := s.current[subject]; ok && now.Before(c.expires) {
-		if e, ok := s.cache[cacheKey{subject, c.version}]; ok && now.Before(e.expires) {
-			s.mu.Unlock()
-			return e.key, nil
-		}
+	if c, ok := s.cache[subject]; ok && now < c.expires && c.current != nil {
+		k := c.current
+		s.mu.Unlock()
+		return k, nil
 	}
 	s.mu.Unlock()
 	ctx, cancel := s.ctx()
@@ -342,13 +339,15 @@ func (s *Store) OpeningKey(subject string, version uint32) (*keyring.SubjectKey,
 	if err := checkSubject(subject); err != nil {
 		return nil, err
 	}
-	now := time.Now()
+	now := s.clock.now()
 	s.mu.Lock()
-	e, ok := s.cache[cacheKey{subject, version}]
-	s.mu.Unlock()
-	if ok && now.Before(e.expires) {
-		return e.key, nil
+	if c, ok := s.cache[subject]; ok && now < c.expires {
+		if k, ok := c.keys[version]; ok {
+			s.mu.Unlock()
+			return k, nil
+		}
 	}
+	s.mu.Unlock()
 	ctx, cancel := s.ctx()
 	defer cancel()
 	p := s.cfg.Dialect.Placeholder
@@ -382,31 +381,30 @@ func (s *Store) unwrapAndCache(subject string, version uint32, wrapped []byte, c
 		return nil, fmt.Errorf("subject: %s/%s: the wrapped key names version %d, its row %d: %w", s.cfg.Namespace, subject, sk.Version(), version, keyring.ErrMalformed)
 	}
 	s.unwraps.Add(1)
-	exp := time.Now().Add(s.cfg.TTL)
+	now := s.clock.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.cache) >= s.cfg.MaxEntries {
-		s.evictLocked()
+	c, ok := s.cache[subject]
+	if !ok || now >= c.expires {
+		if len(s.cache) >= s.cfg.MaxEntries {
+			s.evictLocked(now)
+		}
+		c = &cached{keys: map[uint32]*keyring.SubjectKey{}, expires: now + int64(s.cfg.TTL)}
+		s.cache[subject] = c
 	}
-	s.cache[cacheKey{subject, version}] = entry{key: sk, expires: exp}
-	if current {
-		s.current[subject] = currentEntry{version: version, expires: exp}
+	c.keys[version] = sk
+	if current && (c.current == nil || version >= c.current.Version()) {
+		c.current = sk
 	}
 	return sk, nil
 }
 
 // evictLocked drops expired entries, then (still full) an arbitrary
 // quarter of the cache: a bound, not a policy.
-func (s *Store) evictLocked() {
-	now := time.Now()
-	for k, e := range s.cache {
-		if !now.Before(e.expires) {
+func (s *Store) evictLocked(now int64) {
+	for k, c := range s.cache {
+		if now >= c.expires {
 			delete(s.cache, k)
-		}
-	}
-	for k, c := range s.current {
-		if !now.Before(c.expires) {
-			delete(s.current, k)
 		}
 	}
 	drop := len(s.cache) - s.cfg.MaxEntries*3/4
@@ -415,7 +413,6 @@ func (s *Store) evictLocked() {
 			break
 		}
 		delete(s.cache, k)
-		delete(s.current, k.subject)
 		drop--
 	}
 }
@@ -424,12 +421,7 @@ func (s *Store) evictLocked() {
 func (s *Store) Purge(subject string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k := range s.cache {
-		if k.subject == subject {
-			delete(s.cache, k)
-		}
-	}
-	delete(s.current, subject)
+	delete(s.cache, subject)
 	delete(s.private, subject)
 }
 

@@ -404,3 +404,42 @@ func TestBackupAfterRetire(t *testing.T) {
 		}
 	})
 }
+
+// TestProvision: keys created in bulk for subjects without one; a subject
+// with a key keeps it, a forgotten one gets none; the keys serve seals.
+func TestProvision(t *testing.T) {
+	forEachDB(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		s := e.store(t, time.Minute)
+		c := e.column(t, s)
+		e.insert(t, c, 1, "has-key", "kept")
+		if err := s.Forget(ctx, "forgotten"); err != nil {
+			t.Fatal(err)
+		}
+		subjects := []string{"has-key", "forgotten"}
+		for i := range 2500 {
+			subjects = append(subjects, fmt.Sprintf("new-%d", i))
+		}
+		n, err := s.Provision(ctx, subjects)
+		if err != nil || n != 2500 {
+			t.Fatalf("provisioned %d, %v", n, err)
+		}
+		if n, err := s.Provision(ctx, subjects); err != nil || n != 0 {
+			t.Fatalf("second provision: %d, %v", n, err)
+		}
+		if got, err := e.read(t, c, 1); err != nil || got != "kept" {
+			t.Fatalf("a provisioned subject's old key: %q %v", got, err)
+		}
+		e.insert(t, c, 2, "new-7", "fresh")
+		if got, err := e.read(t, c, 2); err != nil || got != "fresh" {
+			t.Fatalf("a provisioned key: %q %v", got, err)
+		}
+		if _, err := c.SealString(field.RowInt(3).With("forgotten"), "x"); !errors.Is(err, field.ErrSubjectErased) {
+			t.Fatalf("a forgotten subject after provisioning: %v", err)
+		}
+		census, err := s.Census(ctx)
+		if err != nil || census.ByKey[e.kr.Primary().ID] != 2501 {
+			t.Fatalf("census %+v %v", census, err)
+		}
+	})
+}

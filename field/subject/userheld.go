@@ -230,7 +230,13 @@ func (s *Store) rowsOf(ctx context.Context, tx *sql.Tx, subject string) ([]keyRo
 	return s.readRows(ctx, tx, subject, true)
 }
 
-func (s *Store) readRows(ctx context.Context, tx *sql.Tx, subject string, forUpdate bool) ([]keyRowFull, error) {
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func (s *Store) readRows(ctx context.Context, tx querier, subject string, forUpdate bool) ([]keyRowFull, error) {
 	p := s.cfg.Dialect.Placeholder
 	lock := ""
 	if forUpdate && s.cfg.Dialect == field.Postgres {
@@ -289,12 +295,7 @@ func (s *Store) Unlock(ctx context.Context, subject string, secret []byte) (*Unl
 	if err != nil {
 		return nil, err
 	}
-	tx, err := s.cfg.DB.BeginTx(ctx, &sql.TxOptions{ReadOnly: s.cfg.Dialect == field.Postgres})
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	rows, err := s.readRows(ctx, tx, subject, false)
+	rows, err := s.readRows(ctx, s.cfg.DB, subject, false)
 	if err != nil {
 		return nil, err
 	}
@@ -565,22 +566,31 @@ func (s *Store) StartSession(ctx context.Context, u *Unlocked, token []byte, exp
 	}
 	defer sk.Destroy()
 	id := sessionID(token)
-	tx, err := s.cfg.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("subject: starting a session: %w", err)
+	// One key (the common case) is one statement; more go in one
+	// transaction.
+	var q querier = s.cfg.DB
+	var tx *sql.Tx
+	if len(u.keys) > 1 {
+		if tx, err = s.cfg.DB.BeginTx(ctx, nil); err != nil {
+			return fmt.Errorf("subject: starting a session: %w", err)
+		}
+		defer tx.Rollback()
+		q = tx
 	}
-	defer tx.Rollback()
 	p := s.cfg.Dialect.Placeholder
 	for _, v := range slices.Sorted(maps.Keys(u.keys)) {
 		k := u.keys[v]
 		w := keyring.WrapSubjectKeyWith(sk, k, append([]byte(id), s.wrapContext(u.subject, v)...))
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, session, subject, version, wrapped, expires_at) VALUES (%s, %s, %s, %s, %s, %s)
+		if _, err := q.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, session, subject, version, wrapped, expires_at) VALUES (%s, %s, %s, %s, %s, %s)
 			ON CONFLICT (namespace, session, version) DO UPDATE SET wrapped = excluded.wrapped, expires_at = excluded.expires_at, subject = excluded.subject`,
 			s.sessions, p(1), p(2), p(3), p(4), p(5), p(6)), s.cfg.Namespace, id, u.subject, int64(v), w, expires.Unix()); err != nil {
 			return fmt.Errorf("subject: starting a session: %w", err)
 		}
 	}
-	return tx.Commit()
+	if tx != nil {
+		return tx.Commit()
+	}
+	return nil
 }
 
 // Session restores a private subject's keys for a request that carries

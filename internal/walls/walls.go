@@ -109,6 +109,7 @@ var Library = []string{
 	Module + "/field",
 	Module + "/field/reseal",
 	Module + "/field/fleet",
+	Module + "/field/subject",
 	Module + "/password",
 	Module + "/password/internal/argon2",
 	Module + "/kms",

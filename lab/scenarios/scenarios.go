@@ -11,6 +11,7 @@ import (
 	kmslab "github.com/wardlab/ward/lab/scenarios/kms"
 	migratelab "github.com/wardlab/ward/lab/scenarios/migrate"
 	passwordlab "github.com/wardlab/ward/lab/scenarios/password"
+	subjectlab "github.com/wardlab/ward/lab/scenarios/subject"
 	tlslab "github.com/wardlab/ward/lab/scenarios/tls"
 )
 
@@ -25,5 +26,6 @@ func All() []lab.Scenario {
 		tlslab.Scenario{},
 		chatlab.Scenario{},
 		migratelab.Scenario{},
+		subjectlab.Scenario{},
 	}
 }
