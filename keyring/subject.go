@@ -79,6 +79,16 @@ func (sk *SubjectKey) AppendSeal(dst, plaintext, context []byte) []byte {
 // another version, is refused without decrypting; on error dst is
 // returned unchanged.
 func (sk *SubjectKey) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
+	k := sk.k
+	// Fast path: a whole v3 class-2 header naming this key's version and
+	// algorithm, the common case.
+	if len(ciphertext) >= headerSize+k.Algorithm.NonceSize()+TagSize && ciphertext[0] == version3 &&
+		ciphertext[1] == byte(classSubject) && ciphertext[2] == byte(k.Algorithm) &&
+		KeyID(binary.BigEndian.Uint32(ciphertext[3:7])) == k.ID {
+		h := header{Version: version3, Class: classSubject, Algorithm: k.Algorithm, KeyID: k.ID,
+			ContextCheck: binary.BigEndian.Uint32(ciphertext[7:11])}
+		return k.appendOpen(h, dst, ciphertext, context)
+	}
 	h, err := parseHeader(ciphertext)
 	if err != nil {
 		return dst, err
@@ -89,10 +99,7 @@ func (sk *SubjectKey) AppendOpen(dst, ciphertext, context []byte) ([]byte, error
 	if uint32(h.KeyID) != sk.Version() {
 		return dst, &KeyError{ID: h.KeyID, Err: ErrUnknownKey, Hint: fmt.Sprintf("the value names subject key version %d, this is version %d", uint32(h.KeyID), sk.Version())}
 	}
-	if h.Algorithm != sk.k.Algorithm {
-		return dst, fmt.Errorf("%w: algorithm %v does not match the subject key (%v)", ErrMalformed, h.Algorithm, sk.k.Algorithm)
-	}
-	return sk.k.appendOpen(h, dst, ciphertext, context)
+	return dst, fmt.Errorf("%w: algorithm %v does not match the subject key (%v)", ErrMalformed, h.Algorithm, k.Algorithm)
 }
 
 // Destroy zeroes the key's material. The AEAD built from it keeps its own
@@ -107,14 +114,14 @@ func IsSubjectSealed(ciphertext []byte) bool {
 	return len(ciphertext) >= 2 && ciphertext[0] == version3 && ciphertext[1] == byte(classSubject)
 }
 
-// SubjectKeyVersion reports whether a binary ciphertext was sealed under a
-// subject key (class 2), and which version. It parses the header only.
+// SubjectKeyVersion reports whether a binary ciphertext names a subject
+// key (class 2), and which version. It reads the header's first bytes
+// only; opening validates the rest.
 func SubjectKeyVersion(ciphertext []byte) (version uint32, ok bool) {
-	h, err := parseHeader(ciphertext)
-	if err != nil || h.Class != classSubject {
+	if !IsSubjectSealed(ciphertext) || len(ciphertext) < headerSize {
 		return 0, false
 	}
-	return uint32(h.KeyID), true
+	return binary.BigEndian.Uint32(ciphertext[3:7]), true
 }
 
 // Wrapped subject keys: the payload sealed under a keyring key (or, for

@@ -133,10 +133,12 @@ func (s *Store) scan(ctx context.Context, page int, fn func([]keyRow) error) err
 	var afterSubject string
 	var afterVersion int64 = -1
 	for {
+		// A row-value comparison, so that each page is a range scan of the
+		// primary key (namespace, subject, version), not a sort of the rest.
 		rows, err := s.cfg.DB.QueryContext(ctx, fmt.Sprintf(`SELECT subject, version, wrapped, held FROM %s
-			WHERE namespace = %s AND (subject > %s OR (subject = %s AND version > %s))
-			ORDER BY subject, version LIMIT %d`, s.keys, p(1), p(2), p(3), p(4), page),
-			s.cfg.Namespace, afterSubject, afterSubject, afterVersion)
+			WHERE namespace = %s AND (subject, version) > (%s, %s)
+			ORDER BY subject, version LIMIT %d`, s.keys, p(1), p(2), p(3), page),
+			s.cfg.Namespace, afterSubject, afterVersion)
 		if err != nil {
 			return fmt.Errorf("subject: reading keys: %w", err)
 		}

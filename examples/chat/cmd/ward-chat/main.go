@@ -56,6 +56,7 @@ type options struct {
 	db, keyring, kms, masterKeyFile, listen string
 	trusted, origins                        []string
 	allowUnpeppered                         bool
+	recovery                                bool
 }
 
 // run executes one command line and returns the exit code.
@@ -93,6 +94,7 @@ func newRoot(o *options, out io.Writer) *cobra.Command {
 	f.StringVar(&o.kms, "kms", "", "KMS key URL that seals the keyring (awskms://alias/NAME?region=R); default: the master key")
 	f.StringVar(&o.masterKeyFile, "master-key-file", "", "file holding the base64 master key (default $"+local.EnvVar+")")
 	f.BoolVar(&o.allowUnpeppered, "allow-unpeppered-hashes", false, "accept password hashes from before the pepper (upgraded at log-in)")
+	f.BoolVar(&o.recovery, "recovery", false, "offer users who turn private mode on a recovery code (shown once), so that a password reset keeps their messages")
 	f.StringArrayVar(&o.trusted, "trusted-proxy", nil, "CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable)")
 	f.StringArrayVar(&o.origins, "origin", nil, "public https origin browsers use, e.g. https://chat.example.com (repeatable); none: a local development service on localhost")
 	root.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on")
@@ -146,7 +148,7 @@ func (o *options) config(ctx context.Context) (chat.Config, error) {
 	if err != nil {
 		return chat.Config{}, err
 	}
-	cfg := chat.Config{DB: o.db, KeyringPath: o.keyring, KeyService: ks, AllowUnpepperedHashes: o.allowUnpeppered, Origins: o.origins}
+	cfg := chat.Config{DB: o.db, KeyringPath: o.keyring, KeyService: ks, AllowUnpepperedHashes: o.allowUnpeppered, Origins: o.origins, Recovery: o.recovery}
 	for _, c := range o.trusted {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {
