@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/keyring"
 )
 
 // Inspect prints what someone with database access sees: stored messages
@@ -39,6 +40,9 @@ func Inspect(ctx context.Context, dbURL string, out io.Writer) error {
 		key := "not a ward ciphertext"
 		if id, kerr := ct.KeyID(); err == nil && kerr == nil {
 			key = fmt.Sprintf("v%d, key %v", ct.Version(), id)
+			if v, ok := keyring.SubjectKeyVersion(raw); ok {
+				key = fmt.Sprintf("v%d, the user's own key, version %d", ct.Version(), v)
+			}
 		}
 		preview := fmt.Sprintf("%x", raw)
 		if len(preview) > 48 {

@@ -441,5 +441,8 @@ func TestProvision(t *testing.T) {
 		if err != nil || census.ByKey[e.kr.Primary().ID] != 2501 {
 			t.Fatalf("census %+v %v", census, err)
 		}
+		if ns, err := Namespaces(ctx, e.db, e.keys); err != nil || len(ns) != 1 || ns[0] != "users" {
+			t.Fatalf("namespaces %v %v", ns, err)
+		}
 	})
 }
