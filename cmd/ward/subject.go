@@ -88,6 +88,19 @@ keyring's primary key before retiring an older one.`,
 		}
 		return kr, ls, nil
 	}
+	// withStores runs fn over the store of every namespace of the database.
+	withStores := func(cmd *cobra.Command, fn func(kr *keyring.Keyring, stores []*subject.Store) error) error {
+		kr, ls, err := open(cmd)
+		if err != nil {
+			return err
+		}
+		defer ls.close()
+		stores, err := subjectStores(cmd.Context(), kr, ls.dbs[0], ls.l[0])
+		if err != nil {
+			return err
+		}
+		return fn(kr, stores)
+	}
 	var ns string
 	forget := &cobra.Command{
 		Use:   "forget --db URL --namespace NS SUBJECT...",
@@ -128,38 +141,31 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 		Short: "Check tombstones against the ledger, and count keys by what wraps them",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			kr, ls, err := open(cmd)
-			if err != nil {
-				return err
-			}
-			defer ls.close()
-			stores, err := subjectStores(cmd.Context(), kr, ls.dbs[0], ls.l[0])
-			if err != nil {
-				return err
-			}
-			if len(stores) == 0 {
-				fmt.Fprintln(a.stdout, "no subject keys in this database")
-			}
-			var bad error
-			for _, s := range stores {
-				valid, counted, err := s.Audit(cmd.Context())
-				if err != nil && !errors.Is(err, subject.ErrTombstoneTampered) {
-					return err
+			return withStores(cmd, func(_ *keyring.Keyring, stores []*subject.Store) error {
+				if len(stores) == 0 {
+					fmt.Fprintln(a.stdout, "no subject keys in this database")
 				}
-				c, cerr := s.Census(cmd.Context())
-				if cerr != nil {
-					return cerr
+				var bad error
+				for _, s := range stores {
+					valid, counted, err := s.Audit(cmd.Context())
+					if err != nil && !errors.Is(err, subject.ErrTombstoneTampered) {
+						return err
+					}
+					c, cerr := s.Census(cmd.Context())
+					if cerr != nil {
+						return cerr
+					}
+					fmt.Fprintf(a.stdout, "%s: %d tombstones (ledger counts %d), keys: %s, %d user-held, %d lost\n", s.Namespace(), valid, counted, byKey(c.ByKey), c.UserHeld, c.Lost)
+					if err != nil {
+						fmt.Fprintf(a.stdout, "  %v\n", err)
+						bad = err
+					}
 				}
-				fmt.Fprintf(a.stdout, "%s: %d tombstones (ledger counts %d), keys: %s, %d user-held, %d lost\n", s.Namespace(), valid, counted, byKey(c.ByKey), c.UserHeld, c.Lost)
-				if err != nil {
-					fmt.Fprintf(a.stdout, "  %v\n", err)
-					bad = err
+				if bad != nil {
+					return cli.Failed(bad, "someone with write access to the database deleted or planted tombstones: a deleted one makes a forgotten subject look like a missing key; restore from a backup and find out who")
 				}
-			}
-			if bad != nil {
-				return cli.Failed(bad, "someone with write access to the database deleted or planted tombstones: a deleted one makes a forgotten subject look like a missing key; restore from a backup and find out who")
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	var workers, batch int
@@ -168,24 +174,17 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 		Short: "Re-wrap every subject key under the keyring's primary key (resumable)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			kr, ls, err := open(cmd)
-			if err != nil {
-				return err
-			}
-			defer ls.close()
-			stores, err := subjectStores(cmd.Context(), kr, ls.dbs[0], ls.l[0])
-			if err != nil {
-				return err
-			}
-			for _, s := range stores {
-				st, err := s.Rewrap(cmd.Context(), subject.RewrapOptions{Workers: workers, Batch: batch})
-				fmt.Fprintf(a.stdout, "%s: %d re-wrapped under %v, %d already current, %d user-held (skipped: their users re-wrap at log-in), %d changed meanwhile (run again)\n",
-					s.Namespace(), st.Rewrapped, kr.Primary().ID, st.Current, st.UserHeld, st.Conflicts)
-				if err != nil {
-					return interrupted(fmt.Errorf("re-wrapping %s: %w", s.Namespace(), err))
+			return withStores(cmd, func(kr *keyring.Keyring, stores []*subject.Store) error {
+				for _, s := range stores {
+					st, err := s.Rewrap(cmd.Context(), subject.RewrapOptions{Workers: workers, Batch: batch})
+					fmt.Fprintf(a.stdout, "%s: %d re-wrapped under %v, %d already current, %d user-held (skipped: their users re-wrap at log-in), %d changed meanwhile (run again)\n",
+						s.Namespace(), st.Rewrapped, kr.Primary().ID, st.Current, st.UserHeld, st.Conflicts)
+					if err != nil {
+						return interrupted(fmt.Errorf("re-wrapping %s: %w", s.Namespace(), err))
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	rewrap.Flags().IntVar(&workers, "workers", 2, "key rows re-wrapped in parallel")

@@ -92,6 +92,12 @@ func (ta *testApp) client(t *testing.T) *client {
 // verificationLink returns the token of the newest sign-up link the
 // outbox holds for email ("" if none).
 func verificationLink(t testing.TB, app *Service, email string) string {
+	return outboxLink(t, app, email, "#verify=")
+}
+
+// outboxLink returns the token after marker in the newest outbox message
+// to email that has one ("" if none).
+func outboxLink(t testing.TB, app *Service, email, marker string) string {
 	t.Helper()
 	ms, err := app.Outbox(context.Background(), 100_000)
 	if err != nil {
@@ -99,7 +105,7 @@ func verificationLink(t testing.TB, app *Service, email string) string {
 	}
 	token := ""
 	for _, m := range ms {
-		if _, tok, ok := strings.Cut(m.Body, "#verify="); ok && m.To == email {
+		if _, tok, ok := strings.Cut(m.Body, marker); ok && m.To == email {
 			token = tok
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/wardlab/ward/field"
@@ -15,18 +14,7 @@ import (
 
 // resetLink returns the token of the newest reset link for email.
 func resetLink(t testing.TB, app *Service, email string) string {
-	t.Helper()
-	ms, err := app.Outbox(context.Background(), 100_000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := ""
-	for _, m := range ms {
-		if _, tok, ok := strings.Cut(m.Body, "#reset="); ok && m.To == email {
-			token = tok
-		}
-	}
-	return token
+	return outboxLink(t, app, email, "#reset=")
 }
 
 func (c *client) messages(conv int64) []Message {

@@ -352,13 +352,7 @@ func login(ctx context.Context, env *lab.Env, e *world) error {
 // forget times forgetting users who each hold n values, for each n: the
 // values are not touched, so the time does not grow with them.
 func (s Scenario) forget(ctx context.Context, env *lab.Env, e *world) error {
-	sizes := s.ForgetSizes
-	if sizes == nil {
-		sizes = FullForgetSizes
-		if env.Quick {
-			sizes = QuickForgetSizes
-		}
-	}
+	sizes := profileSize(env, s.ForgetSizes, s.ForgetSizes != nil, FullForgetSizes, QuickForgetSizes)
 	st, err := e.store(ctx, "lab-forget", time.Hour)
 	if err != nil {
 		return err
@@ -427,13 +421,7 @@ func fill(ctx context.Context, e *world, table string, first int64, n int, user 
 // rewrap fills the key table with keys wrapped under the primary, then
 // for each worker count rotates the keyring and re-wraps them all.
 func (s Scenario) rewrap(ctx context.Context, env *lab.Env, e *world) error {
-	n := s.Keys
-	if n == 0 {
-		n = FullKeys
-		if env.Quick {
-			n = QuickKeys
-		}
-	}
+	n := profileSize(env, s.Keys, s.Keys != 0, FullKeys, QuickKeys)
 	st, err := e.store(ctx, "lab-rewrap", time.Hour)
 	if err != nil {
 		return err
@@ -483,6 +471,17 @@ func seedKeys(ctx context.Context, st *subject.Store, n int) error {
 		}
 	}
 	return nil
+}
+
+// profileSize is override when set, else the profile's size.
+func profileSize[T any](env *lab.Env, override T, set bool, full, quick T) T {
+	switch {
+	case set:
+		return override
+	case env.Quick:
+		return quick
+	}
+	return full
 }
 
 func median(xs []float64) float64 { _, m, _, _ := lab.Summary(xs); return m }
