@@ -304,6 +304,10 @@ func (c *Column) WithKeys(keys SubjectKeys) *Column {
 	return &cp
 }
 
+// SubjectKeys returns where the column finds subject keys (nil without
+// [PerSubject]).
+func (c *Column) SubjectKeys() SubjectKeys { return c.subjects }
+
 // PerSubject reports whether the column seals under subject keys.
 func (c *Column) PerSubject() bool { return c.subjects != nil }
 

@@ -189,7 +189,55 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 	}
 	rewrap.Flags().IntVar(&workers, "workers", 2, "key rows re-wrapped in parallel")
 	rewrap.Flags().IntVar(&batch, "batch", 500, "key rows per transaction")
-	cmd.AddCommand(forget, audit, rewrap)
+	rotate := &cobra.Command{
+		Use:   "rotate --db URL",
+		Short: "Give every subject a new key version, and move their values to it (resumable)",
+		Long: `Give every subject whose key the keyring wraps a new key version, then
+re-seal the values of every column the ledger records as sealed per subject
+under their subject's newest version. Private subjects keep their key (only
+their users hold it) and are counted. Older versions stay, so nothing is
+lost; run again after an interruption.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			kr, ls, err := open(cmd)
+			if err != nil {
+				return err
+			}
+			defer ls.close()
+			ctx := cmd.Context()
+			stores, err := subjectStores(ctx, kr, ls.dbs[0], ls.l[0])
+			if err != nil {
+				return err
+			}
+			st, err := ls.l[0].Verified(ctx, kr)
+			if err != nil {
+				return err
+			}
+			for _, s := range stores {
+				res, err := s.RotateAll(ctx)
+				fmt.Fprintf(a.stdout, "%s: %d of %d subjects given a new key version, %d private (kept)\n", s.Namespace(), res.Rotated, res.Subjects, res.UserHeld)
+				if err != nil {
+					return interrupted(fmt.Errorf("rotating the keys of %s: %w", s.Namespace(), err))
+				}
+				for _, c := range st.Columns {
+					if c.Namespace != s.Namespace() || c.Subject == "" {
+						continue
+					}
+					col, err := recordedColumn(ctx, kr, ls.dbs[0], ls.l[0], c)
+					if err != nil {
+						return err
+					}
+					job, err := (&reseal.Job{DB: ls.dbs[0], Dialect: ls.l[0].Dialect, Column: col, Key: c.Key}).Run(ctx)
+					fmt.Fprintf(a.stdout, "%s.%s: %d re-sealed under their subject's newest key, %d already current, %d private skipped\n", c.Table, c.Column, job.Reencrypted, job.Current, job.UserHeld)
+					if err != nil {
+						return interrupted(fmt.Errorf("re-sealing %s.%s: %w", c.Table, c.Column, err))
+					}
+				}
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(forget, audit, rewrap, rotate)
 	return cmd
 }
 

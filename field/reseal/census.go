@@ -61,10 +61,14 @@ func (r *Job) classify(row dbRow, primary keyring.KeyID) (valueState, field.Ciph
 		return statePlain, ct, 0
 	}
 	id, _ := ct.KeyID()
-	if _, subject := keyring.SubjectKeyVersion(ct.Bytes()); subject && r.Column.PerSubject() {
+	if version, subject := keyring.SubjectKeyVersion(ct.Bytes()); subject && r.Column.PerSubject() {
 		// Sealed under the subject's key: PerSubject columns bind, so the
 		// value was sealed under the column's binding, and checking it
-		// would need the subject's key.
+		// would need the subject's key. It is stale when the subject has a
+		// newer key version (a subject-key rotation).
+		if r.olderThanSubject(row, version) {
+			return stateStale, ct, id
+		}
 		if r.Index != nil && row.idx == nil {
 			return stateIndex, ct, id
 		}
@@ -80,6 +84,33 @@ func (r *Job) classify(row dbRow, primary keyring.KeyID) (valueState, field.Ciph
 		return stateIndex, ct, id
 	}
 	return stateCurrent, ct, id
+}
+
+// currentVersioner is what a subject-key store tells a job: the version
+// new values of a subject are sealed under (field/subject.Store).
+type currentVersioner interface {
+	CurrentVersion(subject string) (uint32, error)
+}
+
+// olderThanSubject reports whether a value under subject key version is
+// older than its subject's current version. A subject whose version
+// cannot be read (forgotten, user-held rows are still read; a missing key)
+// is left alone: the value's own open says why.
+func (r *Job) olderThanSubject(row dbRow, version uint32) bool {
+	cv, ok := r.Column.SubjectKeys().(currentVersioner)
+	if !ok {
+		return false
+	}
+	rk, err := row.rowKey()
+	if err != nil {
+		return false
+	}
+	subject, err := r.Column.Subject(rk)
+	if err != nil {
+		return false
+	}
+	cur, err := cv.CurrentVersion(subject)
+	return err == nil && cur > version
 }
 
 // bindingMatches reports whether the value's context check matches the

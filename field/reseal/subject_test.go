@@ -93,3 +93,86 @@ func TestPerSubjectMigration(t *testing.T) {
 		}
 	})
 }
+
+// TestSubjectKeyRotation: after every subject gets a new key version, a
+// job moves each value to its subject's newest version; a private
+// subject keeps its key and its values; nothing is lost.
+func TestSubjectKeyRotation(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		ctx := context.Background()
+		kr, err := keyring.Create(ctx, filepath.Join(t.TempDir(), "kr.json"), local.Generate(), keyring.AES256GCM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ledger := &field.Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
+		if err := ledger.Record(ctx, kr); err != nil {
+			t.Fatal(err)
+		}
+		store, err := subject.Open(ctx, subject.Config{DB: d.db, Dialect: d.dialect, Keyring: kr, Ledger: ledger, Namespace: "users",
+			TTL: time.Minute, KeysTable: d.table(t, "skeys"), TombstonesTable: d.table(t, "stombs"), SessionsTable: d.table(t, "ssess")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		table := d.table(t, "msgs")
+		col := mustColumn(t, kr, table, "body", field.Bind("user_id"), field.PerSubject(store, "user_id"))
+		if _, err := d.db.Exec(fmt.Sprintf(`CREATE TABLE %s (id BIGINT PRIMARY KEY, user_id TEXT NOT NULL, body %s)`, table, d.blob)); err != nil {
+			t.Fatal(err)
+		}
+		users := []string{"alice", "bob", "carol"}
+		const n = 60
+		for i := int64(1); i <= n; i++ {
+			u := users[i%3]
+			ct, err := col.SealString(field.RowInt(i).With(u), fmt.Sprintf("m%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.db.Exec(d.q(fmt.Sprintf(`INSERT INTO %s (id, user_id, body) VALUES (?, ?, ?)`, table)), i, u, ct)
+		}
+		before := map[string]uint32{}
+		for _, u := range users {
+			before[u], _ = store.CurrentVersion(u)
+		}
+		if _, _, err := store.MakePrivate(ctx, "carol", make([]byte, 32), subject.PrivateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := store.RotateAll(ctx)
+		if err != nil || st.Subjects != 3 || st.Rotated != 2 || st.UserHeld != 1 {
+			t.Fatalf("rotate: %+v %v", st, err)
+		}
+		for _, u := range []string{"alice", "bob"} {
+			if v, err := store.CurrentVersion(u); err != nil || v != before[u]+1 {
+				t.Fatalf("%s: version %d, was %d (%v)", u, v, before[u], err)
+			}
+		}
+		job := &Job{DB: d.db, Dialect: d.dialect, Column: col, Key: "id", BatchSize: 16}
+		c, err := job.Count(ctx)
+		if err != nil || c.SubjectSealed != n || c.Current != n/3 || c.Suspect != 0 {
+			t.Fatalf("census after the rotation: %+v %v", c, err)
+		}
+		res, err := job.Run(ctx)
+		if err != nil || res.Reencrypted != 2*n/3 {
+			t.Fatalf("run: %+v %v", res, err)
+		}
+		if c, _ := job.Count(ctx); !c.Done() {
+			t.Fatalf("census after the job: %+v", c)
+		}
+		for i := int64(1); i <= n; i++ {
+			u := users[i%3]
+			var ct field.Ciphertext
+			d.db.QueryRow(d.q(fmt.Sprintf(`SELECT body FROM %s WHERE id = ?`, table)), i).Scan(&ct)
+			v, _ := keyring.SubjectKeyVersion(ct.Bytes())
+			want := before[u] + 1
+			if u == "carol" {
+				want = before[u]
+			}
+			if v != want {
+				t.Fatalf("row %d (%s): version %d, want %d", i, u, v, want)
+			}
+			if u != "carol" {
+				if got, err := col.OpenString(field.RowInt(i).With(u), ct); err != nil || got != fmt.Sprintf("m%d", i) {
+					t.Fatalf("row %d: %q %v", i, got, err)
+				}
+			}
+		}
+	})
+}

@@ -104,6 +104,7 @@ type Store struct {
 type cached struct {
 	keys    map[uint32]*keyring.SubjectKey
 	current *keyring.SubjectKey // the newest, for sealing (nil: not read yet)
+	newest  uint32              // the newest version known (CurrentVersion)
 	expires int64               // on s.clock
 }
 
@@ -395,6 +396,7 @@ func (s *Store) unwrapAndCache(subject string, version uint32, wrapped []byte, c
 	c.keys[version] = sk
 	if current && (c.current == nil || version >= c.current.Version()) {
 		c.current = sk
+		c.newest = max(c.newest, version)
 	}
 	return sk, nil
 }
