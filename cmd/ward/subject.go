@@ -169,6 +169,7 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 		},
 	}
 	var workers, batch int
+	var shard string
 	rewrap := &cobra.Command{
 		Use:   "rewrap --db URL",
 		Short: "Re-wrap every subject key under the keyring's primary key (resumable)",
@@ -189,6 +190,7 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 	}
 	rewrap.Flags().IntVar(&workers, "workers", 2, "key rows re-wrapped in parallel")
 	rewrap.Flags().IntVar(&batch, "batch", 500, "key rows per transaction")
+	rewrap.Flags().StringVar(&shard, "shard", "", "this process's share of the subjects, i/n (run n processes with 0/n … n-1/n)")
 	rotate := &cobra.Command{
 		Use:   "rotate --db URL",
 		Short: "Give every subject a new key version, and move their values to it (resumable)",

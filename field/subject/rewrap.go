@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,10 @@ type RewrapOptions struct {
 	Batch int
 	// Progress, if set, is called after each batch with the totals so far.
 	Progress func(RewrapStats)
+	// Shard and Shards give this run's share of the subjects: shard i of n
+	// (0 <= i < n) takes the subjects whose FNV-1a hash is i modulo n, so
+	// that n processes re-wrap a namespace together (n 0 or 1: all).
+	Shard, Shards int
 }
 
 // RewrapStats counts a re-wrap's work.
@@ -45,6 +50,9 @@ type RewrapStats struct {
 func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 1
+	}
+	if opts.Shards > 1 && (opts.Shard < 0 || opts.Shard >= opts.Shards) {
+		return RewrapStats{}, fmt.Errorf("subject: shard %d of %d", opts.Shard, opts.Shards)
 	}
 	if opts.Batch <= 0 {
 		opts.Batch = 500
@@ -85,6 +93,9 @@ func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, er
 	err := s.scan(ctx, opts.Batch, func(rows []keyRow) error {
 		var todo []keyRow
 		for _, r := range rows {
+			if opts.Shards > 1 && shardOf(r.subject, opts.Shards) != opts.Shard {
+				continue
+			}
 			if r.held != heldByKeyring {
 				userHeld.Add(1)
 				continue
@@ -96,7 +107,7 @@ func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, er
 			}
 			todo = append(todo, r)
 		}
-		scanned.Add(int64(len(rows)))
+		scanned.Add(int64(len(rows))) // read, this shard's or not
 		if len(todo) == 0 {
 			return nil
 		}
@@ -117,6 +128,13 @@ func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, er
 		return st, err
 	}
 	return st, ctx.Err()
+}
+
+// shardOf is the shard of a subject among n: its FNV-1a hash modulo n.
+func shardOf(subject string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(subject))
+	return int(h.Sum32() % uint32(n))
 }
 
 type keyRow struct {

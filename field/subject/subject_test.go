@@ -446,3 +446,40 @@ func TestProvision(t *testing.T) {
 		}
 	})
 }
+
+// TestRewrapShards: three shards re-wrap a namespace together, each key
+// once.
+func TestRewrapShards(t *testing.T) {
+	forEachDB(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		s := e.store(t, time.Minute)
+		var subjects []string
+		for i := range 300 {
+			subjects = append(subjects, fmt.Sprintf("s%d", i))
+		}
+		if _, err := s.Provision(ctx, subjects); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.kr.Rotate(ctx, keyring.AES256GCM); err != nil {
+			t.Fatal(err)
+		}
+		var total int64
+		for i := range 3 {
+			st, err := s.Rewrap(ctx, RewrapOptions{Shard: i, Shards: 3, Batch: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Rewrapped == 0 || st.Rewrapped == 300 {
+				t.Fatalf("shard %d re-wrapped %d of 300", i, st.Rewrapped)
+			}
+			total += st.Rewrapped
+		}
+		census, err := s.Census(ctx)
+		if err != nil || total != 300 || census.ByKey[e.kr.Primary().ID] != 300 {
+			t.Fatalf("re-wrapped %d; census %+v %v", total, census, err)
+		}
+		if _, err := s.Rewrap(ctx, RewrapOptions{Shard: 3, Shards: 3}); err == nil {
+			t.Fatal("shard 3 of 3 accepted")
+		}
+	})
+}
