@@ -394,9 +394,13 @@ func (r *Registry) Await(ctx context.Context, kr *keyring.Keyring, ready func(Pr
 	var res Awaited
 	known := map[string]Process{} // every live registration seen so far
 	done := map[string]bool{}
+	var lastWaiting, lastVanished []Process
 	for {
 		ps, err := r.List(ctx, kr)
 		if err != nil {
+			if ctx.Err() != nil { // the wait ended during a read: say who was still awaited
+				return res, &NotReadyError{Waiting: lastWaiting, Vanished: lastVanished, Err: ctx.Err()}
+			}
 			return res, err
 		}
 		present := map[string]bool{}
@@ -453,6 +457,7 @@ func (r *Registry) Await(ctx context.Context, kr *keyring.Keyring, ready func(Pr
 		if len(waiting) == 0 && len(vanished) == 0 {
 			return res, nil
 		}
+		lastWaiting, lastVanished = waiting, vanished
 		select {
 		case <-ctx.Done():
 			return res, &NotReadyError{Waiting: waiting, Vanished: vanished, Err: ctx.Err()}

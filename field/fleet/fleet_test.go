@@ -127,7 +127,8 @@ func TestRegistryWriterAttacks(t *testing.T) {
 		if _, err := db.Exec(d.Rebind(`UPDATE `+table+` SET keys = ? WHERE id = ?`), id.String(), m.ID()); err != nil {
 			t.Fatal(err)
 		}
-		wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		// Generous deadlines: a loaded CI machine takes a while per read.
+		wctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 		defer cancel()
 		_, err = reg.Await(wctx, op, holds, WaitOptions{Poll: 50 * time.Millisecond})
 		var nr *NotReadyError
@@ -136,10 +137,10 @@ func TestRegistryWriterAttacks(t *testing.T) {
 		}
 		m.Beat(ctx) // the process's own heartbeat restores its row
 		// The writer deletes the registration during the wait.
-		wctx2, cancel2 := context.WithTimeout(ctx, 400*time.Millisecond)
+		wctx2, cancel2 := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel2()
 		go func() {
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(300 * time.Millisecond)
 			db.Exec(d.Rebind(`DELETE FROM `+table+` WHERE id = ?`), m.ID())
 		}()
 		_, err = reg.Await(wctx2, op, holds, WaitOptions{Poll: 50 * time.Millisecond})
