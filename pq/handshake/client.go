@@ -35,9 +35,11 @@ func Client(ctx context.Context, conn net.Conn, cfg *ClientConfig) (*Result, err
 	stop, _ := deadline(ctx, conn, cfg.Timeout)
 	defer stop()
 	hs := &clientHandshake{session: &session{conn: conn, suite: cfg.Suite, th: sha256.New()}, cfg: cfg, start: time.Now()}
+	hs.in.conn = conn
 	if err := hs.sendHello(); err != nil {
 		return nil, err
 	}
+	hs.in.expect(hs.flightSize())
 	share, err := hs.read(frameServerKeyShare, keyShareSize(cfg.Suite))
 	if err != nil {
 		return nil, err
@@ -93,6 +95,19 @@ func (hs *clientHandshake) sendHello() error {
 		hs.flags |= flagSendKey
 	}
 	return hs.write(appendFrame(nil, frameClientHello, hs.suite.wire(), []byte{hs.flags}, ek, xpub), true)
+}
+
+// flightSize is the size of the server's flight this ClientHello asks
+// for: key share, [public key], [signature], finished, each framed.
+func (hs *clientHandshake) flightSize() int {
+	n := HeaderSize + keyShareSize(hs.suite) + HeaderSize + FinishedSize
+	if sig := hs.suite.Sig; sig != SigNone {
+		n += HeaderSize + signatureSize(sig)
+		if hs.flags&flagSendKey != 0 {
+			n += HeaderSize + publicKeySize(sig)
+		}
+	}
+	return n
 }
 
 // verifyServer reads the server's public key (unless pinned), checks it

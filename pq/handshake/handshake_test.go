@@ -528,3 +528,66 @@ func TestPrintsNoSecrets(t *testing.T) {
 		t.Errorf("%v / %v", r, k)
 	}
 }
+
+// TestApplicationDataAfterHandshake: bytes the client sends right after
+// its finished message, in the same segment, stay in the connection for
+// the server's application: the handshake reads its frames in as few
+// calls as it can, but never past the last one.
+func TestApplicationDataAfterHandshake(t *testing.T) {
+	ks := serverKeys(t)
+	for _, suite := range []Suite{{X25519, SigNone}, {MLKEM768, MLDSA65}} {
+		t.Run(suite.String(), func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			fp := keyFor(ks, MLDSA65).Fingerprint()
+			go func() {
+				c, err := net.Dial("tcp", ln.Addr().String())
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				hc := &holdSecondWrite{Conn: c}
+				if _, err := Client(context.Background(), hc, &ClientConfig{Suite: suite, PinnedFingerprint: fp[:]}); err != nil {
+					return
+				}
+				// The finished message and the application's first bytes
+				// leave in one write.
+				c.Write(append(hc.held, "application data"...))
+				time.Sleep(time.Second)
+			}()
+			sc, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sc.Close()
+			if _, err := Server(context.Background(), sc, &ServerConfig{Keys: ks}); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, len("application data"))
+			sc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.ReadFull(sc, got); err != nil || string(got) != "application data" {
+				t.Fatalf("after the handshake the server read %q, %v", got, err)
+			}
+		})
+	}
+}
+
+// holdSecondWrite keeps the client's second write (its finished message)
+// instead of sending it, so that the test sends it with what follows.
+type holdSecondWrite struct {
+	net.Conn
+	writes int
+	held   []byte
+}
+
+func (h *holdSecondWrite) Write(b []byte) (int, error) {
+	h.writes++
+	if h.writes == 2 {
+		h.held = append([]byte(nil), b...)
+		return len(b), nil
+	}
+	return h.Conn.Write(b)
+}

@@ -29,6 +29,7 @@ func Server(ctx context.Context, conn net.Conn, cfg *ServerConfig) (*Result, err
 	stop, end := deadline(ctx, conn, cfg.Timeout)
 	defer stop()
 	hs := &serverHandshake{session: &session{conn: conn, th: sha256.New()}, cfg: cfg, end: end}
+	hs.in.conn = conn
 	hello, err := hs.readHello()
 	if err != nil {
 		return nil, err
@@ -42,6 +43,7 @@ func Server(ctx context.Context, conn net.Conn, cfg *ServerConfig) (*Result, err
 		return nil, err
 	}
 	want := hs.ks.finished("client finished", hs.th.Sum(nil))
+	hs.in.expect(HeaderSize + FinishedSize)
 	got, err := hs.read(frameClientFinished, FinishedSize)
 	if err != nil {
 		return nil, err
@@ -62,7 +64,11 @@ func (hs *serverHandshake) readHello() ([]byte, error) {
 	if d := time.Now().Add(helloTO); d.Before(hs.end) {
 		hs.conn.SetReadDeadline(d)
 	}
-	typ, _, wire, n, raw, err := readHeader(hs.conn)
+	// At most a header and the largest frame: the client sends nothing
+	// after its hello until it has the server's flight, so one read takes
+	// the whole hello and nothing of what follows the handshake.
+	hs.in.expect(HeaderSize + MaxFrame)
+	typ, _, wire, n, raw, err := readHeader(&hs.in)
 	hs.stats.BytesReceived += HeaderSize
 	if errors.Is(err, ErrUnsupportedVersion) {
 		hs.alert(alertVersion)
@@ -84,7 +90,8 @@ func (hs *serverHandshake) readHello() ([]byte, error) {
 		return nil, fmt.Errorf("%w: ClientHello of %d bytes for %v", ErrProtocol, n, suite)
 	}
 	hello := make([]byte, n)
-	if _, err := io.ReadFull(hs.conn, hello); err != nil {
+	hs.in.expect(n)
+	if _, err := io.ReadFull(&hs.in, hello); err != nil {
 		return nil, ioErr(err, "ClientHello")
 	}
 	hs.conn.SetReadDeadline(hs.end) // back to the handshake's deadline

@@ -12,6 +12,7 @@ import (
 // session is the state both sides keep.
 type session struct {
 	conn  net.Conn
+	in    flightReader // the peer's frames, read within what is expected
 	suite Suite
 	th    hash.Hash // transcript hash of every frame so far
 	stats Stats
@@ -40,14 +41,14 @@ func (s *session) write(b []byte, addToTranscript bool) error {
 // read reads the next frame, which must be of type want with exactly size
 // bytes of payload, and adds it to the transcript.
 func (s *session) read(want byte, size int) ([]byte, error) {
-	typ, _, suite, n, raw, err := readHeader(s.conn)
+	typ, _, suite, n, raw, err := readHeader(&s.in)
 	s.stats.BytesReceived += HeaderSize
 	if err != nil {
 		return nil, err
 	}
 	if typ == frameAlert && n == 1 {
 		var code [1]byte
-		if _, err := io.ReadFull(s.conn, code[:]); err == nil {
+		if _, err := io.ReadFull(&s.in, code[:]); err == nil {
 			return nil, &AlertError{Code: code[0]}
 		}
 		return nil, fmt.Errorf("%w: truncated alert", ErrProtocol)
@@ -62,7 +63,7 @@ func (s *session) read(want byte, size int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s frame of %d bytes, want %d", ErrProtocol, frameNames[typ], n, size)
 	}
 	buf := make([]byte, n)
-	if _, err := io.ReadFull(s.conn, buf); err != nil {
+	if _, err := io.ReadFull(&s.in, buf); err != nil {
 		return nil, ioErr(err, frameNames[typ])
 	}
 	s.stats.BytesReceived += n
