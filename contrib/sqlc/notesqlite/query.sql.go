@@ -79,3 +79,77 @@ func (q *Queries) GetNote(ctx context.Context, id string) (GetNoteRow, error) {
 	)
 	return i, err
 }
+
+const updateBody = `-- name: UpdateBody :exec
+UPDATE notes SET body = ? WHERE id = ?
+`
+
+type UpdateBodyParams struct {
+	Body field.Ciphertext
+	ID   string
+}
+
+func (q *Queries) UpdateBody(ctx context.Context, arg UpdateBodyParams) error {
+	_, err := q.db.ExecContext(ctx, updateBody, arg.Body, arg.ID)
+	return err
+}
+
+const updateEmail = `-- name: UpdateEmail :exec
+UPDATE notes SET email = ?, email_index = ? WHERE id = ?
+`
+
+type UpdateEmailParams struct {
+	Email      field.Ciphertext
+	EmailIndex []byte
+	ID         string
+}
+
+func (q *Queries) UpdateEmail(ctx context.Context, arg UpdateEmailParams) error {
+	_, err := q.db.ExecContext(ctx, updateEmail, arg.Email, arg.EmailIndex, arg.ID)
+	return err
+}
+
+const updateOwner = `-- name: UpdateOwner :exec
+UPDATE notes SET user_id = ? WHERE id = ?
+`
+
+type UpdateOwnerParams struct {
+	UserID int64
+	ID     string
+}
+
+func (q *Queries) UpdateOwner(ctx context.Context, arg UpdateOwnerParams) error {
+	_, err := q.db.ExecContext(ctx, updateOwner, arg.UserID, arg.ID)
+	return err
+}
+
+const updateOwnerAndBody = `-- name: UpdateOwnerAndBody :exec
+UPDATE notes SET user_id = ?, body = ? WHERE id = ?
+`
+
+type UpdateOwnerAndBodyParams struct {
+	UserID int64
+	Body   field.Ciphertext
+	ID     string
+}
+
+func (q *Queries) UpdateOwnerAndBody(ctx context.Context, arg UpdateOwnerAndBodyParams) error {
+	_, err := q.db.ExecContext(ctx, updateOwnerAndBody, arg.UserID, arg.Body, arg.ID)
+	return err
+}
+
+const upsertNote = `-- name: UpsertNote :exec
+INSERT INTO notes (id, user_id, body) VALUES (?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, body = excluded.body
+`
+
+type UpsertNoteParams struct {
+	ID     string
+	UserID int64
+	Body   field.Ciphertext
+}
+
+func (q *Queries) UpsertNote(ctx context.Context, arg UpsertNoteParams) error {
+	_, err := q.db.ExecContext(ctx, upsertNote, arg.ID, arg.UserID, arg.Body)
+	return err
+}

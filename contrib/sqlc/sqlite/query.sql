@@ -6,3 +6,19 @@ SELECT id, user_id, body, email FROM notes WHERE id = ?;
 
 -- name: FindByEmail :one
 SELECT id, user_id, body, email FROM notes WHERE email_index = ?;
+
+-- name: UpdateBody :exec
+UPDATE notes SET body = ? WHERE id = ?;
+
+-- name: UpdateOwner :exec
+UPDATE notes SET user_id = ? WHERE id = ?;
+
+-- name: UpdateOwnerAndBody :exec
+UPDATE notes SET user_id = ?, body = ? WHERE id = ?;
+
+-- name: UpsertNote :exec
+INSERT INTO notes (id, user_id, body) VALUES (?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, body = excluded.body;
+
+-- name: UpdateEmail :exec
+UPDATE notes SET email = ?, email_index = ? WHERE id = ?;
