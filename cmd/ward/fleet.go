@@ -32,14 +32,11 @@ type fleetRotation struct {
 // re-encrypts the columns the ledgers record.
 func (a *app) rotateFleet(cmd *cobra.Command, kr *keyring.Keyring, alg keyring.Algorithm, o fleetRotation) error {
 	ctx := cmd.Context()
-	ls, err := openLedgers(a.dbs)
+	ls, err := openCheckedLedgers(ctx, a.dbs, kr)
 	if err != nil {
 		return err
 	}
 	defer ls.close()
-	if err := ls.check(ctx, kr); err != nil {
-		return err
-	}
 	// An added key not yet promoted (a rotation that stopped while
 	// waiting) is reused, so that running the command again continues.
 	var id keyring.KeyID

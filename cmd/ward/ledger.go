@@ -40,6 +40,20 @@ func openLedgers(urls []string) (*ledgers, error) {
 	return ls, nil
 }
 
+// openCheckedLedgers opens the ledgers of urls and checks kr against each
+// (see check): what every command that writes keys or values does first.
+func openCheckedLedgers(ctx context.Context, urls []string, kr *keyring.Keyring) (*ledgers, error) {
+	ls, err := openLedgers(urls)
+	if err != nil {
+		return nil, err
+	}
+	if err := ls.check(ctx, kr); err != nil {
+		ls.close()
+		return nil, err
+	}
+	return ls, nil
+}
+
 func (ls *ledgers) close() {
 	for _, db := range ls.dbs {
 		db.Close()
@@ -87,17 +101,14 @@ func (ls *ledgers) record(ctx context.Context, kr *keyring.Keyring, ids ...keyri
 // and generation after; without --db the command warns that no database
 // was consulted.
 func (a *app) keyChange(cmd *cobra.Command, kr *keyring.Keyring, change func() ([]keyring.KeyID, error)) error {
-	ls, err := openLedgers(a.dbs)
+	if len(a.dbs) == 0 {
+		fmt.Fprintln(a.stderr, "ward: warning: no database ledger was checked: pass --db for each database this keyring serves, so that a stale keyring file is refused and the new key is recorded")
+	}
+	ls, err := openCheckedLedgers(cmd.Context(), a.dbs, kr)
 	if err != nil {
 		return err
 	}
 	defer ls.close()
-	if len(a.dbs) == 0 {
-		fmt.Fprintln(a.stderr, "ward: warning: no database ledger was checked: pass --db for each database this keyring serves, so that a stale keyring file is refused and the new key is recorded")
-	}
-	if err := ls.check(cmd.Context(), kr); err != nil {
-		return err
-	}
 	ids, err := change()
 	if err != nil {
 		return err

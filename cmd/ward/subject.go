@@ -78,15 +78,8 @@ keyring's primary key before retiring an older one.`,
 		if err != nil {
 			return nil, nil, err
 		}
-		ls, err := openLedgers(dbs)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := ls.check(cmd.Context(), kr); err != nil {
-			ls.close()
-			return nil, nil, err
-		}
-		return kr, ls, nil
+		ls, err := openCheckedLedgers(cmd.Context(), dbs, kr)
+		return kr, ls, err
 	}
 	// withStores runs fn over the store of every namespace of the database.
 	withStores := func(cmd *cobra.Command, fn func(kr *keyring.Keyring, stores []*subject.Store) error) error {
@@ -290,14 +283,11 @@ key: destroy them (SECURITY.md).`,
 			if kr.Primary().ID == id {
 				return cli.Usage(&keyring.KeyError{ID: id, Err: keyring.ErrPrimaryKey}, "rotate first: 'ward keyring rotate --db URL'")
 			}
-			ls, err := openLedgers(a.dbs)
+			ls, err := openCheckedLedgers(ctx, a.dbs, kr)
 			if err != nil {
 				return err
 			}
 			defer ls.close()
-			if err := ls.check(ctx, kr); err != nil {
-				return err
-			}
 			var refs []string
 			for i, l := range ls.l {
 				found, err := references(ctx, kr, ls.dbs[i], l, id)

@@ -13,6 +13,27 @@ import (
 	"github.com/wardlab/ward/kms/local"
 )
 
+// subjectSetup makes a file keyring with its ledger, a subject store for
+// "users" and the name of a messages table (not created yet).
+func subjectSetup(t *testing.T, d testDB) (*keyring.Keyring, *subject.Store, string) {
+	t.Helper()
+	ctx := context.Background()
+	kr, err := keyring.Create(ctx, filepath.Join(t.TempDir(), "kr.json"), local.Generate(), keyring.AES256GCM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger := &field.Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
+	if err := ledger.Record(ctx, kr); err != nil {
+		t.Fatal(err)
+	}
+	store, err := subject.Open(ctx, subject.Config{DB: d.db, Dialect: d.dialect, Keyring: kr, Ledger: ledger, Namespace: "users",
+		TTL: time.Minute, KeysTable: d.table(t, "skeys"), TombstonesTable: d.table(t, "stombs"), SessionsTable: d.table(t, "ssess")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr, store, d.table(t, "msgs")
+}
+
 // TestPerSubjectMigration: a column that opts in to subject keys is moved
 // by a job from keyring-key values to each subject's own key; a private
 // subject's rows and a forgotten subject's are skipped and counted, never
@@ -20,20 +41,7 @@ import (
 func TestPerSubjectMigration(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testDB) {
 		ctx := context.Background()
-		kr, err := keyring.Create(ctx, filepath.Join(t.TempDir(), "kr.json"), local.Generate(), keyring.AES256GCM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ledger := &field.Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
-		if err := ledger.Record(ctx, kr); err != nil {
-			t.Fatal(err)
-		}
-		store, err := subject.Open(ctx, subject.Config{DB: d.db, Dialect: d.dialect, Keyring: kr, Ledger: ledger, Namespace: "users",
-			TTL: time.Minute, KeysTable: d.table(t, "skeys"), TombstonesTable: d.table(t, "stombs"), SessionsTable: d.table(t, "ssess")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		table := d.table(t, "msgs")
+		kr, store, table := subjectSetup(t, d)
 		before := mustColumn(t, kr, table, "body", field.Bind("user_id"))
 		if _, err := d.db.Exec(fmt.Sprintf(`CREATE TABLE %s (id BIGINT PRIMARY KEY, user_id TEXT NOT NULL, body %s)`, table, d.blob)); err != nil {
 			t.Fatal(err)
@@ -100,20 +108,7 @@ func TestPerSubjectMigration(t *testing.T) {
 func TestSubjectKeyRotation(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testDB) {
 		ctx := context.Background()
-		kr, err := keyring.Create(ctx, filepath.Join(t.TempDir(), "kr.json"), local.Generate(), keyring.AES256GCM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ledger := &field.Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
-		if err := ledger.Record(ctx, kr); err != nil {
-			t.Fatal(err)
-		}
-		store, err := subject.Open(ctx, subject.Config{DB: d.db, Dialect: d.dialect, Keyring: kr, Ledger: ledger, Namespace: "users",
-			TTL: time.Minute, KeysTable: d.table(t, "skeys"), TombstonesTable: d.table(t, "stombs"), SessionsTable: d.table(t, "ssess")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		table := d.table(t, "msgs")
+		kr, store, table := subjectSetup(t, d)
 		col := mustColumn(t, kr, table, "body", field.Bind("user_id"), field.PerSubject(store, "user_id"))
 		if _, err := d.db.Exec(fmt.Sprintf(`CREATE TABLE %s (id BIGINT PRIMARY KEY, user_id TEXT NOT NULL, body %s)`, table, d.blob)); err != nil {
 			t.Fatal(err)

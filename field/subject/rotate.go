@@ -149,14 +149,7 @@ func (s *Store) CurrentVersion(subject string) (uint32, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.cache[subject]
-	if !ok || now >= c.expires {
-		if len(s.cache) >= s.cfg.MaxEntries {
-			s.evictLocked(now)
-		}
-		c = &cached{keys: map[uint32]*keyring.SubjectKey{}, expires: now + int64(s.cfg.TTL)}
-		s.cache[subject] = c
-	}
+	c := s.entryLocked(subject)
 	c.newest = max(c.newest, version)
 	return version, nil
 }

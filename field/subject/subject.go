@@ -33,7 +33,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/wardlab/ward/field"
@@ -95,7 +94,6 @@ type Store struct {
 	cache            map[string]*cached   // by subject
 	forgotten        map[string]time.Time // subjects this process forgot: Unlocked keys stop at once
 	private          map[string]privateEntry
-	unwraps, creates atomic.Uint64
 	clock            *clock
 }
 
@@ -195,10 +193,6 @@ func (s *Store) create(ctx context.Context) error {
 
 // Namespace returns the store's namespace.
 func (s *Store) Namespace() string { return s.cfg.Namespace }
-
-// Unwraps counts the keys this store unwrapped (cache misses), for tests
-// and the lab.
-func (s *Store) Unwraps() uint64 { return s.unwraps.Load() }
 
 // wrapContext binds a wrapped key to its namespace, subject and version.
 func (s *Store) wrapContext(subject string, version uint32) []byte {
@@ -331,7 +325,6 @@ func (s *Store) createFirst(ctx context.Context, subject string) error {
 	if err != nil {
 		return fmt.Errorf("subject: storing the key of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
-	s.creates.Add(1)
 	return nil
 }
 
@@ -381,10 +374,21 @@ func (s *Store) unwrapAndCache(subject string, version uint32, wrapped []byte, c
 	if sk.Version() != version {
 		return nil, fmt.Errorf("subject: %s/%s: the wrapped key names version %d, its row %d: %w", s.cfg.Namespace, subject, sk.Version(), version, keyring.ErrMalformed)
 	}
-	s.unwraps.Add(1)
-	now := s.clock.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	c := s.entryLocked(subject)
+	c.keys[version] = sk
+	if current && (c.current == nil || version >= c.current.Version()) {
+		c.current = sk
+		c.newest = max(c.newest, version)
+	}
+	return sk, nil
+}
+
+// entryLocked returns the subject's live cache entry, making a fresh one
+// (and room for it) if it has none or its entry expired.
+func (s *Store) entryLocked(subject string) *cached {
+	now := s.clock.now()
 	c, ok := s.cache[subject]
 	if !ok || now >= c.expires {
 		if len(s.cache) >= s.cfg.MaxEntries {
@@ -393,12 +397,7 @@ func (s *Store) unwrapAndCache(subject string, version uint32, wrapped []byte, c
 		c = &cached{keys: map[uint32]*keyring.SubjectKey{}, expires: now + int64(s.cfg.TTL)}
 		s.cache[subject] = c
 	}
-	c.keys[version] = sk
-	if current && (c.current == nil || version >= c.current.Version()) {
-		c.current = sk
-		c.newest = max(c.newest, version)
-	}
-	return sk, nil
+	return c
 }
 
 // evictLocked drops expired entries, then (still full) an arbitrary

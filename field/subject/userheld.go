@@ -104,6 +104,10 @@ func (u *Unlocked) OpeningKey(subject string, version uint32) (*keyring.SubjectK
 	return u.store.OpeningKey(subject, version)
 }
 
+// Private reports whether the subject's keys are user-held: whether
+// Unlock or Session found any.
+func (u *Unlocked) Private() bool { return len(u.keys) > 0 }
+
 // Destroy zeroes the keys' material. Use it when a request ends.
 func (u *Unlocked) Destroy() {
 	for _, k := range u.keys {
