@@ -8,6 +8,7 @@ import (
 
 	wardent "github.com/wardlab/ward/contrib/ent"
 	"github.com/wardlab/ward/contrib/ent/example/ent"
+	"github.com/wardlab/ward/contrib/ent/example/ent/account"
 	"github.com/wardlab/ward/contrib/ent/example/ent/note"
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
@@ -75,6 +76,17 @@ func TestWriteMatrix(t *testing.T) {
 				t.Fatal(err)
 			}
 			sealed("owner change", "b1", "bulk 1")
+			// Upsert: the inserted row's sealed value, on both paths.
+			if err := c.Note.Create().SetID("u").SetUserID(1).SetBody("inserted").
+				OnConflictColumns(note.FieldID).UpdateNewValues().Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			sealed("upsert, insert", "u", "inserted")
+			if err := c.Note.Create().SetID("u").SetUserID(1).SetBody("upserted").
+				OnConflictColumns(note.FieldID).UpdateBody().Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			sealed("upsert, update", "u", "upserted")
 			// Refused before anything is written: bulk value, bulk owner,
 			// a missing row key.
 			if _, err := c.Note.Update().Where(note.UserID(3)).SetBody("x").Save(ctx); !errors.Is(err, wardent.ErrBulkUpdate) {
@@ -93,6 +105,103 @@ func TestWriteMatrix(t *testing.T) {
 			}
 			if _, err := c.Note.Get(ctx, "m1"); !errors.Is(err, field.ErrPlaintext) {
 				t.Fatalf("raw write: %v", err)
+			}
+			// An upsert's own SET of a value is SQL ent builds outside the
+			// mutation: not intercepted either; it fails to open.
+			if err := c.Note.Create().SetID("u").SetUserID(1).SetBody("x").
+				OnConflictColumns(note.FieldID).Update(func(u *ent.NoteUpsert) { u.SetBody("plain") }).Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Note.Get(ctx, "u"); !errors.Is(err, field.ErrPlaintext) {
+				t.Fatalf("upsert with its own value: %v", err)
+			}
+		})
+	}
+}
+
+// TestAssignedKeys adopts a table whose integer ID the database assigns
+// (bigserial, AUTOINCREMENT) and whose e-mail is UNIQUE through its blind
+// index: a create in a transaction inserts the e-mail as NULL, then seals
+// it for the assigned ID and writes it in the same transaction; outside a
+// transaction it is refused before anything is written.
+func TestAssignedKeys(t *testing.T) {
+	ctx := context.Background()
+	kr, _ := keyring.New(keyring.AES256GCM)
+	codec, err := wardent.New(kr, []wardent.Field{{Type: "Account", Table: "accounts", Column: "email", IndexColumn: "email_index"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range clients(t, codec) {
+		t.Run(name, func(t *testing.T) {
+			c, raw := p.c, p.raw
+			if err := c.Schema.Create(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { raw.Account.Delete().Exec(ctx) })
+			inTx := func(f func(tx *ent.Tx) error) error {
+				tx, err := c.Tx(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := f(tx); err != nil {
+					tx.Rollback()
+					return err
+				}
+				return tx.Commit()
+			}
+			var one *ent.Account
+			if err := inTx(func(tx *ent.Tx) (err error) {
+				one, err = tx.Account.Create().SetEmail("one@example.com").Save(ctx)
+				return err
+			}); err != nil || one.ID == 0 || one.Email == nil || *one.Email != "one@example.com" {
+				t.Fatalf("create: %+v %v", one, err)
+			}
+			var many []*ent.Account
+			if err := inTx(func(tx *ent.Tx) (err error) {
+				many, err = tx.Account.CreateBulk(tx.Account.Create().SetEmail("two@example.com"),
+					tx.Account.Create().SetEmail("three@example.com")).Save(ctx)
+				return err
+			}); err != nil || len(many) != 2 {
+				t.Fatalf("create bulk: %v", err)
+			}
+			for _, a := range append(many, one) {
+				got, err := c.Account.Get(ctx, a.ID)
+				if err != nil || got.Email == nil || *got.Email != *a.Email {
+					t.Fatalf("account %d: %+v %v", a.ID, got, err)
+				}
+				if r, _ := raw.Account.Get(ctx, a.ID); r.Email == nil || !strings.HasPrefix(*r.Email, "w3:") {
+					t.Fatalf("account %d stored %v", a.ID, r.Email)
+				}
+			}
+			// Bound to its row: a value copied to another account fails.
+			r, _ := raw.Account.Get(ctx, one.ID)
+			raw.Account.UpdateOneID(many[0].ID).SetEmail(*r.Email).ExecX(ctx)
+			if _, err := c.Account.Get(ctx, many[0].ID); !errors.Is(err, keyring.ErrWrongContext) {
+				t.Fatalf("a value copied to another row: %v", err)
+			}
+			// Uniqueness through the index: a second sign-up is refused and
+			// nothing of it stays; search reads the index.
+			if err := inTx(func(tx *ent.Tx) error {
+				_, err := tx.Account.Create().SetEmail("ONE@example.com").Save(ctx)
+				return err
+			}); err == nil {
+				t.Fatal("a duplicate address was accepted")
+			}
+			// Outside a transaction: refused, nothing written.
+			if _, err := c.Account.Create().SetEmail("four@example.com").Save(ctx); !errors.Is(err, wardent.ErrNoRowKey) {
+				t.Fatalf("outside a transaction: %v", err)
+			}
+			if n := raw.Account.Query().CountX(ctx); n != 3 {
+				t.Fatalf("%d accounts", n)
+			}
+			// The plaintext never reached the database, not even inside
+			// the transaction (the insert carried NULL).
+			if sent := p.sent.String(); !strings.Contains(sent, "INSERT") || strings.Contains(sent, "@example.com") {
+				t.Fatalf("the statements sent carry a plaintext address:\n%s", sent)
+			}
+			idx, _ := codec.Index("accounts", "email", "Three@Example.com")
+			if got, err := c.Account.Query().Where(account.EmailIndex(idx)).Only(ctx); err != nil || got.ID != many[1].ID {
+				t.Fatalf("search by the index: %+v %v", got, err)
 			}
 		})
 	}

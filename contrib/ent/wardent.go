@@ -11,11 +11,17 @@
 //	client.Use(codec.Hook())
 //	client.Intercept(codec.Interceptor())
 //
-// The row key is the entity's ID, which must be assigned by the program
-// (a UUID, with SetID) so that the value can be bound to it before the
-// row exists; a database-assigned ID cannot be (set Key to "-" to bind to
-// table and column only, and say so: a database writer can then swap
-// values between rows of the same table and owner). Bulk updates of an
+// The row key is the entity's ID. One the program assigns (a UUID, with
+// SetID) is known before the row exists. An integer ID the database
+// assigns (bigserial, AUTOINCREMENT) works inside a transaction
+// (client.Tx): the create inserts the encrypted fields as NULL (declare
+// them Optional), then seals them for the assigned ID and writes them with
+// an UpdateOneID in the same transaction; outside one it is refused
+// ([ErrNoRowKey]). Key "-" binds to table and column only (a database
+// writer can then swap values between rows of the same table and owner).
+// Upserts (OnConflict) seal the inserted value; a value an upsert sets
+// itself (Update(func(u) { u.SetBody(v) })) is SQL ent builds outside the
+// mutation, which no hook sees: do not use it on encrypted fields. Bulk updates of an
 // encrypted field are refused: every value is sealed for its own row. A
 // change of a field values are bound to (SetUserID) re-seals them for the
 // new owner in the same mutation (UpdateOne), or is refused (bulk,
@@ -106,7 +112,8 @@ func (c *Codec) Index(table, column, value string) ([]byte, error) {
 func (c *Codec) Hook() ent.Hook {
 	return func(next ent.Mutator) ent.Mutator {
 		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
-			if err := c.seal(ctx, m); err != nil {
+			later, err := c.seal(ctx, m)
+			if err != nil {
 				return nil, err
 			}
 			v, err := next.Mutate(ctx, m)
@@ -114,7 +121,10 @@ func (c *Codec) Hook() ent.Hook {
 				return v, err
 			}
 			// The entity a create or update returns holds plaintext too.
-			return v, c.open(reflect.ValueOf(v))
+			if err := c.open(reflect.ValueOf(v)); err != nil {
+				return v, err
+			}
+			return v, c.sealAssigned(ctx, m, v, later)
 		})
 	}
 }
@@ -123,61 +133,179 @@ func (c *Codec) Hook() ent.Hook {
 // are bound to: each row's values would have to be re-sealed.
 var ErrOwnerChange = errors.New("wardent: a bulk update changes a field that encrypted fields are bound to")
 
-func (c *Codec) seal(ctx context.Context, m ent.Mutation) error {
+// assigned is a value whose row key the database assigns on insert: it is
+// sealed and written once the entity has its ID.
+type assigned struct {
+	b  *bound
+	pt string
+}
+
+// seal seals the declared fields the mutation sets, and returns the values
+// of a create whose ID the database assigns, inserted as NULL, for
+// sealAssigned.
+func (c *Codec) seal(ctx context.Context, m ent.Mutation) (later []assigned, err error) {
 	for _, b := range c.fields[m.Type()] {
-		v, set := m.Field(b.Column)
-		if !set && !m.FieldCleared(b.Column) && b.ownerChanged(m) {
-			// An owner changes and the value bound to it does not: re-seal
-			// the stored value for the new owner (one entity, in the
-			// mutation's transaction), or refuse a bulk change.
-			if !m.Op().Is(ent.OpUpdateOne) {
-				return fmt.Errorf("%w: %s, which %s.%s is bound to (update each entity with UpdateOne)", ErrOwnerChange, strings.Join(b.Bind, ", "), b.Type, b.Column)
-			}
-			old, err := m.OldField(ctx, b.Column) // opened by the interceptor, under the old owner
-			if err != nil {
-				return fmt.Errorf("wardent: re-sealing %s.%s for its new owner: %w", b.Type, b.Column, err)
-			}
-			switch o := old.(type) {
-			case string:
-				v, set = o, true
-			case *string:
-				if o == nil {
-					continue // NULL stays NULL
-				}
-				v, set = *o, true
-			default:
-				return fmt.Errorf("wardent: %s.%s holds a %T, want a string", b.Type, b.Column, old)
-			}
-		}
-		if !set {
-			continue
-		}
-		if !m.Op().Is(ent.OpCreate | ent.OpUpdateOne) {
-			return fmt.Errorf("%w: %s.%s", ErrBulkUpdate, b.Type, b.Column)
-		}
-		rk, err := b.rowOfMutation(ctx, m)
+		l, err := c.sealField(ctx, m, b)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		s, ok := v.(string)
-		if !ok {
-			return fmt.Errorf("wardent: %s.%s holds a %T, want a string", b.Type, b.Column, v)
+		if l != nil {
+			later = append(later, *l)
 		}
-		ct, err := b.col.SealString(rk, s)
+	}
+	return later, nil
+}
+
+func (c *Codec) sealField(ctx context.Context, m ent.Mutation, b *bound) (*assigned, error) {
+	v, set := m.Field(b.Column)
+	if !set && !m.FieldCleared(b.Column) && b.ownerChanged(m) {
+		// An owner changes and the value bound to it does not: re-seal the
+		// stored value for the new owner (one entity, in the mutation's
+		// transaction), or refuse a bulk change.
+		if !m.Op().Is(ent.OpUpdateOne) {
+			return nil, fmt.Errorf("%w: %s, which %s.%s is bound to (update each entity with UpdateOne)", ErrOwnerChange, strings.Join(b.Bind, ", "), b.Type, b.Column)
+		}
+		old, err := m.OldField(ctx, b.Column) // opened by the interceptor, under the old owner
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("wardent: re-sealing %s.%s for its new owner: %w", b.Type, b.Column, err)
 		}
-		text, _ := ct.Value()
-		if err := m.SetField(b.Column, text); err != nil {
-			return err
-		}
-		if b.idx != nil {
-			if err := m.SetField(b.IndexColumn, b.idx.Compute(s)); err != nil {
-				return err
+		switch o := old.(type) {
+		case string:
+			v, set = o, true
+		case *string:
+			if o == nil {
+				return nil, nil // NULL stays NULL
 			}
+			v, set = *o, true
+		default:
+			return nil, fmt.Errorf("wardent: %s.%s holds a %T, want a string", b.Type, b.Column, old)
+		}
+	}
+	if !set {
+		return nil, nil
+	}
+	if !m.Op().Is(ent.OpCreate | ent.OpUpdateOne) {
+		return nil, fmt.Errorf("%w: %s.%s", ErrBulkUpdate, b.Type, b.Column)
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("wardent: %s.%s holds a %T, want a string", b.Type, b.Column, v)
+	}
+	if b.idx != nil {
+		if err := m.SetField(b.IndexColumn, b.idx.Compute(s)); err != nil {
+			return nil, err
+		}
+	}
+	if later, err := b.deferAssigned(m, s); later != nil || err != nil {
+		return later, err
+	}
+	rk, err := b.rowOfMutation(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	ct, err := b.col.SealString(rk, s)
+	if err != nil {
+		return nil, err
+	}
+	text, _ := ct.Value()
+	return nil, m.SetField(b.Column, text)
+}
+
+// deferAssigned takes the value of a create whose integer ID is not set
+// (the database assigns it) out of the insert, to be sealed for the
+// assigned ID in the same transaction; such a create must run in one
+// (client.Tx), or the row would exist for a moment, or for good after a
+// crash, without its value.
+func (b *bound) deferAssigned(m ent.Mutation, s string) (*assigned, error) {
+	if b.Key == "-" || !m.Op().Is(ent.OpCreate) {
+		return nil, nil
+	}
+	if _, ok := mutationID(m); ok || !integerID(m) {
+		return nil, nil
+	}
+	if !inTx(m) {
+		return nil, fmt.Errorf("%w: %s.%s is bound to the ID the database assigns: create it inside a transaction (client.Tx), so that the value is sealed for the ID and written in the same transaction", ErrNoRowKey, b.Type, b.Column)
+	}
+	if err := m.ResetField(b.Column); err != nil { // inserted as NULL
+		return nil, err
+	}
+	return &assigned{b: b, pt: s}, nil
+}
+
+// sealAssigned seals the values deferred by deferAssigned for the ID the
+// database gave the created entity v, writes them with an UpdateOneID on
+// the mutation's transaction (through this hook, which seals them), and
+// sets their plaintext in v.
+func (c *Codec) sealAssigned(ctx context.Context, m ent.Mutation, v ent.Value, later []assigned) error {
+	if len(later) == 0 {
+		return nil
+	}
+	ev := reflect.ValueOf(v)
+	if ev.Kind() != reflect.Pointer || ev.IsNil() || ev.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("wardent: a create of %s returned %T, not an entity", m.Type(), v)
+	}
+	id := ev.Elem().FieldByName("ID")
+	if !id.IsValid() || id.IsZero() {
+		return fmt.Errorf("%w: the database assigned no ID to the %s", ErrNoRowKey, m.Type())
+	}
+	client := reflect.ValueOf(m).MethodByName("Client")
+	if !client.IsValid() {
+		return fmt.Errorf("wardent: the %s mutation has no Client method", m.Type())
+	}
+	typed := client.Call(nil)[0].Elem().FieldByName(m.Type())
+	upd := typed.MethodByName("UpdateOneID")
+	if !upd.IsValid() {
+		return fmt.Errorf("wardent: the %s client has no UpdateOneID method", m.Type())
+	}
+	one := upd.Call([]reflect.Value{id})[0]
+	um, ok := one.MethodByName("Mutation").Call(nil)[0].Interface().(ent.Mutation)
+	if !ok {
+		return fmt.Errorf("wardent: the %s update has no mutation", m.Type())
+	}
+	for _, a := range later {
+		if err := um.SetField(a.b.Column, a.pt); err != nil {
+			return err
+		}
+	}
+	out := one.MethodByName("Exec").Call([]reflect.Value{reflect.ValueOf(ctx)})[0]
+	if err, _ := out.Interface().(error); err != nil {
+		return fmt.Errorf("wardent: sealing %s for its assigned ID: %w", m.Type(), err)
+	}
+	for _, a := range later {
+		fv := ev.Elem().FieldByName(goName(a.b.Column))
+		switch {
+		case fv.Kind() == reflect.String:
+			fv.SetString(a.pt)
+		case fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.String:
+			pt := a.pt
+			fv.Set(reflect.ValueOf(&pt))
 		}
 	}
 	return nil
+}
+
+// integerID reports whether the mutation's ID is an integer, which the
+// database may assign.
+func integerID(m ent.Mutation) bool {
+	meth := reflect.ValueOf(m).MethodByName("ID")
+	if !meth.IsValid() || meth.Type().NumOut() != 2 {
+		return false
+	}
+	switch meth.Type().Out(0).Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// inTx reports whether the generated mutation runs in a transaction.
+func inTx(m ent.Mutation) bool {
+	meth := reflect.ValueOf(m).MethodByName("Tx")
+	if !meth.IsValid() || meth.Type().NumIn() != 0 || meth.Type().NumOut() != 2 {
+		return false
+	}
+	return meth.Call(nil)[1].IsNil()
 }
 
 // ownerChanged reports whether the mutation sets a field b is bound to.

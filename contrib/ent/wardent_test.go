@@ -6,10 +6,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
@@ -28,21 +31,44 @@ var fields = []wardent.Field{
 
 // clients opens the ent client on SQLite (pure Go) and, when configured,
 // PostgreSQL, with the codec installed.
-type clientPair struct{ c, raw *ent.Client } // with the codec, and without (what the database holds)
+type clientPair struct {
+	c, raw *ent.Client // with the codec, and without (what the database holds)
+	sent   *sentLog    // every statement c sent, with its arguments
+}
+
+// sentLog records the statements a client sends, to show what reached
+// the database.
+type sentLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *sentLog) log(_ context.Context, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintln(&l.b, v...)
+}
+
+func (l *sentLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
 
 func clients(t *testing.T, codec *wardent.Codec) map[string]clientPair {
 	out := map[string]clientPair{}
-	open := func(name, driver, dialect, dsn string) {
+	open := func(name, driver, dialectName, dsn string) {
 		db, err := sql.Open(driver, dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
-		drv := entsql.OpenDB(dialect, db)
-		c := ent.NewClient(ent.Driver(drv))
+		drv := entsql.OpenDB(dialectName, db)
+		sent := &sentLog{}
+		c := ent.NewClient(ent.Driver(dialect.DebugWithContext(drv, sent.log)))
 		c.Use(codec.Hook())
 		c.Intercept(codec.Interceptor())
 		t.Cleanup(func() { c.Close() })
-		out[name] = clientPair{c, ent.NewClient(ent.Driver(drv))}
+		out[name] = clientPair{c, ent.NewClient(ent.Driver(drv)), sent}
 	}
 	open("sqlite", "sqlite", "sqlite3", "file:"+filepath.Join(t.TempDir(), "ent.db")+"?_pragma=foreign_keys(1)")
 	if url := pgtest.URL(t); url != "" {

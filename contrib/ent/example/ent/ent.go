@@ -12,6 +12,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
+	"github.com/wardlab/ward/contrib/ent/example/ent/account"
 	"github.com/wardlab/ward/contrib/ent/example/ent/note"
 )
 
@@ -73,7 +74,8 @@ var (
 func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
-			note.Table: note.ValidColumn,
+			account.Table: account.ValidColumn,
+			note.Table:    note.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

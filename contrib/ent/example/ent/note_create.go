@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 
+	"entgo.io/ent/dialect"
+	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
 	"github.com/wardlab/ward/contrib/ent/example/ent/note"
@@ -17,6 +19,7 @@ type NoteCreate struct {
 	config
 	mutation *NoteMutation
 	hooks    []Hook
+	conflict []sql.ConflictOption
 }
 
 // SetUserID sets the "user_id" field.
@@ -128,6 +131,7 @@ func (_c *NoteCreate) createSpec() (*Note, *sqlgraph.CreateSpec) {
 		_node = &Note{config: _c.config}
 		_spec = sqlgraph.NewCreateSpec(note.Table, sqlgraph.NewFieldSpec(note.FieldID, field.TypeString))
 	)
+	_spec.OnConflict = _c.conflict
 	if id, ok := _c.mutation.ID(); ok {
 		_node.ID = id
 		_spec.ID.Value = id
@@ -151,11 +155,290 @@ func (_c *NoteCreate) createSpec() (*Note, *sqlgraph.CreateSpec) {
 	return _node, _spec
 }
 
+// OnConflict allows configuring the `ON CONFLICT` / `ON DUPLICATE KEY` clause
+// of the `INSERT` statement. For example:
+//
+//	client.Note.Create().
+//		SetUserID(v).
+//		OnConflict(
+//			// Update the row with the new values
+//			// the was proposed for insertion.
+//			sql.ResolveWithNewValues(),
+//		).
+//		// Override some of the fields with custom
+//		// update values.
+//		Update(func(u *ent.NoteUpsert) {
+//			SetUserID(v+v).
+//		}).
+//		Exec(ctx)
+func (_c *NoteCreate) OnConflict(opts ...sql.ConflictOption) *NoteUpsertOne {
+	_c.conflict = opts
+	return &NoteUpsertOne{
+		create: _c,
+	}
+}
+
+// OnConflictColumns calls `OnConflict` and configures the columns
+// as conflict target. Using this option is equivalent to using:
+//
+//	client.Note.Create().
+//		OnConflict(sql.ConflictColumns(columns...)).
+//		Exec(ctx)
+func (_c *NoteCreate) OnConflictColumns(columns ...string) *NoteUpsertOne {
+	_c.conflict = append(_c.conflict, sql.ConflictColumns(columns...))
+	return &NoteUpsertOne{
+		create: _c,
+	}
+}
+
+type (
+	// NoteUpsertOne is the builder for "upsert"-ing
+	//  one Note node.
+	NoteUpsertOne struct {
+		create *NoteCreate
+	}
+
+	// NoteUpsert is the "OnConflict" setter.
+	NoteUpsert struct {
+		*sql.UpdateSet
+	}
+)
+
+// SetUserID sets the "user_id" field.
+func (u *NoteUpsert) SetUserID(v int64) *NoteUpsert {
+	u.Set(note.FieldUserID, v)
+	return u
+}
+
+// UpdateUserID sets the "user_id" field to the value that was provided on create.
+func (u *NoteUpsert) UpdateUserID() *NoteUpsert {
+	u.SetExcluded(note.FieldUserID)
+	return u
+}
+
+// AddUserID adds v to the "user_id" field.
+func (u *NoteUpsert) AddUserID(v int64) *NoteUpsert {
+	u.Add(note.FieldUserID, v)
+	return u
+}
+
+// SetBody sets the "body" field.
+func (u *NoteUpsert) SetBody(v string) *NoteUpsert {
+	u.Set(note.FieldBody, v)
+	return u
+}
+
+// UpdateBody sets the "body" field to the value that was provided on create.
+func (u *NoteUpsert) UpdateBody() *NoteUpsert {
+	u.SetExcluded(note.FieldBody)
+	return u
+}
+
+// SetEmail sets the "email" field.
+func (u *NoteUpsert) SetEmail(v string) *NoteUpsert {
+	u.Set(note.FieldEmail, v)
+	return u
+}
+
+// UpdateEmail sets the "email" field to the value that was provided on create.
+func (u *NoteUpsert) UpdateEmail() *NoteUpsert {
+	u.SetExcluded(note.FieldEmail)
+	return u
+}
+
+// ClearEmail clears the value of the "email" field.
+func (u *NoteUpsert) ClearEmail() *NoteUpsert {
+	u.SetNull(note.FieldEmail)
+	return u
+}
+
+// SetEmailIndex sets the "email_index" field.
+func (u *NoteUpsert) SetEmailIndex(v []byte) *NoteUpsert {
+	u.Set(note.FieldEmailIndex, v)
+	return u
+}
+
+// UpdateEmailIndex sets the "email_index" field to the value that was provided on create.
+func (u *NoteUpsert) UpdateEmailIndex() *NoteUpsert {
+	u.SetExcluded(note.FieldEmailIndex)
+	return u
+}
+
+// ClearEmailIndex clears the value of the "email_index" field.
+func (u *NoteUpsert) ClearEmailIndex() *NoteUpsert {
+	u.SetNull(note.FieldEmailIndex)
+	return u
+}
+
+// UpdateNewValues updates the mutable fields using the new values that were set on create except the ID field.
+// Using this option is equivalent to using:
+//
+//	client.Note.Create().
+//		OnConflict(
+//			sql.ResolveWithNewValues(),
+//			sql.ResolveWith(func(u *sql.UpdateSet) {
+//				u.SetIgnore(note.FieldID)
+//			}),
+//		).
+//		Exec(ctx)
+func (u *NoteUpsertOne) UpdateNewValues() *NoteUpsertOne {
+	u.create.conflict = append(u.create.conflict, sql.ResolveWithNewValues())
+	u.create.conflict = append(u.create.conflict, sql.ResolveWith(func(s *sql.UpdateSet) {
+		if _, exists := u.create.mutation.ID(); exists {
+			s.SetIgnore(note.FieldID)
+		}
+	}))
+	return u
+}
+
+// Ignore sets each column to itself in case of conflict.
+// Using this option is equivalent to using:
+//
+//	client.Note.Create().
+//	    OnConflict(sql.ResolveWithIgnore()).
+//	    Exec(ctx)
+func (u *NoteUpsertOne) Ignore() *NoteUpsertOne {
+	u.create.conflict = append(u.create.conflict, sql.ResolveWithIgnore())
+	return u
+}
+
+// DoNothing configures the conflict_action to `DO NOTHING`.
+// Supported only by SQLite and PostgreSQL.
+func (u *NoteUpsertOne) DoNothing() *NoteUpsertOne {
+	u.create.conflict = append(u.create.conflict, sql.DoNothing())
+	return u
+}
+
+// Update allows overriding fields `UPDATE` values. See the NoteCreate.OnConflict
+// documentation for more info.
+func (u *NoteUpsertOne) Update(set func(*NoteUpsert)) *NoteUpsertOne {
+	u.create.conflict = append(u.create.conflict, sql.ResolveWith(func(update *sql.UpdateSet) {
+		set(&NoteUpsert{UpdateSet: update})
+	}))
+	return u
+}
+
+// SetUserID sets the "user_id" field.
+func (u *NoteUpsertOne) SetUserID(v int64) *NoteUpsertOne {
+	return u.Update(func(s *NoteUpsert) {
+		s.SetUserID(v)
+	})
+}
+
+// AddUserID adds v to the "user_id" field.
+func (u *NoteUpsertOne) AddUserID(v int64) *NoteUpsertOne {
+	return u.Update(func(s *NoteUpsert) {
+		s.AddUserID(v)
+	})
+}
+
+// UpdateUserID sets the "user_id" field to the value that was provided on create.
+func (u *NoteUpsertOne) UpdateUserID() *NoteUpsertOne {
+	return u.Update(func(s *NoteUpsert) {
+		s.UpdateUserID()
+	})
+}
+
+// SetBody sets the "body" field.
+func (u *NoteUpsertOne) SetBody(v string) *NoteUpsertOne {
+	return u.Update(func(s *NoteUpsert) {
+		s.SetBody(v)
+	})
+}
+
+// UpdateBody sets the "body" field to the value that was provided on create.
+func (u *NoteUpsertOne) UpdateBody() *NoteUpsertOne {
+	return u.Update(func(s *NoteUpsert) {
+		s.UpdateBody()
+	})
+}
+
+// SetEmail sets the "email" field.
+func (u *NoteUpsertOne) SetEmail(v string) *NoteUpsertOne {
+	return u.Update(func(s *NoteUpsert) {
+		s.SetEmail(v)
+	})
+}
+
+// UpdateEmail sets the "email" field to the value that was provided on create.
+func (u *NoteUpsertOne) UpdateEmail() *NoteUpsertOne {
+	return u.Update(func(s *NoteUpsert) {
+		s.UpdateEmail()
+	})
+}
+
+// ClearEmail clears the value of the "email" field.
+func (u *NoteUpsertOne) ClearEmail() *NoteUpsertOne {
+	return u.Update(func(s *NoteUpsert) {
+		s.ClearEmail()
+	})
+}
+
+// SetEmailIndex sets the "email_index" field.
+func (u *NoteUpsertOne) SetEmailIndex(v []byte) *NoteUpsertOne {
+	return u.Update(func(s *NoteUpsert) {
+		s.SetEmailIndex(v)
+	})
+}
+
+// UpdateEmailIndex sets the "email_index" field to the value that was provided on create.
+func (u *NoteUpsertOne) UpdateEmailIndex() *NoteUpsertOne {
+	return u.Update(func(s *NoteUpsert) {
+		s.UpdateEmailIndex()
+	})
+}
+
+// ClearEmailIndex clears the value of the "email_index" field.
+func (u *NoteUpsertOne) ClearEmailIndex() *NoteUpsertOne {
+	return u.Update(func(s *NoteUpsert) {
+		s.ClearEmailIndex()
+	})
+}
+
+// Exec executes the query.
+func (u *NoteUpsertOne) Exec(ctx context.Context) error {
+	if len(u.create.conflict) == 0 {
+		return errors.New("ent: missing options for NoteCreate.OnConflict")
+	}
+	return u.create.Exec(ctx)
+}
+
+// ExecX is like Exec, but panics if an error occurs.
+func (u *NoteUpsertOne) ExecX(ctx context.Context) {
+	if err := u.create.Exec(ctx); err != nil {
+		panic(err)
+	}
+}
+
+// Exec executes the UPSERT query and returns the inserted/updated ID.
+func (u *NoteUpsertOne) ID(ctx context.Context) (id string, err error) {
+	if u.create.driver.Dialect() == dialect.MySQL {
+		// In case of "ON CONFLICT", there is no way to get back non-numeric ID
+		// fields from the database since MySQL does not support the RETURNING clause.
+		return id, errors.New("ent: NoteUpsertOne.ID is not supported by MySQL driver. Use NoteUpsertOne.Exec instead")
+	}
+	node, err := u.create.Save(ctx)
+	if err != nil {
+		return id, err
+	}
+	return node.ID, nil
+}
+
+// IDX is like ID, but panics if an error occurs.
+func (u *NoteUpsertOne) IDX(ctx context.Context) string {
+	id, err := u.ID(ctx)
+	if err != nil {
+		panic(err)
+	}
+	return id
+}
+
 // NoteCreateBulk is the builder for creating many Note entities in bulk.
 type NoteCreateBulk struct {
 	config
 	err      error
 	builders []*NoteCreate
+	conflict []sql.ConflictOption
 }
 
 // Save creates the Note entities in the database.
@@ -184,6 +467,7 @@ func (_c *NoteCreateBulk) Save(ctx context.Context) ([]*Note, error) {
 					_, err = mutators[i+1].Mutate(root, _c.builders[i+1].mutation)
 				} else {
 					spec := &sqlgraph.BatchCreateSpec{Nodes: specs}
+					spec.OnConflict = _c.conflict
 					// Invoke the actual operation on the latest mutation in the chain.
 					if err = sqlgraph.BatchCreate(ctx, _c.driver, spec); err != nil {
 						if sqlgraph.IsConstraintError(err) {
@@ -230,6 +514,197 @@ func (_c *NoteCreateBulk) Exec(ctx context.Context) error {
 // ExecX is like Exec, but panics if an error occurs.
 func (_c *NoteCreateBulk) ExecX(ctx context.Context) {
 	if err := _c.Exec(ctx); err != nil {
+		panic(err)
+	}
+}
+
+// OnConflict allows configuring the `ON CONFLICT` / `ON DUPLICATE KEY` clause
+// of the `INSERT` statement. For example:
+//
+//	client.Note.CreateBulk(builders...).
+//		OnConflict(
+//			// Update the row with the new values
+//			// the was proposed for insertion.
+//			sql.ResolveWithNewValues(),
+//		).
+//		// Override some of the fields with custom
+//		// update values.
+//		Update(func(u *ent.NoteUpsert) {
+//			SetUserID(v+v).
+//		}).
+//		Exec(ctx)
+func (_c *NoteCreateBulk) OnConflict(opts ...sql.ConflictOption) *NoteUpsertBulk {
+	_c.conflict = opts
+	return &NoteUpsertBulk{
+		create: _c,
+	}
+}
+
+// OnConflictColumns calls `OnConflict` and configures the columns
+// as conflict target. Using this option is equivalent to using:
+//
+//	client.Note.Create().
+//		OnConflict(sql.ConflictColumns(columns...)).
+//		Exec(ctx)
+func (_c *NoteCreateBulk) OnConflictColumns(columns ...string) *NoteUpsertBulk {
+	_c.conflict = append(_c.conflict, sql.ConflictColumns(columns...))
+	return &NoteUpsertBulk{
+		create: _c,
+	}
+}
+
+// NoteUpsertBulk is the builder for "upsert"-ing
+// a bulk of Note nodes.
+type NoteUpsertBulk struct {
+	create *NoteCreateBulk
+}
+
+// UpdateNewValues updates the mutable fields using the new values that
+// were set on create. Using this option is equivalent to using:
+//
+//	client.Note.Create().
+//		OnConflict(
+//			sql.ResolveWithNewValues(),
+//			sql.ResolveWith(func(u *sql.UpdateSet) {
+//				u.SetIgnore(note.FieldID)
+//			}),
+//		).
+//		Exec(ctx)
+func (u *NoteUpsertBulk) UpdateNewValues() *NoteUpsertBulk {
+	u.create.conflict = append(u.create.conflict, sql.ResolveWithNewValues())
+	u.create.conflict = append(u.create.conflict, sql.ResolveWith(func(s *sql.UpdateSet) {
+		for _, b := range u.create.builders {
+			if _, exists := b.mutation.ID(); exists {
+				s.SetIgnore(note.FieldID)
+			}
+		}
+	}))
+	return u
+}
+
+// Ignore sets each column to itself in case of conflict.
+// Using this option is equivalent to using:
+//
+//	client.Note.Create().
+//		OnConflict(sql.ResolveWithIgnore()).
+//		Exec(ctx)
+func (u *NoteUpsertBulk) Ignore() *NoteUpsertBulk {
+	u.create.conflict = append(u.create.conflict, sql.ResolveWithIgnore())
+	return u
+}
+
+// DoNothing configures the conflict_action to `DO NOTHING`.
+// Supported only by SQLite and PostgreSQL.
+func (u *NoteUpsertBulk) DoNothing() *NoteUpsertBulk {
+	u.create.conflict = append(u.create.conflict, sql.DoNothing())
+	return u
+}
+
+// Update allows overriding fields `UPDATE` values. See the NoteCreateBulk.OnConflict
+// documentation for more info.
+func (u *NoteUpsertBulk) Update(set func(*NoteUpsert)) *NoteUpsertBulk {
+	u.create.conflict = append(u.create.conflict, sql.ResolveWith(func(update *sql.UpdateSet) {
+		set(&NoteUpsert{UpdateSet: update})
+	}))
+	return u
+}
+
+// SetUserID sets the "user_id" field.
+func (u *NoteUpsertBulk) SetUserID(v int64) *NoteUpsertBulk {
+	return u.Update(func(s *NoteUpsert) {
+		s.SetUserID(v)
+	})
+}
+
+// AddUserID adds v to the "user_id" field.
+func (u *NoteUpsertBulk) AddUserID(v int64) *NoteUpsertBulk {
+	return u.Update(func(s *NoteUpsert) {
+		s.AddUserID(v)
+	})
+}
+
+// UpdateUserID sets the "user_id" field to the value that was provided on create.
+func (u *NoteUpsertBulk) UpdateUserID() *NoteUpsertBulk {
+	return u.Update(func(s *NoteUpsert) {
+		s.UpdateUserID()
+	})
+}
+
+// SetBody sets the "body" field.
+func (u *NoteUpsertBulk) SetBody(v string) *NoteUpsertBulk {
+	return u.Update(func(s *NoteUpsert) {
+		s.SetBody(v)
+	})
+}
+
+// UpdateBody sets the "body" field to the value that was provided on create.
+func (u *NoteUpsertBulk) UpdateBody() *NoteUpsertBulk {
+	return u.Update(func(s *NoteUpsert) {
+		s.UpdateBody()
+	})
+}
+
+// SetEmail sets the "email" field.
+func (u *NoteUpsertBulk) SetEmail(v string) *NoteUpsertBulk {
+	return u.Update(func(s *NoteUpsert) {
+		s.SetEmail(v)
+	})
+}
+
+// UpdateEmail sets the "email" field to the value that was provided on create.
+func (u *NoteUpsertBulk) UpdateEmail() *NoteUpsertBulk {
+	return u.Update(func(s *NoteUpsert) {
+		s.UpdateEmail()
+	})
+}
+
+// ClearEmail clears the value of the "email" field.
+func (u *NoteUpsertBulk) ClearEmail() *NoteUpsertBulk {
+	return u.Update(func(s *NoteUpsert) {
+		s.ClearEmail()
+	})
+}
+
+// SetEmailIndex sets the "email_index" field.
+func (u *NoteUpsertBulk) SetEmailIndex(v []byte) *NoteUpsertBulk {
+	return u.Update(func(s *NoteUpsert) {
+		s.SetEmailIndex(v)
+	})
+}
+
+// UpdateEmailIndex sets the "email_index" field to the value that was provided on create.
+func (u *NoteUpsertBulk) UpdateEmailIndex() *NoteUpsertBulk {
+	return u.Update(func(s *NoteUpsert) {
+		s.UpdateEmailIndex()
+	})
+}
+
+// ClearEmailIndex clears the value of the "email_index" field.
+func (u *NoteUpsertBulk) ClearEmailIndex() *NoteUpsertBulk {
+	return u.Update(func(s *NoteUpsert) {
+		s.ClearEmailIndex()
+	})
+}
+
+// Exec executes the query.
+func (u *NoteUpsertBulk) Exec(ctx context.Context) error {
+	if u.create.err != nil {
+		return u.create.err
+	}
+	for i, b := range u.create.builders {
+		if len(b.conflict) != 0 {
+			return fmt.Errorf("ent: OnConflict was set for builder %d. Set it on the NoteCreateBulk instead", i)
+		}
+	}
+	if len(u.create.conflict) == 0 {
+		return errors.New("ent: missing options for NoteCreateBulk.OnConflict")
+	}
+	return u.create.Exec(ctx)
+}
+
+// ExecX is like Exec, but panics if an error occurs.
+func (u *NoteUpsertBulk) ExecX(ctx context.Context) {
+	if err := u.create.Exec(ctx); err != nil {
 		panic(err)
 	}
 }
