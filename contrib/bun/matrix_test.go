@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+
+	"github.com/uptrace/bun"
 	"testing"
 
 	wardbun "github.com/wardlab/ward/contrib/bun"
@@ -104,6 +107,109 @@ func TestWriteMatrix(t *testing.T) {
 			db.NewUpdate().Model(&c).Column("user_id").WherePK().Exec(ctx)
 			if _, err := read("c"); !errors.Is(err, keyring.ErrWrongContext) {
 				t.Fatalf("owner change without the bound column: %v", err)
+			}
+		})
+	}
+}
+
+// Account has a database-assigned key (bigserial, AUTOINCREMENT) that its
+// Text is bound to, and a UNIQUE blind index.
+type Account struct {
+	bun.BaseModel `bun:"table:bun_accounts"`
+	ID            int64        `bun:",pk,autoincrement"`
+	Email         wardbun.Text `bun:"type:text"` // nullable: written once the key is known
+	EmailIndex    []byte       `bun:",unique" ward:"index:email"`
+}
+
+func (a *Account) BeforeAppendModel(ctx context.Context, q bun.Query) error {
+	return codec.Seal(ctx, q, a)
+}
+func (a *Account) AfterScanRow(ctx context.Context) error { return codec.Open(ctx, a) }
+
+// statements records every statement a bun.DB sends (bun formats the
+// arguments into the text).
+type statements struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (s *statements) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (s *statements) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.all = append(s.all, e.Query)
+}
+
+// TestAssignedKeys adopts a table whose key the database assigns:
+// Codec.Insert inserts the value as NULL and seals it for the assigned key
+// in the same transaction (one row, a slice, inside the caller's
+// transaction); a plain insert is refused; no statement carries the
+// plaintext; uniqueness and search go through the blind index.
+func TestAssignedKeys(t *testing.T) {
+	ctx := context.Background()
+	kr, _ := keyring.New(keyring.AES256GCM)
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			codec = wardbun.New(db, kr)
+			sent := &statements{}
+			db.AddQueryHook(sent)
+			db.NewDropTable().Model((*Account)(nil)).IfExists().Exec(ctx)
+			if _, err := db.NewCreateTable().Model((*Account)(nil)).Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.NewDropTable().Model((*Account)(nil)).IfExists().Exec(ctx) })
+
+			one := &Account{Email: wardbun.NewText("one@example.com")}
+			if err := codec.Insert(ctx, db, one); err != nil || one.ID == 0 {
+				t.Fatalf("insert: %+v %v", one, err)
+			}
+			many := []Account{{Email: wardbun.NewText("two@example.com")}, {Email: wardbun.NewText("three@example.com")}}
+			if err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				return codec.Insert(ctx, tx, &many)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range append(many, *one) {
+				var got Account
+				if err := db.NewSelect().Model(&got).Where("id = ?", a.ID).Scan(ctx); err != nil || got.Email.String() != a.Email.String() {
+					t.Fatalf("account %d: %+v %v", a.ID, got, err)
+				}
+				var raw string
+				db.NewRaw("SELECT email FROM bun_accounts WHERE id = ?", a.ID).Scan(ctx, &raw)
+				if !strings.HasPrefix(raw, "w3:") {
+					t.Fatalf("account %d stored %q", a.ID, raw)
+				}
+			}
+			// Bound to its row: a value copied to another account fails.
+			db.NewRaw("UPDATE bun_accounts SET email = (SELECT email FROM bun_accounts WHERE id = ?) WHERE id = ?", one.ID, many[0].ID).Exec(ctx)
+			if err := db.NewSelect().Model(&Account{}).Where("id = ?", many[0].ID).Scan(ctx); !errors.Is(err, keyring.ErrWrongContext) {
+				t.Fatalf("a value copied to another row: %v", err)
+			}
+			// Refused: a duplicate address (the UNIQUE index, nothing
+			// stays), a plain insert (nothing written).
+			if err := codec.Insert(ctx, db, &Account{Email: wardbun.NewText("ONE@example.com")}); err == nil {
+				t.Fatal("a duplicate address was accepted")
+			}
+			if _, err := db.NewInsert().Model(&Account{Email: wardbun.NewText("four@example.com")}).Exec(ctx); !errors.Is(err, wardbun.ErrNoRowKey) {
+				t.Fatalf("plain insert: %v", err)
+			}
+			if n, _ := db.NewSelect().Model((*Account)(nil)).Count(ctx); n != 3 {
+				t.Fatalf("%d accounts", n)
+			}
+			idx, _ := codec.Index("bun_accounts", "email", "Three@Example.com")
+			var found Account
+			if err := db.NewSelect().Model(&found).Where("email_index = ?", idx).Scan(ctx); err != nil || found.ID != many[1].ID {
+				t.Fatalf("search by the index: %+v %v", found, err)
+			}
+			sent.mu.Lock()
+			defer sent.mu.Unlock()
+			if len(sent.all) < 5 || !strings.Contains(strings.Join(sent.all, "\n"), "INSERT INTO") {
+				t.Fatalf("the query hook saw %d statements", len(sent.all))
+			}
+			for _, q := range sent.all {
+				if strings.Contains(q, "@example.com") {
+					t.Fatalf("a statement carried a plaintext address: %s", q)
+				}
 			}
 		})
 	}

@@ -16,11 +16,15 @@
 //	func (n *Note) AfterScanRow(ctx context.Context) error                 { return codec.Open(ctx, n) }
 //
 // The row key. A value is bound to the column named in key: (by default
-// the table's single primary key), which must be set before insert: a
-// database-assigned ID cannot be it. Use a client-assigned key (a UUID),
-// or write key:- to bind to table and column only (and bind: to an owner):
-// then a database writer can swap values between rows of the same table
-// (and owner) undetected.
+// the table's single primary key). A client-assigned key (a UUID) is set
+// before insert. An integer key the database assigns (bun:",pk,autoincrement",
+// bigserial) is not known until the row exists: insert such rows with
+// [Codec.Insert], which inserts the Text fields as NULL, then seals them
+// for the assigned key and writes them in the same transaction; a plain
+// NewInsert of such a row is refused ([ErrNoRowKey]). Or write key:- to
+// bind to table and column only (and bind: to an owner): then a database
+// writer can swap values between rows of the same table (and owner)
+// undetected.
 //
 // A Text that was not sealed (a model without the hook) refuses to be
 // written: plaintext never reaches the database. NULL stays NULL
@@ -33,7 +37,10 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/uptrace/bun"
@@ -49,10 +56,11 @@ import (
 // bun creates a text column. The zero value is the empty string; see
 // [Null] for SQL NULL.
 type Text struct {
-	s      string
-	null   bool
-	ct     field.Ciphertext // as scanned, or as sealed
-	sealed bool
+	s       string
+	null    bool
+	ct      field.Ciphertext // as scanned, or as sealed
+	sealed  bool
+	pending bool // written as NULL until sealed for a key the database assigns (Codec.Insert)
 }
 
 // NewText returns a Text holding s.
@@ -73,7 +81,7 @@ var ErrNotSealed = errors.New("wardbun: value was not sealed (add the BeforeAppe
 
 // Value implements driver.Valuer: the sealed ciphertext, never plaintext.
 func (t Text) Value() (driver.Value, error) {
-	if t.null {
+	if t.null || t.pending {
 		return nil, nil
 	}
 	if !t.sealed {
@@ -136,7 +144,15 @@ func (c *Codec) Seal(ctx context.Context, q bun.Query, model any) error {
 			return nil
 		}
 		t := f.Value(strct).Addr().Interface().(*Text)
+		t.pending = false
 		if t.null {
+			return nil
+		}
+		if q.Operation() == "INSERT" && b.assigned(strct) {
+			if ctx.Value(insertKey{}) == nil {
+				return fmt.Errorf("%w: %s.%s is bound to %s, which the database assigns: insert the row with Codec.Insert, which seals the value for the assigned key in the same transaction", ErrNoRowKey, f.Table.Name, f.Name, b.key.Name)
+			}
+			t.pending = true // NULL now, sealed by Codec.Insert once the key is known
 			return nil
 		}
 		rk, err := b.row(f, strct)
@@ -149,6 +165,88 @@ func (c *Codec) Seal(ctx context.Context, q bun.Query, model any) error {
 		t.sealed = true
 		return nil
 	})
+}
+
+// insertKey marks, in a context, inserts run by Codec.Insert.
+type insertKey struct{}
+
+// assigned reports whether the row key of strct is an integer the
+// database has yet to assign.
+func (b *binding) assigned(strct reflect.Value) bool {
+	if b.key == nil {
+		return false
+	}
+	kv := b.key.Value(strct)
+	switch kv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return kv.IsZero()
+	}
+	return false
+}
+
+// Insert inserts model (a pointer to a struct, or to a slice of structs or
+// of pointers to them) whose row key the database assigns: in one
+// transaction (db's own, if db is a bun.Tx), it inserts the row with its
+// Text fields NULL, reads the assigned keys back (RETURNING), seals the
+// values for them and updates the rows. Blind indexes are written by the
+// insert, so a UNIQUE index refuses a duplicate before the row exists.
+// Rows whose key is already set are sealed and inserted as usual.
+func (c *Codec) Insert(ctx context.Context, db bun.IDB, model any) error {
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(model).Exec(context.WithValue(ctx, insertKey{}, true)); err != nil {
+			return err
+		}
+		var rows []any
+		columns := map[string]bool{}
+		err := eachStruct(model, func(row any) error {
+			found := false
+			err := c.each(row, func(f *schema.Field, b *binding, strct reflect.Value) error {
+				if b.index == nil && f.Value(strct).Interface().(Text).pending {
+					columns[f.Name] = true
+					found = true
+				}
+				return nil
+			})
+			if found {
+				rows = append(rows, row)
+			}
+			return err
+		})
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		cols := slices.Sorted(maps.Keys(columns))
+		for _, row := range rows {
+			if _, err := tx.NewUpdate().Model(row).Column(cols...).WherePK().Exec(ctx); err != nil {
+				return fmt.Errorf("wardbun: sealing %s for its assigned key: %w", strings.Join(cols, ", "), err)
+			}
+		}
+		return nil
+	})
+}
+
+// eachStruct calls fn with a pointer to model's struct, or to each struct
+// of a slice model.
+func eachStruct(model any, fn func(any) error) error {
+	v := reflect.ValueOf(model)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return fmt.Errorf("wardbun: model must be a pointer, not %T", model)
+	}
+	if v.Elem().Kind() != reflect.Slice {
+		return fn(model)
+	}
+	s := v.Elem()
+	for i := range s.Len() {
+		e := s.Index(i)
+		if e.Kind() != reflect.Pointer {
+			e = e.Addr()
+		}
+		if err := fn(e.Interface()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Open decrypts every Text field of a scanned model.
