@@ -196,10 +196,12 @@ func TestAssignedKeys(t *testing.T) {
 			if n, _ := db.NewSelect().Model((*Account)(nil)).Count(ctx); n != 3 {
 				t.Fatalf("%d accounts", n)
 			}
-			idx, _ := codec.Index("bun_accounts", "email", "Three@Example.com")
 			var found Account
-			if err := db.NewSelect().Model(&found).Where("email_index = ?", idx).Scan(ctx); err != nil || found.ID != many[1].ID {
+			if err := codec.Eq(db.NewSelect().Model(&found), &found, "Email", "Three@Example.com").Scan(ctx); err != nil || found.ID != many[1].ID {
 				t.Fatalf("search by the index: %+v %v", found, err)
+			}
+			if err := codec.Eq(db.NewSelect().Model(&found), &found, "ID", "1").Scan(ctx); err == nil || !strings.Contains(err.Error(), "no blind index of ID") {
+				t.Fatalf("Eq on a field without an index: %v", err)
 			}
 			sent.mu.Lock()
 			defer sent.mu.Unlock()

@@ -378,3 +378,42 @@ func (b *binding) row(f *schema.Field, strct reflect.Value) (field.RowKey, error
 func (c *Codec) Index(table, column, value string) ([]byte, error) {
 	return c.indexes.Compute(table, column, value)
 }
+
+// Eq narrows q to the rows of model whose Text field (by Go name or
+// column) equals value, through the field's blind index (the field tagged
+// ward:"index:…" with its name), as a query on the field would read:
+//
+//	var a Account
+//	err := codec.Eq(db.NewSelect().Model(&a), &a, "Email", "Alice@example.com").Scan(ctx)
+//
+// Put the UNIQUE constraint on the index column to keep the field unique.
+func (c *Codec) Eq(q *bun.SelectQuery, model any, field, value string) *bun.SelectQuery {
+	t := reflect.TypeOf(model)
+	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice) {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return q.Err(fmt.Errorf("wardbun: Eq needs a model struct, not %T", model))
+	}
+	table := c.db.Table(t)
+	src := table.LookupField(field)
+	if src == nil {
+		for _, f := range table.Fields {
+			if f.GoName == field {
+				src = f
+			}
+		}
+	}
+	for _, f := range table.Fields {
+		of := ormkit.ParseTag(f.StructField.Tag.Get("ward"))["index"]
+		if src == nil || of == "" || table.LookupField(of) != src {
+			continue
+		}
+		idx, err := c.indexes.Compute(table.Name, src.Name, value)
+		if err != nil {
+			return q.Err(err)
+		}
+		return q.Where("?TableAlias.? = ?", bun.Ident(f.Name), idx)
+	}
+	return q.Err(fmt.Errorf("wardbun: %s has no blind index of %s (a field tagged ward:\"index:%s\")", t, field, field))
+}

@@ -8,7 +8,6 @@ import (
 
 	wardent "github.com/wardlab/ward/contrib/ent"
 	"github.com/wardlab/ward/contrib/ent/example/ent"
-	"github.com/wardlab/ward/contrib/ent/example/ent/account"
 	"github.com/wardlab/ward/contrib/ent/example/ent/note"
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
@@ -199,9 +198,11 @@ func TestAssignedKeys(t *testing.T) {
 			if sent := p.sent.String(); !strings.Contains(sent, "INSERT") || strings.Contains(sent, "@example.com") {
 				t.Fatalf("the statements sent carry a plaintext address:\n%s", sent)
 			}
-			idx, _ := codec.Index("accounts", "email", "Three@Example.com")
-			if got, err := c.Account.Query().Where(account.EmailIndex(idx)).Only(ctx); err != nil || got.ID != many[1].ID {
+			if got, err := c.Account.Query().Where(codec.Eq("Account", "email", "Three@Example.com")).Only(ctx); err != nil || got.ID != many[1].ID {
 				t.Fatalf("search by the index: %+v %v", got, err)
+			}
+			if _, err := c.Account.Query().Where(codec.Eq("Account", "id", "1")).Only(ctx); err == nil || !strings.Contains(err.Error(), "no blind index") {
+				t.Fatalf("Eq on a field without an index: %v", err)
 			}
 		})
 	}

@@ -38,6 +38,7 @@ import (
 	"strings"
 
 	"entgo.io/ent"
+	entsql "entgo.io/ent/dialect/sql"
 
 	"github.com/wardlab/ward/contrib/internal/ormkit"
 	"github.com/wardlab/ward/field"
@@ -481,4 +482,24 @@ func goName(column string) string {
 		}
 	}
 	return b.String()
+}
+
+// Eq returns a predicate on the entities of schema type typ whose field
+// column equals value, through the field's blind index (its IndexColumn),
+// as a predicate on the field would read:
+//
+//	a, err := client.Account.Query().Where(codec.Eq("Account", "email", "Alice@example.com")).Only(ctx)
+//
+// A field without an index column fails the query. Put the UNIQUE
+// constraint on the index column to keep the field unique.
+func (c *Codec) Eq(typ, column, value string) func(*entsql.Selector) {
+	for _, b := range c.fields[typ] {
+		if b.Column == column && b.idx != nil {
+			idx := b.idx.Compute(value)
+			return func(s *entsql.Selector) { s.Where(entsql.EQ(s.C(b.IndexColumn), idx)) }
+		}
+	}
+	return func(s *entsql.Selector) {
+		s.AddError(fmt.Errorf("wardent: %s.%s has no blind index (declare IndexColumn)", typ, column))
+	}
 }
