@@ -1,12 +1,16 @@
 package wardgorm_test
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
 
 	wardgorm "github.com/wardlab/ward/contrib/gorm"
 )
@@ -216,6 +220,8 @@ func TestAssignedKeys(t *testing.T) {
 			if err := ser.Guard(db, &Account{}); err != nil {
 				t.Fatal(err)
 			}
+			sent := &statements{}
+			db = db.Session(&gorm.Session{Logger: sent})
 			one := Account{Email: "one@example.com"}
 			if err := db.Create(&one).Error; err != nil || one.ID == 0 {
 				t.Fatalf("create: %+v %v", one, err)
@@ -253,6 +259,36 @@ func TestAssignedKeys(t *testing.T) {
 			if err := ser.Eq(db, &Account{}, "Email", "three@example.com").First(&Account{}).Error; err != nil {
 				t.Fatalf("Eq: %v", err)
 			}
+			// No statement carried a plaintext address, not even the
+			// inserts inside their transactions.
+			sent.mu.Lock()
+			defer sent.mu.Unlock()
+			if len(sent.all) < 5 || !strings.Contains(strings.Join(sent.all, "\n"), "INSERT INTO") {
+				t.Fatalf("the logger saw %d statements", len(sent.all))
+			}
+			for _, q := range sent.all {
+				if strings.Contains(q, "@example.com") {
+					t.Fatalf("a statement carried a plaintext address: %s", q)
+				}
+			}
 		})
 	}
+}
+
+// statements is a GORM logger that records every statement, with its
+// arguments written in.
+type statements struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (s *statements) LogMode(logger.LogLevel) logger.Interface { return s }
+func (s *statements) Info(context.Context, string, ...any)     {}
+func (s *statements) Warn(context.Context, string, ...any)     {}
+func (s *statements) Error(context.Context, string, ...any)    {}
+func (s *statements) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
+	q, _ := fc()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.all = append(s.all, q)
 }
