@@ -21,6 +21,7 @@ require (
 	github.com/wardlab/ward v0.0.0-00010101000000-000000000000
 	github.com/wardlab/ward/internal/browsertest v0.0.0-00010101000000-000000000000
 	github.com/wardlab/ward/internal/cli v0.0.0-00010101000000-000000000000
+	golang.org/x/sys v0.50.0
 	golang.org/x/time v0.16.0
 )
 
@@ -33,6 +34,5 @@ require (
 	github.com/schollz/progressbar/v3 v3.19.1 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/crypto v0.59.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/term v0.48.0 // indirect
 )

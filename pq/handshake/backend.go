@@ -17,6 +17,8 @@ import (
 	cmldsa44 "github.com/cloudflare/circl/sign/mldsa/mldsa44"
 	cmldsa65 "github.com/cloudflare/circl/sign/mldsa/mldsa65"
 	cmldsa87 "github.com/cloudflare/circl/sign/mldsa/mldsa87"
+
+	"github.com/wardlab/ward/pq/internal/avx"
 )
 
 // encapsulationKeySize and ciphertextSize are ML-KEM's sizes (FIPS 203)
@@ -150,6 +152,7 @@ func (d stdDK1024) decapsulate(ct []byte) ([]byte, error) { return d.Decapsulate
 type circlKEM struct{ s kem.Scheme }
 
 func (c circlKEM) generate() (decapsulator, []byte, error) {
+	defer avx.ZeroUpper()
 	pk, sk, err := c.s.GenerateKeyPair()
 	if err != nil {
 		return nil, nil, err
@@ -161,6 +164,7 @@ func (c circlKEM) generate() (decapsulator, []byte, error) {
 	return circlDK{c.s, sk}, ek, nil
 }
 func (c circlKEM) encapsulate(ek []byte) ([]byte, []byte, error) {
+	defer avx.ZeroUpper()
 	pk, err := c.s.UnmarshalBinaryPublicKey(ek)
 	if err != nil {
 		return nil, nil, err
@@ -174,7 +178,10 @@ type circlDK struct {
 	sk kem.PrivateKey
 }
 
-func (d circlDK) decapsulate(ct []byte) ([]byte, error) { return d.s.Decapsulate(d.sk, ct) }
+func (d circlDK) decapsulate(ct []byte) ([]byte, error) {
+	defer avx.ZeroUpper()
+	return d.s.Decapsulate(d.sk, ct)
+}
 
 // SigningKey is a server's long-term ML-DSA key. It is kept as its FIPS 204
 // seed, so the same key is usable with either backend.
@@ -210,6 +217,7 @@ func NewSigningKey(alg Sig, seed []byte) (*SigningKey, error) {
 	}
 	k.pub = k.std.PublicKey().Bytes()
 	_, k.crcl = cs.DeriveKey(seed)
+	avx.ZeroUpper()
 	return k, nil
 }
 
@@ -251,6 +259,7 @@ const sigContext = "ward-handshake-v1"
 
 func (k *SigningKey) sign(b Backend, msg []byte) ([]byte, error) {
 	if b == Circl {
+		defer avx.ZeroUpper()
 		_, cs, _ := sigParams(k.alg)
 		return cs.Sign(k.crcl, msg, &sign.SignatureOpts{Context: sigContext}), nil
 	}
@@ -263,6 +272,7 @@ func verify(alg Sig, b Backend, pub, msg, sig []byte) error {
 		return err
 	}
 	if b == Circl {
+		defer avx.ZeroUpper()
 		pk, err := cs.UnmarshalBinaryPublicKey(pub)
 		if err != nil {
 			return err

@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package avx
+
+const hasAVX = false
+
+func vzeroupper() {}
