@@ -24,7 +24,6 @@ type clientHandshake struct {
 	xpriv []byte
 	kem   kemImpl
 	dk    decapsulator
-	ks    *keySchedule
 }
 
 // Client runs the client side of a handshake on conn.
@@ -128,7 +127,7 @@ func (hs *clientHandshake) verifyServer() error {
 			}
 		}
 	}
-	signed := hs.th.Sum(nil)
+	signed := hs.transcript()
 	signature, err := hs.read(frameSignature, signatureSize(sig))
 	if err != nil {
 		return err
@@ -170,7 +169,7 @@ func (hs *clientHandshake) deriveKeys(share []byte) error {
 // finish checks the server's finished message (the key is confirmed
 // then) and sends the client's.
 func (hs *clientHandshake) finish() (*Result, error) {
-	want := hs.ks.finished("server finished", hs.th.Sum(nil))
+	want := hs.finished("server finished")
 	got, err := hs.read(frameServerFinished, FinishedSize)
 	if err != nil {
 		return nil, err
@@ -180,10 +179,13 @@ func (hs *clientHandshake) finish() (*Result, error) {
 		return nil, ErrBadFinished
 	}
 	hs.stats.Confirmed = time.Since(hs.start)
-	cf := hs.ks.finished("client finished", hs.th.Sum(nil))
+	crypto := hs.stats.CryptoTime // what follows is not on the way to the confirmation
+	cf := hs.finished("client finished")
 	if err := hs.write(appendFrame(nil, frameClientFinished, hs.suite.wire(), cf), true); err != nil {
 		return nil, err
 	}
+	key := hs.sessionKey()
+	hs.stats.CryptoTime = crypto
 	hs.stats.Flights = 3
-	return &Result{Suite: hs.suite, Key: hs.ks.session(hs.th.Sum(nil)), Stats: hs.stats}, nil
+	return &Result{Suite: hs.suite, Key: key, Stats: hs.stats}, nil
 }

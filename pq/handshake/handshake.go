@@ -95,11 +95,14 @@ func (r *Result) Format(f fmt.State, _ rune) { f.Write([]byte(r.String())) }
 
 // Stats describes one side of a handshake.
 type Stats struct {
-	BytesSent     int           // framing included, TCP/IP headers excluded
-	BytesReceived int           // likewise
-	Writes        int           // Write calls on the connection
-	Flights       int           // protocol flights in both directions
-	CryptoTime    time.Duration // time spent in key generation, KEM, ECDH, signatures and HKDF
+	BytesSent     int // framing included, TCP/IP headers excluded
+	BytesReceived int // likewise
+	Writes        int // Write calls on the connection
+	Flights       int // protocol flights in both directions
+	// CryptoTime is the time spent in key generation, KEM, ECDH,
+	// signatures, the key schedule, finished MACs and the transcript hash:
+	// on the client until the key is confirmed, on the server in all.
+	CryptoTime time.Duration
 	// Confirmed is, on the client, the time from the start of Client until
 	// the server's finished message verified: the key is final then. The
 	// client's own finished message is sent after it.

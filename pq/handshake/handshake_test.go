@@ -591,3 +591,20 @@ func (h *holdSecondWrite) Write(b []byte) (int, error) {
 	}
 	return h.Conn.Write(b)
 }
+
+// TestCryptoTime checks what the lab's floor is built from: each side's
+// CryptoTime is positive, and the client's, counted until the key is
+// confirmed, is within its time to confirmation.
+func TestCryptoTime(t *testing.T) {
+	for _, suite := range []Suite{{X25519, SigNone}, {MLKEM768, SigNone}, {MLKEM512, SigNone}} {
+		for _, be := range []Backend{Stdlib, Circl} {
+			cr, sr, cerr, serr := pair(t, &ClientConfig{Suite: suite, Backend: be}, &ServerConfig{Backend: be})
+			if cerr != nil || serr != nil {
+				t.Fatal(cerr, serr)
+			}
+			if cr.Stats.CryptoTime <= 0 || sr.Stats.CryptoTime <= 0 || cr.Stats.CryptoTime > cr.Stats.Confirmed {
+				t.Errorf("%v/%v: client crypto %v of %v to confirmation, server crypto %v", suite, be, cr.Stats.CryptoTime, cr.Stats.Confirmed, sr.Stats.CryptoTime)
+			}
+		}
+	}
+}

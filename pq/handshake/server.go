@@ -19,7 +19,6 @@ type serverHandshake struct {
 	cfg   *ServerConfig
 	flags byte
 	key   *SigningKey
-	ks    *keySchedule
 	end   time.Time // the whole handshake's deadline
 }
 
@@ -42,7 +41,7 @@ func Server(ctx context.Context, conn net.Conn, cfg *ServerConfig) (*Result, err
 	if err := hs.sendFlight(ct, xpub); err != nil {
 		return nil, err
 	}
-	want := hs.ks.finished("client finished", hs.th.Sum(nil))
+	want := hs.finished("client finished")
 	hs.in.expect(HeaderSize + FinishedSize)
 	got, err := hs.read(frameClientFinished, FinishedSize)
 	if err != nil {
@@ -52,7 +51,7 @@ func Server(ctx context.Context, conn net.Conn, cfg *ServerConfig) (*Result, err
 		return nil, ErrBadFinished
 	}
 	hs.stats.Flights = 3
-	return &Result{Suite: hs.suite, Key: hs.ks.session(hs.th.Sum(nil)), Stats: hs.stats}, nil
+	return &Result{Suite: hs.suite, Key: hs.sessionKey(), Stats: hs.stats}, nil
 }
 
 // readHello reads and checks the ClientHello, within HelloTimeout.
@@ -96,8 +95,7 @@ func (hs *serverHandshake) readHello() ([]byte, error) {
 	}
 	hs.conn.SetReadDeadline(hs.end) // back to the handshake's deadline
 	hs.stats.BytesReceived += n
-	hs.th.Write(raw[:])
-	hs.th.Write(hello)
+	hs.hash(raw[:], hello)
 	return hello, hs.checkFlags(hello[0])
 }
 
@@ -163,7 +161,7 @@ func (hs *serverHandshake) sendFlight(ct, xpub []byte) error {
 	wire := hs.suite.wire()
 	var flight []byte
 	add := func(b []byte) {
-		hs.th.Write(b)
+		hs.hash(b)
 		flight = append(flight, b...)
 	}
 	add(appendFrame(nil, frameServerKeyShare, wire, ct, xpub))
@@ -171,7 +169,7 @@ func (hs *serverHandshake) sendFlight(ct, xpub []byte) error {
 		if hs.flags&flagSendKey != 0 {
 			add(appendFrame(nil, frameServerPublicKey, wire, hs.key.PublicKey()))
 		}
-		transcript := hs.th.Sum(nil)
+		transcript := hs.transcript()
 		var sig []byte
 		if err := hs.timed(func() (err error) { sig, err = hs.key.sign(hs.cfg.Backend, transcript); return err }); err != nil {
 			hs.alert(alertInternal)
@@ -179,7 +177,7 @@ func (hs *serverHandshake) sendFlight(ct, xpub []byte) error {
 		}
 		add(appendFrame(nil, frameSignature, wire, sig))
 	}
-	add(appendFrame(nil, frameServerFinished, wire, hs.ks.finished("server finished", hs.th.Sum(nil))))
+	add(appendFrame(nil, frameServerFinished, wire, hs.finished("server finished")))
 	return hs.write(flight, false)
 }
 

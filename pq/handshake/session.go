@@ -15,9 +15,13 @@ type session struct {
 	in    flightReader // the peer's frames, read within what is expected
 	suite Suite
 	th    hash.Hash // transcript hash of every frame so far
+	ks    *keySchedule
 	stats Stats
 }
 
+// timed runs f, a step of the handshake's cryptography, and counts its
+// time in CryptoTime: key generation, KEM, ECDH, signatures, the key
+// schedule, the finished MACs and the transcript hash.
 func (s *session) timed(f func() error) error {
 	start := time.Now()
 	err := f()
@@ -25,9 +29,43 @@ func (s *session) timed(f func() error) error {
 	return err
 }
 
+// hash adds frames to the transcript.
+func (s *session) hash(frames ...[]byte) {
+	start := time.Now()
+	for _, b := range frames {
+		s.th.Write(b)
+	}
+	s.stats.CryptoTime += time.Since(start)
+}
+
+// transcript returns the transcript hash so far.
+func (s *session) transcript() []byte {
+	start := time.Now()
+	sum := s.th.Sum(nil)
+	s.stats.CryptoTime += time.Since(start)
+	return sum
+}
+
+// finished returns the finished MAC with label over the transcript so far.
+func (s *session) finished(label string) []byte {
+	start := time.Now()
+	mac := s.ks.finished(label, s.th.Sum(nil))
+	s.stats.CryptoTime += time.Since(start)
+	return mac
+}
+
+// sessionKey derives the session key from the whole transcript and ends
+// the key schedule.
+func (s *session) sessionKey() [32]byte {
+	start := time.Now()
+	key := s.ks.session(s.th.Sum(nil))
+	s.stats.CryptoTime += time.Since(start)
+	return key
+}
+
 func (s *session) write(b []byte, addToTranscript bool) error {
 	if addToTranscript {
-		s.th.Write(b)
+		s.hash(b)
 	}
 	n, err := s.conn.Write(b)
 	s.stats.BytesSent += n
@@ -67,8 +105,7 @@ func (s *session) read(want byte, size int) ([]byte, error) {
 		return nil, ioErr(err, frameNames[typ])
 	}
 	s.stats.BytesReceived += n
-	s.th.Write(raw[:])
-	s.th.Write(buf)
+	s.hash(raw[:], buf)
 	return buf, nil
 }
 
