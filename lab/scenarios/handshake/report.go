@@ -180,7 +180,7 @@ func answers(sec *lab.Section, rs lab.Results) {
 		sec.Headlines = append(sec.Headlines, r)
 	}
 	if lo, hi, ok := floorRange(rs); ok {
-		sec.Answer = append(sec.Answer, fmt.Sprintf("At 0 ms every suite takes %sx to %sx its floor on this machine (the cryptography on the critical path plus one loopback round trip, same backend): what is left above 1x is scheduling, framing and the confirmation messages.",
+		sec.Answer = append(sec.Answer, fmt.Sprintf("At 0 ms every suite takes %sx to %sx its floor on this machine (the cryptography on the critical path — key generation, KEM, X25519, signatures, key schedule, finished MACs, transcript hash — plus one loopback round trip, same backend): what is left above 1x is system calls, goroutine wake-ups (the server's accept among them) and framing.",
 			lab.FormatNumber(lo), lab.FormatNumber(hi)))
 	}
 	if r, ok := rs.Get(separateVsBundled(768, SleepModel), "ratio"); ok {
