@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/wardlab/ward/internal/browsertest"
@@ -67,6 +68,109 @@ func TestBrowserChat(t *testing.T) {
 		}
 		if n != 2 {
 			t.Fatalf("%d messages stored", n)
+		}
+	})
+}
+
+// TestBrowserAccount drives the account page in headless Chromium: private
+// mode with a recovery code, a forgotten password reset through the
+// e-mailed link (refused without the code, which the page then asks to
+// confirm; kept with it), the earlier message still readable after the
+// reset, and the account's deletion.
+func TestBrowserAccount(t *testing.T) {
+	forEachDB(t, func(t *testing.T, ta *testApp) {
+		if strings.HasSuffix(t.Name(), "postgres") {
+			t.Skip("one browser run is enough; the API tests cover PostgreSQL")
+		}
+		ta.app.server.recovery = true
+		ctx := browsertest.Start(t)
+		ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		defer cancel()
+		// The deletion asks for confirmation: accept it.
+		dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+		go func() {
+			for _, err := range dialogs {
+				if err != nil {
+					return
+				}
+				chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+			}
+		}()
+		run := func(a chromedp.Action[chromedp.Void]) {
+			t.Helper()
+			if _, err := chromedp.Run(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		text := func(id string) string {
+			t.Helper()
+			s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("`+id+`").textContent`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		const email = "dana@example.com"
+		login := func(password string) {
+			run(chromedp.SetValue("#email", email))
+			run(chromedp.SetValue("#password", password))
+			run(chromedp.Click("#login"))
+			run(chromedp.WaitVisible("#send"))
+		}
+		run(chromedp.Navigate(ta.ts.URL + "/"))
+		run(chromedp.SetValue("#email", email))
+		run(chromedp.SetValue("#password", "first password"))
+		run(chromedp.Click("#signup"))
+		run(chromedp.Poll[chromedp.Void](`document.getElementById("auth-note").textContent.includes("check your e-mail")`))
+		run(chromedp.Navigate(ta.ts.URL + "/#verify=" + verificationLink(t, ta.app, email)))
+		run(chromedp.Poll[chromedp.Void](`document.getElementById("auth-note").textContent.includes("the account exists")`))
+		login("first password")
+		run(chromedp.SendKeys("#text", "note to self"))
+		run(chromedp.Click("#send-button"))
+		run(chromedp.WaitVisible(".msg.assistant"))
+
+		// Private mode, with its recovery code shown once.
+		run(chromedp.Click("#account summary"))
+		run(chromedp.SetValue("#account-password", "first password"))
+		run(chromedp.Click("#private"))
+		run(chromedp.Poll[chromedp.Void](`document.getElementById("account-state").textContent.includes("Private mode is on, with a recovery code")`))
+		_, code, ok := strings.Cut(text("account-note"), "write it down: ")
+		if !ok || len(code) != 39 {
+			t.Fatalf("no recovery code on the page: %q", text("account-note"))
+		}
+
+		// Forgotten: the e-mailed link, refused without the code, kept with it.
+		run(chromedp.Click("#logout"))
+		run(chromedp.WaitVisible("#forgot"))
+		run(chromedp.SetValue("#email", email))
+		run(chromedp.Click("#forgot"))
+		run(chromedp.Poll[chromedp.Void](`document.getElementById("auth-note").textContent.includes("link to reset")`))
+		token := outboxLink(t, ta.app, email, "#reset=")
+		if token == "" {
+			t.Fatal("no reset link in the outbox")
+		}
+		run(chromedp.Navigate(ta.ts.URL + "/#reset=" + token))
+		run(chromedp.WaitVisible("#reset-button"))
+		run(chromedp.SetValue("#reset-password", "second password"))
+		run(chromedp.Click("#reset-button"))
+		run(chromedp.WaitVisible("#reset-loss-label"))
+		if !strings.Contains(text("reset-error"), "recovery code") {
+			t.Fatalf("reset without the code: %q", text("reset-error"))
+		}
+		run(chromedp.SetValue("#reset-code", code))
+		run(chromedp.Click("#reset-button"))
+		run(chromedp.Poll[chromedp.Void](`document.getElementById("reset-note").textContent.includes("log in with the new password")`))
+		login("second password")
+		run(chromedp.Poll[chromedp.Void](`document.getElementById("log").textContent.includes("You: note to self")`))
+
+		// Deleted: back to the log-in form; the account is gone.
+		run(chromedp.Click("#account summary"))
+		run(chromedp.SetValue("#account-password", "second password"))
+		run(chromedp.Click("#delete-account"))
+		run(chromedp.WaitVisible("#login"))
+		var n int
+		if err := ta.db.QueryRow(`SELECT COUNT(*) FROM users`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%d users after deleting the account (%v)", n, err)
 		}
 	})
 }
