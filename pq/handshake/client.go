@@ -120,7 +120,8 @@ func (hs *clientHandshake) verifyServer() error {
 			return err
 		}
 		if hs.cfg.PinnedFingerprint != nil {
-			fp := Fingerprint(pub)
+			var fp [32]byte
+			hs.timed(func() error { fp = Fingerprint(pub); return nil })
 			if subtle.ConstantTimeCompare(fp[:], hs.cfg.PinnedFingerprint) != 1 {
 				hs.alert(alertDecode)
 				return fmt.Errorf("%w: fingerprint %x", ErrUntrustedKey, fp[:8])
