@@ -280,8 +280,7 @@ func (c *Codec) each(model any, fn func(*schema.Field, *binding, reflect.Value) 
 	strct := v.Elem()
 	table := c.db.Table(strct.Type())
 	for _, f := range table.Fields {
-		isIndex := f.StructField.Tag.Get("ward") != "" && ormkit.ParseTag(f.StructField.Tag.Get("ward"))["index"] != ""
-		if f.IndirectType != textType && !isIndex {
+		if f.IndirectType != textType && !isIndex(f) {
 			continue
 		}
 		b, err := c.binding(table, f)
@@ -293,6 +292,12 @@ func (c *Codec) each(model any, fn func(*schema.Field, *binding, reflect.Value) 
 		}
 	}
 	return nil
+}
+
+// isIndex reports whether f is a blind-index field (ward:"index:…").
+func isIndex(f *schema.Field) bool {
+	tag := f.StructField.Tag.Get("ward")
+	return tag != "" && ormkit.ParseTag(tag)["index"] != ""
 }
 
 func (c *Codec) binding(table *schema.Table, f *schema.Field) (*binding, error) {
@@ -405,15 +410,16 @@ func (c *Codec) Eq(q *bun.SelectQuery, model any, field, value string) *bun.Sele
 		}
 	}
 	for _, f := range table.Fields {
-		of := ormkit.ParseTag(f.StructField.Tag.Get("ward"))["index"]
-		if src == nil || of == "" || table.LookupField(of) != src {
+		if src == nil || !isIndex(f) {
 			continue
 		}
-		idx, err := c.indexes.Compute(table.Name, src.Name, value)
+		b, err := c.binding(table, f) // cached: the index and the field it is of
 		if err != nil {
 			return q.Err(err)
 		}
-		return q.Where("?TableAlias.? = ?", bun.Ident(f.Name), idx)
+		if b.of == src {
+			return q.Where("?TableAlias.? = ?", bun.Ident(f.Name), b.index.Compute(value))
+		}
 	}
 	return q.Err(fmt.Errorf("wardbun: %s has no blind index of %s (a field tagged ward:\"index:%s\")", t, field, field))
 }

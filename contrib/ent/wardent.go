@@ -249,17 +249,21 @@ func (c *Codec) sealAssigned(ctx context.Context, m ent.Mutation, v ent.Value, l
 	if !id.IsValid() || id.IsZero() {
 		return fmt.Errorf("%w: the database assigned no ID to the %s", ErrNoRowKey, m.Type())
 	}
-	client := reflect.ValueOf(m).MethodByName("Client")
-	if !client.IsValid() {
-		return fmt.Errorf("wardent: the %s mutation has no Client method", m.Type())
+	// The generated update of this entity type on the mutation's client
+	// (its transaction): client.<Type>.UpdateOneID(id).
+	client, err := call(reflect.ValueOf(m), "Client")
+	if err != nil {
+		return err
 	}
-	typed := client.Call(nil)[0].Elem().FieldByName(m.Type())
-	upd := typed.MethodByName("UpdateOneID")
-	if !upd.IsValid() {
-		return fmt.Errorf("wardent: the %s client has no UpdateOneID method", m.Type())
+	one, err := call(client.Elem().FieldByName(m.Type()), "UpdateOneID", id)
+	if err != nil {
+		return err
 	}
-	one := upd.Call([]reflect.Value{id})[0]
-	um, ok := one.MethodByName("Mutation").Call(nil)[0].Interface().(ent.Mutation)
+	mv, err := call(one, "Mutation")
+	if err != nil {
+		return err
+	}
+	um, ok := mv.Interface().(ent.Mutation)
 	if !ok {
 		return fmt.Errorf("wardent: the %s update has no mutation", m.Type())
 	}
@@ -268,28 +272,47 @@ func (c *Codec) sealAssigned(ctx context.Context, m ent.Mutation, v ent.Value, l
 			return err
 		}
 	}
-	out := one.MethodByName("Exec").Call([]reflect.Value{reflect.ValueOf(ctx)})[0]
+	out, err := call(one, "Exec", reflect.ValueOf(ctx))
+	if err != nil {
+		return err
+	}
 	if err, _ := out.Interface().(error); err != nil {
 		return fmt.Errorf("wardent: sealing %s for its assigned ID: %w", m.Type(), err)
 	}
 	for _, a := range later {
-		fv := ev.Elem().FieldByName(goName(a.b.Column))
-		switch {
-		case fv.Kind() == reflect.String:
-			fv.SetString(a.pt)
-		case fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.String:
-			pt := a.pt
-			fv.Set(reflect.ValueOf(&pt))
-		}
+		setString(ev.Elem().FieldByName(goName(a.b.Column)), a.pt)
 	}
 	return nil
+}
+
+// call calls v's method name with args and returns its first result; a
+// generated client without it (another template) is an error, not a panic.
+func call(v reflect.Value, name string, args ...reflect.Value) (reflect.Value, error) {
+	if !v.IsValid() {
+		return reflect.Value{}, fmt.Errorf("wardent: the generated code has no receiver for %s", name)
+	}
+	meth := v.MethodByName(name)
+	if !meth.IsValid() || meth.Type().NumIn() != len(args) || meth.Type().NumOut() == 0 {
+		return reflect.Value{}, fmt.Errorf("wardent: the generated %s has no method %s of %d arguments", v.Type(), name, len(args))
+	}
+	return meth.Call(args)[0], nil
+}
+
+// setString sets a string or *string field to s.
+func setString(fv reflect.Value, s string) {
+	switch {
+	case fv.Kind() == reflect.String:
+		fv.SetString(s)
+	case fv.Kind() == reflect.Pointer && fv.Type().Elem().Kind() == reflect.String:
+		fv.Set(reflect.ValueOf(&s))
+	}
 }
 
 // integerID reports whether the mutation's ID is an integer, which the
 // database may assign.
 func integerID(m ent.Mutation) bool {
-	meth := reflect.ValueOf(m).MethodByName("ID")
-	if !meth.IsValid() || meth.Type().NumOut() != 2 {
+	meth, ok := pairMethod(m, "ID")
+	if !ok {
 		return false
 	}
 	switch meth.Type().Out(0).Kind() {
@@ -300,13 +323,17 @@ func integerID(m ent.Mutation) bool {
 	return false
 }
 
+// pairMethod finds a generated mutation's method name of no arguments and
+// two results (ID, Tx).
+func pairMethod(m ent.Mutation, name string) (reflect.Value, bool) {
+	meth := reflect.ValueOf(m).MethodByName(name)
+	return meth, meth.IsValid() && meth.Type().NumIn() == 0 && meth.Type().NumOut() == 2
+}
+
 // inTx reports whether the generated mutation runs in a transaction.
 func inTx(m ent.Mutation) bool {
-	meth := reflect.ValueOf(m).MethodByName("Tx")
-	if !meth.IsValid() || meth.Type().NumIn() != 0 || meth.Type().NumOut() != 2 {
-		return false
-	}
-	return meth.Call(nil)[1].IsNil()
+	meth, ok := pairMethod(m, "Tx")
+	return ok && meth.Call(nil)[1].IsNil()
 }
 
 // ownerChanged reports whether the mutation sets a field b is bound to.
@@ -354,8 +381,8 @@ func (b *bound) rowOfMutation(ctx context.Context, m ent.Mutation) (field.RowKey
 
 // mutationID calls the generated mutation's ID method.
 func mutationID(m ent.Mutation) (any, bool) {
-	meth := reflect.ValueOf(m).MethodByName("ID")
-	if !meth.IsValid() || meth.Type().NumIn() != 0 || meth.Type().NumOut() != 2 {
+	meth, ok := pairMethod(m, "ID")
+	if !ok {
 		return nil, false
 	}
 	out := meth.Call(nil)
@@ -434,11 +461,7 @@ func (b *bound) openField(strct reflect.Value) error {
 	if err != nil {
 		return err
 	}
-	if fv.Kind() == reflect.Pointer {
-		fv.Set(reflect.ValueOf(&pt))
-	} else {
-		fv.SetString(pt)
-	}
+	setString(fv, pt)
 	return nil
 }
 

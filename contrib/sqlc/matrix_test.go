@@ -10,7 +10,6 @@ import (
 	"github.com/wardlab/ward/contrib/sqlc/notespg"
 	"github.com/wardlab/ward/contrib/sqlc/notesqlite"
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/pgtest"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -76,16 +75,7 @@ func TestWriteMatrix(t *testing.T) {
 		matrix(t, kr, db, lite{notesqlite.New(db)}, "?")
 	})
 	t.Run("postgres", func(t *testing.T) {
-		url := pgtest.URL(t)
-		if url == "" {
-			t.Skip("WARD_TEST_POSTGRES_URL is not set")
-		}
-		db, err := sql.Open("pgx", url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		schema(t, db, "postgres/schema.sql")
+		db := postgresDB(t)
 		matrix(t, kr, db, pg{notespg.New(db)}, "$1")
 	})
 }

@@ -66,6 +66,23 @@ func schema(t *testing.T, db *sql.DB, file string) {
 	t.Cleanup(func() { db.Exec("DROP TABLE IF EXISTS notes") })
 }
 
+// postgresDB opens the test cluster's database with the notes schema, or
+// skips the test without one.
+func postgresDB(t *testing.T) *sql.DB {
+	t.Helper()
+	url := pgtest.URL(t)
+	if url == "" {
+		t.Skip("WARD_TEST_POSTGRES_URL is not set")
+	}
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	schema(t, db, "postgres/schema.sql")
+	return db
+}
+
 func TestSQLC(t *testing.T) {
 	kr, _ := keyring.New(keyring.AES256GCM)
 	sq, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "app.db"))
@@ -77,16 +94,7 @@ func TestSQLC(t *testing.T) {
 		run(t, kr, sq, lite{notesqlite.New(sq)})
 	})
 	t.Run("postgres", func(t *testing.T) {
-		url := pgtest.URL(t)
-		if url == "" {
-			t.Skip("WARD_TEST_POSTGRES_URL is not set")
-		}
-		db, err := sql.Open("pgx", url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		schema(t, db, "postgres/schema.sql")
+		db := postgresDB(t)
 		run(t, kr, db, pg{notespg.New(db)})
 	})
 }

@@ -120,8 +120,9 @@ func (hs *clientHandshake) verifyServer() error {
 			return err
 		}
 		if hs.cfg.PinnedFingerprint != nil {
-			var fp [32]byte
-			hs.timed(func() error { fp = Fingerprint(pub); return nil })
+			start := time.Now()
+			fp := Fingerprint(pub)
+			hs.count(start)
 			if subtle.ConstantTimeCompare(fp[:], hs.cfg.PinnedFingerprint) != 1 {
 				hs.alert(alertDecode)
 				return fmt.Errorf("%w: fingerprint %x", ErrUntrustedKey, fp[:8])

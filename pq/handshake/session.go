@@ -23,44 +23,38 @@ type session struct {
 // time in CryptoTime: key generation, KEM, ECDH, signatures, the key
 // schedule, the finished MACs and the transcript hash.
 func (s *session) timed(f func() error) error {
-	start := time.Now()
-	err := f()
-	s.stats.CryptoTime += time.Since(start)
-	return err
+	defer s.count(time.Now())
+	return f()
 }
+
+// count adds the time since start to CryptoTime.
+func (s *session) count(start time.Time) { s.stats.CryptoTime += time.Since(start) }
 
 // hash adds frames to the transcript.
 func (s *session) hash(frames ...[]byte) {
-	start := time.Now()
+	defer s.count(time.Now())
 	for _, b := range frames {
 		s.th.Write(b)
 	}
-	s.stats.CryptoTime += time.Since(start)
 }
 
 // transcript returns the transcript hash so far.
 func (s *session) transcript() []byte {
-	start := time.Now()
-	sum := s.th.Sum(nil)
-	s.stats.CryptoTime += time.Since(start)
-	return sum
+	defer s.count(time.Now())
+	return s.th.Sum(nil)
 }
 
 // finished returns the finished MAC with label over the transcript so far.
 func (s *session) finished(label string) []byte {
-	start := time.Now()
-	mac := s.ks.finished(label, s.th.Sum(nil))
-	s.stats.CryptoTime += time.Since(start)
-	return mac
+	defer s.count(time.Now())
+	return s.ks.finished(label, s.th.Sum(nil))
 }
 
 // sessionKey derives the session key from the whole transcript and ends
 // the key schedule.
 func (s *session) sessionKey() [32]byte {
-	start := time.Now()
-	key := s.ks.session(s.th.Sum(nil))
-	s.stats.CryptoTime += time.Since(start)
-	return key
+	defer s.count(time.Now())
+	return s.ks.session(s.th.Sum(nil))
 }
 
 func (s *session) write(b []byte, addToTranscript bool) error {
