@@ -93,6 +93,18 @@ type key struct {
 	// HMAC-SHA-256 under a key derived from the material (see
 	// contextCheckV2), built on first use.
 	check *sync.Pool // of *checker
+	// ns is the algorithm's nonce size; head is the first 7 bytes of the
+	// v3 header of a value of class (key class, algorithm, key ID),
+	// big-endian in the top 56 bits, so that the fast paths of sealing
+	// and opening write and compare them as one word.
+	ns   int
+	head uint64
+}
+
+// setClass records which key class k seals as (a keyring key, or a
+// subject's own key): the header bytes that follow from it.
+func (k *key) setClass(class keyClass) {
+	k.head = uint64(version3)<<56 | uint64(class)<<48 | uint64(k.Algorithm)<<40 | uint64(uint32(k.ID))<<8
 }
 
 // HKDF infos of a key's context-check keys.
@@ -110,7 +122,8 @@ func newKey(info KeyInfo, material []byte) (*key, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &key{KeyInfo: info, material: material, aead: a}
+	k := &key{KeyInfo: info, material: material, aead: a, ns: info.Algorithm.NonceSize()}
+	k.setClass(classKeyring)
 	if info.Algorithm == XChaCha20Poly1305 {
 		k.checkAEAD, err = chacha20poly1305.NewX(ck3)
 	} else {

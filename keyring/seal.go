@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash"
 	"hash/crc32"
-	"slices"
 	"sync"
 )
 
@@ -29,32 +28,60 @@ func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
 	if k == nil {
 		return nil, ErrNoPrimary
 	}
-	return k.appendSeal(dst, classKeyring, plaintext, context), nil
+	return k.appendSealContext(dst, plaintext, context), nil
 }
 
-// appendSeal seals plaintext as a v3 ciphertext of the given key class
-// under k; the header names k's ID (for a subject key, its version).
-func (k *key) appendSeal(dst []byte, class keyClass, plaintext, context []byte) []byte {
-	ns := k.Algorithm.NonceSize()
+// HeaderRoom is how many bytes an associated-data buffer handed to
+// [Keyring.AppendSealAD] or [Keyring.AppendOpenAD] reserves ahead of the
+// context: the largest ciphertext header, which the keyring writes there.
+const HeaderRoom = headerSize
+
+// AppendSealAD is AppendSeal for callers that assemble the context
+// themselves, after HeaderRoom reserved bytes: ad[HeaderRoom:] is the
+// context and ad[:HeaderRoom] is overwritten with the new value's header,
+// so that the associated data (header ‖ context) reaches the AEAD without
+// a copy. The AEAD is called through an interface, so ad escapes: pass a
+// buffer from a pool, never a stack array, with 32 bytes of spare
+// capacity, which the context check uses as a work area (without it,
+// sealing allocates). ad must not be used by another goroutine meanwhile.
+func (kr *Keyring) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
+	if len(ad) < HeaderRoom {
+		return dst, fmt.Errorf("keyring: associated data of %d bytes has no room for a header", len(ad))
+	}
+	k := kr.load().primary
+	if k == nil {
+		return nil, ErrNoPrimary
+	}
+	return k.appendSeal(dst, plaintext, ad), nil
+}
+
+// appendSealContext seals under k for a context the caller owns (it may be
+// on the caller's stack): it is copied into a pooled buffer after the
+// header's room.
+func (k *key) appendSealContext(dst, plaintext, context []byte) []byte {
+	adp := adPool.Get().(*[]byte)
+	ad := append((*adp)[:headerSize], context...)
+	out := k.appendSeal(dst, plaintext, ad)
+	*adp = ad[:0]
+	adPool.Put(adp)
+	return out
+}
+
+// appendSeal seals plaintext as a v3 ciphertext of k's key class under k;
+// the header names k's ID (for a subject key, its version). ad is
+// the header's room followed by the context; the header is written there
+// and the context check computed over ad[headerSize:].
+func (k *key) appendSeal(dst, plaintext, ad []byte) []byte {
+	ns := k.ns
 	total := headerSize + ns + len(plaintext) + TagSize
 	ret, out := sliceForAppend(dst, total)
 	nonce := out[headerSize : headerSize+ns]
 	rand.Read(nonce)
-	out[0] = version3
-	out[1] = byte(class)
-	out[2] = byte(k.Algorithm)
-	binary.BigEndian.PutUint32(out[3:7], uint32(k.ID))
-	// The associated data is header || context, assembled in a pooled
-	// buffer so that context does not escape and callers can pass stack
-	// buffers; the check covers the context part of it.
-	adp := adPool.Get().(*[]byte)
-	ad := append(append((*adp)[:0], out[:headerSize]...), context...)
-	check, ad := k.checkV3(nonce, ad, headerSize)
-	copy(out[7:11], check[:])
-	copy(ad[7:11], check[:])
+	check := k.checkV3(nonce, ad, headerSize)
+	binary.BigEndian.PutUint64(out, k.head|uint64(check[0]))
+	copy(out[8:11], check[1:])
+	copy(ad, out[:headerSize])
 	k.aead.Seal(out[:headerSize+ns], nonce, plaintext, ad)
-	*adp = ad
-	adPool.Put(adp)
 	return ret
 }
 
@@ -67,28 +94,82 @@ func (kr *Keyring) Open(ciphertext, context []byte) ([]byte, error) {
 // AppendOpen is like Open but appends the plaintext to dst. On error dst is
 // returned unchanged.
 func (kr *Keyring) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
+	adp := adPool.Get().(*[]byte)
+	ad := append((*adp)[:headerSize], context...)
+	out, err := kr.AppendOpenAD(dst, ciphertext, ad)
+	*adp = ad[:0]
+	adPool.Put(adp)
+	return out, err
+}
+
+// AppendOpenAD is AppendOpen for callers that assemble the context
+// themselves, as for [Keyring.AppendSealAD]: ad[HeaderRoom:] is the
+// context, and ad[:HeaderRoom] is overwritten with (the end of) the
+// value's header. ad escapes and must not be used by another goroutine
+// meanwhile.
+func (kr *Keyring) AppendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
+	// Fast path, small enough to be inlined: a v3 value under the primary
+	// key, the common case.
+	if p := kr.load().primary; p != nil && len(ad) >= HeaderRoom && p.heads(ciphertext) {
+		return p.openV3(dst, ciphertext, ad)
+	}
+	return kr.appendOpenAD(dst, ciphertext, ad)
+}
+
+// appendOpenAD is AppendOpenAD's path for any other value.
+func (kr *Keyring) appendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
+	if len(ad) < HeaderRoom {
+		return dst, fmt.Errorf("keyring: associated data of %d bytes has no room for a header", len(ad))
+	}
 	h, k, err := kr.keyFor(ciphertext)
 	if err != nil {
 		return dst, err
 	}
-	return k.appendOpen(h, dst, ciphertext, context)
+	return k.appendOpen(h, dst, ciphertext, ad)
 }
 
-// appendOpen opens a ciphertext whose header h names k.
-func (k *key) appendOpen(h header, dst, ciphertext, context []byte) ([]byte, error) {
-	ns, hs := k.Algorithm.NonceSize(), h.size()
-	adp := adPool.Get().(*[]byte)
-	ad := append(append((*adp)[:0], ciphertext[:hs]...), context...)
-	out, err := k.aead.Open(dst, ciphertext[hs:hs+ns], ciphertext[hs+ns:], ad)
-	*adp = ad
-	adPool.Put(adp)
+// heads reports whether ciphertext is long enough for a v3 value under k
+// and its header names k (version, class, algorithm and ID).
+func (k *key) heads(ciphertext []byte) bool {
+	return len(ciphertext) >= headerSize+k.ns+TagSize &&
+		binary.BigEndian.Uint64(ciphertext)&^0xff == k.head
+}
+
+// openV3 opens a v3 value whose header heads(ciphertext) matched.
+func (k *key) openV3(dst, ciphertext, ad []byte) ([]byte, error) {
+	copy(ad, ciphertext[:headerSize])
+	out, err := k.aead.Open(dst, ciphertext[headerSize:headerSize+k.ns], ciphertext[headerSize+k.ns:], ad)
 	if err != nil {
-		// The AEAD authenticated the context with the header, so the
-		// check is needed only to say why opening failed.
-		if !k.checkMatches(h, ciphertext, context) {
-			return dst, ErrWrongContext
-		}
-		return dst, ErrAuthentication
+		return dst, k.openFailure(ciphertext, ad[headerSize:])
+	}
+	return out, nil
+}
+
+// openFailure says why a value whose header parses did not open: the
+// AEAD authenticated the context with the header, so the check is needed
+// only to tell a value presented under another context from a damaged
+// one.
+func (k *key) openFailure(ciphertext, context []byte) error {
+	h, err := parseHeader(ciphertext)
+	if err != nil {
+		return err
+	}
+	if !k.checkMatches(h, ciphertext, context) {
+		return ErrWrongContext
+	}
+	return ErrAuthentication
+}
+
+// appendOpen opens a ciphertext whose header h names k. ad is the header's
+// room followed by the context: the header is copied to its end, so that
+// the associated data is header ‖ context for every version's header size.
+func (k *key) appendOpen(h header, dst, ciphertext, ad []byte) ([]byte, error) {
+	ns, hs := k.Algorithm.NonceSize(), h.size()
+	a := ad[headerSize-hs:]
+	copy(a, ciphertext[:hs])
+	out, err := k.aead.Open(dst, ciphertext[hs:hs+ns], ciphertext[hs+ns:], a)
+	if err != nil {
+		return dst, k.openFailure(ciphertext, ad[headerSize:])
 	}
 	return out, nil
 }
@@ -109,14 +190,6 @@ func (kr *Keyring) ContextMatches(ciphertext, context []byte) (bool, error) {
 // keyFor parses the header and finds an enabled key of the right
 // algorithm.
 func (kr *Keyring) keyFor(ciphertext []byte) (header, *key, error) {
-	// Fast path: a v3 value under the primary key, the common case.
-	if p := kr.load().primary; p != nil && len(ciphertext) >= headerSize && ciphertext[0] == version3 &&
-		ciphertext[1] == byte(classKeyring) && ciphertext[2] == byte(p.Algorithm) &&
-		KeyID(binary.BigEndian.Uint32(ciphertext[3:7])) == p.ID &&
-		len(ciphertext) >= headerSize+p.Algorithm.NonceSize()+TagSize {
-		return header{Version: version3, Class: classKeyring, Algorithm: p.Algorithm, KeyID: p.ID,
-			ContextCheck: binary.BigEndian.Uint32(ciphertext[7:11])}, p, nil
-	}
 	h, err := parseHeader(ciphertext)
 	if err != nil {
 		return h, nil, err
@@ -160,7 +233,7 @@ func (k *key) checkMatches(h header, ciphertext, context []byte) bool {
 	} else {
 		adp := adPool.Get().(*[]byte)
 		*adp = append((*adp)[:0], context...) // context must not escape
-		want, *adp = k.checkV3(nonce, *adp, 0)
+		want = k.checkV3(nonce, *adp, 0)
 		adPool.Put(adp)
 	}
 	binary.BigEndian.PutUint32(got[:], h.ContextCheck)
@@ -179,24 +252,27 @@ func (k *key) checkMatches(h header, ciphertext, context []byte) bool {
 // Either way the check is masked by a pseudorandom function of a fresh
 // random nonce under a key derived from the data key: it reveals nothing
 // about the context without the key, and equal contexts give unrelated
-// checks. buf is a pooled buffer, never a caller's (interface calls make
-// their arguments escape); the work areas are its spare capacity, which
-// does not overlap the context, so that a check allocates nothing. It
-// returns buf, grown if it had to be.
-func (k *key) checkV3(nonce, buf []byte, from int) ([checkSize]byte, []byte) {
+// checks. buf is a pooled buffer, never a caller's stack (interface calls
+// make their arguments escape); the work areas are its spare capacity,
+// which does not overlap the context, so that a check allocates nothing
+// when buf has 32 bytes to spare (else it allocates a work area).
+func (k *key) checkV3(nonce, buf []byte, from int) [checkSize]byte {
 	n := len(buf)
-	buf = slices.Grow(buf, 2*aes.BlockSize)
-	if k.checkAEAD != nil {
-		tag := k.checkAEAD.Seal(buf[n:n], nonce, nil, buf[from:n])
-		return [checkSize]byte(tag[:checkSize]), buf
+	work := buf[n:cap(buf)]
+	if len(work) < 2*aes.BlockSize {
+		work = make([]byte, 2*aes.BlockSize)
 	}
-	in, out := buf[n:n+aes.BlockSize], buf[n+aes.BlockSize:n+2*aes.BlockSize]
+	if k.checkAEAD != nil {
+		tag := k.checkAEAD.Seal(work[:0], nonce, nil, buf[from:n])
+		return [checkSize]byte(tag[:checkSize])
+	}
+	in, out := work[:aes.BlockSize], work[aes.BlockSize:2*aes.BlockSize]
 	copy(in, nonce)
 	clear(in[len(nonce):])
 	k.checkBlock.Encrypt(out, in)
 	var c [checkSize]byte
 	binary.BigEndian.PutUint32(c[:], crc32.Checksum(buf[from:n], castagnoli)^binary.BigEndian.Uint32(out))
-	return c, buf
+	return c
 }
 
 // contextCheckV2 is v2's check (read only): the first 4 bytes of

@@ -47,6 +47,7 @@ func newSubjectKey(alg Algorithm, version uint32, material []byte) (*SubjectKey,
 	if err != nil {
 		return nil, err
 	}
+	k.setClass(classSubject)
 	return &SubjectKey{k: k}, nil
 }
 
@@ -71,7 +72,16 @@ func (sk *SubjectKey) Format(f fmt.State, _ rune) { f.Write([]byte(sk.String()))
 // AppendSeal seals plaintext as a class-2 v3 ciphertext bound to context
 // and appends it to dst.
 func (sk *SubjectKey) AppendSeal(dst, plaintext, context []byte) []byte {
-	return sk.k.appendSeal(dst, classSubject, plaintext, context)
+	return sk.k.appendSealContext(dst, plaintext, context)
+}
+
+// AppendSealAD is AppendSeal with the context assembled by the caller
+// after HeaderRoom reserved bytes, as for [Keyring.AppendSealAD].
+func (sk *SubjectKey) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
+	if len(ad) < HeaderRoom {
+		return dst, fmt.Errorf("keyring: associated data of %d bytes has no room for a header", len(ad))
+	}
+	return sk.k.appendSeal(dst, plaintext, ad), nil
 }
 
 // AppendOpen opens a class-2 ciphertext sealed under this key for context
@@ -79,15 +89,25 @@ func (sk *SubjectKey) AppendSeal(dst, plaintext, context []byte) []byte {
 // another version, is refused without decrypting; on error dst is
 // returned unchanged.
 func (sk *SubjectKey) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
+	adp := adPool.Get().(*[]byte)
+	ad := append((*adp)[:headerSize], context...)
+	out, err := sk.AppendOpenAD(dst, ciphertext, ad)
+	*adp = ad[:0]
+	adPool.Put(adp)
+	return out, err
+}
+
+// AppendOpenAD is AppendOpen with the context assembled by the caller
+// after HeaderRoom reserved bytes, as for [Keyring.AppendOpenAD].
+func (sk *SubjectKey) AppendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
+	if len(ad) < HeaderRoom {
+		return dst, fmt.Errorf("keyring: associated data of %d bytes has no room for a header", len(ad))
+	}
 	k := sk.k
 	// Fast path: a whole v3 class-2 header naming this key's version and
 	// algorithm, the common case.
-	if len(ciphertext) >= headerSize+k.Algorithm.NonceSize()+TagSize && ciphertext[0] == version3 &&
-		ciphertext[1] == byte(classSubject) && ciphertext[2] == byte(k.Algorithm) &&
-		KeyID(binary.BigEndian.Uint32(ciphertext[3:7])) == k.ID {
-		h := header{Version: version3, Class: classSubject, Algorithm: k.Algorithm, KeyID: k.ID,
-			ContextCheck: binary.BigEndian.Uint32(ciphertext[7:11])}
-		return k.appendOpen(h, dst, ciphertext, context)
+	if k.heads(ciphertext) {
+		return k.openV3(dst, ciphertext, ad)
 	}
 	h, err := parseHeader(ciphertext)
 	if err != nil {
