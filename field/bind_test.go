@@ -2,6 +2,7 @@ package field
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/wardlab/ward/keyring"
@@ -76,5 +77,52 @@ func TestRowMAC(t *testing.T) {
 	}
 	if _, err := m.Sum(1.5); !errors.Is(err, ErrBinding) {
 		t.Fatal(err)
+	}
+}
+
+// TestPooledContexts interleaves, on one column, what reuses its pooled
+// associated-data buffers differently: current values, a value bound
+// before the column declared its bound columns (the legacy retry, which
+// writes another prefix into the buffer), a failed binding, a long bound
+// value that grows the buffer, and v2 values from the golden file's era.
+// Every value must still open and every new one seal as if each call had
+// its own buffer.
+func TestPooledContexts(t *testing.T) {
+	kr := newKR(t)
+	unbound := mustColumn(t, kr, "messages", "body")
+	body := mustColumn(t, kr, "messages", "body", Bind("conversation_id"), AcceptLegacyBinding())
+	old, err := unbound.SealString(RowInt(5), "before Bind")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 5000)
+	for i := range 50 {
+		row := RowInt(int64(i)).With(int64(100 + i))
+		ct, err := body.SealString(row, "current")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err := body.OpenString(RowInt(5).With(int64(1)), old); err != nil || s != "before Bind" {
+			t.Fatalf("round %d: legacy binding: %q %v", i, s, err)
+		}
+		if s, err := body.OpenString(row, ct); err != nil || s != "current" {
+			t.Fatalf("round %d: after the legacy retry: %q %v", i, s, err)
+		}
+		if _, err := body.SealString(RowInt(1), "x"); !errors.Is(err, ErrBinding) {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		big, err := body.SealString(RowInt(1).With(long), "long")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err := body.OpenString(RowInt(1).With(long), big); err != nil || s != "long" {
+			t.Fatalf("round %d: long bound value: %q %v", i, s, err)
+		}
+		if s, err := body.OpenString(row, ct); err != nil || s != "current" {
+			t.Fatalf("round %d: after a failed binding and a long value: %q %v", i, s, err)
+		}
+		if _, err := body.Open(RowInt(int64(i)).With(int64(99)), ct); !errors.Is(err, keyring.ErrWrongContext) {
+			t.Fatalf("round %d: moved value: %v", i, err)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package field
 import (
 	"encoding/binary"
 	"fmt"
-	"strconv"
 
 	"github.com/wardlab/ward/keyring"
 )
@@ -57,11 +56,11 @@ func appendString(b []byte, s string) []byte {
 }
 
 // appendRowKey appends uvarint(len(row key)) row key.
-func appendRowKey(b []byte, row RowKey) []byte {
+func appendRowKey(b []byte, row *RowKey) []byte {
 	if row.isInt { // at most 20 digits: a one-byte length, written after
 		b = append(b, 0)
 		at := len(b)
-		b = strconv.AppendInt(b, row.n, 10)
+		b = appendInt(b, row.n)
 		b[at-1] = byte(len(b) - at)
 		return b
 	}
@@ -80,45 +79,65 @@ func appendBound(b []byte, v boundValue) []byte {
 }
 
 // checkBinding reports a row key whose bound values do not fit the column.
-func (c *Column) checkBinding(row RowKey) error {
-	if row.err != nil {
-		return row.err
+func (c *Column) checkBinding(row *RowKey) error {
+	if row.with == nil {
+		if len(c.bind) != 0 {
+			return fmt.Errorf("%w: %s.%s binds %d columns %v, got none", ErrBinding, c.table, c.name, len(c.bind), c.bind)
+		}
+		return nil
 	}
-	if len(row.bound) != len(c.bind) {
-		return fmt.Errorf("%w: %s.%s binds %d columns %v, got %d values", ErrBinding, c.table, c.name, len(c.bind), c.bind, len(row.bound))
+	if row.with.err != nil {
+		return row.with.err
+	}
+	if len(row.with.values) != len(c.bind) {
+		return fmt.Errorf("%w: %s.%s binds %d columns %v, got %d values", ErrBinding, c.table, c.name, len(c.bind), c.bind, len(row.with.values))
 	}
 	return nil
 }
 
-// context appends the v3 context a value in row is bound to, under the
-// column's binding: what Seal binds a new value to.
-func (c *Column) context(buf []byte, row RowKey) ([]byte, error) {
+// context appends to buf the v3 context a value in row is bound to, under
+// the column's binding: what Seal binds a new value to.
+func (c *Column) context(buf []byte, row *RowKey) ([]byte, error) {
+	return c.contextTail(append(buf, c.prefix...), row)
+}
+
+// contextTail appends the part of row's v3 context after the column's
+// prefix: the row key and the bound values.
+func (c *Column) contextTail(b []byte, row *RowKey) ([]byte, error) {
+	if row.with == nil && c.bind == nil { // no bound columns: inlined
+		return appendRowKey(b, row), nil
+	}
+	return c.contextTailBound(b, row)
+}
+
+// contextTailBound is contextTail for a column or a row with bound values.
+func (c *Column) contextTailBound(b []byte, row *RowKey) ([]byte, error) {
 	if err := c.checkBinding(row); err != nil {
 		return nil, err
 	}
-	b := appendRowKey(append(buf[:0], c.prefix...), row)
-	for _, v := range row.bound {
+	b = appendRowKey(b, row)
+	for _, v := range row.bound() {
 		b = appendBound(b, v)
 	}
 	return b, nil
 }
 
-// contextFor appends the context a stored value of the given ciphertext
+// contextFor appends to buf the context a stored value of the given ciphertext
 // version was bound to: v3 values under v3; v1 and v2 values (the legacy
 // path) under v1, or v2 for a column with bound columns, whose values are
 // encoded as v2 did.
-func (c *Column) contextFor(buf []byte, row RowKey, version byte) ([]byte, error) {
+func (c *Column) contextFor(buf []byte, row *RowKey, version byte) ([]byte, error) {
 	if version == keyring.CurrentVersion {
 		return c.context(buf, row)
 	}
 	if c.bind == nil {
-		return row.appendTo(append(buf[:0], c.legacyPrefix...)), nil
+		return row.appendTo(append(buf, c.legacyPrefix...)), nil
 	}
-	if len(row.raw) != len(c.bind) {
+	if len(row.raw()) != len(c.bind) {
 		return nil, c.checkBinding(row)
 	}
-	b := appendRowKey(append(buf[:0], c.prefixV2...), row)
-	for i, v := range row.raw {
+	b := appendRowKey(append(buf, c.prefixV2...), row)
+	for i, v := range row.raw() {
 		bv, err := boundTextV2(v)
 		if err != nil {
 			return nil, fmt.Errorf("%w: bound value %d: %v", ErrBinding, i+1, err)
@@ -128,13 +147,13 @@ func (c *Column) contextFor(buf []byte, row RowKey, version byte) ([]byte, error
 	return b, nil
 }
 
-// unboundContextFor appends the context a stored value was bound to before
+// unboundContextFor appends to buf the context a stored value was bound to before
 // the column declared its bound columns: table, column and row key only (v1
 // for v1 and v2 values, v3 with no bound columns for v3 values). It is what
 // [AcceptLegacyBinding] and re-binding jobs accept.
-func (c *Column) unboundContextFor(buf []byte, row RowKey, version byte) []byte {
+func (c *Column) unboundContextFor(buf []byte, row *RowKey, version byte) []byte {
 	if version == keyring.CurrentVersion {
-		return appendRowKey(append(buf[:0], c.unboundPrefix...), row)
+		return appendRowKey(append(buf, c.unboundPrefix...), row)
 	}
-	return row.appendTo(append(buf[:0], c.legacyPrefix...))
+	return row.appendTo(append(buf, c.legacyPrefix...))
 }

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/wardlab/ward/keyring"
@@ -62,6 +63,7 @@ type Column struct {
 	unboundPrefix []byte       // v3 context prefix without bound columns
 	prefixV2      []byte       // v2 context prefix (legacy values of a bound column)
 	legacyPrefix  []byte       // v1 context prefix
+	ads           *sync.Pool   // associated-data buffers (see newAD)
 	stats         *columnStats // shared by the copies WithKeys makes
 	subjects      SubjectKeys  // PerSubject: where subjects' own keys are
 	subjectCol    string       // the bound column naming the subject
@@ -211,6 +213,7 @@ func NewColumn(kr *keyring.Keyring, table, column string, opts ...ColumnOption) 
 	if c.bind != nil {
 		c.prefixV2 = appendContextPrefix(nil, contextDomainV2, table, column, c.bind)
 	}
+	c.ads = &sync.Pool{New: c.newAD}
 	return c, nil
 }
 
@@ -237,7 +240,7 @@ func (c *Column) PlaintextReads() uint64 { return c.stats.plainReads.Load() }
 
 // Context returns the associated data a value in row is bound to, for
 // tools that seal outside this package (ward decrypt --table).
-func (c *Column) Context(row RowKey) ([]byte, error) { return c.context(nil, row) }
+func (c *Column) Context(row RowKey) ([]byte, error) { return c.context(nil, &row) }
 
 // Seal encrypts plaintext for row.
 func (c *Column) Seal(row RowKey, plaintext []byte) (Ciphertext, error) {
@@ -251,22 +254,67 @@ func (c *Column) Seal(row RowKey, plaintext []byte) (Ciphertext, error) {
 // AppendSeal appends the binary ciphertext of plaintext for row to dst,
 // for callers that reuse buffers (large values, batch jobs).
 func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, error) {
-	var buf [128]byte
-	ctx, err := c.context(buf[:], row)
+	adp := c.getAD()
+	ad, err := c.contextTail(*adp, &row)
 	if err == nil {
+		var out []byte
 		if c.subjects != nil {
 			var sk *keyring.SubjectKey
-			if sk, err = c.sealingKey(row); err == nil {
-				return sk.AppendSeal(dst, plaintext, ctx), nil
+			if sk, err = c.sealingKey(&row); err == nil {
+				out, err = sk.AppendSealAD(dst, plaintext, ad)
 			}
 		} else {
-			var out []byte
-			if out, err = c.kr.AppendSeal(dst, plaintext, ctx); err == nil {
-				return out, nil
-			}
+			out, err = c.kr.AppendSealAD(dst, plaintext, ad)
 		}
+		c.putAD(adp, ad, true)
+		if err == nil {
+			return out, nil
+		}
+	} else {
+		c.putAD(adp, *adp, true)
 	}
 	return dst, fmt.Errorf("field: sealing %s.%s: %w", c.table, c.name, err)
+}
+
+// The buffers of a column's adPool hold a value's associated data under
+// assembly: room for the ciphertext's header, which the keyring writes
+// ([keyring.HeaderRoom]), then the column's v3 context prefix, which is
+// the same for every value and is kept there between uses, so that a seal
+// or an open appends only the row's part of the context. One buffer
+// handed to the keyring lets the AEAD read it without a copy; the pool
+// exists because the AEAD is called through an interface, so a stack
+// buffer would escape (an allocation per value).
+func (c *Column) newAD() any {
+	b := make([]byte, 0, keyring.HeaderRoom+len(c.prefix)+96)
+	b = append(b[:keyring.HeaderRoom], c.prefix...)
+	return &b
+}
+
+// getAD returns a pooled buffer holding the header's room and the
+// column's v3 context prefix.
+func (c *Column) getAD() *[]byte { return c.ads.Get().(*[]byte) }
+
+// putAD returns the buffer p to the pool with ad, what was assembled in
+// it (possibly grown). prefixed says the v3 prefix is still in place (the
+// buffer was used for a v3 context); otherwise it is written again. A
+// buffer that grew past 4 KiB (a value bound to long texts) is dropped,
+// so that the pool does not pin it.
+func (c *Column) putAD(p *[]byte, ad []byte, prefixed bool) {
+	if !prefixed || cap(ad) > 4096 {
+		c.putADSlow(p, ad)
+		return
+	}
+	*p = ad[:keyring.HeaderRoom+len(c.prefix)]
+	c.ads.Put(p)
+}
+
+// putADSlow is putAD for a buffer that holds another prefix or grew.
+func (c *Column) putADSlow(p *[]byte, ad []byte) {
+	if cap(ad) > 4096 {
+		return
+	}
+	*p = append(ad[:keyring.HeaderRoom], c.prefix...)
+	c.ads.Put(p)
 }
 
 // Subject returns the subject a row's value belongs to under [PerSubject]:
@@ -275,10 +323,10 @@ func (c *Column) Subject(row RowKey) (string, error) {
 	if c.subjects == nil {
 		return "", fmt.Errorf("field: %s.%s has no subject keys", c.table, c.name)
 	}
-	if err := c.checkBinding(row); err != nil {
+	if err := c.checkBinding(&row); err != nil {
 		return "", err
 	}
-	v := row.bound[c.subjectIdx]
+	v := row.bound()[c.subjectIdx]
 	if v.null || v.text == "" {
 		return "", fmt.Errorf("%w: %s.%s: the subject column %s is NULL or empty", ErrBinding, c.table, c.name, c.subjectCol)
 	}
@@ -313,20 +361,26 @@ func (c *Column) PerSubject() bool { return c.subjects != nil }
 
 // sealingKey finds the subject key of a row whose binding context()
 // already checked.
-func (c *Column) sealingKey(row RowKey) (*keyring.SubjectKey, error) {
-	v := row.bound[c.subjectIdx]
+func (c *Column) sealingKey(row *RowKey) (*keyring.SubjectKey, error) {
+	v := row.bound()[c.subjectIdx]
 	if v.null || v.text == "" {
 		return nil, fmt.Errorf("%w: %s.%s: the subject column %s is NULL or empty", ErrBinding, c.table, c.name, c.subjectCol)
 	}
 	return c.subjects.SealingKey(v.text)
 }
 
-// open opens a binary ciphertext under ctx with the key its header names:
-// a keyring key, or (class 2) the row's subject key.
-func (c *Column) open(dst []byte, row RowKey, ciphertext, ctx []byte) ([]byte, error) {
+// open opens a binary ciphertext with the key its header names: a keyring
+// key, or (class 2) the row's subject key. ad is the header's room
+// followed by the context (see adPool).
+func (c *Column) open(dst []byte, row *RowKey, ciphertext, ad []byte) ([]byte, error) {
 	if !keyring.IsSubjectSealed(ciphertext) {
-		return c.kr.AppendOpen(dst, ciphertext, ctx)
+		return c.kr.AppendOpenAD(dst, ciphertext, ad)
 	}
+	return c.openSubject(dst, row, ciphertext, ad)
+}
+
+// openSubject opens a class-2 value with the row's subject key.
+func (c *Column) openSubject(dst []byte, row *RowKey, ciphertext, ad []byte) ([]byte, error) {
 	version, ok := keyring.SubjectKeyVersion(ciphertext)
 	if !ok {
 		_, err := keyring.KeyIDOf(ciphertext) // why the header does not parse
@@ -335,8 +389,8 @@ func (c *Column) open(dst []byte, row RowKey, ciphertext, ctx []byte) ([]byte, e
 	if c.subjects == nil {
 		return dst, ErrNotPerSubject
 	}
-	// The row's binding was checked when ctx was built.
-	v := row.bound[c.subjectIdx]
+	// The row's binding was checked when the context was built.
+	v := row.bound()[c.subjectIdx]
 	if v.null || v.text == "" {
 		return dst, fmt.Errorf("%w: %s.%s: the subject column %s is NULL or empty", ErrBinding, c.table, c.name, c.subjectCol)
 	}
@@ -344,7 +398,7 @@ func (c *Column) open(dst []byte, row RowKey, ciphertext, ctx []byte) ([]byte, e
 	if err != nil {
 		return dst, err
 	}
-	return sk.AppendOpen(dst, ciphertext, ctx)
+	return sk.AppendOpenAD(dst, ciphertext, ad)
 }
 
 // AppendOpen appends the plaintext of a binary ciphertext for row to dst.
@@ -356,17 +410,28 @@ func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, 
 	if c.currentOnly && ciphertext[0] != keyring.CurrentVersion {
 		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: ErrLegacyForm}
 	}
-	var buf [128]byte
-	ctx, err := c.contextFor(buf[:], row, ciphertext[0])
+	adp := c.getAD()
+	var ad []byte
+	var err error
+	current := ciphertext[0] == keyring.CurrentVersion
+	if current {
+		ad, err = c.contextTail(*adp, &row)
+	} else {
+		ad, err = c.contextFor((*adp)[:keyring.HeaderRoom], &row, ciphertext[0])
+	}
 	if err != nil {
+		c.putAD(adp, *adp, false)
 		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
 	}
-	out, err := c.open(dst, row, ciphertext, ctx)
-	if errors.Is(err, keyring.ErrWrongContext) && c.legacy {
-		if out, err = c.open(dst, row, ciphertext, c.unboundContextFor(buf[:], row, ciphertext[0])); err == nil {
+	out, err := c.open(dst, &row, ciphertext, ad)
+	if err != nil && c.legacy && errors.Is(err, keyring.ErrWrongContext) {
+		current = false
+		ad = c.unboundContextFor(ad[:keyring.HeaderRoom], &row, ciphertext[0])
+		if out, err = c.open(dst, &row, ciphertext, ad); err == nil {
 			c.stats.legacyOpens.Add(1)
 		}
 	}
+	c.putAD(adp, ad, current)
 	if err != nil {
 		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
 	}
@@ -384,7 +449,7 @@ func (c *Column) OpenRebinding(row RowKey, ct Ciphertext) ([]byte, error) {
 	}
 	var buf [128]byte
 	raw := ct.Bytes()
-	if pt, err = c.kr.Open(raw, c.unboundContextFor(buf[:], row, raw[0])); err != nil {
+	if pt, err = c.kr.Open(raw, c.unboundContextFor(buf[:0], &row, raw[0])); err != nil {
 		return nil, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
 	}
 	return pt, nil
@@ -400,11 +465,11 @@ func (c *Column) Matches(row RowKey, ct Ciphertext) (bound, unbound bool) {
 		return false, false
 	}
 	var buf [128]byte
-	if cx, err := c.contextFor(buf[:], row, raw[0]); err == nil {
+	if cx, err := c.contextFor(buf[:0], &row, raw[0]); err == nil {
 		bound, _ = c.kr.ContextMatches(raw, cx)
 	}
 	if c.bind != nil {
-		unbound, _ = c.kr.ContextMatches(raw, c.unboundContextFor(buf[:], row, raw[0]))
+		unbound, _ = c.kr.ContextMatches(raw, c.unboundContextFor(buf[:0], &row, raw[0]))
 	}
 	return bound, unbound
 }

@@ -20,9 +20,34 @@ type RowKey struct {
 	s     string
 	n     int64
 	isInt bool
-	bound []boundValue // the bound values, canonically encoded (v3)
-	raw   []any        // the bound values as given, for values sealed before v3
-	err   error        // a bound value outside the closed set
+	// with holds the bound values With gave, nil without: a row key is
+	// passed by value on every seal and open, and small enough to travel
+	// in registers only if the rarer parts are behind one pointer.
+	with *bound
+}
+
+// bound are the bound values of a row key.
+type bound struct {
+	values []boundValue // canonically encoded (v3)
+	raw    []any        // as given, for values sealed before v3
+	err    error        // a bound value outside the closed set
+}
+
+// bound returns the row key's bound values, canonically encoded (none
+// without With).
+func (r *RowKey) bound() []boundValue {
+	if r.with == nil {
+		return nil
+	}
+	return r.with.values
+}
+
+// raw returns the bound values as With was given them.
+func (r *RowKey) raw() []any {
+	if r.with == nil {
+		return nil
+	}
+	return r.with.raw
 }
 
 // boundValue is a bound column's value as text; null marks SQL NULL.
@@ -48,15 +73,15 @@ func RowString(s string) RowKey { return RowKey{s: s} }
 // and Open return.
 func (r RowKey) With(values ...any) RowKey {
 	out := r
-	out.raw = values
-	out.bound = make([]boundValue, 0, len(values))
+	b := &bound{raw: values, values: make([]boundValue, 0, len(values))}
 	for i, v := range values {
 		bv, err := boundText(v)
-		if err != nil && out.err == nil {
-			out.err = fmt.Errorf("%w: bound value %d: %v", ErrBinding, i+1, err)
+		if err != nil && b.err == nil {
+			b.err = fmt.Errorf("%w: bound value %d: %v", ErrBinding, i+1, err)
 		}
-		out.bound = append(out.bound, bv)
+		b.values = append(b.values, bv)
 	}
+	out.with = b
 	return out
 }
 
@@ -220,7 +245,12 @@ func RowOf(v any) (RowKey, error) {
 
 // Err returns the [ErrBinding] a bound value given to With recorded, or
 // nil.
-func (r RowKey) Err() error { return r.err }
+func (r RowKey) Err() error {
+	if r.with == nil {
+		return nil
+	}
+	return r.with.err
+}
 
 func (r RowKey) appendTo(b []byte) []byte {
 	if r.isInt {
