@@ -12,8 +12,28 @@ import (
 )
 
 // adPool holds scratch buffers for associated data, so that sealing and
-// opening allocate only their output.
+// opening a context the caller owns allocate only their output.
 var adPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// pooledAD returns a pooled buffer and in it the header's room followed by
+// a copy of context (which may be on the caller's stack); releaseAD gives
+// it back.
+func pooledAD(context []byte) (*[]byte, []byte) {
+	adp := adPool.Get().(*[]byte)
+	return adp, append((*adp)[:headerSize], context...)
+}
+
+// releaseAD returns to the pool a buffer pooledAD gave, ad being what it
+// holds now (possibly grown).
+func releaseAD(adp *[]byte, ad []byte) {
+	*adp = ad[:0]
+	adPool.Put(adp)
+}
+
+// errNoRoom reports associated data too short to hold a header.
+func errNoRoom(ad []byte) error {
+	return fmt.Errorf("keyring: associated data of %d bytes has no room for a header", len(ad))
+}
 
 // Seal encrypts plaintext under the primary key, bound to context, and
 // returns a binary ciphertext (format v3). The same context must be passed
@@ -46,7 +66,7 @@ const HeaderRoom = headerSize
 // sealing allocates). ad must not be used by another goroutine meanwhile.
 func (kr *Keyring) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
 	if len(ad) < HeaderRoom {
-		return dst, fmt.Errorf("keyring: associated data of %d bytes has no room for a header", len(ad))
+		return dst, errNoRoom(ad)
 	}
 	k := kr.load().primary
 	if k == nil {
@@ -59,11 +79,9 @@ func (kr *Keyring) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
 // on the caller's stack): it is copied into a pooled buffer after the
 // header's room.
 func (k *key) appendSealContext(dst, plaintext, context []byte) []byte {
-	adp := adPool.Get().(*[]byte)
-	ad := append((*adp)[:headerSize], context...)
+	adp, ad := pooledAD(context)
 	out := k.appendSeal(dst, plaintext, ad)
-	*adp = ad[:0]
-	adPool.Put(adp)
+	releaseAD(adp, ad)
 	return out
 }
 
@@ -94,11 +112,9 @@ func (kr *Keyring) Open(ciphertext, context []byte) ([]byte, error) {
 // AppendOpen is like Open but appends the plaintext to dst. On error dst is
 // returned unchanged.
 func (kr *Keyring) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
-	adp := adPool.Get().(*[]byte)
-	ad := append((*adp)[:headerSize], context...)
+	adp, ad := pooledAD(context)
 	out, err := kr.AppendOpenAD(dst, ciphertext, ad)
-	*adp = ad[:0]
-	adPool.Put(adp)
+	releaseAD(adp, ad)
 	return out, err
 }
 
@@ -119,7 +135,7 @@ func (kr *Keyring) AppendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
 // appendOpenAD is AppendOpenAD's path for any other value.
 func (kr *Keyring) appendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
 	if len(ad) < HeaderRoom {
-		return dst, fmt.Errorf("keyring: associated data of %d bytes has no room for a header", len(ad))
+		return dst, errNoRoom(ad)
 	}
 	h, k, err := kr.keyFor(ciphertext)
 	if err != nil {
@@ -231,10 +247,9 @@ func (k *key) checkMatches(h header, ciphertext, context []byte) bool {
 	if h.Version == version2 {
 		binary.BigEndian.PutUint32(want[:], k.contextCheckV2(nonce, context))
 	} else {
-		adp := adPool.Get().(*[]byte)
-		*adp = append((*adp)[:0], context...) // context must not escape
-		want = k.checkV3(nonce, *adp, 0)
-		adPool.Put(adp)
+		adp, ad := pooledAD(context) // context must not escape
+		want = k.checkV3(nonce, ad, headerSize)
+		releaseAD(adp, ad)
 	}
 	binary.BigEndian.PutUint32(got[:], h.ContextCheck)
 	return subtle.ConstantTimeCompare(want[:], got[:]) == 1

@@ -79,7 +79,7 @@ func (sk *SubjectKey) AppendSeal(dst, plaintext, context []byte) []byte {
 // after HeaderRoom reserved bytes, as for [Keyring.AppendSealAD].
 func (sk *SubjectKey) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
 	if len(ad) < HeaderRoom {
-		return dst, fmt.Errorf("keyring: associated data of %d bytes has no room for a header", len(ad))
+		return dst, errNoRoom(ad)
 	}
 	return sk.k.appendSeal(dst, plaintext, ad), nil
 }
@@ -89,11 +89,9 @@ func (sk *SubjectKey) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
 // another version, is refused without decrypting; on error dst is
 // returned unchanged.
 func (sk *SubjectKey) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
-	adp := adPool.Get().(*[]byte)
-	ad := append((*adp)[:headerSize], context...)
+	adp, ad := pooledAD(context)
 	out, err := sk.AppendOpenAD(dst, ciphertext, ad)
-	*adp = ad[:0]
-	adPool.Put(adp)
+	releaseAD(adp, ad)
 	return out, err
 }
 
@@ -101,7 +99,7 @@ func (sk *SubjectKey) AppendOpen(dst, ciphertext, context []byte) ([]byte, error
 // after HeaderRoom reserved bytes, as for [Keyring.AppendOpenAD].
 func (sk *SubjectKey) AppendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
 	if len(ad) < HeaderRoom {
-		return dst, fmt.Errorf("keyring: associated data of %d bytes has no room for a header", len(ad))
+		return dst, errNoRoom(ad)
 	}
 	k := sk.k
 	// Fast path: a whole v3 class-2 header naming this key's version and
