@@ -126,3 +126,32 @@ func TestPooledContexts(t *testing.T) {
 		}
 	}
 }
+
+// TestSealAllocations checks that sealing and opening allocate nothing but
+// their output when buffers are reused, whatever length of bound values
+// leaves the pooled buffer full to the byte: the context check's work area
+// must not be allocated per value.
+func TestSealAllocations(t *testing.T) {
+	kr := newKR(t)
+	col := mustColumn(t, kr, "messages", "body", Bind("owner"))
+	pt := []byte("hello")
+	for n := range 200 {
+		row := RowInt(7).With(strings.Repeat("o", n))
+		ct, err := col.AppendSeal(nil, row, pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]byte, 0, len(pt))
+		allocs := testing.AllocsPerRun(20, func() {
+			if ct, err = col.AppendSeal(ct[:0], row, pt); err != nil {
+				t.Fatal(err)
+			}
+			if out, err = col.AppendOpen(out[:0], row, ct); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Fatalf("bound value of %d bytes: %v allocations per seal and open", n, allocs)
+		}
+	}
+}

@@ -257,6 +257,9 @@ func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, e
 	adp := c.getAD()
 	ad, err := c.contextTail(*adp, &row)
 	if err == nil {
+		if cap(ad)-len(ad) < sealWork {
+			ad = slices.Grow(ad, sealWork) // kept: the pool gets it back
+		}
 		var out []byte
 		if c.subjects != nil {
 			var sk *keyring.SubjectKey
@@ -289,6 +292,10 @@ func (c *Column) newAD() any {
 	b = append(b[:keyring.HeaderRoom], c.prefix...)
 	return &b
 }
+
+// sealWork is the spare capacity the keyring's context check uses as its
+// work area when sealing (see keyring.AppendSealAD).
+const sealWork = 32
 
 // getAD returns a pooled buffer holding the header's room and the
 // column's v3 context prefix.
