@@ -104,7 +104,7 @@ func (c *Column) context(buf []byte, row *RowKey) ([]byte, error) {
 // contextTail appends the part of row's v3 context after the column's
 // prefix: the row key and the bound values.
 func (c *Column) contextTail(b []byte, row *RowKey) ([]byte, error) {
-	if row.with == nil && c.bind == nil { // no bound columns: inlined
+	if row.with == nil && c.bind == nil { // no bound columns: the common case
 		return appendRowKey(b, row), nil
 	}
 	return c.contextTailBound(b, row)

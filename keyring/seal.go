@@ -124,8 +124,8 @@ func (kr *Keyring) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
 // value's header. ad escapes and must not be used by another goroutine
 // meanwhile.
 func (kr *Keyring) AppendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
-	// Fast path, small enough to be inlined: a v3 value under the primary
-	// key, the common case.
+	// Fast path: a v3 value under the primary key, the common case; the
+	// rest (older versions, other keys, errors) is in appendOpenAD.
 	if p := kr.load().primary; p != nil && len(ad) >= HeaderRoom && p.heads(ciphertext) {
 		return p.openV3(dst, ciphertext, ad)
 	}
