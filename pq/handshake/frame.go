@@ -157,4 +157,15 @@ func shareSizes(s Suite) (hello, keyShare int) {
 }
 
 func clientHelloSize(s Suite) int { h, _ := shareSizes(s); return h }
+
+// maxClientHello is the largest ClientHello payload of any suite: what a
+// server reads ahead for a hello, instead of the largest frame, so that a
+// connection that has sent nothing yet holds ~1.6 KB rather than ~8 KB.
+var maxClientHello = func() int {
+	n := 0
+	for _, s := range AllSuites() {
+		n = max(n, clientHelloSize(s))
+	}
+	return n
+}()
 func keyShareSize(s Suite) int    { _, k := shareSizes(s); return k }

@@ -608,3 +608,23 @@ func TestCryptoTime(t *testing.T) {
 		}
 	}
 }
+
+// TestHelloReadAhead: the server reads ahead for a ClientHello no more
+// than the largest hello of any suite (X25519+ML-KEM-1024: flags, a
+// 1568-byte encapsulation key, an X25519 share), not the largest frame,
+// so a connection that has sent nothing holds that much buffer at most.
+func TestHelloReadAhead(t *testing.T) {
+	if want := 1 + 1568 + 32; maxClientHello != want {
+		t.Fatalf("maxClientHello = %d, want %d", maxClientHello, want)
+	}
+	for _, s := range AllSuites() {
+		if clientHelloSize(s) > maxClientHello {
+			t.Fatalf("%v: hello of %d bytes", s, clientHelloSize(s))
+		}
+	}
+	f := &flightReader{}
+	f.expect(HeaderSize + maxClientHello)
+	if cap(f.buf) != HeaderSize+maxClientHello {
+		t.Fatalf("read-ahead buffer of %d bytes", cap(f.buf))
+	}
+}

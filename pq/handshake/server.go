@@ -63,10 +63,11 @@ func (hs *serverHandshake) readHello() ([]byte, error) {
 	if d := time.Now().Add(helloTO); d.Before(hs.end) {
 		hs.conn.SetReadDeadline(d)
 	}
-	// At most a header and the largest frame: the client sends nothing
+	// At most a header and the largest hello: the client sends nothing
 	// after its hello until it has the server's flight, so one read takes
-	// the whole hello and nothing of what follows the handshake.
-	hs.in.expect(HeaderSize + MaxFrame)
+	// the whole hello and nothing of what follows the handshake (a larger
+	// frame is refused below, by its announced length).
+	hs.in.expect(HeaderSize + maxClientHello)
 	typ, _, wire, n, raw, err := readHeader(&hs.in)
 	hs.stats.BytesReceived += HeaderSize
 	if errors.Is(err, ErrUnsupportedVersion) {
