@@ -17,6 +17,10 @@ import (
 // so RowInt(42) opens what RowString("42") sealed; bound values follow the
 // same rule (FORMAT.md, "Field context v3").
 type RowKey struct {
+	// A RowKey is not comparable, as before its bound values moved behind
+	// a pointer: == would compare the pointer, not the values. (First:
+	// a trailing zero-size field would pad the struct.)
+	_     [0]func()
 	s     string
 	n     int64
 	isInt bool
