@@ -157,6 +157,7 @@ func shareSizes(s Suite) (hello, keyShare int) {
 }
 
 func clientHelloSize(s Suite) int { h, _ := shareSizes(s); return h }
+func keyShareSize(s Suite) int    { _, k := shareSizes(s); return k }
 
 // maxClientHello is the largest ClientHello payload of any suite: what a
 // server reads ahead for a hello, instead of the largest frame, so that a
@@ -168,4 +169,3 @@ var maxClientHello = func() int {
 	}
 	return n
 }()
-func keyShareSize(s Suite) int    { _, k := shareSizes(s); return k }
