@@ -26,11 +26,7 @@ func TestWriteMatrix(t *testing.T) {
 	for name, db := range databases(t) {
 		t.Run(name, func(t *testing.T) {
 			codec = wardbun.New(db, kr)
-			db.NewDropTable().Model((*Note)(nil)).IfExists().Exec(ctx)
-			if _, err := db.NewCreateTable().Model((*Note)(nil)).Exec(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.NewDropTable().Model((*Note)(nil)).IfExists().Exec(ctx) })
+			freshTables(t, db, (*Note)(nil))
 			read := func(id string) (Note, error) {
 				var n Note
 				err := db.NewSelect().Model(&n).Where("id = ?", id).Scan(ctx)
@@ -153,11 +149,7 @@ func TestAssignedKeys(t *testing.T) {
 			codec = wardbun.New(db, kr)
 			sent := &statements{}
 			db.AddQueryHook(sent)
-			db.NewDropTable().Model((*Account)(nil)).IfExists().Exec(ctx)
-			if _, err := db.NewCreateTable().Model((*Account)(nil)).Exec(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.NewDropTable().Model((*Account)(nil)).IfExists().Exec(ctx) })
+			freshTables(t, db, (*Account)(nil))
 
 			one := &Account{Email: wardbun.NewText("one@example.com")}
 			if err := codec.Insert(ctx, db, one); err != nil || one.ID == 0 {

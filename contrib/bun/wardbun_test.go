@@ -62,19 +62,27 @@ func databases(t *testing.T) map[string]*bun.DB {
 	return out
 }
 
+// freshTables drops and creates each model's table, and drops it again
+// when the test ends.
+func freshTables(t *testing.T, db *bun.DB, models ...any) {
+	t.Helper()
+	ctx := context.Background()
+	for _, m := range models {
+		db.NewDropTable().Model(m).IfExists().Exec(ctx)
+		if _, err := db.NewCreateTable().Model(m).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.NewDropTable().Model(m).IfExists().Exec(ctx) })
+	}
+}
+
 func TestBun(t *testing.T) {
 	ctx := context.Background()
 	kr, _ := keyring.New(keyring.AES256GCM)
 	for name, db := range databases(t) {
 		t.Run(name, func(t *testing.T) {
 			codec = wardbun.New(db, kr)
-			for _, m := range []any{(*Note)(nil), (*Plain)(nil)} {
-				db.NewDropTable().Model(m).IfExists().Exec(ctx)
-				if _, err := db.NewCreateTable().Model(m).Exec(ctx); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { db.NewDropTable().Model(m).IfExists().Exec(ctx) })
-			}
+			freshTables(t, db, (*Note)(nil), (*Plain)(nil))
 			notes := []Note{{ID: "n1", UserID: 1, Body: wardbun.NewText("milk, eggs"), Email: wardbun.NewText("Alice@Example.com")},
 				{ID: "n2", UserID: 2, Body: wardbun.NewText(""), Email: wardbun.Null()}}
 			for i := range notes {
