@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/wardlab/ward/field/internal/sqltable"
+
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -197,14 +199,9 @@ func (l *Ledger) create(ctx context.Context) (string, error) {
 	if err != nil || l.created.Load() {
 		return t, err
 	}
-	_, err = l.DB.ExecContext(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-		id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL)`, t))
-	if err != nil {
-		// PostgreSQL's CREATE TABLE IF NOT EXISTS fails for all but one of
-		// several processes starting at once: the table is there then.
-		if _, err2 := l.DB.ExecContext(ctx, fmt.Sprintf(`SELECT 1 FROM %s WHERE 1 = 0`, t)); err2 != nil {
-			return "", fmt.Errorf("field: creating the ledger: %w", err)
-		}
+	if err := sqltable.Create(ctx, l.DB, t, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+		id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL)`, t)); err != nil {
+		return "", fmt.Errorf("field: creating the ledger: %w", err)
 	}
 	l.created.Store(true)
 	return t, nil

@@ -38,6 +38,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wardlab/ward/field/internal/sqltable"
+
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
 )
@@ -99,16 +101,11 @@ func (r *Registry) table(ctx context.Context) (string, error) {
 	if err != nil || r.created.Load() {
 		return t, err
 	}
-	_, err = r.DB.ExecContext(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+	if err := sqltable.Create(ctx, r.DB, t, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 		id TEXT PRIMARY KEY, host TEXT NOT NULL, pid BIGINT NOT NULL, keyring TEXT NOT NULL,
 		generation BIGINT NOT NULL, keys TEXT NOT NULL, started BIGINT NOT NULL, seen BIGINT NOT NULL,
-		exited INTEGER NOT NULL, mac TEXT NOT NULL)`, t))
-	if err != nil {
-		// Several processes starting at once race on PostgreSQL's
-		// CREATE TABLE IF NOT EXISTS: the table is there then.
-		if _, err2 := r.DB.ExecContext(ctx, fmt.Sprintf(`SELECT 1 FROM %s WHERE 1 = 0`, t)); err2 != nil {
-			return "", fmt.Errorf("fleet: creating the registry: %w", err)
-		}
+		exited INTEGER NOT NULL, mac TEXT NOT NULL)`, t)); err != nil {
+		return "", fmt.Errorf("fleet: creating the registry: %w", err)
 	}
 	r.created.Store(true)
 	return t, nil

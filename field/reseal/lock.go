@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/wardlab/ward/field/internal/sqltable"
 )
 
 // LockTable is the table in which a running job holds its column (and
@@ -47,7 +49,7 @@ func holderName() string {
 
 // lock takes the job's lock, or reports who holds it.
 func (r *Job) lock(ctx context.Context) (*jobLock, error) {
-	if _, err := r.DB.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+LockTable+` (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires BIGINT NOT NULL)`); err != nil {
+	if err := sqltable.Create(ctx, r.DB, LockTable, `CREATE TABLE IF NOT EXISTS `+LockTable+` (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires BIGINT NOT NULL)`); err != nil {
 		return nil, fmt.Errorf("reseal: lock table: %w", err)
 	}
 	l := &jobLock{r: r, name: r.lockName(), holder: holderName()}

@@ -35,6 +35,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wardlab/ward/field/internal/sqltable"
+
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
 )
@@ -167,25 +169,21 @@ func (s *Store) create(ctx context.Context) error {
 	if s.cfg.Dialect == field.Postgres {
 		blob = "BYTEA"
 	}
-	for _, q := range []string{
-		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+	for _, c := range []struct{ table, ddl string }{
+		{s.keys, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 			namespace TEXT NOT NULL, subject TEXT NOT NULL, version BIGINT NOT NULL,
 			first SMALLINT, wrapped %s NOT NULL, created_at BIGINT NOT NULL,
 			held SMALLINT NOT NULL DEFAULT 0, recovery %s,
-			PRIMARY KEY (namespace, subject, version), UNIQUE (namespace, subject, first))`, s.keys, blob, blob),
-		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+			PRIMARY KEY (namespace, subject, version), UNIQUE (namespace, subject, first))`, s.keys, blob, blob)},
+		{s.tombstones, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 			namespace TEXT NOT NULL, subject TEXT NOT NULL, forgotten_at BIGINT NOT NULL,
-			epoch BIGINT NOT NULL, mac TEXT NOT NULL, PRIMARY KEY (namespace, subject))`, s.tombstones),
-		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+			epoch BIGINT NOT NULL, mac TEXT NOT NULL, PRIMARY KEY (namespace, subject))`, s.tombstones)},
+		{s.sessions, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 			namespace TEXT NOT NULL, session TEXT NOT NULL, subject TEXT NOT NULL, version BIGINT NOT NULL,
-			wrapped %s NOT NULL, expires_at BIGINT NOT NULL, PRIMARY KEY (namespace, session, version))`, s.sessions, blob),
+			wrapped %s NOT NULL, expires_at BIGINT NOT NULL, PRIMARY KEY (namespace, session, version))`, s.sessions, blob)},
 	} {
-		if _, err := s.cfg.DB.ExecContext(ctx, q); err != nil {
-			// Several PostgreSQL processes creating at once: all but one
-			// fail, and the table is there.
-			if _, err2 := s.cfg.DB.ExecContext(ctx, fmt.Sprintf(`SELECT 1 FROM %s WHERE 1 = 0`, s.keys)); err2 != nil {
-				return fmt.Errorf("subject: creating tables: %w", err)
-			}
+		if err := sqltable.Create(ctx, s.cfg.DB, c.table, c.ddl); err != nil {
+			return fmt.Errorf("subject: creating tables: %w", err)
 		}
 	}
 	return nil

@@ -1,0 +1,128 @@
+package sqltable
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/wardlab/ward/internal/dbtest"
+)
+
+const ddl = `CREATE TABLE IF NOT EXISTS "t" (id INTEGER PRIMARY KEY)`
+
+// Several goroutines create the same table on fresh databases (SQLite: a
+// file not yet in WAL mode, where a creator can get SQLITE_BUSY without
+// waiting; PostgreSQL: concurrent CREATE TABLE IF NOT EXISTS): every one
+// succeeds.
+func TestConcurrentCreate(t *testing.T) {
+	rounds := 40
+	if testing.Short() {
+		rounds = 10
+	}
+	for i := range rounds {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+				table := d.Table(t, "created")
+				var wg sync.WaitGroup
+				errs := make(chan error, 8)
+				for range 8 {
+					wg.Go(func() {
+						errs <- Create(context.Background(), d.DB, table, strings.Replace(ddl, `"t"`, table, 1))
+					})
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := d.DB.Exec("INSERT INTO " + table + " (id) VALUES (1)"); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// openNoWait opens a SQLite file whose connections give up on a lock at
+// once.
+func openNoWait(t *testing.T, path string) *sql.DB {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// A table that cannot be created while another connection holds the
+// database's exclusive lock is created once the lock is released: the
+// first try fails and a later one succeeds.
+func TestCreateRetries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	holder := openNoWait(t, path)
+	conn, err := holder.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	db := openNoWait(t, path)
+	if _, err := db.Exec(ddl); err == nil {
+		t.Fatal("CREATE TABLE succeeded under another connection's exclusive lock: the test proves nothing")
+	}
+	done := make(chan error, 1)
+	go func() { done <- Create(context.Background(), db, `"t"`, ddl) }()
+	time.Sleep(2 * FirstWait)
+	if _, err := conn.ExecContext(context.Background(), "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Create after the lock was released: %v", err)
+	}
+	if _, err := db.Exec(`INSERT INTO "t" (id) VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A DDL that fails is accepted when the table exists, and reported with
+// its own error, after Attempts tries, when it does not.
+func TestCreateFailure(t *testing.T) {
+	db := openNoWait(t, filepath.Join(t.TempDir(), "t.db"))
+	if _, err := db.Exec(`CREATE TABLE "t" (id INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := Create(context.Background(), db, `"t"`, "CREATE TABLE broken syntax"); err != nil {
+		t.Fatalf("failed DDL for a table that exists: %v", err)
+	}
+	start := time.Now()
+	err := Create(context.Background(), db, `"missing"`, "CREATE TABLE broken syntax")
+	if err == nil || !strings.Contains(err.Error(), "syntax") || !strings.Contains(err.Error(), fmt.Sprintf("%d attempts", Attempts)) {
+		t.Fatalf("failed DDL for a missing table: %v", err)
+	}
+	if d := time.Since(start); d < FirstWait*(1<<(Attempts-1)-1) {
+		t.Fatalf("gave up after %v, before its %d waits", d, Attempts-1)
+	}
+}
+
+// Create stops waiting when its context ends.
+func TestCreateContext(t *testing.T) {
+	db := openNoWait(t, filepath.Join(t.TempDir(), "t.db"))
+	ctx, cancel := context.WithTimeout(context.Background(), FirstWait/2)
+	defer cancel()
+	err := Create(ctx, db, `"missing"`, "CREATE TABLE broken syntax")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Create with an ending context: %v", err)
+	}
+}
