@@ -30,9 +30,16 @@ type testApp struct {
 // forEachDB runs fn on SQLite and, when WARD_TEST_POSTGRES_URL is set, on
 // PostgreSQL (a fresh schema per test).
 func forEachDB(t *testing.T, fn func(t *testing.T, ta *testApp)) {
+	forEachURL(t, func(t *testing.T, url string) {
+		fn(t, newTestApp(t, Config{DB: url, KeyringPath: filepath.Join(t.TempDir(), "kr.json"), KeyService: local.Generate()}))
+	})
+}
+
+// forEachURL runs fn with the URL of a fresh SQLite file and, when
+// WARD_TEST_POSTGRES_URL is set, of a fresh PostgreSQL schema.
+func forEachURL(t *testing.T, fn func(t *testing.T, url string)) {
 	t.Run("sqlite", func(t *testing.T) {
-		dir := t.TempDir()
-		fn(t, newTestApp(t, Config{DB: "sqlite:" + filepath.Join(dir, "chat.db"), KeyringPath: filepath.Join(dir, "kr.json"), KeyService: local.Generate()}))
+		fn(t, "sqlite:"+filepath.Join(t.TempDir(), "chat.db"))
 	})
 	t.Run("postgres", func(t *testing.T) {
 		url := os.Getenv("WARD_TEST_POSTGRES_URL")
@@ -52,7 +59,7 @@ func forEachDB(t *testing.T, fn func(t *testing.T, ta *testApp)) {
 		if strings.Contains(url, "?") {
 			sep = "&"
 		}
-		fn(t, newTestApp(t, Config{DB: url + sep + "search_path=" + schema, KeyringPath: filepath.Join(t.TempDir(), "kr.json"), KeyService: local.Generate()}))
+		fn(t, url+sep+"search_path="+schema)
 	})
 }
 

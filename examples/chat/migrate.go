@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +14,8 @@ import (
 	"github.com/wardlab/ward/keyring"
 )
 
-// migrations run in order on start; the applied count is kept in
-// schema_version. Migrations 6 to 11 bind values to their owners: a
+// migrations run in order on start (migrate); the applied count is kept
+// in schema_version. Each runs once: append new ones, never edit one. Migrations 6 to 11 bind values to their owners: a
 // message's owner is denormalised into messages.user_id, so that its
 // binding is row-local, and sessions and password hashes get row MACs
 // (old sessions are dropped: their users log in again).
@@ -38,33 +39,104 @@ var migrations = []string{
 	`CREATE INDEX conversations_user ON conversations (user_id)`,
 }
 
+// migrationLock is the PostgreSQL advisory lock key under which migrate
+// runs ("ward" "chat" as bytes).
+const migrationLock = 0x77617264_63686174
+
+// migrate applies the migrations the database lacks, all in one
+// transaction that holds a lock from its first statement: processes
+// starting at once (the first start of several replicas, or a fleet's
+// restart onto a release with a new migration) apply each migration
+// exactly once, and a failed one leaves the database as it was. The lock
+// is a transaction-scoped advisory lock on PostgreSQL and the database's
+// write lock on SQLite (BEGIN IMMEDIATE, waited for up to the busy
+// timeout); both databases roll DDL back with the transaction.
 func migrate(ctx context.Context, db *sql.DB, dialect field.Dialect) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (n INTEGER NOT NULL)`); err != nil {
+	err := inMigrationLock(ctx, db, dialect, func(q querier) error {
+		if _, err := q.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (n INTEGER NOT NULL)`); err != nil {
+			return err
+		}
+		var n int
+		if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := q.ExecContext(ctx, `INSERT INTO schema_version (n) VALUES (0)`); err != nil {
+				return err
+			}
+		}
+		if err := q.QueryRowContext(ctx, `SELECT n FROM schema_version`).Scan(&n); err != nil {
+			return err
+		}
+		for i := n; i < len(migrations); i++ {
+			m := migrations[i]
+			if dialect == field.Postgres {
+				m = strings.ReplaceAll(m, "BLOB", "BYTEA")
+			}
+			if _, err := q.ExecContext(ctx, m); err != nil {
+				return fmt.Errorf("migration %d: %w", i+1, err)
+			}
+		}
+		if n < len(migrations) {
+			if _, err := q.ExecContext(ctx, dialect.Rebind(`UPDATE schema_version SET n = ?`), len(migrations)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("chat: migrations: %w", err)
 	}
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil {
-		return err
-	}
-	if n == 0 {
-		if _, err := db.ExecContext(ctx, `INSERT INTO schema_version (n) VALUES (0)`); err != nil {
+	return nil
+}
+
+// querier is what a migration runs statements through: a *sql.Tx or the
+// *sql.Conn of a SQLite transaction.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// inMigrationLock runs fn in a transaction that holds the migration lock
+// from its start, and commits if fn succeeds.
+func inMigrationLock(ctx context.Context, db *sql.DB, dialect field.Dialect, fn func(querier) error) error {
+	if dialect == field.Postgres {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
 			return err
 		}
-	}
-	if err := db.QueryRowContext(ctx, `SELECT n FROM schema_version`).Scan(&n); err != nil {
-		return err
-	}
-	for i := n; i < len(migrations); i++ {
-		m := migrations[i]
-		if dialect == field.Postgres {
-			m = strings.ReplaceAll(m, "BLOB", "BYTEA")
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
+			return fmt.Errorf("taking the migration lock: %w", err)
 		}
-		if _, err := db.ExecContext(ctx, m); err != nil {
-			return fmt.Errorf("chat: migration %d: %w", i+1, err)
-		}
-		if _, err := db.ExecContext(ctx, dialect.Rebind(`UPDATE schema_version SET n = ?`), i+1); err != nil {
+		if err := fn(tx); err != nil {
 			return err
 		}
+		return tx.Commit()
+	}
+	// database/sql's BeginTx starts a deferred SQLite transaction, which
+	// takes the write lock only at its first write; one that read first
+	// then gets SQLITE_BUSY at once if another process wrote meanwhile.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return fmt.Errorf("taking the migration lock: %w", err)
+	}
+	if err := fn(conn); err != nil {
+		if _, rerr := conn.ExecContext(context.Background(), `ROLLBACK`); rerr != nil {
+			// Never hand a connection inside a transaction back to the pool.
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		if _, rerr := conn.ExecContext(context.Background(), `ROLLBACK`); rerr != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		return err
 	}
 	return nil
 }

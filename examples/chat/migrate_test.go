@@ -1,0 +1,112 @@
+package chat
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// Processes starting at once apply each migration exactly once: on a
+// fresh database, and on one a release behind (its last two migrations,
+// CREATE INDEX statements that fail if run twice, not yet applied). Each
+// goroutine opens its own database handle, as a process would.
+func TestConcurrentMigrate(t *testing.T) {
+	forEachURL(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		run := func() {
+			t.Helper()
+			var wg sync.WaitGroup
+			errs := make(chan error, 6)
+			for range 6 {
+				wg.Go(func() {
+					db, dialect, err := openDB(url)
+					if err == nil {
+						err = migrate(ctx, db, dialect)
+						db.Close()
+					}
+					errs <- err
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		db, _, err := openDB(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		check := func() {
+			t.Helper()
+			var rows, n int
+			if err := db.QueryRow(`SELECT COUNT(*), MAX(n) FROM schema_version`).Scan(&rows, &n); err != nil {
+				t.Fatal(err)
+			}
+			if rows != 1 || n != len(migrations) {
+				t.Fatalf("schema_version: %d rows, n = %d; want 1 row, n = %d", rows, n, len(migrations))
+			}
+		}
+		run()
+		check()
+		// A release behind: the last two migrations undone.
+		for _, q := range []string{`DROP INDEX messages_user`, `DROP INDEX conversations_user`, `UPDATE schema_version SET n = n - 2`} {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run()
+		check()
+	})
+}
+
+// A database writer who deletes schema_version or lowers its count makes
+// the schema steps re-run: the start fails, and the transaction leaves the
+// database as it was (the sessions table is not emptied by migration 10,
+// which ran before migration 11 failed). Putting the count back restores
+// the start.
+func TestSchemaVersionWriter(t *testing.T) {
+	forEachDB(t, func(t *testing.T, ta *testApp) {
+		ctx := context.Background()
+		c := ta.client(t)
+		c.signup("ann@example.com")
+		sessions := func() int {
+			var n int
+			if err := ta.db.QueryRow(`SELECT COUNT(*) FROM sessions`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := sessions()
+		if before == 0 {
+			t.Fatal("no session to lose")
+		}
+		for _, tamper := range []string{`DELETE FROM schema_version`, `UPDATE schema_version SET n = 9`} {
+			if _, err := ta.db.Exec(tamper); err != nil {
+				t.Fatal(err)
+			}
+			if s, err := Open(ctx, ta.cfg); err == nil {
+				s.Close()
+				t.Fatalf("after %q: the service started", tamper)
+			}
+			if n := sessions(); n != before {
+				t.Fatalf("after %q: %d sessions, had %d: a failed start changed the database", tamper, n, before)
+			}
+			if _, err := ta.db.Exec(`DELETE FROM schema_version`); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ta.db.Exec(fmt.Sprintf(`INSERT INTO schema_version (n) VALUES (%d)`, len(migrations))); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(ctx, ta.cfg)
+			if err != nil {
+				t.Fatalf("with the count put back: %v", err)
+			}
+			s.Close()
+		}
+	})
+}
