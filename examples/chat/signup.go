@@ -109,8 +109,8 @@ func (s *store) beginSignup(ctx context.Context, email, passwordHash, origin str
 		if enc, err = s.seal(s.cols.signupEmail, field.RowString(string(th)), email); err != nil {
 			return err
 		}
-		mac, err := s.cols.signupMAC.Sum(th, s.emailKey(email), passwordHash, exp)
-		if err != nil {
+		var mac []byte
+		if mac, err = s.cols.signupMAC.Sum(th, s.emailKey(email), passwordHash, exp); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO signups (token_hash, email, email_idx, password, mac, expires) VALUES (?, ?, ?, ?, ?, ?)`),
