@@ -169,7 +169,7 @@ func DecodeText(s string) ([]byte, error) {
 		return nil, ErrMalformed
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s[3:])
-	if err != nil || len(b) == 0 || strings.HasPrefix(s, textPrefix(b[0])) == false {
+	if err != nil || len(b) == 0 || !strings.HasPrefix(s, textPrefix(b[0])) {
 		return nil, ErrMalformed
 	}
 	return b, nil

@@ -114,14 +114,14 @@ func (a *app) newKMSInfoCmd() *cobra.Command {
 			env := kms.NewEnvelope(ks, kms.EnvelopeOptions{})
 			ec := map[string]string{"ward": "kms-info"}
 			start := time.Now()
-			ct, err := env.Seal(cmd.Context(), []byte("probe"), nil, ec)
-			if err != nil {
+			if _, err := env.Seal(cmd.Context(), []byte("probe"), nil, ec); err != nil {
 				return err
 			}
 			first := time.Since(start)
 			start = time.Now()
 			for range 100 {
-				if ct, err = env.Seal(cmd.Context(), []byte("probe"), nil, ec); err != nil {
+				ct, err := env.Seal(cmd.Context(), []byte("probe"), nil, ec)
+				if err != nil {
 					return err
 				}
 				if _, err := env.Open(cmd.Context(), ct, nil, ec); err != nil {

@@ -64,7 +64,6 @@ func (a *app) readPassword(confirm bool) ([]byte, error) {
 
 type paramsFlags struct {
 	preset    string
-	scheme    string
 	m, t      uint32
 	p         uint8
 	cost      int

@@ -42,11 +42,10 @@ func TestRotateCommand(t *testing.T) {
 	}
 	_ = dialect
 
-	code, out, e := run("keyring", "rotate", "--offline")
-	if code != 0 {
+	if code, _, e := run("keyring", "rotate", "--offline"); code != 0 {
 		t.Fatal(e)
 	}
-	code, out, e = run("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--dry-run")
+	code, out, e := run("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--dry-run")
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("key %v (decrypt-only): 120 values", oldID)) {
 		t.Fatalf("dry run: %d %q %q", code, out, e)
 	}

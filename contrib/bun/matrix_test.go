@@ -146,9 +146,9 @@ func TestAssignedKeys(t *testing.T) {
 	kr, _ := keyring.New(keyring.AES256GCM)
 	for name, db := range databases(t) {
 		t.Run(name, func(t *testing.T) {
-			codec = wardbun.New(db, kr)
 			sent := &statements{}
-			db.AddQueryHook(sent)
+			db := db.WithQueryHook(sent)
+			codec = wardbun.New(db, kr)
 			freshTables(t, db, (*Account)(nil))
 
 			one := &Account{Email: wardbun.NewText("one@example.com")}

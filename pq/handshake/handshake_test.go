@@ -15,8 +15,6 @@ import (
 	"time"
 )
 
-type keys struct{ all []*SigningKey }
-
 func serverKeys(t testing.TB) []*SigningKey {
 	t.Helper()
 	var out []*SigningKey
