@@ -149,3 +149,26 @@ func TestRegistryWriterAttacks(t *testing.T) {
 		}
 	})
 }
+
+// FuzzParseKeys: the keys column, which a database writer controls, never
+// makes parseKeys panic, and what it accepts survives keysText and back.
+func FuzzParseKeys(f *testing.F) {
+	for _, s := range []string{"", "0000002a", "0000002a,deadbeef", "0x2a", ",", "0", "zz", "00000001,", strings.Repeat("1,", 50) + "1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ids, err := parseKeys(s)
+		if err != nil {
+			return
+		}
+		again, err := parseKeys(keysText(ids))
+		if err != nil || len(again) != len(ids) {
+			t.Fatalf("%q: %v round-trips to %v, %v", s, ids, again, err)
+		}
+		for i := range ids {
+			if ids[i] == 0 || again[i] != ids[i] {
+				t.Fatalf("%q: %v round-trips to %v", s, ids, again)
+			}
+		}
+	})
+}

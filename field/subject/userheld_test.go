@@ -236,3 +236,31 @@ func removeDashes(s string) string {
 	}
 	return string(out)
 }
+
+// FuzzRecoveryCode: whatever a reset form sends, parseRecoveryCode never
+// panics, and what it accepts is a code's 20 bytes, which format back to
+// a code that parses to the same bytes.
+func FuzzRecoveryCode(f *testing.F) {
+	raw := make([]byte, recoveryCodeLen)
+	rand.Read(raw)
+	code := formatRecoveryCode(raw)
+	for _, s := range []string{code, lower(code), removeDashes(code), " " + code + " ", "", "AAAA", code + "A", "0000-1111"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseRecoveryCode(s)
+		if err != nil {
+			if !errors.Is(err, ErrWrongSecret) {
+				t.Fatalf("%q: %v, not ErrWrongSecret", s, err)
+			}
+			return
+		}
+		if len(got) != recoveryCodeLen {
+			t.Fatalf("%q: %d bytes", s, len(got))
+		}
+		again, err := parseRecoveryCode(formatRecoveryCode(got))
+		if err != nil || string(again) != string(got) {
+			t.Fatalf("%q: the formatted code parses to %x, %v", s, again, err)
+		}
+	})
+}
