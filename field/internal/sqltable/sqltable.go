@@ -26,6 +26,9 @@ const (
 	FirstWait = 5 * time.Millisecond
 )
 
+// testHookRetry, if set by a test, runs before each wait for a retry.
+var testHookRetry func()
+
 // Create runs ddl, a CREATE TABLE IF NOT EXISTS statement for table (an
 // identifier already quoted for SQL), until the table exists. After a
 // failed ddl it probes the table: if the probe succeeds another process
@@ -48,6 +51,9 @@ func Create(ctx context.Context, db *sql.DB, table, ddl string) error {
 		}
 		if attempt == Attempts {
 			return fmt.Errorf("%w (table %s, %d attempts)", first, table, attempt)
+		}
+		if testHookRetry != nil {
+			testHookRetry()
 		}
 		t := time.NewTimer(wait)
 		select {

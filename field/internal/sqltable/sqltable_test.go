@@ -82,14 +82,22 @@ func TestCreateRetries(t *testing.T) {
 	if _, err := db.Exec(ddl); err == nil {
 		t.Fatal("CREATE TABLE succeeded under another connection's exclusive lock: the test proves nothing")
 	}
-	done := make(chan error, 1)
-	go func() { done <- Create(context.Background(), db, `"t"`, ddl) }()
-	time.Sleep(2 * FirstWait)
-	if _, err := conn.ExecContext(context.Background(), "COMMIT"); err != nil {
-		t.Fatal(err)
+	// The lock is released when Create first waits to retry, that is after
+	// a failed try.
+	retries := 0
+	testHookRetry = func() {
+		if retries++; retries == 1 {
+			if _, err := conn.ExecContext(context.Background(), "COMMIT"); err != nil {
+				t.Error(err)
+			}
+		}
 	}
-	if err := <-done; err != nil {
+	defer func() { testHookRetry = nil }()
+	if err := Create(context.Background(), db, `"t"`, ddl); err != nil {
 		t.Fatalf("Create after the lock was released: %v", err)
+	}
+	if retries != 1 {
+		t.Fatalf("%d retries, want 1", retries)
 	}
 	if _, err := db.Exec(`INSERT INTO "t" (id) VALUES (1)`); err != nil {
 		t.Fatal(err)
