@@ -184,30 +184,56 @@ func (b *buckets) allow(addr string) bool {
 	return b.byIP.get(addr, func() *rate.Limiter { return rate.NewLimiter(b.rate, b.burst) }).Allow()
 }
 
+// maxForwardedHops bounds how many X-Forwarded-For entries clientAddr
+// reads, from the end: a chain of more trusted proxies than this counts as
+// the last one read.
+const maxForwardedHops = 32
+
 // clientAddr is the address a request is limited by: the connection's
 // peer, or, when that peer is a trusted proxy, the last address in
-// X-Forwarded-For that is not itself a trusted proxy. IPv6 clients are
-// counted per /64.
+// X-Forwarded-For that is not itself a trusted proxy. Every
+// X-Forwarded-For line counts, in order, as one list: a proxy that adds a
+// line of its own (HAProxy's option forwardfor) instead of appending to
+// the client's is read from its line, not from the line the client sent.
+// IPv6 clients are counted per /64.
 func clientAddr(r *http.Request, trusted []netip.Prefix) string {
 	peer := peerAddr(r.RemoteAddr)
 	if isTrusted(peer, trusted) {
-		hops := strings.Split(r.Header.Get("X-Forwarded-For"), ",")
-		for i := len(hops) - 1; i >= 0; i-- {
-			a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-			if err != nil {
-				break
-			}
-			peer = a.Unmap()
-			if !isTrusted(peer, trusted) {
-				break
-			}
-		}
+		peer = forwardedClient(r.Header.Values("X-Forwarded-For"), peer, trusted)
 	}
 	if peer.Is6() {
 		p, _ := peer.Prefix(64)
 		return p.String()
 	}
 	return peer.String()
+}
+
+// forwardedClient walks the X-Forwarded-For lines from their last entry
+// back, past trusted proxies, and returns the first address that is not
+// one; an entry that is not an address ends the walk at the hop before it.
+func forwardedClient(lines []string, peer netip.Addr, trusted []netip.Prefix) netip.Addr {
+	hops := 0
+	for i := len(lines) - 1; i >= 0; i-- {
+		rest := lines[i]
+		for {
+			if hops++; hops > maxForwardedHops {
+				return peer
+			}
+			j := strings.LastIndexByte(rest, ',')
+			a, err := netip.ParseAddr(strings.TrimSpace(rest[j+1:]))
+			if err != nil {
+				return peer
+			}
+			if peer = a.Unmap(); !isTrusted(peer, trusted) {
+				return peer
+			}
+			if j < 0 {
+				break
+			}
+			rest = rest[:j]
+		}
+	}
+	return peer
 }
 
 func peerAddr(remote string) netip.Addr {
