@@ -125,15 +125,13 @@ func inMigrationLock(ctx context.Context, db *sql.DB, dialect field.Dialect, fn 
 	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		return fmt.Errorf("taking the migration lock: %w", err)
 	}
-	if err := fn(conn); err != nil {
+	err = fn(conn)
+	if err == nil {
+		_, err = conn.ExecContext(ctx, `COMMIT`)
+	}
+	if err != nil {
 		if _, rerr := conn.ExecContext(context.Background(), `ROLLBACK`); rerr != nil {
 			// Never hand a connection inside a transaction back to the pool.
-			conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		return err
-	}
-	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
-		if _, rerr := conn.ExecContext(context.Background(), `ROLLBACK`); rerr != nil {
 			conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 		return err

@@ -20,7 +20,7 @@ import (
 )
 
 // Attempts is how often Create tries before it gives up; the waits between
-// tries double from FirstWait, about 0.3 s in all.
+// tries double from FirstWait, 155 ms in all.
 const (
 	Attempts  = 6
 	FirstWait = 5 * time.Millisecond
