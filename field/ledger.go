@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 
 	"github.com/wardlab/ward/field/internal/sqltable"
-
 	"github.com/wardlab/ward/keyring"
 )
 

@@ -38,9 +38,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/wardlab/ward/field/internal/sqltable"
-
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 )
 

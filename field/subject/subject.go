@@ -35,9 +35,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wardlab/ward/field/internal/sqltable"
-
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 )
 
