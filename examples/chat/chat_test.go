@@ -10,12 +10,12 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/wardlab/ward/internal/pgtest"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -42,24 +42,11 @@ func forEachURL(t *testing.T, fn func(t *testing.T, url string)) {
 		fn(t, "sqlite:"+filepath.Join(t.TempDir(), "chat.db"))
 	})
 	t.Run("postgres", func(t *testing.T) {
-		url := os.Getenv("WARD_TEST_POSTGRES_URL")
+		url := pgtest.URL(t)
 		if url == "" {
-			t.Skip("WARD_TEST_POSTGRES_URL is not set (.ci/run sets it)")
+			t.Skipf("%s is not set (.ci/run sets it)", pgtest.Env)
 		}
-		db, err := sql.Open("pgx", url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		schema := fmt.Sprintf("chat_%d", newID()%1_000_000_000)
-		if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Exec("DROP SCHEMA " + schema + " CASCADE"); db.Close() })
-		sep := "?"
-		if strings.Contains(url, "?") {
-			sep = "&"
-		}
-		fn(t, url+sep+"search_path="+schema)
+		fn(t, url)
 	})
 }
 
