@@ -307,20 +307,14 @@ func (c *Column) getAD() *[]byte { return c.ads.Get().(*[]byte) }
 // buffer that grew past 4 KiB (a value bound to long texts) is dropped,
 // so that the pool does not pin it.
 func (c *Column) putAD(p *[]byte, ad []byte, prefixed bool) {
-	if !prefixed || cap(ad) > 4096 {
-		c.putADSlow(p, ad)
-		return
-	}
-	*p = ad[:keyring.HeaderRoom+len(c.prefix)]
-	c.ads.Put(p)
-}
-
-// putADSlow is putAD for a buffer that holds another prefix or grew.
-func (c *Column) putADSlow(p *[]byte, ad []byte) {
 	if cap(ad) > 4096 {
 		return
 	}
-	*p = append(ad[:keyring.HeaderRoom], c.prefix...)
+	if prefixed {
+		*p = ad[:keyring.HeaderRoom+len(c.prefix)]
+	} else {
+		*p = append(ad[:keyring.HeaderRoom], c.prefix...)
+	}
 	c.ads.Put(p)
 }
 
