@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -273,12 +274,15 @@ func TestBusyAnswersAlike(t *testing.T) {
 			r()
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// The queue's waiters leave when the test ends; the answers themselves
+	// have the client's own generous timeout, not a clock shared with them.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	client := &http.Client{Timeout: 30 * time.Second}
 	answer := func(email string) (int, string) {
-		req, _ := http.NewRequestWithContext(ctx, "POST", ta.ts.URL+"/api/login", strings.NewReader(fmt.Sprintf(`{"email":%q,"password":"x"}`, email)))
+		req, _ := http.NewRequest("POST", ta.ts.URL+"/api/login", strings.NewReader(fmt.Sprintf(`{"email":%q,"password":"x"}`, email)))
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			return 0, err.Error()
 		}
@@ -286,15 +290,16 @@ func TestBusyAnswersAlike(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	fill := make(chan struct{})
-	go func() { // fill the queue so that further requests are refused at once
-		for range l.Config().MaxQueue {
-			go l.Acquire(ctx, 1)
+	// Fill the queue so that further requests are refused at once, and
+	// wait until the limiter says it is full rather than for a fixed time.
+	for range l.Config().MaxQueue {
+		go l.Acquire(ctx, 1)
+	}
+	for deadline := time.Now().Add(30 * time.Second); l.Stats().Queued < l.Config().MaxQueue; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue holds %d of %d waiters after 30 s", l.Stats().Queued, l.Config().MaxQueue)
 		}
-		close(fill)
-	}()
-	<-fill
-	time.Sleep(50 * time.Millisecond)
+	}
 	kc, kb := answer("alice@example.com")
 	uc, ub := answer("nobody@example.com")
 	if kc != 503 || uc != 503 || kb != ub {
@@ -392,15 +397,23 @@ func TestSlowClients(t *testing.T) {
 			c.Close()
 		}
 	}()
-	closed := 0
+	// All read at once, to one deadline: the connections the server keeps
+	// wait until it, and a slow (loaded) server has that long to close the
+	// rest. It is below the server's 5 s header timeout.
+	var closed atomic.Int32
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(2 * time.Second)
 	for _, c := range conns {
-		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-		var ne net.Error
-		if _, err := c.Read(make([]byte, 1)); err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
-			closed++ // EOF, or a reset: the server closed it
-		}
+		wg.Go(func() {
+			c.SetReadDeadline(deadline)
+			var ne net.Error
+			if _, err := c.Read(make([]byte, 1)); err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+				closed.Add(1) // EOF, or a reset: the server closed it
+			}
+		})
 	}
-	if closed < 150 {
+	wg.Wait()
+	if closed := closed.Load(); closed < 150 {
 		t.Fatalf("only %d of %d connections over the cap were closed", closed, len(conns))
 	}
 	for _, c := range conns {

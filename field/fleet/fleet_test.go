@@ -64,7 +64,8 @@ func TestAwait(t *testing.T) {
 		// a reloads and reports; b does not.
 		a.Reload(ctx)
 		ma.Beat(ctx)
-		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		// A deadline long enough for a loaded CI machine's first read.
+		wctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 		defer cancel()
 		_, err = reg.Await(wctx, op, holds, WaitOptions{Poll: 50 * time.Millisecond})
 		var nr *NotReadyError

@@ -50,9 +50,16 @@ func dial(t *testing.T, to net.Addr, from string, speak bool) net.Conn {
 }
 
 // closedByServer reports whether the server closed c (EOF or reset)
-// within a short wait.
-func closedByServer(c net.Conn) bool {
-	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+// within a few seconds: a closing server returns at once, and a loaded
+// machine (CI under the race detector) gets time.
+func closedByServer(c net.Conn) bool { return closedWithin(c, 5*time.Second) }
+
+// keptByServer reports whether c is still open after a short wait; a
+// slow server cannot make it report a kept connection as closed.
+func keptByServer(c net.Conn) bool { return !closedWithin(c, 300*time.Millisecond) }
+
+func closedWithin(c net.Conn, d time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(d))
 	_, err := c.Read(make([]byte, 1))
 	var ne net.Error
 	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
@@ -82,7 +89,7 @@ func TestCaps(t *testing.T) {
 			t.Errorf("connection %d over the prefix's cap of busy connections was kept", i)
 		}
 	}
-	if closedByServer(other) || l.Refused() != 2 || l.Evicted() != 0 {
+	if !keptByServer(other) || l.Refused() != 2 || l.Evicted() != 0 {
 		t.Fatalf("refused %d, evicted %d", l.Refused(), l.Evicted())
 	}
 	held[0].Close()
@@ -105,8 +112,8 @@ func TestEvictsOldestIdle(t *testing.T) {
 	dial(t, raw.Addr(), "127.0.2.3", true) // the prefix is full: the oldest idle (a) goes
 	<-accepted
 	<-read
-	if !closedByServer(a) || closedByServer(b) || l.Evicted() != 1 {
-		t.Fatalf("prefix: a closed %v, evicted %d", !closedByServer(a), l.Evicted())
+	if aClosed := closedByServer(a); !aClosed || !keptByServer(b) || l.Evicted() != 1 {
+		t.Fatalf("prefix: a closed %v, evicted %d", aClosed, l.Evicted())
 	}
 	// The total: b (idle) and the busy one from 127.0.2.x, two more busy.
 	for _, from := range []string{"127.0.3.1", "127.0.4.1"} {
@@ -117,7 +124,7 @@ func TestEvictsOldestIdle(t *testing.T) {
 	late := dial(t, raw.Addr(), "127.0.5.1", true) // full: b, the only idle one, goes
 	<-accepted
 	<-read
-	if !closedByServer(b) || closedByServer(late) || l.Evicted() != 2 {
+	if !closedByServer(b) || !keptByServer(late) || l.Evicted() != 2 {
 		t.Fatalf("total: evicted %d", l.Evicted())
 	}
 	refused := dial(t, raw.Addr(), "127.0.6.1", true) // all four busy
@@ -160,7 +167,7 @@ func TestFirstByte(t *testing.T) {
 			go func() {
 				defer c.Close()
 				start := time.Now()
-				c.SetReadDeadline(start.Add(700 * time.Millisecond)) // the server's own, longer deadline
+				c.SetReadDeadline(start.Add(2 * time.Second)) // the server's own, much longer deadline
 				buf := make([]byte, 1)
 				if _, err := c.Read(buf); err == nil {
 					c.Read(buf) // after the first byte: until the server's deadline
@@ -176,7 +183,7 @@ func TestFirstByte(t *testing.T) {
 	talker.Write([]byte("x"))
 	a, b := <-waited, <-waited
 	short, long := min(a, b), max(a, b)
-	if short > 400*time.Millisecond || long < 600*time.Millisecond {
+	if short > time.Second || long < 1900*time.Millisecond { // wide margins: a loaded CI machine
 		t.Fatalf("silent connection held %v, talking one %v", short, long)
 	}
 }
