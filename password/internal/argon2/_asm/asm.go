@@ -189,9 +189,12 @@ func xmm(i int) vec {
 }
 
 // genAVX2 works on two rows (or two columns) at a time in eight YMM
-// registers, one vector each, and keeps the block between the phases in a
-// 1 KiB stack buffer. A row's vectors are contiguous; a column's vector
-// a is register (0, j) and register (1, j), loaded as two halves.
+// registers, and keeps the block between the phases in a 1 KiB stack
+// buffer. In the row phase a register is one of P's vectors, and a row's
+// vectors are contiguous. In the column phase every load and store is a
+// whole 32 bytes, as in the reference C: register r holds row r's
+// registers (r, 2i) and (r, 2i+1), so the low 128-bit halves of the eight
+// registers are column 2i and the high halves column 2i+1 (see colPermute).
 func genAVX2() {
 	rot24 := shuffleMask("rot24", 3) // VPSHUFB masks rotating each word right by 3 and 2 bytes
 	rot16 := shuffleMask("rot16", 2)
@@ -240,23 +243,49 @@ func genAVX2() {
 			VMOVDQU(Y(i), q.Offset(128*r+32*i))
 		}
 	}
-	Comment("Columns: Q = P-columns(Q), two columns at a time.")
-	for c := 0; c < 8; c += 2 {
-		for k := 0; k < 2; k++ { // column c+k in Y4k..Y4k+3
-			for v := 0; v < 4; v++ { // vector v: rows 2v and 2v+1
-				VMOVDQU(q.Offset(128*(2*v)+16*(c+k)), xmm(4*k+v))
-				VINSERTI128(U8(1), q.Offset(128*(2*v+1)+16*(c+k)), Y(4*k+v), Y(4*k+v))
-			}
+	Comment("Columns: Q = P-columns(Q), columns 2i and 2i+1 at a time.")
+	v := [8]vec{Y(0), Y(1), Y(2), Y(3), Y(4), Y(5), Y(6), Y(7)}
+	for i := 0; i < 4; i++ {
+		for r := 0; r < 8; r++ {
+			VMOVDQU(q.Offset(128*r+32*i), v[r])
 		}
-		interleave(s0.permute(Y(0), Y(1), Y(2), Y(3)), s1.permute(Y(4), Y(5), Y(6), Y(7)))
-		for k := 0; k < 2; k++ {
-			for v := 0; v < 4; v++ {
-				VMOVDQU(xmm(4*k+v), q.Offset(128*(2*v)+16*(c+k)))
-				VEXTRACTI128(U8(1), Y(4*k+v), q.Offset(128*(2*v+1)+16*(c+k)))
-			}
+		colPermute(s0, s1, v, Y(12), Y(13))
+		for r := 0; r < 8; r++ {
+			VMOVDQU(v[r], q.Offset(128*r+32*i))
 		}
 	}
 	avx2Output(q, out, x, y, xor)
+}
+
+// colPermute emits P on two columns at once. Register v[r] holds the
+// 16-byte registers (r, j) and (r, j+1) of rows r = 0..7: in P's words
+// v0..v15 of column j, v[0] = [v0 v1 | v0' v1'], v[1] = [v2 v3 | v2' v3'],
+// and so on, a primed word belonging to column j+1. GB is lane-wise, so the
+// column step is GB on (v[0], v[2], v[4], v[6]) and on (v[1], v[3], v[5],
+// v[7]). For the diagonal step, which pairs v0 with v5, v10 and v15, the
+// halves of b and d are realigned with VPALIGNR (which stays within each
+// 128-bit lane), and c's two registers simply trade places:
+//
+//	b: [v5 v6], [v7 v4]   from v[2] = [v4 v5], v[3] = [v6 v7]
+//	c: [v10 v11], [v8 v9] = v[5], v[4]
+//	d: [v15 v12], [v13 v14] from v[6] = [v12 v13], v[7] = [v14 v15]
+//
+// Afterwards the inverse realignment puts every word back in v[r]. t and u
+// are spare registers; s0 and s1 carry each half's temporaries.
+func colPermute(s0, s1 isa, v [8]vec, t, u vec) {
+	// VPALIGNR $8, lo, hi, dst sets each 128-bit lane of dst to
+	// [lo's high word, hi's low word].
+	align := func(lo, hi, dst vec) { VPALIGNR(U8(8), lo, hi, dst) }
+	interleave(s0.gb(v[0], v[2], v[4], v[6]), s1.gb(v[1], v[3], v[5], v[7]))
+	align(v[2], v[3], t)    // [v5 v6]
+	align(v[3], v[2], v[3]) // [v7 v4]
+	align(v[7], v[6], u)    // [v15 v12]
+	align(v[6], v[7], v[7]) // [v13 v14]
+	interleave(s0.gb(v[0], t, v[5], u), s1.gb(v[1], v[3], v[4], v[7]))
+	align(v[3], t, v[2]) // [v4 v5]
+	align(t, v[3], v[3]) // [v6 v7]
+	align(u, v[7], v[6]) // [v12 v13]
+	align(v[7], u, v[7]) // [v14 v15]
 }
 
 // avx2Output writes out = Q ⊕ x ⊕ y, or out ^= Q ⊕ x ⊕ y, from the stack
