@@ -53,6 +53,20 @@ const DefaultHeartbeat = 2 * time.Second
 // writer can fill.
 const maxRows = 10000
 
+// Bounds on one row's text, in characters (SQL's substr counts those):
+// far above what Join writes (a host name, a random ID, a keyring ID and
+// nine characters per key held), so that a longer value is a writer's and
+// is read truncated, failing its MAC, never whole.
+const (
+	maxText     = 1024
+	maxKeysText = 1 << 20
+	macText     = 2 * sha256.Size
+)
+
+// maxListBytes bounds the text one read of the registry holds in memory
+// (a variable so that a test can lower it).
+var maxListBytes = 64 << 20
+
 // Registry is the table of a database's processes.
 type Registry struct {
 	// DB is the database.
@@ -287,12 +301,17 @@ func (r *Registry) List(ctx context.Context, kr *keyring.Keyring) ([]Process, er
 		return nil, err
 	}
 	r.DB.ExecContext(ctx, r.Dialect.Rebind(fmt.Sprintf(`DELETE FROM %s WHERE seen < ?`, t)), time.Now().Add(-24*time.Hour).UnixMilli())
-	rows, err := r.DB.QueryContext(ctx, fmt.Sprintf(`SELECT id, host, pid, keyring, generation, keys, started, seen, exited, mac FROM %s ORDER BY started, id LIMIT %d`, t, maxRows+1))
+	// Every text column is read through substr, one character past its
+	// bound: the database never hands over more than that per row.
+	rows, err := r.DB.QueryContext(ctx, fmt.Sprintf(`SELECT substr(id, 1, %[2]d), substr(host, 1, %[2]d), pid, substr(keyring, 1, %[2]d),
+		generation, substr(keys, 1, %[3]d), started, seen, exited, substr(mac, 1, %[4]d) FROM %[1]s ORDER BY started, id LIMIT %[5]d`,
+		t, maxText+1, maxKeysText+1, macText+1, maxRows+1))
 	if err != nil {
 		return nil, fmt.Errorf("fleet: reading the registry: %w", err)
 	}
 	defer rows.Close()
 	var out []Process
+	total := 0
 	for rows.Next() {
 		var p Process
 		var pid, gen, started, seen int64
@@ -300,6 +319,9 @@ func (r *Registry) List(ctx context.Context, kr *keyring.Keyring) ([]Process, er
 		var keys, tag string
 		if err := rows.Scan(&p.ID, &p.Host, &pid, &p.Keyring, &gen, &keys, &started, &seen, &exited, &tag); err != nil {
 			return nil, fmt.Errorf("fleet: reading the registry: %w", err)
+		}
+		if total += len(p.ID) + len(p.Host) + len(p.Keyring) + len(keys) + len(tag); total > maxListBytes {
+			return nil, fmt.Errorf("fleet: the registry's rows hold more text than one read takes (%d bytes)", maxListBytes)
 		}
 		p.PID, p.Generation, p.Exited = int(pid), uint64(max(gen, 0)), exited != 0
 		p.Started, p.Seen = time.UnixMilli(started), time.UnixMilli(seen)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -147,6 +148,49 @@ func TestRegistryWriterAttacks(t *testing.T) {
 		_, err = reg.Await(wctx2, op, holds, WaitOptions{Poll: 50 * time.Millisecond})
 		if !errors.As(err, &nr) || len(nr.Vanished) != 1 || !strings.Contains(err.Error(), "disappeared") {
 			t.Fatalf("a deleted registration: %v", err)
+		}
+	})
+}
+
+// TestRegistryBounds: a database writer who stores huge values in the
+// registry gets them read truncated (and failing their MAC), and a read
+// holds a bounded amount of text in all.
+func TestRegistryBounds(t *testing.T) {
+	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "kr.json")
+		kr, err := keyring.Create(ctx, path, local.Generate(), keyring.AES256GCM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table := dbtest.DB{DB: db}.Table(t, "fleet")
+		reg := &Registry{DB: db, Dialect: d, Table: table}
+		m, err := reg.Join(ctx, kr, time.Hour, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := strings.Repeat(kr.Primary().ID.String()+",", 200_000) // 1.8 MB
+		host := strings.Repeat("h", 5000)
+		if _, err := db.Exec(d.Rebind(`UPDATE `+table+` SET keys = ?, host = ? WHERE id = ?`), keys, host, m.ID()); err != nil {
+			t.Fatal(err)
+		}
+		ps, err := reg.List(ctx, kr)
+		if err != nil || len(ps) != 1 {
+			t.Fatalf("list: %d rows, %v", len(ps), err)
+		}
+		if p := ps[0]; !p.Tampered || len(p.Host) > maxText+1 || len(p.Keys) > (maxKeysText+1)/9+1 {
+			t.Fatalf("tampered %v, host %d bytes, %d keys read", p.Tampered, len(p.Host), len(p.Keys))
+		}
+		// Rows that are each within bounds but too much together.
+		saved := maxListBytes
+		maxListBytes = 8 << 10
+		defer func() { maxListBytes = saved }()
+		for i := range 10 {
+			db.Exec(d.Rebind(`INSERT INTO `+table+` (id, host, pid, keyring, generation, keys, started, seen, exited, mac)
+				VALUES (?, ?, 1, ?, 0, '', ?, ?, 0, '')`), fmt.Sprintf("forged-%d", i), strings.Repeat("h", 1000), kr.ID(), time.Now().UnixMilli(), time.Now().UnixMilli())
+		}
+		if _, err := reg.List(ctx, kr); err == nil || !strings.Contains(err.Error(), "more text than one read takes") {
+			t.Fatalf("a registry over the read budget: %v", err)
 		}
 	})
 }
