@@ -184,9 +184,6 @@ func zmm(i int) vec {
 func ymm(i int) vec {
 	return []vec{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}[i]
 }
-func xmm(i int) vec {
-	return []vec{X0, X1, X2, X3, X4, X5, X6, X7, X8, X9, X10, X11, X12, X13, X14, X15}[i]
-}
 
 // genAVX2 works on two rows (or two columns) at a time in eight YMM
 // registers, and keeps the block between the phases in a 1 KiB stack
