@@ -232,15 +232,21 @@ func (l *Ledger) read(ctx context.Context) (*stored, error) {
 		return nil, err
 	}
 	var s stored
-	err = l.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT counter, body, mac FROM %s WHERE id = 1`, t)).Scan(&s.counter, &s.body, &s.mac)
+	// Within bounds, so that a database writer's huge body or MAC is
+	// neither loaded nor read (it is refused by its length).
+	body, tag := sqltable.Bound{Col: "body", Max: maxLedgerBody}, sqltable.Bound{Col: "mac", Max: 256}
+	var size int64
+	var tooLong bool
+	err = l.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT counter, octet_length(body), %s, %s, %s FROM %s WHERE id = 1`,
+		body.Text(), tag.Text(), sqltable.TooLong(body, tag), t)).Scan(&s.counter, &size, &s.body, &s.mac, &tooLong)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("field: reading the ledger: %w", err)
 	}
-	if len(s.body) > maxLedgerBody {
-		return nil, fmt.Errorf("%w: %d bytes", ErrLedgerTampered, len(s.body))
+	if tooLong {
+		return nil, fmt.Errorf("%w: a %d-byte body, or an overlong MAC", ErrLedgerTampered, size)
 	}
 	if err := json.Unmarshal([]byte(s.body), &s.state); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrLedgerTampered, err)

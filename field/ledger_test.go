@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/wardlab/ward/keyring"
@@ -181,6 +182,18 @@ func TestLedgerWriterAttacks(t *testing.T) {
 		if err := l.Check(ctx, kr); !errors.Is(err, ErrLedgerTampered) {
 			t.Fatalf("altered ledger: %v, want ErrLedgerTampered", err)
 		}
+		// Oversized: a body or MAC past its bound is refused by its length
+		// (and never loaded).
+		for _, big := range []ledgerRow{
+			{counter: now.counter, body: now.body + strings.Repeat(" ", maxLedgerBody), mac: now.mac},
+			{counter: now.counter, body: now.body, mac: now.mac + strings.Repeat("0", 4<<20)},
+		} {
+			writeRow(t, d, l, big)
+			if err := l.Check(ctx, kr); !errors.Is(err, ErrLedgerTampered) || !strings.Contains(err.Error(), "overlong") {
+				t.Fatalf("oversized ledger (%d, %d bytes): %v, want ErrLedgerTampered", len(big.body), len(big.mac), err)
+			}
+		}
+		writeRow(t, d, l, now)
 		// Forged with the keyring file from before the rotation (whose
 		// holder has the master key): its state key is older than the
 		// anchor's.

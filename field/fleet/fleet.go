@@ -53,15 +53,23 @@ const DefaultHeartbeat = 2 * time.Second
 // writer can fill.
 const maxRows = 10000
 
-// Bounds on one row's text, in characters (SQL's substr counts those):
-// far above what Join writes (a host name, a random ID, a keyring ID and
-// nine characters per key held), so that a longer value is a writer's and
-// is read truncated, failing its MAC, never whole.
+// Bounds on one row's text, in bytes: far above what Join writes (a host
+// name, a random ID, a keyring ID and nine bytes per key held), so that a
+// longer value is a writer's. It is read as empty and its row is Tampered.
 const (
 	maxText     = 1024
 	maxKeysText = 1 << 20
 	macText     = 2 * sha256.Size
 )
+
+// listColumns reads a row with every text column within its bound: the
+// database neither loads nor hands over a longer value.
+var listColumns = func() string {
+	id, host, kr := sqltable.Bound{Col: "id", Max: maxText}, sqltable.Bound{Col: "host", Max: maxText}, sqltable.Bound{Col: "keyring", Max: maxText}
+	keys, tag := sqltable.Bound{Col: "keys", Max: maxKeysText}, sqltable.Bound{Col: "mac", Max: macText}
+	return fmt.Sprintf("%s, %s, pid, %s, generation, %s, started, seen, exited, %s, %s",
+		id.Text(), host.Text(), kr.Text(), keys.Text(), tag.Text(), sqltable.TooLong(id, host, kr, keys, tag))
+}()
 
 // maxListBytes bounds the text one read of the registry holds in memory
 // (a variable so that a test can lower it).
@@ -301,11 +309,7 @@ func (r *Registry) List(ctx context.Context, kr *keyring.Keyring) ([]Process, er
 		return nil, err
 	}
 	r.DB.ExecContext(ctx, r.Dialect.Rebind(fmt.Sprintf(`DELETE FROM %s WHERE seen < ?`, t)), time.Now().Add(-24*time.Hour).UnixMilli())
-	// Every text column is read through substr, one character past its
-	// bound: the database never hands over more than that per row.
-	rows, err := r.DB.QueryContext(ctx, fmt.Sprintf(`SELECT substr(id, 1, %[2]d), substr(host, 1, %[2]d), pid, substr(keyring, 1, %[2]d),
-		generation, substr(keys, 1, %[3]d), started, seen, exited, substr(mac, 1, %[4]d) FROM %[1]s ORDER BY started, id LIMIT %[5]d`,
-		t, maxText+1, maxKeysText+1, macText+1, maxRows+1))
+	rows, err := r.DB.QueryContext(ctx, fmt.Sprintf(`SELECT %s FROM %s ORDER BY started, id LIMIT %d`, listColumns, t, maxRows+1))
 	if err != nil {
 		return nil, fmt.Errorf("fleet: reading the registry: %w", err)
 	}
@@ -317,7 +321,8 @@ func (r *Registry) List(ctx context.Context, kr *keyring.Keyring) ([]Process, er
 		var pid, gen, started, seen int64
 		var exited int
 		var keys, tag string
-		if err := rows.Scan(&p.ID, &p.Host, &pid, &p.Keyring, &gen, &keys, &started, &seen, &exited, &tag); err != nil {
+		var tooLong bool
+		if err := rows.Scan(&p.ID, &p.Host, &pid, &p.Keyring, &gen, &keys, &started, &seen, &exited, &tag, &tooLong); err != nil {
 			return nil, fmt.Errorf("fleet: reading the registry: %w", err)
 		}
 		if total += len(p.ID) + len(p.Host) + len(p.Keyring) + len(keys) + len(tag); total > maxListBytes {
@@ -328,7 +333,7 @@ func (r *Registry) List(ctx context.Context, kr *keyring.Keyring) ([]Process, er
 		ks, kerr := parseKeys(keys)
 		p.Keys = ks
 		want, _ := hex.DecodeString(tag)
-		p.Tampered = kerr != nil || !hmac.Equal(mac(key, &p), want)
+		p.Tampered = tooLong || kerr != nil || !hmac.Equal(mac(key, &p), want)
 		out = append(out, p)
 	}
 	if len(out) > maxRows {

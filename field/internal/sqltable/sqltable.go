@@ -1,6 +1,7 @@
 // Package sqltable creates ward's own bookkeeping tables (the ledger, the
 // fleet registry, the job lock, the subject key store) when several
-// processes may start at once on the same database.
+// processes may start at once on the same database, and reads their text
+// columns within bounds ([Bound]), since a database writer controls them.
 //
 // CREATE TABLE IF NOT EXISTS alone is not enough there. On PostgreSQL all
 // but one of several concurrent creators fail (a unique violation in the

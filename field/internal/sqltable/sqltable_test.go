@@ -134,3 +134,60 @@ func TestCreateContext(t *testing.T) {
 		t.Fatalf("Create with an ending context: %v", err)
 	}
 }
+
+// TestBound: values up to the bound come back whole, longer ones empty
+// with TooLong set; the bound counts bytes, not characters.
+func TestBound(t *testing.T) {
+	const max = 64
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		table := d.Table(t, "bounded")
+		if _, err := d.DB.Exec("CREATE TABLE " + table + " (id INTEGER PRIMARY KEY, a TEXT NOT NULL, b TEXT NOT NULL)"); err != nil {
+			t.Fatal(err)
+		}
+		rows := []struct{ a, b string }{
+			{"", "short"},
+			{strings.Repeat("x", max), "at the bound"},
+			{strings.Repeat("x", max+1), "one past"},
+			{strings.Repeat("é", max/2), "at the bound in two-byte characters"},
+			{strings.Repeat("é", max/2+1), "past it in bytes, not in characters"},
+			{"fine", strings.Repeat("y", 4<<20)},
+		}
+		insert := "INSERT INTO " + table + " (id, a, b) VALUES (?, ?, ?)"
+		if d.Driver != "sqlite" {
+			insert = "INSERT INTO " + table + " (id, a, b) VALUES ($1, $2, $3)"
+		}
+		for i, r := range rows {
+			if _, err := d.DB.Exec(insert, i, r.a, r.b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, b := Bound{"a", max}, Bound{"b", max}
+		q := fmt.Sprintf("SELECT %s, %s, %s FROM %s ORDER BY id", a.Text(), b.Text(), TooLong(a, b), table)
+		res, err := d.DB.Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Close()
+		for i := 0; res.Next(); i++ {
+			var ga, gb string
+			var long bool
+			if err := res.Scan(&ga, &gb, &long); err != nil {
+				t.Fatal(err)
+			}
+			wantLong := len(rows[i].a) > max || len(rows[i].b) > max
+			wantA, wantB := rows[i].a, rows[i].b
+			if len(wantA) > max {
+				wantA = ""
+			}
+			if len(wantB) > max {
+				wantB = ""
+			}
+			if ga != wantA || gb != wantB || long != wantLong {
+				t.Errorf("row %d: %d and %d bytes, too long %v", i, len(ga), len(gb), long)
+			}
+		}
+		if err := res.Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
