@@ -238,7 +238,7 @@ func (l *Ledger) read(ctx context.Context) (*stored, error) {
 	var size int64
 	var tooLong bool
 	err = l.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT counter, octet_length(body), %s, %s, %s FROM %s WHERE id = 1`,
-		body.Text(), tag.Text(), sqltable.TooLong(body, tag), t)).Scan(&s.counter, &size, &s.body, &s.mac, &tooLong)
+		body.Value(), tag.Value(), sqltable.TooLong(body, tag), t)).Scan(&s.counter, &size, &s.body, &s.mac, &tooLong)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

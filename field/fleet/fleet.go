@@ -68,7 +68,7 @@ var listColumns = func() string {
 	id, host, kr := sqltable.Bound{Col: "id", Max: maxText}, sqltable.Bound{Col: "host", Max: maxText}, sqltable.Bound{Col: "keyring", Max: maxText}
 	keys, tag := sqltable.Bound{Col: "keys", Max: maxKeysText}, sqltable.Bound{Col: "mac", Max: macText}
 	return fmt.Sprintf("%s, %s, pid, %s, generation, %s, started, seen, exited, %s, %s",
-		id.Text(), host.Text(), kr.Text(), keys.Text(), tag.Text(), sqltable.TooLong(id, host, kr, keys, tag))
+		id.Value(), host.Value(), kr.Value(), keys.Value(), tag.Value(), sqltable.TooLong(id, host, kr, keys, tag))
 }()
 
 // maxListBytes bounds the text one read of the registry holds in memory

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -153,9 +154,11 @@ func (s *Store) scan(ctx context.Context, page int, fn func([]keyRow) error) err
 	for {
 		// A row-value comparison, so that each page is a range scan of the
 		// primary key (namespace, subject, version), not a sort of the rest.
-		rows, err := s.cfg.DB.QueryContext(ctx, fmt.Sprintf(`SELECT subject, version, wrapped, held FROM %s
+		// Each row within bounds; a subject ID past its bound stops the
+		// walk (read as empty, it would restart the pages).
+		rows, err := s.cfg.DB.QueryContext(ctx, fmt.Sprintf(`SELECT %s, version, %s, held, %s FROM %s
 			WHERE namespace = %s AND (subject, version) > (%s, %s)
-			ORDER BY subject, version LIMIT %d`, s.keys, p(1), p(2), p(3), page),
+			ORDER BY subject, version LIMIT %d`, subjectCol.Value(), wrappedCol.Value(), sqltable.TooLong(subjectCol), s.keys, p(1), p(2), p(3), page),
 			s.cfg.Namespace, afterSubject, afterVersion)
 		if err != nil {
 			return fmt.Errorf("subject: reading keys: %w", err)
@@ -163,9 +166,14 @@ func (s *Store) scan(ctx context.Context, page int, fn func([]keyRow) error) err
 		var batch []keyRow
 		for rows.Next() {
 			var r keyRow
-			if err := rows.Scan(&r.subject, &r.version, &r.wrapped, &r.held); err != nil {
+			var tooLong bool
+			if err := rows.Scan(&r.subject, &r.version, &r.wrapped, &r.held, &tooLong); err != nil {
 				rows.Close()
 				return fmt.Errorf("subject: reading keys: %w", err)
+			}
+			if tooLong {
+				rows.Close()
+				return fmt.Errorf("subject: reading keys: a subject ID in %s of more than %d bytes (a database writer's)", s.cfg.Namespace, MaxSubjectLen)
 			}
 			batch = append(batch, r)
 		}

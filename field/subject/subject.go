@@ -57,6 +57,21 @@ const (
 // MaxSubjectLen bounds a subject ID, in bytes.
 const MaxSubjectLen = 256
 
+// What a read takes from the store's tables, which a database writer
+// controls: a wrapped key (or its recovery wrap) is under 100 bytes and a
+// tombstone's MAC 64 hex digits, so a value past its bound is a writer's.
+// It is read as empty (never loaded: [sqltable.Bound]) and fails to unwrap
+// or to verify. maxVersions bounds the key versions, or session copies, one
+// read of a subject takes.
+var (
+	wrappedCol  = sqltable.Bound{Col: "wrapped", Max: 4096}
+	recoveryCol = sqltable.Bound{Col: "recovery", Max: 4096}
+	macCol      = sqltable.Bound{Col: "mac", Max: 256}
+	subjectCol  = sqltable.Bound{Col: "subject", Max: MaxSubjectLen}
+)
+
+const maxVersions = 4096
+
 // Config configures a [Store].
 type Config struct {
 	// DB is the application's database; Dialect its SQL flavour.
@@ -266,8 +281,9 @@ func (s *Store) newest(ctx context.Context, subject string) (uint32, []byte, hel
 	var version int64
 	var wrapped []byte
 	var h held
-	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT version, wrapped, held FROM %s WHERE namespace = %s AND subject = %s ORDER BY version DESC LIMIT 1`,
-		s.keys, p(1), p(2)), s.cfg.Namespace, subject).Scan(&version, &wrapped, &h)
+	var tooLong bool
+	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT version, %s, held, %s FROM %s WHERE namespace = %s AND subject = %s ORDER BY version DESC LIMIT 1`,
+		wrappedCol.Value(), sqltable.TooLong(wrappedCol), s.keys, p(1), p(2)), s.cfg.Namespace, subject).Scan(&version, &wrapped, &h, &tooLong)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil, 0, nil
 	}
@@ -276,6 +292,9 @@ func (s *Store) newest(ctx context.Context, subject string) (uint32, []byte, hel
 	}
 	if version <= 0 || version > 1<<32-1 {
 		return 0, nil, 0, fmt.Errorf("%w: %s/%s: key version %d out of range", field.ErrSubjectKeyMissing, s.cfg.Namespace, subject, version)
+	}
+	if tooLong {
+		return 0, nil, 0, fmt.Errorf("%w: %s/%s: a stored key of more than %d bytes", field.ErrSubjectKeyMissing, s.cfg.Namespace, subject, wrappedCol.Max)
 	}
 	return uint32(version), wrapped, h, nil
 }
@@ -344,8 +363,9 @@ func (s *Store) OpeningKey(subject string, version uint32) (*keyring.SubjectKey,
 	p := s.cfg.Dialect.Placeholder
 	var wrapped []byte
 	var h held
-	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT wrapped, held FROM %s WHERE namespace = %s AND subject = %s AND version = %s`,
-		s.keys, p(1), p(2), p(3)), s.cfg.Namespace, subject, int64(version)).Scan(&wrapped, &h)
+	var tooLong bool
+	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s, held, %s FROM %s WHERE namespace = %s AND subject = %s AND version = %s`,
+		wrappedCol.Value(), sqltable.TooLong(wrappedCol), s.keys, p(1), p(2), p(3)), s.cfg.Namespace, subject, int64(version)).Scan(&wrapped, &h, &tooLong)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("subject: reading the key of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
@@ -353,6 +373,9 @@ func (s *Store) OpeningKey(subject string, version uint32) (*keyring.SubjectKey,
 	// a forget does not bring the subject back.
 	if err := s.checkNotForgotten(ctx, subject); err != nil {
 		return nil, err
+	}
+	if tooLong {
+		return nil, fmt.Errorf("%w: %s/%s version %d: a stored key of more than %d bytes", field.ErrSubjectKeyMissing, s.cfg.Namespace, subject, version, wrappedCol.Max)
 	}
 	if wrapped == nil {
 		return nil, fmt.Errorf("%w: %s/%s version %d", field.ErrSubjectKeyMissing, s.cfg.Namespace, subject, version)
@@ -470,8 +493,8 @@ func (s *Store) tombstone(ctx context.Context, subject string) (*tombstone, erro
 	p := s.cfg.Dialect.Placeholder
 	var at, epoch int64
 	var macHex string
-	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT forgotten_at, epoch, mac FROM %s WHERE namespace = %s AND subject = %s`,
-		s.tombstones, p(1), p(2)), s.cfg.Namespace, subject).Scan(&at, &epoch, &macHex)
+	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT forgotten_at, epoch, %s FROM %s WHERE namespace = %s AND subject = %s`,
+		macCol.Value(), s.tombstones, p(1), p(2)), s.cfg.Namespace, subject).Scan(&at, &epoch, &macHex)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -587,7 +610,7 @@ func (s *Store) Audit(ctx context.Context) (valid int, counted uint64, err error
 		counted = st.Counters[s.counterName()]
 	}
 	p := s.cfg.Dialect.Placeholder
-	rows, err := s.cfg.DB.QueryContext(ctx, fmt.Sprintf(`SELECT subject, forgotten_at, epoch, mac FROM %s WHERE namespace = %s`, s.tombstones, p(1)), s.cfg.Namespace)
+	rows, err := s.cfg.DB.QueryContext(ctx, fmt.Sprintf(`SELECT %s, forgotten_at, epoch, %s FROM %s WHERE namespace = %s`, subjectCol.Value(), macCol.Value(), s.tombstones, p(1)), s.cfg.Namespace)
 	if err != nil {
 		return 0, counted, fmt.Errorf("subject: reading tombstones: %w", err)
 	}

@@ -1,11 +1,14 @@
 package subject
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -238,6 +241,60 @@ func TestWriterAttacks(t *testing.T) {
 		exec(fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, first, wrapped, created_at) VALUES (?, ?, ?, 1, ?, 0)`, e.keys), "users", "erin", ev, ew)
 		if _, err := e.read(t, c, 5); !errors.Is(err, field.ErrSubjectErased) {
 			t.Fatalf("restored key row under a tombstone: %v", err)
+		}
+	})
+}
+
+// TestWriterHugeValues: a database writer's oversized wrapped key,
+// tombstone MAC or subject ID is refused by its length and never read:
+// the process allocates far less than the 16 MiB value.
+func TestWriterHugeValues(t *testing.T) {
+	forEachDB(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		s := e.store(t, time.Nanosecond)
+		c := e.column(t, s)
+		e.insert(t, c, 1, "alice", "a")
+		e.insert(t, c, 2, "carol", "c")
+		exec := func(q string, args ...any) {
+			t.Helper()
+			if _, err := e.db.Exec(e.d.Rebind(q), args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// allocated runs fn and returns what the process allocated meanwhile.
+		allocated := func(fn func()) uint64 {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			fn()
+			runtime.ReadMemStats(&after)
+			return after.TotalAlloc - before.TotalAlloc
+		}
+		const huge = 16 << 20
+		exec(fmt.Sprintf(`UPDATE %s SET wrapped = ? WHERE subject = ?`, e.keys), bytes.Repeat([]byte{0x42}, huge), "alice")
+		var err error
+		if n := allocated(func() { _, err = e.read(t, c, 1) }); !errors.Is(err, field.ErrSubjectKeyMissing) || !strings.Contains(err.Error(), "more than 4096 bytes") || n > huge/4 {
+			t.Fatalf("an oversized wrapped key: %v, %d bytes allocated", err, n)
+		}
+		if n := allocated(func() { _, err = c.SealString(field.RowInt(3).With("alice"), "new") }); !errors.Is(err, field.ErrSubjectKeyMissing) || n > huge/4 {
+			t.Fatalf("sealing under an oversized newest key: %v, %d bytes allocated", err, n)
+		}
+		if err := s.Forget(ctx, "carol"); err != nil {
+			t.Fatal(err)
+		}
+		exec(fmt.Sprintf(`UPDATE %s SET mac = ? WHERE subject = ?`, e.tombs), strings.Repeat("0", huge), "carol")
+		if n := allocated(func() { _, err = e.read(t, c, 2) }); !errors.Is(err, ErrTombstoneTampered) || n > huge/4 {
+			t.Fatalf("an oversized tombstone MAC: %v, %d bytes allocated", err, n)
+		}
+		if n := allocated(func() { _, _, err = s.Audit(ctx) }); !errors.Is(err, ErrTombstoneTampered) || n > huge/4 {
+			t.Fatalf("audit with an oversized tombstone MAC: %v, %d bytes allocated", err, n)
+		}
+		// A subject ID past MaxSubjectLen (within PostgreSQL's index
+		// limit) stops a re-wrap rather than restarting its pages.
+		exec(fmt.Sprintf(`UPDATE %s SET wrapped = ? WHERE subject = ?`, e.keys), []byte{1}, "alice")
+		exec(fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, wrapped, created_at) VALUES (?, ?, 7, ?, 0)`, e.keys), "users", strings.Repeat("s", 1000), []byte{1})
+		if _, err := s.Rewrap(ctx, RewrapOptions{}); err == nil || !strings.Contains(err.Error(), "subject ID") {
+			t.Fatalf("re-wrap with an oversized subject ID: %v", err)
 		}
 	})
 }

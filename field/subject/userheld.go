@@ -246,8 +246,8 @@ func (s *Store) readRows(ctx context.Context, tx querier, subject string, forUpd
 	if forUpdate && s.cfg.Dialect == field.Postgres {
 		lock = " FOR UPDATE"
 	}
-	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT version, wrapped, held, recovery FROM %s WHERE namespace = %s AND subject = %s ORDER BY version%s`,
-		s.keys, p(1), p(2), lock), s.cfg.Namespace, subject)
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT version, %s, held, %s FROM %s WHERE namespace = %s AND subject = %s ORDER BY version LIMIT %d%s`,
+		wrappedCol.Value(), recoveryCol.Value(), s.keys, p(1), p(2), maxVersions+1, lock), s.cfg.Namespace, subject)
 	if err != nil {
 		return nil, fmt.Errorf("subject: reading the keys of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
@@ -261,7 +261,9 @@ func (s *Store) readRows(ctx context.Context, tx querier, subject string, forUpd
 		if r.version <= 0 || r.version > 1<<32-1 {
 			return nil, fmt.Errorf("%w: %s/%s: key version %d out of range", field.ErrSubjectKeyMissing, s.cfg.Namespace, subject, r.version)
 		}
-		out = append(out, r)
+		if out = append(out, r); len(out) > maxVersions {
+			return nil, fmt.Errorf("%w: %s/%s has more than %d key versions", field.ErrSubjectKeyMissing, s.cfg.Namespace, subject, maxVersions)
+		}
 	}
 	return out, rows.Err()
 }
@@ -630,8 +632,8 @@ func (s *Store) Session(ctx context.Context, subject string, token []byte) (*Unl
 	defer sk.Destroy()
 	id := sessionID(token)
 	p := s.cfg.Dialect.Placeholder
-	rows, err := s.cfg.DB.QueryContext(ctx, fmt.Sprintf(`SELECT version, wrapped FROM %s WHERE namespace = %s AND session = %s AND subject = %s AND expires_at > %s`,
-		s.sessions, p(1), p(2), p(3), p(4)), s.cfg.Namespace, id, subject, time.Now().Unix())
+	rows, err := s.cfg.DB.QueryContext(ctx, fmt.Sprintf(`SELECT version, %s FROM %s WHERE namespace = %s AND session = %s AND subject = %s AND expires_at > %s LIMIT %d`,
+		wrappedCol.Value(), s.sessions, p(1), p(2), p(3), p(4), maxVersions), s.cfg.Namespace, id, subject, time.Now().Unix())
 	if err != nil {
 		return nil, fmt.Errorf("subject: reading the session of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}

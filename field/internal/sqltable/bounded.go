@@ -5,21 +5,20 @@ import (
 	"strings"
 )
 
-// Bound limits the bytes a read takes from one text column: Col is the
-// quoted column name, Max its bound in bytes.
+// Bound limits the bytes a read takes from one column (TEXT, BLOB or
+// BYTEA): Col is the quoted column name, Max its bound in bytes.
 type Bound struct {
 	Col string
 	Max int
 }
 
-// Text returns a select expression that yields the column's value when it
-// is at most b.Max bytes long and the empty string otherwise. It tests the
+// Value returns a select expression that yields the column's value when
+// it is at most b.Max bytes long and an empty one otherwise. It tests the
 // length with octet_length, which SQLite answers from the record header
 // and PostgreSQL from the value's header, so that a database writer's
 // huge value is loaded neither into the database's memory nor into the
-// process's. (substr would still load the whole value in SQLite.) The
-// column must be TEXT.
-func (b Bound) Text() string {
+// process's. (substr would still load the whole value in SQLite.)
+func (b Bound) Value() string {
 	return fmt.Sprintf("CASE WHEN octet_length(%[1]s) > %[2]d THEN '' ELSE %[1]s END", b.Col, b.Max)
 }
 

@@ -1,6 +1,7 @@
 package sqltable
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -162,7 +163,7 @@ func TestBound(t *testing.T) {
 			}
 		}
 		a, b := Bound{"a", max}, Bound{"b", max}
-		q := fmt.Sprintf("SELECT %s, %s, %s FROM %s ORDER BY id", a.Text(), b.Text(), TooLong(a, b), table)
+		q := fmt.Sprintf("SELECT %s, %s, %s FROM %s ORDER BY id", a.Value(), b.Value(), TooLong(a, b), table)
 		res, err := d.DB.Query(q)
 		if err != nil {
 			t.Fatal(err)
@@ -184,6 +185,44 @@ func TestBound(t *testing.T) {
 			}
 			if ga != wantA || gb != wantB || long != wantLong {
 				t.Errorf("row %d: %d and %d bytes, too long %v", i, len(ga), len(gb), long)
+			}
+		}
+		if err := res.Err(); err != nil {
+			t.Fatal(err)
+		}
+		// A BLOB (BYTEA) column: the same bound in bytes.
+		blobs := d.Table(t, "bounded_blob")
+		if _, err := d.DB.Exec("CREATE TABLE " + blobs + " (id INTEGER PRIMARY KEY, w " + d.Blob + " NOT NULL)"); err != nil {
+			t.Fatal(err)
+		}
+		insert = "INSERT INTO " + blobs + " (id, w) VALUES (?, ?)"
+		if d.Driver != "sqlite" {
+			insert = "INSERT INTO " + blobs + " (id, w) VALUES ($1, $2)"
+		}
+		vals := [][]byte{bytes.Repeat([]byte{0xff}, max), bytes.Repeat([]byte{0}, max+1), bytes.Repeat([]byte{1}, 4<<20)}
+		for i, v := range vals {
+			if _, err := d.DB.Exec(insert, i, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w := Bound{"w", max}
+		res, err = d.DB.Query(fmt.Sprintf("SELECT %s, %s FROM %s ORDER BY id", w.Value(), TooLong(w), blobs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Close()
+		for i := 0; res.Next(); i++ {
+			var got []byte
+			var long bool
+			if err := res.Scan(&got, &long); err != nil {
+				t.Fatal(err)
+			}
+			want := vals[i]
+			if len(want) > max {
+				want = nil
+			}
+			if !bytes.Equal(got, want) || long != (len(vals[i]) > max) {
+				t.Errorf("blob %d: %d bytes back, too long %v", i, len(got), long)
 			}
 		}
 		if err := res.Err(); err != nil {
