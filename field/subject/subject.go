@@ -58,7 +58,7 @@ const (
 const MaxSubjectLen = 256
 
 // What a read takes from the store's tables, which a database writer
-// controls: a wrapped key (or its recovery wrap) is under 100 bytes and a
+// controls: a wrapped key (or its recovery wrap) is some 100 bytes and a
 // tombstone's MAC 64 hex digits, so a value past its bound is a writer's.
 // It is read as empty (never loaded: [sqltable.Bound]) and fails to unwrap
 // or to verify. maxVersions bounds the key versions, or session copies, one

@@ -200,7 +200,13 @@ func genAVX2() {
 	Doc("gAVX2 is G with AVX2 instructions.")
 	Pragma("noescape")
 	out, x, y, xor := params()
-	q := AllocLocal(1024)
+	// The stack buffer, aligned to 32 bytes so that no access to it
+	// splits a cache line (Go aligns the stack to 8 bytes only).
+	qb := GP64()
+	LEAQ(AllocLocal(1024+24), qb)
+	ADDQ(U8(31), qb)
+	ANDQ(I8(-32), qb)
+	q := Mem{Base: qb}
 	Y := func(i int) vec { return ymm(i) }
 	m24, m16 := Y(14), Y(15)
 	VMOVDQU(rot24, m24)
