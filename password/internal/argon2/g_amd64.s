@@ -694,17 +694,35 @@ DATA rot16<>+31(SB)/1, $0x09
 GLOBL rot16<>(SB), RODATA|NOPTR, $32
 
 // func gAVX2(out *[128]uint64, x *[128]uint64, y *[128]uint64, xor bool)
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, MMX+
 TEXT ·gAVX2(SB), $1048-25
-	MOVQ    out+0(FP), AX
-	MOVQ    x+8(FP), CX
-	MOVQ    y+16(FP), DX
-	MOVB    xor+24(FP), BL
-	LEAQ    (SP), SI
-	ADDQ    $0x1f, SI
-	ANDQ    $-32, SI
-	VMOVDQU rot24<>+0(SB), Y14
-	VMOVDQU rot16<>+0(SB), Y15
+	MOVQ out+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ y+16(FP), DX
+	MOVB xor+24(FP), BL
+
+	// y is the reference block, from anywhere in memory: ask for all of it at once.
+	PREFETCHT0 (DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 128(DX)
+	PREFETCHT0 192(DX)
+	PREFETCHT0 256(DX)
+	PREFETCHT0 320(DX)
+	PREFETCHT0 384(DX)
+	PREFETCHT0 448(DX)
+	PREFETCHT0 512(DX)
+	PREFETCHT0 576(DX)
+	PREFETCHT0 640(DX)
+	PREFETCHT0 704(DX)
+	PREFETCHT0 768(DX)
+	PREFETCHT0 832(DX)
+	PREFETCHT0 896(DX)
+	PREFETCHT0 960(DX)
+	LEAQ       (SP), SI
+	ADDQ       $0x1f, SI
+	ANDQ       $-32, SI
+	VMOVDQU    rot24<>+0(SB), Y14
+	VMOVDQU    rot16<>+0(SB), Y15
 
 	// Rows: Q = P-rows(x ⊕ y), two rows at a time.
 	VMOVDQU  (CX), Y0

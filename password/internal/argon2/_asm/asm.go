@@ -200,6 +200,10 @@ func genAVX2() {
 	Doc("gAVX2 is G with AVX2 instructions.")
 	Pragma("noescape")
 	out, x, y, xor := params()
+	Comment("y is the reference block, from anywhere in memory: ask for all of it at once.")
+	for i := 0; i < 16; i++ {
+		PREFETCHT0(Mem{Base: y, Disp: 64 * i})
+	}
 	// The stack buffer, aligned to 32 bytes so that no access to it
 	// splits a cache line (Go aligns the stack to 8 bytes only).
 	qb := GP64()
