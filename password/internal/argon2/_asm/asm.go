@@ -205,7 +205,8 @@ func genAVX2() {
 		PREFETCHT0(Mem{Base: y, Disp: 64 * i})
 	}
 	// The stack buffer, aligned to 32 bytes so that no access to it
-	// splits a cache line (Go aligns the stack to 8 bytes only).
+	// splits a cache line. Go aligns the stack to 8 bytes only: 24 more
+	// bytes leave room to round the address up.
 	qb := GP64()
 	LEAQ(AllocLocal(1024+24), qb)
 	ADDQ(U8(31), qb)
