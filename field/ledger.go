@@ -682,7 +682,10 @@ func (l *Ledger) legacyEntries(ctx context.Context) ([]legacyEntry, error) {
 	if ok, err := l.legacyExists(ctx); err != nil || !ok {
 		return nil, err
 	}
-	rows, err := l.DB.QueryContext(ctx, fmt.Sprintf(`SELECT keyring_id, key_id, generation FROM %s ORDER BY keyring_id, key_id LIMIT %d`, LegacyLedgerTable, maxLegacyEntries+1))
+	// Its text within bounds: IDs are a few dozen bytes, and a longer
+	// value reads as empty and fails to parse.
+	kid, key := sqltable.Bound{Col: "keyring_id", Max: 256}, sqltable.Bound{Col: "key_id", Max: 256}
+	rows, err := l.DB.QueryContext(ctx, fmt.Sprintf(`SELECT %s, %s, generation FROM %s ORDER BY keyring_id, key_id LIMIT %d`, kid.Value(), key.Value(), LegacyLedgerTable, maxLegacyEntries+1))
 	if err != nil {
 		return nil, fmt.Errorf("field: reading the unauthenticated ledger: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -287,6 +288,32 @@ func TestLedgerAdopt(t *testing.T) {
 		}
 		if len(kr.Anchored()) != 2 {
 			t.Fatalf("anchored %v", kr.Anchored())
+		}
+	})
+}
+
+// TestLedgerLegacyBounds: the unauthenticated ledger's text is read
+// within bounds: a database writer's huge key ID is refused, never read.
+func TestLedgerLegacyBounds(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		ctx := context.Background()
+		_, _, kr := fileKeyring(t)
+		// Without the primary key, whose index would refuse the value on
+		// PostgreSQL: a writer can re-create the table so.
+		d.db.Exec(`CREATE TABLE ` + LegacyLedgerTable + ` (keyring_id TEXT NOT NULL, key_id TEXT NOT NULL, generation BIGINT NOT NULL)`)
+		t.Cleanup(func() { d.db.Exec(`DROP TABLE ` + LegacyLedgerTable) })
+		const huge = 8 << 20
+		if _, err := d.db.Exec(d.q(`INSERT INTO `+LegacyLedgerTable+` VALUES (?, ?, 1)`), kr.ID(), strings.Repeat("a", huge)); err != nil {
+			t.Fatal(err)
+		}
+		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := l.Adopt(ctx, kr, AdoptOptions{})
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "unauthenticated ledger") || after.TotalAlloc-before.TotalAlloc > huge/4 {
+			t.Fatalf("a huge legacy key ID: %v, %d bytes allocated", err, after.TotalAlloc-before.TotalAlloc)
 		}
 	})
 }

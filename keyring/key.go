@@ -29,7 +29,13 @@ func ParseKeyID(s string) (KeyID, error) {
 	}
 	v, err := strconv.ParseUint(s, 16, 32)
 	if err != nil || v == 0 {
-		return 0, fmt.Errorf("keyring: invalid key ID %q (want 8 hex digits)", s)
+		// The input may be anybody's (a database writer's): the error
+		// quotes at most its first 16 bytes.
+		shown := s
+		if len(shown) > 16 {
+			shown = shown[:16] + "…"
+		}
+		return 0, fmt.Errorf("keyring: invalid key ID %q of %d bytes (want 8 hex digits)", shown, len(s))
 	}
 	return KeyID(v), nil
 }

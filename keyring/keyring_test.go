@@ -260,6 +260,10 @@ func TestParse(t *testing.T) {
 			t.Fatalf("%q accepted", bad)
 		}
 	}
+	// A huge input is quoted only in part: errors reach logs.
+	if _, err := ParseKeyID(strings.Repeat("z", 1<<20)); err == nil || len(err.Error()) > 200 || !strings.Contains(err.Error(), "1048576 bytes") {
+		t.Fatalf("a huge key ID: %.300v", err)
+	}
 	if _, err := New(AlgorithmUnknown); err == nil {
 		t.Fatal("unknown algorithm accepted")
 	}

@@ -17,6 +17,9 @@ import (
 // shard), so that two jobs never work on the same rows at once.
 const LockTable = "ward_job_lock"
 
+// holderCol bounds a lock's holder as read back: ward writes host:pid.
+var holderCol = sqltable.Bound{Col: "holder", Max: 512}
+
 // lockLease is how long a lock lasts without renewal; a running job renews
 // it after every batch. A job whose process died leaves a lock that
 // another process on the same host takes over at once (the holder's pid is
@@ -65,13 +68,20 @@ func (r *Job) lock(ctx context.Context) (*jobLock, error) {
 		if n, err := res.RowsAffected(); err == nil && n == 1 {
 			return l, nil
 		}
+		// The holder is read within a bound (a database writer can store
+		// anything there) and quoted in the error.
 		var holder string
 		var expires int64
-		if err := r.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT holder, expires FROM %s WHERE name = %s`, LockTable, p(1)), l.name).Scan(&holder, &expires); err != nil {
+		var tooLong bool
+		if err := r.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s, expires, %s FROM %s WHERE name = %s`, holderCol.Value(), sqltable.TooLong(holderCol), LockTable, p(1)),
+			l.name).Scan(&holder, &expires, &tooLong); err != nil {
 			return nil, fmt.Errorf("reseal: reading the job lock: %w", err)
 		}
+		if tooLong {
+			return nil, fmt.Errorf("%w: %s is held by a holder named in more than %d bytes (not ward's) until %s", ErrJobRunning, l.name, holderCol.Max, time.UnixMilli(expires).Format(time.RFC3339))
+		}
 		if !deadOnThisHost(holder) {
-			return nil, fmt.Errorf("%w: %s is held by %s until %s", ErrJobRunning, l.name, holder, time.UnixMilli(expires).Format(time.RFC3339))
+			return nil, fmt.Errorf("%w: %s is held by %q until %s", ErrJobRunning, l.name, holder, time.UnixMilli(expires).Format(time.RFC3339))
 		}
 		// The holder died on this host: its lock is free now.
 		r.DB.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE name = %s AND holder = %s`, LockTable, p(1), p(2)), l.name, holder)

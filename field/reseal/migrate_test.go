@@ -283,6 +283,17 @@ func TestOneJobPerColumn(t *testing.T) {
 		if _, err := job.Run(ctx); !errors.Is(err, ErrJobRunning) || !strings.Contains(err.Error(), "another-host:4242") {
 			t.Fatalf("a second job: %v", err)
 		}
+		// A database writer's holder: quoted in the error, and never read
+		// whole when it is huge.
+		hold("evil\x1b[2J", time.Now().Add(time.Minute))
+		if _, err := job.Run(ctx); !errors.Is(err, ErrJobRunning) || !strings.Contains(err.Error(), `"evil\x1b[2J"`) {
+			t.Fatalf("a holder with control characters: %v", err)
+		}
+		hold(strings.Repeat("h", 1<<20), time.Now().Add(time.Minute))
+		if _, err := job.Run(ctx); !errors.Is(err, ErrJobRunning) || !strings.Contains(err.Error(), "more than 512 bytes") || len(err.Error()) > 1000 {
+			t.Fatalf("a huge holder: %.200v", err)
+		}
+		hold("another-host:4242", time.Now().Add(time.Minute))
 		shard := &Job{DB: d.db, Dialect: d.dialect, Column: col, Key: "id", FromPlaintext: true, Shard: 0, Shards: 2}
 		if _, err := shard.Run(ctx); err != nil {
 			t.Fatalf("a shard beside the held column: %v", err)
