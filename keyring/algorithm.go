@@ -73,7 +73,7 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 			return a, nil
 		}
 	}
-	return AlgorithmUnknown, fmt.Errorf("keyring: unknown algorithm %q (want AES-128-GCM, AES-256-GCM or XChaCha20-Poly1305)", s)
+	return AlgorithmUnknown, fmt.Errorf("keyring: unknown algorithm %q (want AES-128-GCM, AES-256-GCM or XChaCha20-Poly1305)", excerpt(s))
 }
 
 // KeySize returns the key length in bytes, or 0 for an unknown algorithm.

@@ -29,13 +29,7 @@ func ParseKeyID(s string) (KeyID, error) {
 	}
 	v, err := strconv.ParseUint(s, 16, 32)
 	if err != nil || v == 0 {
-		// The input may be anybody's (a database writer's): the error
-		// quotes at most its first 16 bytes.
-		shown := s
-		if len(shown) > 16 {
-			shown = shown[:16] + "…"
-		}
-		return 0, fmt.Errorf("keyring: invalid key ID %q of %d bytes (want 8 hex digits)", shown, len(s))
+		return 0, fmt.Errorf("keyring: invalid key ID %q of %d bytes (want 8 hex digits)", excerpt(s), len(s))
 	}
 	return KeyID(v), nil
 }
@@ -73,7 +67,17 @@ func parseState(s string) (State, error) {
 			return st, nil
 		}
 	}
-	return StateUnknown, fmt.Errorf("keyring: unknown key state %q", s)
+	return StateUnknown, fmt.Errorf("keyring: unknown key state %q", excerpt(s))
+}
+
+// excerpt is what an error quotes of a string that may be anybody's (a
+// database or keyring-file writer's): at most its first 16 bytes, since
+// errors reach logs.
+func excerpt(s string) string {
+	if len(s) > 16 {
+		return s[:16] + "…"
+	}
+	return s
 }
 
 // KeyInfo is the public description of a key: everything but its material.

@@ -264,6 +264,12 @@ func TestParse(t *testing.T) {
 	if _, err := ParseKeyID(strings.Repeat("z", 1<<20)); err == nil || len(err.Error()) > 200 || !strings.Contains(err.Error(), "1048576 bytes") {
 		t.Fatalf("a huge key ID: %.300v", err)
 	}
+	if _, err := ParseAlgorithm(strings.Repeat("z", 1<<20)); err == nil || len(err.Error()) > 200 {
+		t.Fatalf("a huge algorithm name: %.300v", err)
+	}
+	if _, err := parseState(strings.Repeat("z", 1<<20)); err == nil || len(err.Error()) > 200 {
+		t.Fatalf("a huge key state: %.300v", err)
+	}
 	if _, err := New(AlgorithmUnknown); err == nil {
 		t.Fatal("unknown algorithm accepted")
 	}
