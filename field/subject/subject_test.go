@@ -87,6 +87,14 @@ func (e *env) insert(t *testing.T, c *field.Column, id int64, user, body string)
 	}
 }
 
+// exec runs a statement as a database writer would.
+func (e *env) exec(t *testing.T, q string, args ...any) {
+	t.Helper()
+	if _, err := e.db.Exec(e.d.Rebind(q), args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (e *env) read(t *testing.T, c *field.Column, id int64) (string, error) {
 	t.Helper()
 	var user string
@@ -180,14 +188,8 @@ func TestWriterAttacks(t *testing.T) {
 		e.insert(t, c, 1, "alice", "a")
 		e.insert(t, c, 2, "bob", "b")
 		e.insert(t, c, 3, "carol", "c")
-		exec := func(q string, args ...any) {
-			t.Helper()
-			if _, err := e.db.Exec(e.d.Rebind(q), args...); err != nil {
-				t.Fatal(err)
-			}
-		}
 		// A deleted key row is missing, not erased.
-		exec(fmt.Sprintf(`DELETE FROM %s WHERE subject = ?`, e.keys), "bob")
+		e.exec(t, fmt.Sprintf(`DELETE FROM %s WHERE subject = ?`, e.keys), "bob")
 		if _, err := e.read(t, c, 2); !errors.Is(err, field.ErrSubjectKeyMissing) || errors.Is(err, field.ErrSubjectErased) {
 			t.Fatalf("deleted key: %v", err)
 		}
@@ -202,30 +204,30 @@ func TestWriterAttacks(t *testing.T) {
 		e.db.QueryRow(e.d.Rebind(fmt.Sprintf(`SELECT wrapped FROM %s WHERE subject = ?`, e.keys)), "carol").Scan(&wrapped)
 		var version int64
 		e.db.QueryRow(e.d.Rebind(fmt.Sprintf(`SELECT version FROM %s WHERE subject = ?`, e.keys)), "alice").Scan(&version)
-		exec(fmt.Sprintf(`UPDATE %s SET wrapped = ? WHERE subject = ?`, e.keys), wrapped, "alice")
+		e.exec(t, fmt.Sprintf(`UPDATE %s SET wrapped = ? WHERE subject = ?`, e.keys), wrapped, "alice")
 		if _, err := e.read(t, c, 1); !errors.Is(err, keyring.ErrWrongContext) {
 			t.Fatalf("swapped wrapped key: %v", err)
 		}
 		// A planted tombstone fails its MAC: reported as tampering, and
 		// the value is refused — never "erased".
-		exec(fmt.Sprintf(`INSERT INTO %s (namespace, subject, forgotten_at, epoch, mac) VALUES (?, ?, ?, ?, ?)`, e.tombs), "users", "carol", time.Now().Unix(), 0, "00")
+		e.exec(t, fmt.Sprintf(`INSERT INTO %s (namespace, subject, forgotten_at, epoch, mac) VALUES (?, ?, ?, ?, ?)`, e.tombs), "users", "carol", time.Now().Unix(), 0, "00")
 		if _, err := e.read(t, c, 3); !errors.Is(err, ErrTombstoneTampered) || errors.Is(err, field.ErrSubjectErased) {
 			t.Fatalf("planted tombstone: %v", err)
 		}
 		if _, _, err := s.Audit(ctx); !errors.Is(err, ErrTombstoneTampered) {
 			t.Fatalf("audit with a planted tombstone: %v", err)
 		}
-		exec(fmt.Sprintf(`DELETE FROM %s WHERE subject = ?`, e.tombs), "carol")
+		e.exec(t, fmt.Sprintf(`DELETE FROM %s WHERE subject = ?`, e.tombs), "carol")
 		// A real tombstone copied to another subject fails its MAC too.
 		if err := s.Forget(ctx, "dave"); err != nil {
 			t.Fatal(err)
 		}
-		exec(fmt.Sprintf(`UPDATE %s SET subject = ? WHERE subject = ?`, e.tombs), "carol", "dave")
+		e.exec(t, fmt.Sprintf(`UPDATE %s SET subject = ? WHERE subject = ?`, e.tombs), "carol", "dave")
 		if _, err := e.read(t, c, 3); !errors.Is(err, ErrTombstoneTampered) {
 			t.Fatalf("moved tombstone: %v", err)
 		}
 		// A deleted tombstone: the ledger counted one forget, none remains.
-		exec(fmt.Sprintf(`DELETE FROM %s`, e.tombs))
+		e.exec(t, fmt.Sprintf(`DELETE FROM %s`, e.tombs))
 		if _, _, err := s.Audit(ctx); !errors.Is(err, ErrTombstoneTampered) {
 			t.Fatalf("audit after a deleted tombstone: %v", err)
 		}
@@ -238,7 +240,7 @@ func TestWriterAttacks(t *testing.T) {
 		if err := s.Forget(ctx, "erin"); err != nil {
 			t.Fatal(err)
 		}
-		exec(fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, first, wrapped, created_at) VALUES (?, ?, ?, 1, ?, 0)`, e.keys), "users", "erin", ev, ew)
+		e.exec(t, fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, first, wrapped, created_at) VALUES (?, ?, ?, 1, ?, 0)`, e.keys), "users", "erin", ev, ew)
 		if _, err := e.read(t, c, 5); !errors.Is(err, field.ErrSubjectErased) {
 			t.Fatalf("restored key row under a tombstone: %v", err)
 		}
@@ -255,12 +257,6 @@ func TestWriterHugeValues(t *testing.T) {
 		c := e.column(t, s)
 		e.insert(t, c, 1, "alice", "a")
 		e.insert(t, c, 2, "carol", "c")
-		exec := func(q string, args ...any) {
-			t.Helper()
-			if _, err := e.db.Exec(e.d.Rebind(q), args...); err != nil {
-				t.Fatal(err)
-			}
-		}
 		// allocated runs fn and returns what the process allocated meanwhile.
 		allocated := func(fn func()) uint64 {
 			var before, after runtime.MemStats
@@ -271,7 +267,7 @@ func TestWriterHugeValues(t *testing.T) {
 			return after.TotalAlloc - before.TotalAlloc
 		}
 		const huge = 16 << 20
-		exec(fmt.Sprintf(`UPDATE %s SET wrapped = ? WHERE subject = ?`, e.keys), bytes.Repeat([]byte{0x42}, huge), "alice")
+		e.exec(t, fmt.Sprintf(`UPDATE %s SET wrapped = ? WHERE subject = ?`, e.keys), bytes.Repeat([]byte{0x42}, huge), "alice")
 		var err error
 		if n := allocated(func() { _, err = e.read(t, c, 1) }); !errors.Is(err, field.ErrSubjectKeyMissing) || !strings.Contains(err.Error(), "more than 4096 bytes") || n > huge/4 {
 			t.Fatalf("an oversized wrapped key: %v, %d bytes allocated", err, n)
@@ -282,7 +278,7 @@ func TestWriterHugeValues(t *testing.T) {
 		if err := s.Forget(ctx, "carol"); err != nil {
 			t.Fatal(err)
 		}
-		exec(fmt.Sprintf(`UPDATE %s SET mac = ? WHERE subject = ?`, e.tombs), strings.Repeat("0", huge), "carol")
+		e.exec(t, fmt.Sprintf(`UPDATE %s SET mac = ? WHERE subject = ?`, e.tombs), strings.Repeat("0", huge), "carol")
 		if n := allocated(func() { _, err = e.read(t, c, 2) }); !errors.Is(err, ErrTombstoneTampered) || n > huge/4 {
 			t.Fatalf("an oversized tombstone MAC: %v, %d bytes allocated", err, n)
 		}
@@ -291,8 +287,8 @@ func TestWriterHugeValues(t *testing.T) {
 		}
 		// A subject ID past MaxSubjectLen (within PostgreSQL's index
 		// limit) stops a re-wrap rather than restarting its pages.
-		exec(fmt.Sprintf(`UPDATE %s SET wrapped = ? WHERE subject = ?`, e.keys), []byte{1}, "alice")
-		exec(fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, wrapped, created_at) VALUES (?, ?, 7, ?, 0)`, e.keys), "users", strings.Repeat("s", 1000), []byte{1})
+		e.exec(t, fmt.Sprintf(`UPDATE %s SET wrapped = ? WHERE subject = ?`, e.keys), []byte{1}, "alice")
+		e.exec(t, fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, wrapped, created_at) VALUES (?, ?, 7, ?, 0)`, e.keys), "users", strings.Repeat("s", 1000), []byte{1})
 		if _, err := s.Rewrap(ctx, RewrapOptions{}); err == nil || !strings.Contains(err.Error(), "subject ID") {
 			t.Fatalf("re-wrap with an oversized subject ID: %v", err)
 		}
