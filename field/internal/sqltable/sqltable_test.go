@@ -141,6 +141,20 @@ func TestCreateContext(t *testing.T) {
 func TestBound(t *testing.T) {
 	const max = 64
 	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		// insert adds a row with the driver's placeholders.
+		insert := func(table, cols string, args ...any) {
+			t.Helper()
+			ph := make([]string, len(args))
+			for i := range ph {
+				ph[i] = "?"
+				if d.Driver != "sqlite" {
+					ph[i] = fmt.Sprintf("$%d", i+1)
+				}
+			}
+			if _, err := d.DB.Exec("INSERT INTO "+table+" ("+cols+") VALUES ("+strings.Join(ph, ", ")+")", args...); err != nil {
+				t.Fatal(err)
+			}
+		}
 		table := d.Table(t, "bounded")
 		if _, err := d.DB.Exec("CREATE TABLE " + table + " (id INTEGER PRIMARY KEY, a TEXT NOT NULL, b TEXT NOT NULL)"); err != nil {
 			t.Fatal(err)
@@ -153,14 +167,8 @@ func TestBound(t *testing.T) {
 			{strings.Repeat("é", max/2+1), "past it in bytes, not in characters"},
 			{"fine", strings.Repeat("y", 4<<20)},
 		}
-		insert := "INSERT INTO " + table + " (id, a, b) VALUES (?, ?, ?)"
-		if d.Driver != "sqlite" {
-			insert = "INSERT INTO " + table + " (id, a, b) VALUES ($1, $2, $3)"
-		}
 		for i, r := range rows {
-			if _, err := d.DB.Exec(insert, i, r.a, r.b); err != nil {
-				t.Fatal(err)
-			}
+			insert(table, "id, a, b", i, r.a, r.b)
 		}
 		a, b := Bound{"a", max}, Bound{"b", max}
 		q := fmt.Sprintf("SELECT %s, %s, %s FROM %s ORDER BY id", a.Value(), b.Value(), TooLong(a, b), table)
@@ -195,15 +203,9 @@ func TestBound(t *testing.T) {
 		if _, err := d.DB.Exec("CREATE TABLE " + blobs + " (id INTEGER PRIMARY KEY, w " + d.Blob + " NOT NULL)"); err != nil {
 			t.Fatal(err)
 		}
-		insert = "INSERT INTO " + blobs + " (id, w) VALUES (?, ?)"
-		if d.Driver != "sqlite" {
-			insert = "INSERT INTO " + blobs + " (id, w) VALUES ($1, $2)"
-		}
 		vals := [][]byte{bytes.Repeat([]byte{0xff}, max), bytes.Repeat([]byte{0}, max+1), bytes.Repeat([]byte{1}, 4<<20)}
 		for i, v := range vals {
-			if _, err := d.DB.Exec(insert, i, v); err != nil {
-				t.Fatal(err)
-			}
+			insert(blobs, "id, w", i, v)
 		}
 		w := Bound{"w", max}
 		res, err = d.DB.Query(fmt.Sprintf("SELECT %s, %s FROM %s ORDER BY id", w.Value(), TooLong(w), blobs))
