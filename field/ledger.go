@@ -14,7 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/wardlab/ward/field/internal/sqltable"
+	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 )
 

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wardlab/ward/field/internal/sqltable"
+	"github.com/wardlab/ward/internal/sqltable"
 )
 
 // LockTable is the table in which a running job holds its column (and

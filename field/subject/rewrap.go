@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/field/internal/sqltable"
+	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 )
 

@@ -112,7 +112,7 @@ var Library = []string{
 	Module + "/field/reseal",
 	Module + "/field/fleet",
 	Module + "/field/subject",
-	Module + "/field/internal/sqltable",
+	Module + "/internal/sqltable",
 	Module + "/password",
 	Module + "/password/internal/argon2",
 	Module + "/kms",
