@@ -1,9 +1,7 @@
 package field_test
 
 import (
-	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log"
 
@@ -96,27 +94,4 @@ func ExampleBlindIndex() {
 	db.QueryRow(`SELECT id FROM users WHERE email_idx = ?`, email.Compute(" Bob@Example.COM")).Scan(&id)
 	fmt.Println(id)
 	// Output: 2
-}
-
-// A service checks the database's ledger before it uses a keyring, and
-// records the primary before sealing under it. A database writer who
-// deletes the ledger afterwards does not get a first start: the keyring
-// anchors the database.
-func ExampleLedger() {
-	ctx := context.Background()
-	kr, _ := keyring.New(keyring.AES256GCM) // in production: keyring.Load, which saves the anchor in the file
-	db, _ := sql.Open("sqlite", ":memory:")
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	ledger := &field.Ledger{DB: db, Dialect: field.SQLite}
-
-	fmt.Println(ledger.Check(ctx, kr)) // a first start
-	if err := ledger.Record(ctx, kr); err != nil {
-		log.Fatal(err)
-	}
-	db.Exec(`DELETE FROM ward_ledger`)
-	fmt.Println(errors.Is(ledger.Check(ctx, kr), field.ErrLedgerMissing))
-	// Output:
-	// <nil>
-	// true
 }

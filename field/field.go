@@ -226,6 +226,13 @@ func (c *Column) Name() string { return c.name }
 // Bound returns the names of the bound columns (nil without Bind).
 func (c *Column) Bound() []string { return c.bind }
 
+// Encoding returns how the column stores values (Binary or Text).
+func (c *Column) Encoding() Encoding { return c.enc }
+
+// SubjectColumn returns the bound column naming each value's subject
+// ("" without [PerSubject]).
+func (c *Column) SubjectColumn() string { return c.subjectCol }
+
 // Keyring returns the keyring the column seals with.
 func (c *Column) Keyring() *keyring.Keyring { return c.kr }
 

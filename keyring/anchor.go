@@ -22,7 +22,7 @@ import (
 // short record inside the sealed keyring file (under the same lock,
 // compare-and-swap and authentication as the keys) of the newest state the
 // database was known to hold. Package field writes and checks it
-// ([field.Ledger]); a database whose state is missing or older than its
+// ([ledger.Ledger]); a database whose state is missing or older than its
 // anchor is refused.
 //
 // State in a database is authenticated with [Keyring.StateMAC], under a

@@ -9,13 +9,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/fleet"
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/internal/cli"
 	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // fleetRotation are the options of 'ward keyring rotate'.
@@ -87,7 +87,7 @@ func (a *app) rotateFleet(cmd *cobra.Command, kr *keyring.Keyring, alg keyring.A
 			continue
 		}
 		for _, c := range st.Columns {
-			if c.Kind == field.KindPasswordHash {
+			if c.Kind == ledger.KindPasswordHash {
 				fmt.Fprintf(a.stdout, "%s.%s: password hashes move to the new pepper as their users log in\n", c.Table, c.Column)
 				continue
 			}

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/cli"
 	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // ledgers are the keyring ledgers of the databases a command was given
@@ -22,7 +22,7 @@ import (
 type ledgers struct {
 	urls []string
 	dbs  []*sql.DB
-	l    []*field.Ledger
+	l    []*ledger.Ledger
 }
 
 // openLedgers opens the ledger of every database URL given.
@@ -35,7 +35,7 @@ func openLedgers(urls []string) (*ledgers, error) {
 			return nil, err
 		}
 		ls.dbs = append(ls.dbs, db)
-		ls.l = append(ls.l, &field.Ledger{DB: db, Dialect: dialect})
+		ls.l = append(ls.l, &ledger.Ledger{DB: db, Dialect: dialect})
 	}
 	return ls, nil
 }
@@ -72,11 +72,11 @@ func (ls *ledgers) check(ctx context.Context, kr *keyring.Keyring) error {
 			switch {
 			case errors.Is(err, keyring.ErrRollback):
 				hint = "this keyring file is older than one the database has seen: find the latest copy; an older one would make values unreadable"
-			case errors.Is(err, field.ErrLedgerNotAdopted):
+			case errors.Is(err, ledger.ErrNotAdopted):
 				hint = "the database's ledger is from an earlier release: run 'ward ledger adopt --db URL' once"
-			case errors.Is(err, field.ErrLedgerMissing):
+			case errors.Is(err, ledger.ErrMissing):
 				hint = "if this database is new to the keyring, run 'ward ledger adopt --another-database --db URL'; if not, its ledger was deleted: restore it from a backup"
-			case errors.Is(err, field.ErrLedgerReplayed), errors.Is(err, field.ErrLedgerTampered):
+			case errors.Is(err, ledger.ErrReplayed), errors.Is(err, ledger.ErrTampered):
 				hint = "someone with write access to the database changed its ledger: restore it from a backup, and find out who"
 			}
 			return cli.Failed(fmt.Errorf("the ledger of %s refuses keyring %s: %w", dburl.Redact(ls.urls[i]), kr.ID(), err), hint)
@@ -143,10 +143,10 @@ database accepts it. Exit 1 if a database refuses the keyring.`,
 				}
 			}
 			type dbReport struct {
-				DB     string             `json:"db"`
-				Ledger *field.LedgerState `json:"ledger"`
-				Anchor *keyring.Anchor    `json:"anchor,omitempty"`
-				Check  string             `json:"check,omitempty"`
+				DB     string          `json:"db"`
+				Ledger *ledger.State   `json:"ledger"`
+				Anchor *keyring.Anchor `json:"anchor,omitempty"`
+				Check  string          `json:"check,omitempty"`
 			}
 			var out []dbReport
 			var refused error
@@ -236,11 +236,11 @@ ledger is missing while the keyring anchors it.`,
 			}
 			defer ls.close()
 			for i, l := range ls.l {
-				got, err := l.Adopt(cmd.Context(), kr, field.AdoptOptions{AnotherDatabase: another})
+				got, err := l.Adopt(cmd.Context(), kr, ledger.AdoptOptions{AnotherDatabase: another})
 				switch {
-				case errors.Is(err, field.ErrAlreadyAdopted):
+				case errors.Is(err, ledger.ErrAlreadyAdopted):
 					return cli.Failed(fmt.Errorf("%s: %w", dburl.Redact(dbs[i]), err), "nothing to do: 'ward ledger --db URL' shows it")
-				case errors.Is(err, field.ErrLedgerMissing):
+				case errors.Is(err, ledger.ErrMissing):
 					return cli.Failed(fmt.Errorf("%s: %w", dburl.Redact(dbs[i]), err), "pass --another-database if this database is new to the keyring")
 				case err != nil:
 					return fmt.Errorf("%s: %w", dburl.Redact(dbs[i]), err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/ledger"
 
 	"github.com/spf13/cobra"
 
@@ -147,8 +148,8 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	}
 	// The ledger: another database's keyring, an older copy or one that
 	// lacks a key the values use is refused before anything is written.
-	ledger := &ledgers{urls: []string{o.db}, l: []*field.Ledger{{DB: db, Dialect: dialect}}}
-	ledgerErr := ledger.check(cmd.Context(), kr)
+	lg := &ledgers{urls: []string{o.db}, l: []*ledger.Ledger{{DB: db, Dialect: dialect}}}
+	ledgerErr := lg.check(cmd.Context(), kr)
 	if ledgerErr != nil && !(o.dryRun || o.check) {
 		return interrupted(ledgerErr)
 	}
@@ -158,10 +159,10 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	// A column the application seals per subject (field.PerSubject) is
 	// opened with its subjects' keys, as the ledger records it.
 	if ledgerErr == nil {
-		if st, err := ledger.l[0].Read(cmd.Context()); err == nil && st != nil {
+		if st, err := lg.l[0].Read(cmd.Context()); err == nil && st != nil {
 			for _, c := range st.Columns {
 				if c.Table == o.table && c.Column == o.column && c.Subject != "" {
-					if col, err = recordedColumn(cmd.Context(), kr, db, ledger.l[0], c); err != nil {
+					if col, err = recordedColumn(cmd.Context(), kr, db, lg.l[0], c); err != nil {
 						return err
 					}
 					fmt.Fprintf(a.stderr, "ward: %s.%s is sealed per subject (%s/%s, bound to %s): using the ledger's record of it\n", o.table, o.column, c.Namespace, c.Subject, strings.Join(c.Bind, ", "))
@@ -198,12 +199,12 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 		}
 		return nil
 	}
-	if err := ledger.record(cmd.Context(), kr); err != nil { // before any value is sealed under the primary
+	if err := lg.record(cmd.Context(), kr); err != nil { // before any value is sealed under the primary
 		return err
 	}
 	// The column, so that a fleet rotation ('ward keyring rotate --db')
 	// re-encrypts it.
-	if err := ledger.l[0].RecordColumns(cmd.Context(), kr, field.ColumnOf(col, o.key)); err != nil {
+	if err := lg.l[0].RecordColumns(cmd.Context(), kr, ledger.ColumnOf(col, o.key)); err != nil {
 		return fmt.Errorf("recording %s.%s in the ledger: %w", o.table, o.column, err)
 	}
 	verb := "re-encrypting "

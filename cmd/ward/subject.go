@@ -15,12 +15,13 @@ import (
 	"github.com/wardlab/ward/internal/cli"
 	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/password"
 )
 
 // recordedColumn builds the field.Column of a column the ledger records,
 // with its subject keys if it is sealed per subject.
-func recordedColumn(ctx context.Context, kr *keyring.Keyring, db *sql.DB, l *field.Ledger, c field.LedgerColumn) (*field.Column, error) {
+func recordedColumn(ctx context.Context, kr *keyring.Keyring, db *sql.DB, l *ledger.Ledger, c ledger.Column) (*field.Column, error) {
 	opts := []field.ColumnOption{}
 	if c.Text {
 		opts = append(opts, field.WithEncoding(field.Text))
@@ -40,7 +41,7 @@ func recordedColumn(ctx context.Context, kr *keyring.Keyring, db *sql.DB, l *fie
 
 // subjectStores opens the store of every namespace that holds subject keys
 // in a database (none if the table does not exist).
-func subjectStores(ctx context.Context, kr *keyring.Keyring, db *sql.DB, l *field.Ledger) ([]*subject.Store, error) {
+func subjectStores(ctx context.Context, kr *keyring.Keyring, db *sql.DB, l *ledger.Ledger) ([]*subject.Store, error) {
 	if _, err := db.ExecContext(ctx, `SELECT 1 FROM `+subject.DefaultKeysTable+` WHERE 1 = 0`); err != nil {
 		return nil, nil // no subject keys in this database
 	}
@@ -322,7 +323,7 @@ key: destroy them (SECURITY.md).`,
 // references lists what in one database still uses a keyring key: values
 // of recorded columns, peppers of recorded password-hash columns, and
 // wrapped subject keys.
-func references(ctx context.Context, kr *keyring.Keyring, db *sql.DB, l *field.Ledger, id keyring.KeyID) ([]string, error) {
+func references(ctx context.Context, kr *keyring.Keyring, db *sql.DB, l *ledger.Ledger, id keyring.KeyID) ([]string, error) {
 	st, err := l.Verified(ctx, kr)
 	if err != nil {
 		return nil, err
@@ -330,7 +331,7 @@ func references(ctx context.Context, kr *keyring.Keyring, db *sql.DB, l *field.L
 	var out []string
 	if st != nil {
 		for _, c := range st.Columns {
-			if c.Kind == field.KindPasswordHash {
+			if c.Kind == ledger.KindPasswordHash {
 				n, err := peppered(ctx, db, c, id)
 				if err != nil {
 					return nil, err
@@ -370,7 +371,7 @@ func references(ctx context.Context, kr *keyring.Keyring, db *sql.DB, l *field.L
 }
 
 // peppered counts the hashes of a password-hash column peppered with id.
-func peppered(ctx context.Context, db *sql.DB, c field.LedgerColumn, id keyring.KeyID) (int, error) {
+func peppered(ctx context.Context, db *sql.DB, c ledger.Column, id keyring.KeyID) (int, error) {
 	t, err := field.QuoteIdent(c.Table)
 	if err != nil {
 		return 0, err

@@ -10,6 +10,7 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/password"
 )
 
@@ -27,12 +28,12 @@ func TestSubjectCommands(t *testing.T) {
 		CREATE TABLE users (id TEXT PRIMARY KEY, pw TEXT NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	app := func() (*keyring.Keyring, *field.Ledger, *field.Column, *password.Hasher) {
+	app := func() (*keyring.Keyring, *ledger.Ledger, *field.Column, *password.Hasher) {
 		kr, err := keyring.Load(ctx, c.krPath, c.mk)
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := &field.Ledger{DB: db, Dialect: field.SQLite}
+		l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
 		s, err := subject.Open(ctx, subject.Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users", TTL: time.Nanosecond})
 		if err != nil {
 			t.Fatal(err)
@@ -51,8 +52,8 @@ func TestSubjectCommands(t *testing.T) {
 	if err := l.Record(ctx, kr); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.RecordColumns(ctx, kr, field.ColumnOf(col, "id"),
-		field.LedgerColumn{Table: "users", Column: "pw", Key: "id", Kind: field.KindPasswordHash}); err != nil {
+	if err := l.RecordColumns(ctx, kr, ledger.ColumnOf(col, "id"),
+		ledger.Column{Table: "users", Column: "pw", Key: "id", Kind: ledger.KindPasswordHash}); err != nil {
 		t.Fatal(err)
 	}
 	for i, u := range []string{"alice", "bob"} {

@@ -14,6 +14,7 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/fleet"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // Serve runs the adopted application as one process of a fleet: it checks
@@ -26,11 +27,11 @@ import (
 //
 // on ln until ctx ends.
 func Serve(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring, ln net.Listener, out io.Writer) error {
-	ledger := &field.Ledger{DB: db, Dialect: d}
-	if err := ledger.Check(ctx, kr); err != nil {
+	lg := &ledger.Ledger{DB: db, Dialect: d}
+	if err := lg.Check(ctx, kr); err != nil {
 		return fmt.Errorf("adopt: refusing keyring %s: %w", kr.ID(), err)
 	}
-	if err := ledger.Record(ctx, kr); err != nil {
+	if err := lg.Record(ctx, kr); err != nil {
 		return err
 	}
 	app := &App{DB: db, Dialect: d}
@@ -40,7 +41,7 @@ func Serve(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring
 	if err := app.EndMixedMode(kr); err != nil {
 		return err
 	}
-	if err := ledger.RecordColumns(ctx, kr, field.ColumnOf(app.Email, "id")); err != nil {
+	if err := lg.RecordColumns(ctx, kr, ledger.ColumnOf(app.Email, "id")); err != nil {
 		return err
 	}
 	if err := kr.Watch(ctx, time.Second, nil); err != nil {

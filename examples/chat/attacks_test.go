@@ -22,6 +22,7 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/ledger"
 )
 
 // The tests in this file re-run the attacks of issue 11 against the chat
@@ -589,13 +590,13 @@ func TestRestartDoesNotVouchForPlantedRows(t *testing.T) {
 		// authenticated ledger, anchored in the keyring file: deleting the
 		// ledger refuses the start, and the migration, instead of making
 		// the service (or the operator) vouch for the planted row.
-		if _, err := db.Exec(`DELETE FROM ` + field.DefaultLedgerTable); err != nil {
+		if _, err := db.Exec(`DELETE FROM ` + ledger.DefaultTable); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Open(context.Background(), ta.cfg); !errors.Is(err, field.ErrLedgerMissing) {
+		if _, err := Open(context.Background(), ta.cfg); !errors.Is(err, ledger.ErrMissing) {
 			t.Fatalf("restart without the ledger: %v", err)
 		}
-		if err := Migrate(context.Background(), ta.cfg, io.Discard); !errors.Is(err, field.ErrLedgerMissing) {
+		if err := Migrate(context.Background(), ta.cfg, io.Discard); !errors.Is(err, ledger.ErrMissing) {
 			t.Fatalf("migrate without the ledger: %v", err)
 		}
 		var mac []byte

@@ -34,6 +34,7 @@ import (
 	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
+	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/password"
 )
 
@@ -87,8 +88,8 @@ type Config struct {
 const subjectNamespace = "users"
 
 // openSubjects opens the store of the users' own keys.
-func openSubjects(ctx context.Context, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, ledger *field.Ledger, ttl ...time.Duration) (*subject.Store, error) {
-	cfg := subject.Config{DB: db, Dialect: dialect, Keyring: kr, Ledger: ledger, Namespace: subjectNamespace}
+func openSubjects(ctx context.Context, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, lg *ledger.Ledger, ttl ...time.Duration) (*subject.Store, error) {
+	cfg := subject.Config{DB: db, Dialect: dialect, Keyring: kr, Ledger: lg, Namespace: subjectNamespace}
 	if len(ttl) > 0 {
 		cfg.TTL = ttl[0]
 	}
@@ -101,7 +102,7 @@ type Service struct {
 	db      *sql.DB
 	dialect field.Dialect
 	kr      *keyring.Keyring
-	ledger  *field.Ledger
+	ledger  *ledger.Ledger
 	store   *store
 	server  *server
 	log     *slog.Logger
@@ -125,8 +126,8 @@ func Init(ctx context.Context, cfg Config) (*keyring.Keyring, error) {
 	if err := migrate(ctx, db, dialect); err != nil {
 		return nil, err
 	}
-	ledger := &field.Ledger{DB: db, Dialect: dialect}
-	if ids, err := ledger.Keyrings(ctx); err != nil {
+	lg := &ledger.Ledger{DB: db, Dialect: dialect}
+	if ids, err := lg.Keyrings(ctx); err != nil {
 		return nil, err
 	} else if len(ids) > 0 {
 		return nil, fmt.Errorf("%w: the database already holds values sealed under keyring %s; give its keyring file", keyring.ErrWrongKeyring, ids[0])
@@ -135,11 +136,11 @@ func Init(ctx context.Context, cfg Config) (*keyring.Keyring, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ledger.Record(ctx, kr); err != nil {
+	if err := lg.Record(ctx, kr); err != nil {
 		return nil, err
 	}
 	// A new database has nothing to migrate.
-	if err := ledger.Mark(ctx, kr, markBound); err != nil {
+	if err := lg.Mark(ctx, kr, markBound); err != nil {
 		return nil, err
 	}
 	return kr, nil
@@ -176,26 +177,26 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err := migrate(ctx, db, dialect); err != nil {
 		return nil, err
 	}
-	ledger := &field.Ledger{DB: db, Dialect: dialect}
-	if err := ledger.Check(ctx, kr); err != nil {
+	lg := &ledger.Ledger{DB: db, Dialect: dialect}
+	if err := lg.Check(ctx, kr); err != nil {
 		return nil, fmt.Errorf("chat: refusing keyring %s: %w", cfg.KeyringPath, err)
 	}
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if err := ledger.Record(ctx, kr); errors.Is(err, field.ErrAnchorNotSaved) {
+	if err := lg.Record(ctx, kr); errors.Is(err, ledger.ErrAnchorNotSaved) {
 		log.Warn("the database's ledger is recorded, but the keyring file could not be updated; a process that can write it will bring its anchor up to date", "err", err)
 	} else if err != nil {
 		return nil, err
 	}
-	if err := checkMigrated(ctx, db, dialect, ledger, kr); err != nil {
+	if err := checkMigrated(ctx, db, dialect, lg, kr); err != nil {
 		if errors.Is(err, ErrNeedsMigration) {
 			return nil, fmt.Errorf("%w (run 'ward-chat migrate' once, on a database nobody else writes to)", err)
 		}
 		return nil, err
 	}
-	subjects, err := openSubjects(ctx, db, dialect, kr, ledger, cfg.SubjectTTL)
+	subjects, err := openSubjects(ctx, db, dialect, kr, lg, cfg.SubjectTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -208,9 +209,9 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	c := st.cols
 	// Password hashes are recorded too: a keyring key that peppers one
 	// is not retired (ward keyring retire).
-	if err := ledger.RecordColumns(ctx, kr, field.ColumnOf(c.email, "id"), field.ColumnOf(c.title, "id"), field.ColumnOf(c.body, "id"),
-		field.ColumnOf(c.outboxTo, "id"), field.ColumnOf(c.outboxBody, "id"),
-		field.LedgerColumn{Table: "users", Column: "password", Key: "id", Kind: field.KindPasswordHash}); err != nil && !errors.Is(err, field.ErrAnchorNotSaved) {
+	if err := lg.RecordColumns(ctx, kr, ledger.ColumnOf(c.email, "id"), ledger.ColumnOf(c.title, "id"), ledger.ColumnOf(c.body, "id"),
+		ledger.ColumnOf(c.outboxTo, "id"), ledger.ColumnOf(c.outboxBody, "id"),
+		ledger.Column{Table: "users", Column: "password", Key: "id", Kind: ledger.KindPasswordHash}); err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
 		return nil, err
 	}
 	hasher, err := password.NewHasher(password.Policy{Pepper: kr, RequirePepper: !cfg.AllowUnpepperedHashes},
@@ -230,7 +231,7 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg, db: db, dialect: dialect, kr: kr, ledger: ledger, store: st, server: srv, log: log}, nil
+	return &Service{cfg: cfg, db: db, dialect: dialect, kr: kr, ledger: lg, store: st, server: srv, log: log}, nil
 }
 
 func openDB(url string) (*sql.DB, field.Dialect, error) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // Inspect prints what someone with database access sees: stored messages
@@ -18,7 +19,7 @@ func Inspect(ctx context.Context, dbURL string, out io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	ids, err := (&field.Ledger{DB: db, Dialect: dialect}).Keyrings(ctx)
+	ids, err := (&ledger.Ledger{DB: db, Dialect: dialect}).Keyrings(ctx)
 	if err != nil {
 		return err
 	}

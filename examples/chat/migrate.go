@@ -12,6 +12,7 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // migrations run in order on start (migrate); the applied count is kept
@@ -156,7 +157,7 @@ var ErrNeedsMigration = errors.New("chat: the database holds rows written before
 // the service never re-binds rows or computes MACs for rows it did not
 // write itself, whatever the database says. The mark that says so is
 // anchored outside the database (see markBound).
-func checkMigrated(ctx context.Context, db *sql.DB, dialect field.Dialect, ledger *field.Ledger, kr *keyring.Keyring) error {
+func checkMigrated(ctx context.Context, db *sql.DB, dialect field.Dialect, ledger *ledger.Ledger, kr *keyring.Keyring) error {
 	ok, err := ledger.Marked(ctx, kr, markBound)
 	if err != nil {
 		return fmt.Errorf("chat: reading the ledger: %w", err)
@@ -195,7 +196,7 @@ func Migrate(ctx context.Context, cfg Config, out io.Writer) error {
 	if err := migrate(ctx, db, dialect); err != nil {
 		return err
 	}
-	ledger := &field.Ledger{DB: db, Dialect: dialect}
+	ledger := &ledger.Ledger{DB: db, Dialect: dialect}
 	if err := ledger.Check(ctx, kr); err != nil {
 		return fmt.Errorf("chat: refusing keyring %s: %w", cfg.KeyringPath, err)
 	}

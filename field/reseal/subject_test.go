@@ -11,6 +11,7 @@ import (
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/ledger"
 )
 
 // subjectSetup makes a file keyring with its ledger, a subject store for
@@ -22,11 +23,11 @@ func subjectSetup(t *testing.T, d testDB) (*keyring.Keyring, *subject.Store, str
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledger := &field.Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
-	if err := ledger.Record(ctx, kr); err != nil {
+	lg := &ledger.Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
+	if err := lg.Record(ctx, kr); err != nil {
 		t.Fatal(err)
 	}
-	store, err := subject.Open(ctx, subject.Config{DB: d.db, Dialect: d.dialect, Keyring: kr, Ledger: ledger, Namespace: "users",
+	store, err := subject.Open(ctx, subject.Config{DB: d.db, Dialect: d.dialect, Keyring: kr, Ledger: lg, Namespace: "users",
 		TTL: time.Minute, KeysTable: d.table(t, "skeys"), TombstonesTable: d.table(t, "stombs"), SessionsTable: d.table(t, "ssess")})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/ledger"
 )
 
 // Example seals a user's message under the user's own key, then forgets
@@ -25,10 +26,10 @@ func Example() {
 	kr, _ := keyring.Create(ctx, filepath.Join(dir, "keyring.json"), local.Generate(), keyring.AES256GCM)
 	db, _ := sql.Open("sqlite", filepath.Join(dir, "app.db"))
 	defer db.Close()
-	ledger := &field.Ledger{DB: db, Dialect: field.SQLite}
-	ledger.Record(ctx, kr)
+	lg := &ledger.Ledger{DB: db, Dialect: field.SQLite}
+	lg.Record(ctx, kr)
 
-	users, err := subject.Open(ctx, subject.Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: ledger, Namespace: "users"})
+	users, err := subject.Open(ctx, subject.Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: lg, Namespace: "users"})
 	if err != nil {
 		panic(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/wardlab/ward/internal/dbtest"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/ledger"
 )
 
 var updateStore = flag.Bool("update-store", false, "write testdata/store-v1.json (only when the store's formats are added)")
@@ -67,7 +68,7 @@ func writeStoreGolden(t *testing.T, path string) {
 	}
 	db, _ := sql.Open("sqlite", dbtest.SQLiteDSN(filepath.Join(dir, "g.db")))
 	defer db.Close()
-	l := &field.Ledger{DB: db, Dialect: field.SQLite}
+	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
 	l.Record(ctx, kr)
 	s, err := Open(ctx, Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users"})
 	if err != nil {

@@ -38,6 +38,7 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // Default table names.
@@ -80,7 +81,7 @@ type Config struct {
 	// Keyring wraps subject keys and MACs tombstones.
 	Keyring *keyring.Keyring
 	// Ledger counts forgotten subjects; required by Forget and Audit.
-	Ledger *field.Ledger
+	Ledger *ledger.Ledger
 	// Namespace names the kind of subject ("users", "tenants"); it is
 	// bound into every wrapped key and tombstone.
 	Namespace string

@@ -17,6 +17,7 @@ import (
 	"github.com/wardlab/ward/internal/dbtest"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/ledger"
 )
 
 // env is one database with a keyring file, its ledger, and a messages
@@ -27,7 +28,7 @@ type env struct {
 	kr       *keyring.Keyring
 	path     string
 	mk       *local.MasterKey
-	ledger   *field.Ledger
+	ledger   *ledger.Ledger
 	messages string
 	keys     string
 	tombs    string
@@ -44,7 +45,7 @@ func forEachDB(t *testing.T, fn func(t *testing.T, e *env)) {
 		if e.kr, err = keyring.Create(ctx, e.path, e.mk, keyring.AES256GCM); err != nil {
 			t.Fatal(err)
 		}
-		e.ledger = &field.Ledger{DB: d.DB, Dialect: dialect, Table: d.Table(t, "ledger")}
+		e.ledger = &ledger.Ledger{DB: d.DB, Dialect: dialect, Table: d.Table(t, "ledger")}
 		if err := e.ledger.Record(ctx, e.kr); err != nil {
 			t.Fatal(err)
 		}

@@ -109,6 +109,7 @@ var LibraryAllowed = []string{
 var Library = []string{
 	Module + "/keyring",
 	Module + "/field",
+	Module + "/ledger",
 	Module + "/field/reseal",
 	Module + "/field/fleet",
 	Module + "/field/subject",

@@ -23,6 +23,7 @@ import (
 	"github.com/wardlab/ward/internal/pgcluster"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/password"
 )
 
@@ -96,7 +97,7 @@ type world struct {
 	dialect field.Dialect
 	name    string
 	kr      *keyring.Keyring
-	ledger  *field.Ledger
+	ledger  *ledger.Ledger
 }
 
 func open(ctx context.Context, env *lab.Env) (*world, func(), error) {
@@ -138,7 +139,7 @@ func open(ctx context.Context, env *lab.Env) (*world, func(), error) {
 		closeAll()
 		return nil, nil, err
 	}
-	e.ledger = &field.Ledger{DB: e.db, Dialect: e.dialect}
+	e.ledger = &ledger.Ledger{DB: e.db, Dialect: e.dialect}
 	if err := e.ledger.Record(ctx, e.kr); err != nil {
 		closeAll()
 		return nil, nil, err

@@ -1,4 +1,4 @@
-package field
+package ledger
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -86,21 +87,21 @@ func TestLedger(t *testing.T) {
 			t.Fatalf("no-op Record: %v, generation %d -> %d", err, gen, kr.Generation())
 		}
 		// Columns: recorded once, replaced when their description changes.
-		body, _ := NewColumn(kr, "messages", "body", Bind("conversation_id"))
-		if err := l.RecordColumns(ctx, kr, ColumnOf(body, "id"), LedgerColumn{Table: "users", Column: "email", Key: "id", Text: true}); err != nil {
+		body, _ := field.NewColumn(kr, "messages", "body", field.Bind("conversation_id"))
+		if err := l.RecordColumns(ctx, kr, ColumnOf(body, "id"), Column{Table: "users", Column: "email", Key: "id", Text: true}); err != nil {
 			t.Fatal(err)
 		}
 		n := readRow(t, d, l).counter
 		if err := l.RecordColumns(ctx, kr, ColumnOf(body, "id")); err != nil || readRow(t, d, l).counter != n {
 			t.Fatalf("recording a recorded column wrote: %v", err)
 		}
-		if err := l.RecordColumns(ctx, kr, LedgerColumn{Table: "users", Column: "email", Key: "user_id"}); err != nil {
+		if err := l.RecordColumns(ctx, kr, Column{Table: "users", Column: "email", Key: "user_id"}); err != nil {
 			t.Fatal(err)
 		}
 		if st, _ := l.Read(ctx); len(st.Columns) != 2 || st.Columns[0].Table != "messages" || st.Columns[0].Bind[0] != "conversation_id" || st.Columns[1].Key != "user_id" || st.Columns[1].Text {
 			t.Fatalf("columns %+v", st.Columns)
 		}
-		if err := l.RecordColumns(ctx, kr, LedgerColumn{Table: "t; DROP", Column: "c", Key: "id"}); err == nil {
+		if err := l.RecordColumns(ctx, kr, Column{Table: "t; DROP", Column: "c", Key: "id"}); err == nil {
 			t.Fatal("a bad table name was recorded")
 		}
 		stale, _ := os.ReadFile(kr.Path())
@@ -170,8 +171,8 @@ func TestLedgerWriterAttacks(t *testing.T) {
 
 		// Replay: the row from before the rotation.
 		writeRow(t, d, l, before)
-		if err := l.Check(ctx, kr); !errors.Is(err, ErrLedgerReplayed) {
-			t.Fatalf("replayed ledger: %v, want ErrLedgerReplayed", err)
+		if err := l.Check(ctx, kr); !errors.Is(err, ErrReplayed) {
+			t.Fatalf("replayed ledger: %v, want ErrReplayed", err)
 		}
 		if _, err := l.Marked(ctx, kr, "migrated"); err == nil {
 			t.Fatal("a replayed ledger answered Marked")
@@ -180,18 +181,18 @@ func TestLedgerWriterAttacks(t *testing.T) {
 		alt := now
 		alt.body = alt.body[:len(alt.body)-1] + " }"
 		writeRow(t, d, l, alt)
-		if err := l.Check(ctx, kr); !errors.Is(err, ErrLedgerTampered) {
-			t.Fatalf("altered ledger: %v, want ErrLedgerTampered", err)
+		if err := l.Check(ctx, kr); !errors.Is(err, ErrTampered) {
+			t.Fatalf("altered ledger: %v, want ErrTampered", err)
 		}
 		// Oversized: a body or MAC past its bound is refused by its length
 		// (and never loaded).
 		for _, big := range []ledgerRow{
-			{counter: now.counter, body: now.body + strings.Repeat(" ", maxLedgerBody), mac: now.mac},
+			{counter: now.counter, body: now.body + strings.Repeat(" ", maxBody), mac: now.mac},
 			{counter: now.counter, body: now.body, mac: now.mac + strings.Repeat("0", 4<<20)},
 		} {
 			writeRow(t, d, l, big)
-			if err := l.Check(ctx, kr); !errors.Is(err, ErrLedgerTampered) || !strings.Contains(err.Error(), "overlong") {
-				t.Fatalf("oversized ledger (%d, %d bytes): %v, want ErrLedgerTampered", len(big.body), len(big.mac), err)
+			if err := l.Check(ctx, kr); !errors.Is(err, ErrTampered) || !strings.Contains(err.Error(), "overlong") {
+				t.Fatalf("oversized ledger (%d, %d bytes): %v, want ErrTampered", len(big.body), len(big.mac), err)
 			}
 		}
 		writeRow(t, d, l, now)
@@ -209,21 +210,21 @@ func TestLedgerWriterAttacks(t *testing.T) {
 			t.Fatal("epoch")
 		}
 		writeRow(t, d, l, ledgerRow{counter: 99, body: forged, mac: fmt.Sprintf("%x", mac)})
-		if err := l.Check(ctx, kr); !errors.Is(err, ErrLedgerReplayed) {
-			t.Fatalf("ledger forged under an older keyring file: %v, want ErrLedgerReplayed", err)
+		if err := l.Check(ctx, kr); !errors.Is(err, ErrReplayed) {
+			t.Fatalf("ledger forged under an older keyring file: %v, want ErrReplayed", err)
 		}
 		// Deleted: the keyring anchors the database, so an empty ledger
 		// is not a first start.
 		if _, err := d.db.Exec(`DELETE FROM ` + l.Table); err != nil {
 			t.Fatal(err)
 		}
-		if err := l.Check(ctx, kr); !errors.Is(err, ErrLedgerMissing) {
-			t.Fatalf("deleted ledger: %v, want ErrLedgerMissing", err)
+		if err := l.Check(ctx, kr); !errors.Is(err, ErrMissing) {
+			t.Fatalf("deleted ledger: %v, want ErrMissing", err)
 		}
-		if err := l.Record(ctx, kr); !errors.Is(err, ErrLedgerMissing) {
-			t.Fatalf("Record on a deleted ledger: %v, want ErrLedgerMissing", err)
+		if err := l.Record(ctx, kr); !errors.Is(err, ErrMissing) {
+			t.Fatalf("Record on a deleted ledger: %v, want ErrMissing", err)
 		}
-		if _, err := l.Adopt(ctx, kr, AdoptOptions{}); !errors.Is(err, ErrLedgerMissing) {
+		if _, err := l.Adopt(ctx, kr, AdoptOptions{}); !errors.Is(err, ErrMissing) {
 			t.Fatalf("Adopt without AnotherDatabase while the keyring anchors one: %v", err)
 		}
 		// The genuine row back: accepted again.
@@ -247,14 +248,14 @@ func TestLedgerAdopt(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testDB) {
 		ctx := context.Background()
 		_, _, kr := fileKeyring(t)
-		d.db.Exec(`CREATE TABLE ` + LegacyLedgerTable + ` (keyring_id TEXT NOT NULL, key_id TEXT NOT NULL, generation BIGINT NOT NULL, PRIMARY KEY (keyring_id, key_id))`)
-		t.Cleanup(func() { d.db.Exec(`DROP TABLE ` + LegacyLedgerTable) })
-		if _, err := d.db.Exec(d.q(`INSERT INTO `+LegacyLedgerTable+` VALUES (?, ?, 1)`), kr.ID(), kr.Primary().ID.String()); err != nil {
+		d.db.Exec(`CREATE TABLE ` + LegacyTable + ` (keyring_id TEXT NOT NULL, key_id TEXT NOT NULL, generation BIGINT NOT NULL, PRIMARY KEY (keyring_id, key_id))`)
+		t.Cleanup(func() { d.db.Exec(`DROP TABLE ` + LegacyTable) })
+		if _, err := d.db.Exec(d.q(`INSERT INTO `+LegacyTable+` VALUES (?, ?, 1)`), kr.ID(), kr.Primary().ID.String()); err != nil {
 			t.Fatal(err)
 		}
 		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
-		if err := l.Check(ctx, kr); !errors.Is(err, ErrLedgerNotAdopted) {
-			t.Fatalf("unadopted: %v, want ErrLedgerNotAdopted", err)
+		if err := l.Check(ctx, kr); !errors.Is(err, ErrNotAdopted) {
+			t.Fatalf("unadopted: %v, want ErrNotAdopted", err)
 		}
 		if ids, _ := l.Keyrings(ctx); len(ids) != 1 || ids[0] != kr.ID() {
 			t.Fatalf("Keyrings before adoption: %v", ids)
@@ -276,8 +277,8 @@ func TestLedgerAdopt(t *testing.T) {
 		}
 		// A second database under the same keyring joins by adoption.
 		l2 := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger2")}
-		d.db.Exec(`DELETE FROM ` + LegacyLedgerTable)
-		if err := l2.Check(ctx, kr); !errors.Is(err, ErrLedgerMissing) {
+		d.db.Exec(`DELETE FROM ` + LegacyTable)
+		if err := l2.Check(ctx, kr); !errors.Is(err, ErrMissing) {
 			t.Fatalf("new database under an anchoring keyring: %v", err)
 		}
 		if _, err := l2.Adopt(ctx, kr, AdoptOptions{AnotherDatabase: true}); err != nil {
@@ -300,10 +301,10 @@ func TestLedgerLegacyBounds(t *testing.T) {
 		_, _, kr := fileKeyring(t)
 		// Without the primary key, whose index would refuse the value on
 		// PostgreSQL: a writer can re-create the table so.
-		d.db.Exec(`CREATE TABLE ` + LegacyLedgerTable + ` (keyring_id TEXT NOT NULL, key_id TEXT NOT NULL, generation BIGINT NOT NULL)`)
-		t.Cleanup(func() { d.db.Exec(`DROP TABLE ` + LegacyLedgerTable) })
+		d.db.Exec(`CREATE TABLE ` + LegacyTable + ` (keyring_id TEXT NOT NULL, key_id TEXT NOT NULL, generation BIGINT NOT NULL)`)
+		t.Cleanup(func() { d.db.Exec(`DROP TABLE ` + LegacyTable) })
 		const huge = 8 << 20
-		if _, err := d.db.Exec(d.q(`INSERT INTO `+LegacyLedgerTable+` VALUES (?, ?, 1)`), kr.ID(), strings.Repeat("a", huge)); err != nil {
+		if _, err := d.db.Exec(d.q(`INSERT INTO `+LegacyTable+` VALUES (?, ?, 1)`), kr.ID(), strings.Repeat("a", huge)); err != nil {
 			t.Fatal(err)
 		}
 		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
@@ -384,7 +385,7 @@ func TestGoldenLedger(t *testing.T) {
 		t.Fatalf("golden file holds %d rows", len(g.Rows))
 	}
 	for _, r := range g.Rows {
-		var st LedgerState
+		var st State
 		if err := json.Unmarshal([]byte(r.Body), &st); err != nil || st.Epoch != r.Epoch || st.Keyring != kr.ID() {
 			t.Fatalf("golden body %s: %v", r.Body, err)
 		}
@@ -408,9 +409,9 @@ func writeLedgerGolden(t *testing.T, path string) {
 	}
 	g := ledgerGolden{Comment: "ward ledger state v1: HMAC-SHA-256 under a keyring state key; regenerate with go test ./field -run GoldenLedger -update-ledger only when the format changes", MasterKey: mk.Encode()}
 	row := func(counter uint64) {
-		st := LedgerState{Database: "db-0123456789abcdef", Keyring: kr.ID(), Generation: kr.Generation(), Counter: counter, Epoch: kr.StateEpoch(), Marks: []string{"golden"}}
+		st := State{Database: "db-0123456789abcdef", Keyring: kr.ID(), Generation: kr.Generation(), Counter: counter, Epoch: kr.StateEpoch(), Marks: []string{"golden"}}
 		for _, k := range kr.Keys() {
-			st.Keys = append(st.Keys, LedgerKey{ID: k.ID, State: k.State.String()})
+			st.Keys = append(st.Keys, Key{ID: k.ID, State: k.State.String()})
 		}
 		body, _ := json.Marshal(st)
 		epoch, mac := kr.StateMAC(stateMessage(string(body)))
@@ -450,7 +451,7 @@ func FuzzLedger(f *testing.F) {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	l := &Ledger{DB: db, Dialect: SQLite}
+	l := &Ledger{DB: db, Dialect: field.SQLite}
 	if err := l.Record(ctx, kr); err != nil {
 		f.Fatal(err)
 	}

@@ -1,4 +1,11 @@
-package field
+// Package ledger keeps, in the database a keyring protects, an
+// authenticated record of that database's security state: which keyring
+// its values are sealed under, which key IDs they may use and in what
+// state, the columns ward seals into, named marks and counters that must
+// not go backwards (subjects forgotten). The keyring file anchors every
+// write ([keyring.Anchor]), so a database writer can neither forge the
+// record nor put an older copy back unnoticed.
+package ledger
 
 import (
 	"cmp"
@@ -14,21 +21,22 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 )
 
-// DefaultLedgerTable is the table a [Ledger] keeps its state in when none
+// DefaultTable is the table a [Ledger] keeps its state in when none
 // is named.
-const DefaultLedgerTable = "ward_ledger"
+const DefaultTable = "ward_ledger"
 
-// LegacyLedgerTable is where releases before the authenticated ledger kept
+// LegacyTable is where releases before the authenticated ledger kept
 // an unauthenticated list of key IDs. [Ledger.Adopt] takes it over once;
 // nothing else reads it.
-const LegacyLedgerTable = "ward_keyring_ledger"
+const LegacyTable = "ward_keyring_ledger"
 
-// maxLedgerBody caps the ledger state read back from a database.
-const maxLedgerBody = 1 << 20
+// maxBody caps the ledger state read back from a database.
+const maxBody = 1 << 20
 
 // Ledger is one database's authenticated record of which keyring its
 // values are sealed under, the key IDs they may use with their states, the
@@ -50,16 +58,16 @@ type Ledger struct {
 	// DB is the database.
 	DB *sql.DB
 	// Dialect selects placeholder syntax.
-	Dialect Dialect
-	// Table is the ledger table (default DefaultLedgerTable), created if
+	Dialect field.Dialect
+	// Table is the ledger table (default DefaultTable), created if
 	// missing.
 	Table string
 
 	created atomic.Bool // the table exists: create once per Ledger
 }
 
-// LedgerState is what a ledger records.
-type LedgerState struct {
+// State is what a ledger records.
+type State struct {
 	// Database is the database's ID, made at the ledger's first write; the
 	// keyring file anchors the database under it.
 	Database string `json:"database"`
@@ -68,7 +76,7 @@ type LedgerState struct {
 	Keyring string `json:"keyring"`
 	// Keys are the key IDs values may use, with their state when last
 	// recorded, sorted by ID.
-	Keys []LedgerKey `json:"keys"`
+	Keys []Key `json:"keys"`
 	// Generation is the highest keyring generation recorded.
 	Generation uint64 `json:"generation"`
 	// Counter counts the ledger's writes.
@@ -80,7 +88,7 @@ type LedgerState struct {
 	// Columns are the ward columns values are sealed into, recorded with
 	// [Ledger.RecordColumns] when a process or job first seals into them,
 	// sorted by table and column: what a fleet rotation re-encrypts.
-	Columns []LedgerColumn `json:"columns,omitempty"`
+	Columns []Column `json:"columns,omitempty"`
 	// Counters are named counts that must not go backwards, such as the
 	// subjects forgotten in a namespace ([Ledger.Count]).
 	Counters map[string]uint64 `json:"counters,omitempty"`
@@ -91,8 +99,8 @@ type LedgerState struct {
 // no value may name it.
 const RetiredState = "retired"
 
-// LedgerColumn describes a ward column as a re-encryption job needs it.
-type LedgerColumn struct {
+// Column describes a ward column as a re-encryption job needs it.
+type Column struct {
 	Table  string   `json:"table"`
 	Column string   `json:"column"`
 	Key    string   `json:"key"`            // the row-key column
@@ -113,54 +121,54 @@ type LedgerColumn struct {
 const KindPasswordHash = "password-hash"
 
 // ColumnOf describes col for the ledger, with its row-key column.
-func ColumnOf(col *Column, key string) LedgerColumn {
-	c := LedgerColumn{Table: col.Table(), Column: col.Name(), Key: key, Bind: slices.Clone(col.Bound()), Text: col.enc == Text}
-	if col.subjects != nil {
-		c.Subject = col.subjectCol
-		if ns, ok := col.subjects.(interface{ Namespace() string }); ok {
+func ColumnOf(col *field.Column, key string) Column {
+	c := Column{Table: col.Table(), Column: col.Name(), Key: key, Bind: slices.Clone(col.Bound()), Text: col.Encoding() == field.Text}
+	if keys := col.SubjectKeys(); keys != nil {
+		c.Subject = col.SubjectColumn()
+		if ns, ok := keys.(interface{ Namespace() string }); ok {
 			c.Namespace = ns.Namespace()
 		}
 	}
 	return c
 }
 
-func (c LedgerColumn) equal(o LedgerColumn) bool {
+func (c Column) equal(o Column) bool {
 	return c.Table == o.Table && c.Column == o.Column && c.Key == o.Key && slices.Equal(c.Bind, o.Bind) && c.Text == o.Text &&
 		c.Subject == o.Subject && c.Namespace == o.Namespace && c.Kind == o.Kind
 }
 
-// LedgerKey is one key a ledger records.
-type LedgerKey struct {
+// Key is one key a ledger records.
+type Key struct {
 	ID    keyring.KeyID `json:"id"`
 	State string        `json:"state"`
 }
 
 // Errors of the ledger. Each is refused before anything is written.
 var (
-	// ErrLedgerMissing means the database has no ledger although the
+	// ErrMissing means the database has no ledger although the
 	// keyring file anchors databases: a database writer deleted it, or this
 	// is a database the keyring has not served yet ([Ledger.Adopt]).
-	ErrLedgerMissing = errors.New("field: the database has no ledger")
-	// ErrLedgerNotAdopted means the database holds only the
+	ErrMissing = errors.New("ledger: the database has no ledger")
+	// ErrNotAdopted means the database holds only the
 	// unauthenticated ledger of an earlier release: an operator adopts it
 	// once ([Ledger.Adopt], ward ledger adopt).
-	ErrLedgerNotAdopted = errors.New("field: the database's ledger is unauthenticated")
-	// ErrLedgerTampered means the ledger failed its MAC.
-	ErrLedgerTampered = errors.New("field: the database's ledger was altered")
-	// ErrLedgerReplayed means the ledger is older than the keyring file's
+	ErrNotAdopted = errors.New("ledger: the database's ledger is unauthenticated")
+	// ErrTampered means the ledger failed its MAC.
+	ErrTampered = errors.New("ledger: the database's ledger was altered")
+	// ErrReplayed means the ledger is older than the keyring file's
 	// anchor for the database: an older copy was put back.
-	ErrLedgerReplayed = errors.New("field: the database's ledger is older than its anchor")
+	ErrReplayed = errors.New("ledger: the database's ledger is older than its anchor")
 	// ErrAnchorMissing means the keyring file does not anchor the database
 	// its ledger names, although the ledger was written more than once.
-	ErrAnchorMissing = errors.New("field: the keyring file does not anchor this database")
+	ErrAnchorMissing = errors.New("ledger: the keyring file does not anchor this database")
 	// ErrAnchorNotSaved means the ledger was written but the keyring file
 	// could not be updated (a service without write access to it): the
 	// ledger stays valid, and the anchor catches up at the next write by a
 	// process that can save the file.
-	ErrAnchorNotSaved = errors.New("field: the keyring file's anchor was not updated")
+	ErrAnchorNotSaved = errors.New("ledger: the keyring file's anchor was not updated")
 	// ErrAlreadyAdopted means Adopt met a database that already has an
 	// authenticated ledger.
-	ErrAlreadyAdopted = errors.New("field: the database already has an authenticated ledger")
+	ErrAlreadyAdopted = errors.New("ledger: the database already has an authenticated ledger")
 )
 
 // MissingKeysError reports key IDs recorded in the ledger that the keyring
@@ -176,7 +184,7 @@ func (e *MissingKeysError) Error() string {
 	for i, id := range e.IDs {
 		ids[i] = id.String()
 	}
-	return fmt.Sprintf("field: the database holds values under key IDs %s that keyring %s lacks (wrong or outdated keyring file?)", strings.Join(ids, ", "), e.Keyring)
+	return fmt.Sprintf("ledger: the database holds values under key IDs %s that keyring %s lacks (wrong or outdated keyring file?)", strings.Join(ids, ", "), e.Keyring)
 }
 
 // Is reports whether target is keyring.ErrUnknownKey.
@@ -185,14 +193,14 @@ func (e *MissingKeysError) Is(target error) bool { return target == keyring.ErrU
 func (l *Ledger) table() (string, error) {
 	name := l.Table
 	if name == "" {
-		name = DefaultLedgerTable
+		name = DefaultTable
 	}
-	return QuoteIdent(name)
+	return field.QuoteIdent(name)
 }
 
 func (l *Ledger) create(ctx context.Context) (string, error) {
-	if l.DB == nil || (l.Dialect != SQLite && l.Dialect != Postgres) {
-		return "", errors.New("field: Ledger needs DB and Dialect")
+	if l.DB == nil || (l.Dialect != field.SQLite && l.Dialect != field.Postgres) {
+		return "", errors.New("ledger: Ledger needs DB and Dialect")
 	}
 	t, err := l.table()
 	if err != nil || l.created.Load() {
@@ -200,7 +208,7 @@ func (l *Ledger) create(ctx context.Context) (string, error) {
 	}
 	if err := sqltable.Create(ctx, l.DB, t, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 		id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL)`, t)); err != nil {
-		return "", fmt.Errorf("field: creating the ledger: %w", err)
+		return "", fmt.Errorf("ledger: creating the ledger: %w", err)
 	}
 	l.created.Store(true)
 	return t, nil
@@ -208,7 +216,7 @@ func (l *Ledger) create(ctx context.Context) (string, error) {
 
 // stored is a ledger row as read.
 type stored struct {
-	state   LedgerState
+	state   State
 	body    string
 	mac     string
 	counter int64
@@ -218,7 +226,7 @@ func stateMessage(body string) []byte { return []byte("ward ledger state v1\x00"
 
 // Read returns the ledger's state as the database holds it, unverified
 // (for display: [Ledger.Check] verifies), or nil if it has none.
-func (l *Ledger) Read(ctx context.Context) (*LedgerState, error) {
+func (l *Ledger) Read(ctx context.Context) (*State, error) {
 	s, err := l.read(ctx)
 	if s == nil || err != nil {
 		return nil, err
@@ -234,7 +242,7 @@ func (l *Ledger) read(ctx context.Context) (*stored, error) {
 	var s stored
 	// Within bounds, so that a database writer's huge body or MAC is
 	// neither loaded nor read (it is refused by its length).
-	body, tag := sqltable.Bound{Col: "body", Max: maxLedgerBody}, sqltable.Bound{Col: "mac", Max: 256}
+	body, tag := sqltable.Bound{Col: "body", Max: maxBody}, sqltable.Bound{Col: "mac", Max: 256}
 	var size int64
 	var tooLong bool
 	err = l.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT counter, octet_length(body), %s, %s, %s FROM %s WHERE id = 1`,
@@ -243,13 +251,13 @@ func (l *Ledger) read(ctx context.Context) (*stored, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("field: reading the ledger: %w", err)
+		return nil, fmt.Errorf("ledger: reading the ledger: %w", err)
 	}
 	if tooLong {
-		return nil, fmt.Errorf("%w: a %d-byte body, or an overlong MAC", ErrLedgerTampered, size)
+		return nil, fmt.Errorf("%w: a %d-byte body, or an overlong MAC", ErrTampered, size)
 	}
 	if err := json.Unmarshal([]byte(s.body), &s.state); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrLedgerTampered, err)
+		return nil, fmt.Errorf("%w: %v", ErrTampered, err)
 	}
 	return &s, nil
 }
@@ -263,12 +271,12 @@ func (l *Ledger) Check(ctx context.Context, kr *keyring.Keyring) error {
 // Verified reads and verifies the ledger. It returns nil, nil for a
 // database without one if the keyring anchors no database (a first start).
 // Otherwise it returns an error matching [keyring.ErrWrongKeyring] (the
-// database belongs to another keyring), [ErrLedgerTampered],
+// database belongs to another keyring), [ErrTampered],
 // [keyring.ErrRollback] (kr is older than a generation or state key
-// already seen), [ErrLedgerReplayed], [ErrAnchorMissing],
-// [ErrLedgerMissing], [ErrLedgerNotAdopted], or a [*MissingKeysError] (kr
+// already seen), [ErrReplayed], [ErrAnchorMissing],
+// [ErrMissing], [ErrNotAdopted], or a [*MissingKeysError] (kr
 // lacks a recorded key ID).
-func (l *Ledger) Verified(ctx context.Context, kr *keyring.Keyring) (*LedgerState, error) {
+func (l *Ledger) Verified(ctx context.Context, kr *keyring.Keyring) (*State, error) {
 	s, err := l.read(ctx)
 	if err != nil {
 		return nil, err
@@ -277,10 +285,10 @@ func (l *Ledger) Verified(ctx context.Context, kr *keyring.Keyring) (*LedgerStat
 		if n, err := l.legacyRows(ctx); err != nil {
 			return nil, err
 		} else if n > 0 {
-			return nil, fmt.Errorf("%w: %d entries in %s (run 'ward ledger adopt' once)", ErrLedgerNotAdopted, n, LegacyLedgerTable)
+			return nil, fmt.Errorf("%w: %d entries in %s (run 'ward ledger adopt' once)", ErrNotAdopted, n, LegacyTable)
 		}
 		if dbs := kr.Anchored(); len(dbs) > 0 {
-			return nil, fmt.Errorf("%w, but keyring %s anchors databases %s: a database writer deleted its ledger, or the keyring has not served this database yet (then run 'ward ledger adopt')", ErrLedgerMissing, kr.ID(), strings.Join(dbs, ", "))
+			return nil, fmt.Errorf("%w, but keyring %s anchors databases %s: a database writer deleted its ledger, or the keyring has not served this database yet (then run 'ward ledger adopt')", ErrMissing, kr.ID(), strings.Join(dbs, ", "))
 		}
 		return nil, nil
 	}
@@ -290,13 +298,13 @@ func (l *Ledger) Verified(ctx context.Context, kr *keyring.Keyring) (*LedgerStat
 	}
 	mac, err := hex.DecodeString(s.mac)
 	if err != nil || s.counter < 0 || uint64(s.counter) != st.Counter {
-		return nil, ErrLedgerTampered
+		return nil, ErrTampered
 	}
 	if err := kr.VerifyStateMAC(st.Epoch, stateMessage(s.body), mac); err != nil {
 		if errors.Is(err, keyring.ErrUnknownEpoch) {
-			return nil, fmt.Errorf("field: the database's ledger was written under a newer keyring file (generation %d or later): %w", st.Generation, err)
+			return nil, fmt.Errorf("ledger: the database's ledger was written under a newer keyring file (generation %d or later): %w", st.Generation, err)
 		}
-		return nil, fmt.Errorf("%w: %w", ErrLedgerTampered, err)
+		return nil, fmt.Errorf("%w: %w", ErrTampered, err)
 	}
 	if kr.Generation() < st.Generation {
 		return nil, &keyring.RollbackError{Generation: kr.Generation(), Seen: st.Generation}
@@ -309,7 +317,7 @@ func (l *Ledger) Verified(ctx context.Context, kr *keyring.Keyring) (*LedgerStat
 			return nil, fmt.Errorf("%w: the ledger names database %s at counter %d: the keyring file was restored from before the database was first anchored, or is another copy", ErrAnchorMissing, st.Database, st.Counter)
 		}
 	} else if st.Counter < a.Counter || st.Epoch < a.Epoch {
-		return nil, fmt.Errorf("%w: counter %d, anchored at %d: an older copy of the ledger was put back", ErrLedgerReplayed, st.Counter, a.Counter)
+		return nil, fmt.Errorf("%w: counter %d, anchored at %d: an older copy of the ledger was put back", ErrReplayed, st.Counter, a.Counter)
 	}
 	var missing []keyring.KeyID
 	for _, k := range st.Keys {
@@ -335,10 +343,10 @@ func (l *Ledger) Record(ctx context.Context, kr *keyring.Keyring, ids ...keyring
 	if len(ids) == 0 {
 		ids = []keyring.KeyID{kr.Primary().ID}
 	}
-	return l.update(ctx, kr, false, func(st *LedgerState) {
+	return l.update(ctx, kr, false, func(st *State) {
 		for _, id := range ids {
-			if !slices.ContainsFunc(st.Keys, func(k LedgerKey) bool { return k.ID == id }) {
-				st.Keys = append(st.Keys, LedgerKey{ID: id})
+			if !slices.ContainsFunc(st.Keys, func(k Key) bool { return k.ID == id }) {
+				st.Keys = append(st.Keys, Key{ID: id})
 			}
 		}
 	})
@@ -348,7 +356,7 @@ func (l *Ledger) Record(ctx context.Context, kr *keyring.Keyring, ids ...keyring
 // (a migration ran, legacy forms are refused) in the ledger and in the
 // keyring file's anchor. See [Ledger.Marked].
 func (l *Ledger) Mark(ctx context.Context, kr *keyring.Keyring, marks ...string) error {
-	return l.update(ctx, kr, false, func(st *LedgerState) {
+	return l.update(ctx, kr, false, func(st *State) {
 		for _, m := range marks {
 			if !slices.Contains(st.Marks, m) {
 				st.Marks = append(st.Marks, m)
@@ -358,12 +366,12 @@ func (l *Ledger) Mark(ctx context.Context, kr *keyring.Keyring, marks ...string)
 }
 
 // Count adds delta to a named counter of the ledger (see
-// [LedgerState.Counters]) and returns its new value. The ledger is
+// [State.Counters]) and returns its new value. The ledger is
 // anchored like every write, so a database writer cannot lower a counter
 // without the ledger failing its checks.
 func (l *Ledger) Count(ctx context.Context, kr *keyring.Keyring, name string, delta uint64) (uint64, error) {
 	var n uint64
-	err := l.update(ctx, kr, false, func(st *LedgerState) {
+	err := l.update(ctx, kr, false, func(st *State) {
 		if st.Counters == nil {
 			st.Counters = map[string]uint64{}
 		}
@@ -378,10 +386,10 @@ func (l *Ledger) Count(ctx context.Context, kr *keyring.Keyring, name string, de
 // key no longer counts as missing from the keyring ([MissingKeysError]),
 // and is never recorded again. ward keyring retire checks and calls it.
 func (l *Ledger) Retire(ctx context.Context, kr *keyring.Keyring, id keyring.KeyID) error {
-	return l.update(ctx, kr, false, func(st *LedgerState) {
-		i := slices.IndexFunc(st.Keys, func(k LedgerKey) bool { return k.ID == id })
+	return l.update(ctx, kr, false, func(st *State) {
+		i := slices.IndexFunc(st.Keys, func(k Key) bool { return k.ID == id })
 		if i < 0 {
-			st.Keys = append(st.Keys, LedgerKey{ID: id, State: RetiredState})
+			st.Keys = append(st.Keys, Key{ID: id, State: RetiredState})
 		} else {
 			st.Keys[i].State = RetiredState
 		}
@@ -392,26 +400,26 @@ func (l *Ledger) Retire(ctx context.Context, kr *keyring.Keyring, id keyring.Key
 // into; a column recorded again with another key, binding or encoding
 // replaces the earlier record. It writes nothing when the ledger already
 // records them.
-func (l *Ledger) RecordColumns(ctx context.Context, kr *keyring.Keyring, cols ...LedgerColumn) error {
+func (l *Ledger) RecordColumns(ctx context.Context, kr *keyring.Keyring, cols ...Column) error {
 	for _, c := range cols {
-		if _, err := QuoteIdent(c.Table); err != nil {
+		if _, err := field.QuoteIdent(c.Table); err != nil {
 			return err
 		}
 		if c.Kind != "" && c.Kind != KindPasswordHash {
-			return fmt.Errorf("field: %s.%s: unknown column kind %.20q", c.Table, c.Column, c.Kind)
+			return fmt.Errorf("ledger: %s.%s: unknown column kind %.20q", c.Table, c.Column, c.Kind)
 		}
 		if c.Subject != "" && (!slices.Contains(c.Bind, c.Subject) || c.Namespace == "") {
-			return fmt.Errorf("field: %s.%s: the subject column must be bound and have a namespace", c.Table, c.Column)
+			return fmt.Errorf("ledger: %s.%s: the subject column must be bound and have a namespace", c.Table, c.Column)
 		}
 		for _, n := range append([]string{c.Column, c.Key}, c.Bind...) {
-			if _, err := QuoteIdent(n); err != nil {
+			if _, err := field.QuoteIdent(n); err != nil {
 				return err
 			}
 		}
 	}
-	return l.update(ctx, kr, false, func(st *LedgerState) {
+	return l.update(ctx, kr, false, func(st *State) {
 		for _, c := range cols {
-			i := slices.IndexFunc(st.Columns, func(o LedgerColumn) bool { return o.Table == c.Table && o.Column == c.Column })
+			i := slices.IndexFunc(st.Columns, func(o Column) bool { return o.Table == c.Table && o.Column == c.Column })
 			if i < 0 {
 				st.Columns = append(st.Columns, c)
 			} else {
@@ -471,7 +479,7 @@ func (l *Ledger) Adopt(ctx context.Context, kr *keyring.Keyring, opts AdoptOptio
 		return Adopted{}, fmt.Errorf("%w (database %s)", ErrAlreadyAdopted, s.state.Database)
 	}
 	if dbs := kr.Anchored(); len(dbs) > 0 && !opts.AnotherDatabase {
-		return Adopted{}, fmt.Errorf("%w: keyring %s anchors databases %s; adopt this one only if it is not one of them (a database whose ledger was deleted must not be adopted again)", ErrLedgerMissing, kr.ID(), strings.Join(dbs, ", "))
+		return Adopted{}, fmt.Errorf("%w: keyring %s anchors databases %s; adopt this one only if it is not one of them (a database whose ledger was deleted must not be adopted again)", ErrMissing, kr.ID(), strings.Join(dbs, ", "))
 	}
 	legacy, err := l.legacyEntries(ctx)
 	if err != nil {
@@ -496,10 +504,10 @@ func (l *Ledger) Adopt(ctx context.Context, kr *keyring.Keyring, opts AdoptOptio
 		return Adopted{}, &MissingKeysError{Keyring: kr.ID(), IDs: missing}
 	}
 	var db string
-	err = l.update(ctx, kr, true, func(st *LedgerState) {
+	err = l.update(ctx, kr, true, func(st *State) {
 		for _, id := range append(ids, kr.Primary().ID) {
-			if !slices.ContainsFunc(st.Keys, func(k LedgerKey) bool { return k.ID == id }) {
-				st.Keys = append(st.Keys, LedgerKey{ID: id})
+			if !slices.ContainsFunc(st.Keys, func(k Key) bool { return k.ID == id }) {
+				st.Keys = append(st.Keys, Key{ID: id})
 			}
 		}
 		db = st.Database
@@ -514,13 +522,13 @@ const maxAttempts = 8
 // states and the generation, and writes it by compare-and-swap if it
 // changed, then anchors it. adopting skips the first-write refusal for
 // databases the keyring does not anchor.
-func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool, change func(*LedgerState)) error {
+func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool, change func(*State)) error {
 	t, err := l.create(ctx)
 	if err != nil {
 		return err
 	}
 	for range maxAttempts {
-		var cur *LedgerState
+		var cur *State
 		if adopting {
 			if s, err := l.read(ctx); err != nil {
 				return err
@@ -530,7 +538,7 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool,
 		} else if cur, err = l.Verified(ctx, kr); err != nil {
 			return err
 		}
-		var next LedgerState
+		var next State
 		if cur != nil {
 			next = *cur
 			next.Keys = slices.Clone(cur.Keys)
@@ -538,7 +546,7 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool,
 			next.Columns = slices.Clone(cur.Columns)
 			next.Counters = maps.Clone(cur.Counters)
 		} else {
-			next = LedgerState{Database: newDatabaseID(), Keyring: kr.ID()}
+			next = State{Database: newDatabaseID(), Keyring: kr.ID()}
 		}
 		change(&next)
 		for i, k := range next.Keys {
@@ -549,13 +557,13 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool,
 				next.Keys[i].State = info.State.String()
 			}
 		}
-		slices.SortFunc(next.Keys, func(a, b LedgerKey) int { return cmp.Compare(a.ID, b.ID) })
+		slices.SortFunc(next.Keys, func(a, b Key) int { return cmp.Compare(a.ID, b.ID) })
 		slices.Sort(next.Marks)
-		slices.SortFunc(next.Columns, func(a, b LedgerColumn) int {
+		slices.SortFunc(next.Columns, func(a, b Column) int {
 			return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.Column, b.Column))
 		})
 		if cur != nil && slices.Equal(cur.Keys, next.Keys) && slices.Equal(cur.Marks, next.Marks) &&
-			slices.EqualFunc(cur.Columns, next.Columns, LedgerColumn.equal) && maps.Equal(cur.Counters, next.Counters) &&
+			slices.EqualFunc(cur.Columns, next.Columns, Column.equal) && maps.Equal(cur.Counters, next.Counters) &&
 			cur.Epoch == kr.StateEpoch() {
 			return l.anchor(ctx, kr, cur) // unchanged: let the anchor catch up
 		}
@@ -564,7 +572,7 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool,
 		next.Generation = max(next.Generation, kr.Generation())
 		body, err := json.Marshal(next)
 		if err != nil {
-			return fmt.Errorf("field: encoding the ledger: %w", err)
+			return fmt.Errorf("ledger: encoding the ledger: %w", err)
 		}
 		epoch, mac := kr.StateMAC(stateMessage(string(body)))
 		if epoch != next.Epoch {
@@ -580,10 +588,10 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool,
 				int64(next.Counter), string(body), hex.EncodeToString(mac), int64(cur.Counter))
 		}
 		if err != nil {
-			return fmt.Errorf("field: writing the ledger: %w", err)
+			return fmt.Errorf("ledger: writing the ledger: %w", err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("field: writing the ledger: %w", err)
+			return fmt.Errorf("ledger: writing the ledger: %w", err)
 		} else if n == 0 {
 			if adopting {
 				return ErrAlreadyAdopted
@@ -592,11 +600,11 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool,
 		}
 		return l.anchor(ctx, kr, &next)
 	}
-	return errors.New("field: the ledger kept changing under concurrent writers")
+	return errors.New("ledger: the ledger kept changing under concurrent writers")
 }
 
 // anchor records st in the keyring file.
-func (l *Ledger) anchor(ctx context.Context, kr *keyring.Keyring, st *LedgerState) error {
+func (l *Ledger) anchor(ctx context.Context, kr *keyring.Keyring, st *State) error {
 	if a, ok := kr.Anchor(st.Database); ok && a.Counter >= st.Counter && a.Epoch >= st.Epoch {
 		return nil
 	}
@@ -655,14 +663,14 @@ const maxLegacyEntries = 10000
 func (l *Ledger) legacyExists(ctx context.Context) (bool, error) {
 	var q string
 	switch l.Dialect {
-	case Postgres:
+	case field.Postgres:
 		q = `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`
 	default:
 		q = `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`
 	}
 	var n int
-	if err := l.DB.QueryRowContext(ctx, q, LegacyLedgerTable).Scan(&n); err != nil {
-		return false, fmt.Errorf("field: looking for the unauthenticated ledger: %w", err)
+	if err := l.DB.QueryRowContext(ctx, q, LegacyTable).Scan(&n); err != nil {
+		return false, fmt.Errorf("ledger: looking for the unauthenticated ledger: %w", err)
 	}
 	return n > 0, nil
 }
@@ -672,8 +680,8 @@ func (l *Ledger) legacyRows(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var n int
-	if err := l.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+LegacyLedgerTable).Scan(&n); err != nil {
-		return 0, fmt.Errorf("field: reading the unauthenticated ledger: %w", err)
+	if err := l.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+LegacyTable).Scan(&n); err != nil {
+		return 0, fmt.Errorf("ledger: reading the unauthenticated ledger: %w", err)
 	}
 	return n, nil
 }
@@ -685,9 +693,9 @@ func (l *Ledger) legacyEntries(ctx context.Context) ([]legacyEntry, error) {
 	// Its text within bounds: IDs are a few dozen bytes, and a longer
 	// value reads as empty and fails to parse.
 	kid, key := sqltable.Bound{Col: "keyring_id", Max: 256}, sqltable.Bound{Col: "key_id", Max: 256}
-	rows, err := l.DB.QueryContext(ctx, fmt.Sprintf(`SELECT %s, %s, generation FROM %s ORDER BY keyring_id, key_id LIMIT %d`, kid.Value(), key.Value(), LegacyLedgerTable, maxLegacyEntries+1))
+	rows, err := l.DB.QueryContext(ctx, fmt.Sprintf(`SELECT %s, %s, generation FROM %s ORDER BY keyring_id, key_id LIMIT %d`, kid.Value(), key.Value(), LegacyTable, maxLegacyEntries+1))
 	if err != nil {
-		return nil, fmt.Errorf("field: reading the unauthenticated ledger: %w", err)
+		return nil, fmt.Errorf("ledger: reading the unauthenticated ledger: %w", err)
 	}
 	defer rows.Close()
 	var out []legacyEntry
@@ -696,16 +704,16 @@ func (l *Ledger) legacyEntries(ctx context.Context) ([]legacyEntry, error) {
 		var key string
 		var gen int64
 		if err := rows.Scan(&e.Keyring, &key, &gen); err != nil {
-			return nil, fmt.Errorf("field: reading the unauthenticated ledger: %w", err)
+			return nil, fmt.Errorf("ledger: reading the unauthenticated ledger: %w", err)
 		}
 		if e.Key, err = keyring.ParseKeyID(key); err != nil {
-			return nil, fmt.Errorf("field: unauthenticated ledger: %w", err)
+			return nil, fmt.Errorf("ledger: unauthenticated ledger: %w", err)
 		}
 		e.Generation = uint64(max(gen, 0))
 		out = append(out, e)
 	}
 	if len(out) > maxLegacyEntries {
-		return nil, fmt.Errorf("field: the unauthenticated ledger has more than %d entries", maxLegacyEntries)
+		return nil, fmt.Errorf("ledger: the unauthenticated ledger has more than %d entries", maxLegacyEntries)
 	}
 	return out, rows.Err()
 }
