@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardlab/ward/field/fleet"
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/field/subject"
+	"github.com/wardlab/ward/fleet"
 	"github.com/wardlab/ward/internal/cli"
 	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"

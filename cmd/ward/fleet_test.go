@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/field/fleet"
+	"github.com/wardlab/ward/fleet"
 	"github.com/wardlab/ward/keyring"
 )
 

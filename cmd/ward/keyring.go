@@ -237,7 +237,7 @@ func (a *app) newKeyringRotateCmd() *cobra.Command {
 		Long: `Rotate the keyring's primary key across every process that uses it, with no
 failed request: add the new key decrypt-only and record it in each database's
 ledger; wait until every process registered in each database (package
-field/fleet: each process heartbeats the keys it holds, and re-reads the
+fleet: each process heartbeats the keys it holds, and re-reads the
 keyring file on its own) holds it; promote it; wait until every process has
 loaded the promotion; then re-encrypt every column the ledgers record.
 

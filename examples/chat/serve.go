@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wardlab/ward/field/fleet"
+	"github.com/wardlab/ward/fleet"
 	"github.com/wardlab/ward/internal/conncap"
 )
 

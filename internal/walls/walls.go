@@ -111,7 +111,7 @@ var Library = []string{
 	Module + "/field",
 	Module + "/ledger",
 	Module + "/field/reseal",
-	Module + "/field/fleet",
+	Module + "/fleet",
 	Module + "/field/subject",
 	Module + "/internal/sqltable",
 	Module + "/password",
