@@ -11,6 +11,7 @@ import (
 
 	"github.com/wardlab/ward/internal/cli"
 	"github.com/wardlab/ward/ledger"
+	"github.com/wardlab/ward/lifecycle"
 
 	"github.com/spf13/cobra"
 
@@ -162,7 +163,7 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 		if st, err := lg.l[0].Read(cmd.Context()); err == nil && st != nil {
 			for _, c := range st.Columns {
 				if c.Table == o.table && c.Column == o.column && c.Subject != "" {
-					if col, err = recordedColumn(cmd.Context(), kr, db, lg.l[0], c); err != nil {
+					if col, err = lifecycle.OpenColumn(cmd.Context(), kr, lg.databases()[0], c); err != nil {
 						return err
 					}
 					fmt.Fprintf(a.stderr, "ward: %s.%s is sealed per subject (%s/%s, bound to %s): using the ledger's record of it\n", o.table, o.column, c.Namespace, c.Subject, strings.Join(c.Bind, ", "))

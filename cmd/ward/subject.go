@@ -1,64 +1,17 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/internal/cli"
-	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
-	"github.com/wardlab/ward/ledger"
-	"github.com/wardlab/ward/password"
+	"github.com/wardlab/ward/lifecycle"
 )
-
-// recordedColumn builds the field.Column of a column the ledger records,
-// with its subject keys if it is sealed per subject.
-func recordedColumn(ctx context.Context, kr *keyring.Keyring, db *sql.DB, l *ledger.Ledger, c ledger.Column) (*field.Column, error) {
-	opts := []field.ColumnOption{}
-	if c.Text {
-		opts = append(opts, field.WithEncoding(field.Text))
-	}
-	if c.Bind != nil {
-		opts = append(opts, field.Bind(c.Bind...))
-	}
-	if c.Subject != "" {
-		store, err := subject.Open(ctx, subject.Config{DB: db, Dialect: l.Dialect, Keyring: kr, Ledger: l, Namespace: c.Namespace})
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, field.PerSubject(store, c.Subject))
-	}
-	return field.NewColumn(kr, c.Table, c.Column, opts...)
-}
-
-// subjectStores opens the store of every namespace that holds subject keys
-// in a database (none if the table does not exist).
-func subjectStores(ctx context.Context, kr *keyring.Keyring, db *sql.DB, l *ledger.Ledger) ([]*subject.Store, error) {
-	if _, err := db.ExecContext(ctx, `SELECT 1 FROM `+subject.DefaultKeysTable+` WHERE 1 = 0`); err != nil {
-		return nil, nil // no subject keys in this database
-	}
-	names, err := subject.Namespaces(ctx, db, "")
-	if err != nil {
-		return nil, err
-	}
-	var out []*subject.Store
-	for _, ns := range names {
-		s, err := subject.Open(ctx, subject.Config{DB: db, Dialect: l.Dialect, Keyring: kr, Ledger: l, Namespace: ns})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
 
 func (a *app) newSubjectCmd() *cobra.Command {
 	var dbs []string
@@ -89,7 +42,7 @@ keyring's primary key before retiring an older one.`,
 			return err
 		}
 		defer ls.close()
-		stores, err := subjectStores(cmd.Context(), kr, ls.dbs[0], ls.l[0])
+		stores, err := lifecycle.Stores(cmd.Context(), kr, ls.databases()[0])
 		if err != nil {
 			return err
 		}
@@ -169,17 +122,23 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 		Short: "Re-wrap every subject key under the keyring's primary key (resumable)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStores(cmd, func(kr *keyring.Keyring, stores []*subject.Store) error {
-				for _, s := range stores {
-					st, err := s.Rewrap(cmd.Context(), subject.RewrapOptions{Workers: workers, Batch: batch})
+			i, n, err := parseShard(shard)
+			if err != nil {
+				return cli.Usage(err, "--shard is i/n with 0 <= i < n, such as 0/4")
+			}
+			kr, ls, err := open(cmd)
+			if err != nil {
+				return err
+			}
+			defer ls.close()
+			_, err = lifecycle.Rewrap(cmd.Context(), kr, ls.databases()[0], subject.RewrapOptions{Workers: workers, Batch: batch, Shard: i, Shards: n}, lifecycle.Observer{
+				Subjects: func(r lifecycle.SubjectResult, _ error) {
+					st := r.Rewrap
 					fmt.Fprintf(a.stdout, "%s: %d re-wrapped under %v, %d already current, %d user-held (skipped: their users re-wrap at log-in), %d changed meanwhile (run again)\n",
-						s.Namespace(), st.Rewrapped, kr.Primary().ID, st.Current, st.UserHeld, st.Conflicts)
-					if err != nil {
-						return interrupted(fmt.Errorf("re-wrapping %s: %w", s.Namespace(), err))
-					}
-				}
-				return nil
+						r.Namespace, st.Rewrapped, kr.Primary().ID, st.Current, st.UserHeld, st.Conflicts)
+				},
 			})
+			return interrupted(err)
 		},
 	}
 	rewrap.Flags().IntVar(&workers, "workers", 2, "key rows re-wrapped in parallel")
@@ -200,37 +159,15 @@ lost; run again after an interruption.`,
 				return err
 			}
 			defer ls.close()
-			ctx := cmd.Context()
-			stores, err := subjectStores(ctx, kr, ls.dbs[0], ls.l[0])
-			if err != nil {
-				return err
-			}
-			st, err := ls.l[0].Verified(ctx, kr)
-			if err != nil {
-				return err
-			}
-			for _, s := range stores {
-				res, err := s.RotateAll(ctx)
-				fmt.Fprintf(a.stdout, "%s: %d of %d subjects given a new key version, %d private (kept)\n", s.Namespace(), res.Rotated, res.Subjects, res.UserHeld)
-				if err != nil {
-					return interrupted(fmt.Errorf("rotating the keys of %s: %w", s.Namespace(), err))
-				}
-				for _, c := range st.Columns {
-					if c.Namespace != s.Namespace() || c.Subject == "" {
-						continue
-					}
-					col, err := recordedColumn(ctx, kr, ls.dbs[0], ls.l[0], c)
-					if err != nil {
-						return err
-					}
-					job, err := (&reseal.Job{DB: ls.dbs[0], Dialect: ls.l[0].Dialect, Column: col, Key: c.Key}).Run(ctx)
-					fmt.Fprintf(a.stdout, "%s.%s: %d re-sealed under their subject's newest key, %d already current, %d private skipped\n", c.Table, c.Column, job.Reencrypted, job.Current, job.UserHeld)
-					if err != nil {
-						return interrupted(fmt.Errorf("re-sealing %s.%s: %w", c.Table, c.Column, err))
-					}
-				}
-			}
-			return nil
+			_, _, err = lifecycle.RekeySubjects(cmd.Context(), kr, ls.databases()[0], lifecycle.Observer{
+				Subjects: func(r lifecycle.SubjectResult, _ error) {
+					fmt.Fprintf(a.stdout, "%s: %d of %d subjects given a new key version, %d private (kept)\n", r.Namespace, r.Rekey.Rotated, r.Rekey.Subjects, r.Rekey.UserHeld)
+				},
+				Column: func(c lifecycle.ColumnResult, _ error) {
+					fmt.Fprintf(a.stdout, "%s.%s: %d re-sealed under their subject's newest key, %d already current, %d private skipped\n", c.Column.Table, c.Column.Column, c.Stats.Reencrypted, c.Stats.Current, c.Stats.UserHeld)
+				},
+			})
+			return interrupted(err)
 		},
 	}
 	cmd.AddCommand(forget, audit, rewrap, rotate)
@@ -278,122 +215,28 @@ key: destroy them (SECURITY.md).`,
 			if err != nil {
 				return err
 			}
-			if _, ok := kr.Lookup(id); !ok {
-				return cli.Usage(&keyring.KeyError{ID: id, Err: keyring.ErrUnknownKey}, "see 'ward keyring list'")
-			}
-			if kr.Primary().ID == id {
-				return cli.Usage(&keyring.KeyError{ID: id, Err: keyring.ErrPrimaryKey}, "rotate first: 'ward keyring rotate --db URL'")
-			}
 			ls, err := openCheckedLedgers(ctx, a.dbs, kr)
 			if err != nil {
 				return err
 			}
 			defer ls.close()
-			var refs []string
-			for i, l := range ls.l {
-				found, err := references(ctx, kr, ls.dbs[i], l, id)
-				if err != nil {
-					return fmt.Errorf("%s: %w", dburl.Redact(ls.urls[i]), err)
+			err = lifecycle.Retire(ctx, kr, ls.databases(), id)
+			var refs *lifecycle.ReferencedError
+			switch {
+			case errors.Is(err, keyring.ErrUnknownKey):
+				return cli.Usage(err, "see 'ward keyring list'")
+			case errors.Is(err, lifecycle.ErrPrimary):
+				return cli.Usage(err, "rotate first: 'ward keyring rotate --db URL'")
+			case errors.As(err, &refs):
+				for _, r := range refs.References {
+					fmt.Fprintln(a.stderr, "ward: "+r.DB+": "+r.What)
 				}
-				for _, f := range found {
-					refs = append(refs, dburl.Redact(ls.urls[i])+": "+f)
-				}
-			}
-			if len(refs) > 0 {
-				for _, r := range refs {
-					fmt.Fprintln(a.stderr, "ward: "+r)
-				}
-				return cli.Failed(fmt.Errorf("key %v is still referenced (%d places above); nothing was changed", id, len(refs)),
-					"move them first: 'ward rotate' for columns, 'ward subject rewrap' for subject keys; password hashes move when their users log in")
-			}
-			for i, l := range ls.l {
-				if err := l.Retire(ctx, kr, id); err != nil {
-					return fmt.Errorf("recording the retirement in %s: %w", dburl.Redact(ls.urls[i]), err)
-				}
-			}
-			if err := kr.Remove(ctx, id); err != nil {
+				return cli.Failed(err, "move them first: 'ward rotate' for columns, 'ward subject rewrap' for subject keys; password hashes move when their users log in")
+			case err != nil:
 				return saveError(err)
 			}
 			fmt.Fprintf(a.stdout, "key %v retired: removed from %s and recorded in %d ledgers; copies of the keyring file saved before still hold it — destroy them\n", id, kr.Path(), len(ls.l))
 			return nil
 		},
 	}
-}
-
-// references lists what in one database still uses a keyring key: values
-// of recorded columns, peppers of recorded password-hash columns, and
-// wrapped subject keys.
-func references(ctx context.Context, kr *keyring.Keyring, db *sql.DB, l *ledger.Ledger, id keyring.KeyID) ([]string, error) {
-	st, err := l.Verified(ctx, kr)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	if st != nil {
-		for _, c := range st.Columns {
-			if c.Kind == ledger.KindPasswordHash {
-				n, err := peppered(ctx, db, c, id)
-				if err != nil {
-					return nil, err
-				}
-				if n > 0 {
-					out = append(out, fmt.Sprintf("%d password hashes in %s.%s are peppered with it", n, c.Table, c.Column))
-				}
-				continue
-			}
-			col, err := recordedColumn(ctx, kr, db, l, c)
-			if err != nil {
-				return nil, err
-			}
-			census, err := (&reseal.Job{DB: db, Dialect: l.Dialect, Column: col, Key: c.Key}).Count(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if n := census.PerKey[id]; n > 0 {
-				out = append(out, fmt.Sprintf("%d values in %s.%s are sealed under it", n, c.Table, c.Column))
-			}
-		}
-	}
-	stores, err := subjectStores(ctx, kr, db, l)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range stores {
-		c, err := s.Census(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if n := c.ByKey[id]; n > 0 {
-			out = append(out, fmt.Sprintf("%d subject keys of %s are wrapped under it", n, s.Namespace()))
-		}
-	}
-	return out, nil
-}
-
-// peppered counts the hashes of a password-hash column peppered with id.
-func peppered(ctx context.Context, db *sql.DB, c ledger.Column, id keyring.KeyID) (int, error) {
-	t, err := field.QuoteIdent(c.Table)
-	if err != nil {
-		return 0, err
-	}
-	col, err := field.QuoteIdent(c.Column)
-	if err != nil {
-		return 0, err
-	}
-	rows, err := db.QueryContext(ctx, fmt.Sprintf(`SELECT %s FROM %s WHERE %s IS NOT NULL`, col, t, col))
-	if err != nil {
-		return 0, fmt.Errorf("reading %s.%s: %w", c.Table, c.Column, err)
-	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		var h string
-		if err := rows.Scan(&h); err != nil {
-			return 0, err
-		}
-		if got, ok, err := password.PepperOf(h); err == nil && ok && got == id {
-			n++
-		}
-	}
-	return n, rows.Err()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,57 @@ func TestSubjectCommands(t *testing.T) {
 	}
 	if code, _, e := c.run("subject", "forget", "--db", url, "bob"); code != 2 || !strings.Contains(e, "--namespace") {
 		t.Fatalf("forget without namespace: %d %q", code, e)
+	}
+}
+
+// TestSubjectRewrapShard: 'ward subject rewrap --shard i/n' re-wraps only
+// its share of the subjects (it re-wrapped all of them when the flag was
+// registered but never parsed); the n shards together re-wrap every one.
+func TestSubjectRewrapShard(t *testing.T) {
+	ctx := context.Background()
+	c := newCLI(t)
+	c.newKeyring(t)
+	url, db := c.sqlite(t, "app.db")
+	kr, err := keyring.Load(ctx, c.krPath, c.mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
+	if err := l.Record(ctx, kr); err != nil {
+		t.Fatal(err)
+	}
+	s, err := subject.Open(ctx, subject.Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	for i := range n {
+		if _, err := s.SealingKey(fmt.Sprintf("user-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, e := c.run("keyring", "rotate", "--db", url, "--no-reencrypt"); code != 0 {
+		t.Fatalf("rotate: %d %q %q", code, out, e)
+	}
+	if code, _, e := c.run("subject", "rewrap", "--db", url, "--shard", "4/4"); code != 2 || !strings.Contains(e, "--shard") {
+		t.Fatalf("--shard 4/4: %d %q", code, e)
+	}
+	total := 0
+	for i := range 4 {
+		code, out, e := c.run("subject", "rewrap", "--db", url, "--shard", fmt.Sprintf("%d/4", i))
+		var got int
+		if _, err := fmt.Sscanf(out, "users: %d re-wrapped", &got); code != 0 || err != nil {
+			t.Fatalf("shard %d: %d %q %q", i, code, out, e)
+		}
+		if got == n {
+			t.Fatalf("shard %d/4 re-wrapped all %d subjects", i, n)
+		}
+		total += got
+	}
+	if total != n {
+		t.Fatalf("the 4 shards re-wrapped %d subjects, want %d", total, n)
+	}
+	if code, out, _ := c.run("subject", "rewrap", "--db", url); code != 0 || !strings.Contains(out, "0 re-wrapped") {
+		t.Fatalf("after every shard: %d %q", code, out)
 	}
 }

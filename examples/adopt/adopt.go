@@ -17,10 +17,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
+	"github.com/wardlab/ward/lifecycle"
 )
 
 // App is the application's data layer, before and after adoption.
@@ -275,17 +278,19 @@ func Run(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring, 
 		return errors.New("the UNIQUE index on email_index did not refuse a duplicate")
 	}
 	step(7, "search and uniqueness through the index: found each address in any case, refused duplicates")
-	if _, err := kr.Rotate(ctx, keyring.AES256GCM); err != nil {
+	// The column is recorded in the database's ledger, so that a rotation
+	// across the fleet re-encrypts it.
+	lg := &ledger.Ledger{DB: db, Dialect: d}
+	if err := lg.RecordColumns(ctx, kr, ledger.ColumnOf(app.Email, "id")); err != nil {
 		return err
 	}
-	job = app.Job()
-	job.FromPlaintext = false
-	if st, err = job.Run(ctx); err != nil {
+	r, err := lifecycle.Rotate(ctx, kr, []lifecycle.Database{{Name: "app", DB: db, Dialect: d, Ledger: lg}}, lifecycle.RotateOptions{Wait: time.Minute})
+	if err != nil {
 		return err
 	}
 	if _, _, err := app.FindByEmail(ctx, "user9@example.com"); err != nil {
 		return err
 	}
-	step(8, fmt.Sprintf("rotate (ward keyring rotate --db, ward rotate): %d re-encrypted under %v", st.Reencrypted, kr.Primary().ID))
+	step(8, fmt.Sprintf("rotate across the fleet (lifecycle.Rotate, as ward keyring rotate --db): %d re-encrypted under %v", r.Columns[0].Stats.Reencrypted, kr.Primary().ID))
 	return nil
 }

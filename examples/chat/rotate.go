@@ -4,41 +4,39 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
-	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/field/reseal"
-	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
+	"github.com/wardlab/ward/lifecycle"
 )
 
-// Rotate adds a new primary key and re-encrypts every encrypted column
-// under it. The key is saved (locked, compare-and-swap, fsync) as
-// decrypt-only, recorded in the database's ledger, and only then promoted
-// (saved again): no value is ever sealed under a key that is not both on
-// disk and in the ledger. It is safe while another process (a running
-// service) uses the same files: that one keeps sealing under the old key
-// until it reloads (SIGHUP), and its values are then re-encrypted.
+// rotateWait bounds each of a rotation's waits for the fleet.
+const rotateWait = 2 * time.Minute
+
+// Rotate rotates the keyring across every running instance of the service
+// (lifecycle.Rotate): the new key is added decrypt-only and recorded in
+// the ledger, promoted once every instance registered in the database
+// holds it, and every column the ledger records is re-sealed under it
+// (users' own keys re-wrapped). Instances pick the key up on their own
+// (they watch the keyring file); one that does not within two minutes
+// holds the promotion back, named in the error, and running Rotate again
+// continues.
 func (s *Service) Rotate(ctx context.Context, out io.Writer) error {
 	s.rotMu.Lock()
 	defer s.rotMu.Unlock()
 	if err := s.reload(ctx); err != nil {
 		return err
 	}
-	id, err := s.kr.Add(ctx, keyring.AES256GCM)
+	_, ward := s.store.codec.(FieldCodec)
+	r, err := lifecycle.Rotate(ctx, s.kr, []lifecycle.Database{s.database()}, lifecycle.RotateOptions{
+		Algorithm: keyring.AES256GCM, Wait: rotateWait, NoReseal: !ward, Observer: s.printer(out),
+	})
 	if err != nil {
 		return err
 	}
-	if err := s.ledger.Record(ctx, s.kr, id); err != nil {
-		return err
-	}
-	if err := s.kr.Promote(ctx, id); err != nil {
-		return err
-	}
-	if err := s.ledger.Record(ctx, s.kr); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "primary key is now %v (keyring %s, generation %d)\n", id, s.kr.ID(), s.kr.Generation())
-	return s.reencrypt(ctx, out)
+	fmt.Fprintf(out, "primary key is now %v (keyring %s, generation %d)\n", r.Key, s.kr.ID(), s.kr.Generation())
+	return nil
 }
 
 // Reload reads the keyring file again (refusing an older generation or
@@ -50,7 +48,11 @@ func (s *Service) Reload(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "keyring %s at generation %d, primary key %v\n", s.kr.ID(), s.kr.Generation(), s.kr.Primary().ID)
-	return s.reencrypt(ctx, out)
+	if _, ward := s.store.codec.(FieldCodec); !ward {
+		return nil // values another codec stored are not ward ciphertexts
+	}
+	_, _, err := lifecycle.Reseal(ctx, s.kr, s.database(), s.printer(out))
+	return err
 }
 
 func (s *Service) reload(ctx context.Context) error {
@@ -63,23 +65,25 @@ func (s *Service) reload(ctx context.Context) error {
 	return s.ledger.Record(ctx, s.kr)
 }
 
-func (s *Service) reencrypt(ctx context.Context, out io.Writer) error {
-	if _, ward := s.store.codec.(FieldCodec); !ward {
-		return nil // values another codec stored are not ward ciphertexts
+// database is the service's database as the lifecycle calls take it.
+func (s *Service) database() lifecycle.Database {
+	return lifecycle.Database{Name: "chat", DB: s.db, Dialect: s.dialect, Ledger: s.ledger}
+}
+
+// printer prints what a rotation or a re-seal did.
+func (s *Service) printer(out io.Writer) lifecycle.Observer {
+	return lifecycle.Observer{
+		Promoted: func(id, old keyring.KeyID) { fmt.Fprintf(out, "promoted %v; %v is decrypt-only\n", id, old) },
+		Column: func(c lifecycle.ColumnResult, _ error) {
+			fmt.Fprintf(out, "%s.%s: %d re-encrypted under %v, %d already up to date\n", c.Column.Table, c.Column.Column, c.Stats.Reencrypted, s.kr.Primary().ID, c.Stats.Current)
+		},
+		Subjects: func(r lifecycle.SubjectResult, _ error) {
+			fmt.Fprintf(out, "user keys (%s): %d re-wrapped under %v, %d already up to date, %d held by their users\n", r.Namespace, r.Rewrap.Rewrapped, s.kr.Primary().ID, r.Rewrap.Current, r.Rewrap.UserHeld)
+		},
+		Skipped: func(_ string, c ledger.Column, why string) {
+			if c.Table != "" {
+				fmt.Fprintf(out, "%s.%s: %s\n", c.Table, c.Column, why)
+			}
+		},
 	}
-	for _, col := range []*field.Column{s.store.cols.body, s.store.cols.title, s.store.cols.email} {
-		st, err := (&reseal.Job{DB: s.db, Dialect: s.dialect, Column: col, Key: "id"}).Run(ctx)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "%s.%s: %d re-encrypted under %v, %d already up to date\n", col.Table(), col.Name(), st.Reencrypted, s.kr.Primary().ID, st.Current)
-	}
-	// The users' own keys are wrapped by keyring keys: re-wrapped too, so
-	// that the old keyring key can be retired.
-	st, err := s.store.subjects.Rewrap(ctx, subject.RewrapOptions{Workers: 2})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "user keys: %d re-wrapped under %v, %d already up to date, %d held by their users\n", st.Rewrapped, s.kr.Primary().ID, st.Current, st.UserHeld)
-	return nil
 }

@@ -113,6 +113,7 @@ var Library = []string{
 	Module + "/field/reseal",
 	Module + "/fleet",
 	Module + "/field/subject",
+	Module + "/lifecycle",
 	Module + "/internal/sqltable",
 	Module + "/password",
 	Module + "/password/internal/argon2",

@@ -7,8 +7,8 @@
 //	ward-chat init                      # create the keyring and the database
 //	ward-chat [serve] [--listen 127.0.0.1:8080]
 //	ward-chat inspect-db                # what an operator sees (no keyring needed)
-//	ward-chat rotate                    # new key, recorded, then re-encryption; safe while serving
-//	kill -HUP <pid of serve>            # reload the keyring (after rotate) and re-encrypt
+//	ward-chat rotate                    # rotate across every running instance, then re-encrypt
+//	kill -HUP <pid of serve>            # reload the keyring at once and re-encrypt
 //
 // It follows ward's conventions: --db, --keyring, --kms or the master key
 // from WARD_MASTER_KEY / --master-key-file; errors on stderr as
@@ -129,7 +129,7 @@ func newRoot(o *options, out io.Writer) *cobra.Command {
 				}
 				return nil
 			}},
-		&cobra.Command{Use: "rotate", Short: "Add a new primary key (saved and recorded first) and re-encrypt; then SIGHUP a running service", Args: cobra.NoArgs,
+		&cobra.Command{Use: "rotate", Short: "Rotate across every running instance (each picks the key up on its own), then re-encrypt", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error { return o.rotate(cmd.Context(), out) }})
 	return root
 }
@@ -206,9 +206,5 @@ func (o *options) rotate(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer s.Close()
-	if err := s.Rotate(ctx, out); err != nil {
-		return err
-	}
-	fmt.Fprintln(out, "a running service seals under the new key after 'kill -HUP' (it then re-encrypts what it wrote meanwhile)")
-	return nil
+	return s.Rotate(ctx, out)
 }

@@ -1,0 +1,158 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/reseal"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
+	"github.com/wardlab/ward/password"
+)
+
+// Reference is one place in a database that still uses a keyring key.
+type Reference struct {
+	DB string
+	// What says where, in words ("12 values in notes.body are sealed
+	// under it").
+	What string
+}
+
+// ReferencedError is Retire's refusal: the key is still referenced, and
+// nothing was changed.
+type ReferencedError struct {
+	ID         keyring.KeyID
+	References []Reference
+}
+
+func (e *ReferencedError) Error() string {
+	return fmt.Sprintf("lifecycle: key %v is still referenced (%d places); nothing was changed", e.ID, len(e.References))
+}
+
+// ErrPrimary is Retire's refusal of the primary key.
+var ErrPrimary = errors.New("lifecycle: the primary key cannot be retired: rotate first")
+
+// Retire removes key id from kr for good, once nothing in any of dbs
+// references it: no value of a column a ledger records is sealed under it,
+// no password hash of a recorded password-hash column is peppered with
+// it, and no subject key is wrapped under it. Otherwise it returns a
+// *ReferencedError naming each place and changes nothing. It records the
+// key as retired in every ledger, then removes its material from the
+// keyring file. Every database the keyring serves must be given.
+func Retire(ctx context.Context, kr *keyring.Keyring, dbs []Database, id keyring.KeyID) error {
+	if _, ok := kr.Lookup(id); !ok {
+		return &keyring.KeyError{ID: id, Err: keyring.ErrUnknownKey}
+	}
+	if kr.Primary().ID == id {
+		return ErrPrimary
+	}
+	if err := check(ctx, kr, dbs); err != nil {
+		return err
+	}
+	var refs []Reference
+	for _, d := range dbs {
+		found, err := References(ctx, kr, d, id)
+		if err != nil {
+			return inDB(d.Name, err)
+		}
+		refs = append(refs, found...)
+	}
+	if len(refs) > 0 {
+		return &ReferencedError{ID: id, References: refs}
+	}
+	for _, d := range dbs {
+		if err := d.ledger().Retire(ctx, kr, id); err != nil {
+			return inDB(d.Name, fmt.Errorf("recording the retirement: %w", err))
+		}
+	}
+	if err := kr.Remove(ctx, id); err != nil {
+		return fmt.Errorf("lifecycle: removing %v from the keyring: %w", id, err)
+	}
+	return nil
+}
+
+// References lists what in d still uses keyring key id: values of
+// recorded columns, peppers of recorded password-hash columns, and
+// wrapped subject keys.
+func References(ctx context.Context, kr *keyring.Keyring, d Database, id keyring.KeyID) ([]Reference, error) {
+	st, err := d.ledger().Verified(ctx, kr)
+	if err != nil {
+		return nil, err
+	}
+	var out []Reference
+	add := func(format string, args ...any) { out = append(out, Reference{DB: d.Name, What: fmt.Sprintf(format, args...)}) }
+	if st != nil {
+		for _, c := range st.Columns {
+			n, err := columnReferences(ctx, kr, d, c, id)
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case n > 0 && c.Kind == ledger.KindPasswordHash:
+				add("%d password hashes in %s.%s are peppered with it", n, c.Table, c.Column)
+			case n > 0:
+				add("%d values in %s.%s are sealed under it", n, c.Table, c.Column)
+			}
+		}
+	}
+	stores, err := Stores(ctx, kr, d)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range stores {
+		c, err := s.Census(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if n := c.ByKey[id]; n > 0 {
+			add("%d subject keys of %s are wrapped under it", n, s.Namespace())
+		}
+	}
+	return out, nil
+}
+
+// columnReferences counts what in one recorded column uses id.
+func columnReferences(ctx context.Context, kr *keyring.Keyring, d Database, c ledger.Column, id keyring.KeyID) (int, error) {
+	if c.Kind == ledger.KindPasswordHash {
+		return peppered(ctx, d, c, id)
+	}
+	col, err := OpenColumn(ctx, kr, d, c)
+	if err != nil {
+		return 0, err
+	}
+	census, err := (&reseal.Job{DB: d.DB, Dialect: d.Dialect, Column: col, Key: c.Key}).Count(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return int(census.PerKey[id]), nil
+}
+
+// peppered counts the hashes of a password-hash column peppered with id.
+func peppered(ctx context.Context, d Database, c ledger.Column, id keyring.KeyID) (int, error) {
+	t, err := field.QuoteIdent(c.Table)
+	if err != nil {
+		return 0, err
+	}
+	col, err := field.QuoteIdent(c.Column)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := d.DB.QueryContext(ctx, fmt.Sprintf(`SELECT %s FROM %s WHERE %s IS NOT NULL`, col, t, col))
+	if err != nil {
+		return 0, fmt.Errorf("reading %s.%s: %w", c.Table, c.Column, err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return 0, err
+		}
+		if got, ok, err := password.PepperOf(h); err == nil && ok && got == id {
+			n++
+		}
+	}
+	return n, rows.Err()
+}
