@@ -61,7 +61,7 @@ func (a *app) rotateFleet(cmd *cobra.Command, kr *keyring.Keyring, alg keyring.A
 		return interrupted(err)
 	}
 	if o.noReencrypt {
-		fmt.Fprintln(a.stdout, "not re-encrypting (--no-reencrypt): run 'ward rotate' on each column")
+		fmt.Fprintln(a.stdout, "not re-encrypting (--no-reencrypt): run 'ward reseal' on each column")
 	}
 	return nil
 }
@@ -104,7 +104,7 @@ func (a *app) rotationObserver() lifecycle.Observer {
 		},
 		Skipped: func(db string, c ledger.Column, why string) {
 			if c.Table == "" {
-				fmt.Fprintf(a.stdout, "%s: %s: run 'ward rotate' on each\n", db, why)
+				fmt.Fprintf(a.stdout, "%s: %s: run 'ward reseal' on each\n", db, why)
 				return
 			}
 			fmt.Fprintf(a.stdout, "%s.%s: %s\n", c.Table, c.Column, why)

@@ -286,7 +286,7 @@ single process that reloads on SIGHUP; it is deprecated.`,
 	cmd.Flags().DurationVar(&o.staleAfter, "stale-after", 2*time.Minute, "a process whose last heartbeat is older stops blocking (named)")
 	cmd.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "give up waiting for the fleet after this long")
 	cmd.Flags().StringArrayVar(&o.skip, "skip", nil, "go without a process (its ID or host:pid, from 'ward fleet'); repeatable")
-	cmd.Flags().BoolVar(&o.noReencrypt, "no-reencrypt", false, "stop after the promotion; re-encrypt later with 'ward rotate'")
+	cmd.Flags().BoolVar(&o.noReencrypt, "no-reencrypt", false, "stop after the promotion; re-encrypt later with 'ward reseal'")
 	return cmd
 }
 

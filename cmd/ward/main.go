@@ -5,7 +5,7 @@
 //
 //	ward keyring new|add|rotate|promote|disable|enable|list|gen-master-key
 //	ward encrypt|decrypt [--context S | --table T --column C --row R]
-//	ward rotate --db URL --table T --column C [--dry-run]
+//	ward reseal --db URL --table T --column C [--dry-run]
 //	ward encrypt-column --db URL --table T --column C [--text]
 //	ward password hash|verify|inspect|calibrate
 //	ward kms encrypt|decrypt|info
@@ -25,6 +25,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -88,7 +89,8 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newKeyringCmd(),
 		a.newEncryptCmd(),
 		a.newDecryptCmd(),
-		a.newRotateCmd(),
+		a.newResealCmd(),
+		deprecated(a.newResealCmd(), "rotate", "ward reseal", a.stderr),
 		a.newEncryptColumnCmd(),
 		a.newKMSCmd(),
 		a.newLedgerCmd(),
@@ -97,4 +99,19 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newSubjectCmd(),
 	)
 	return root
+}
+
+// deprecated turns cmd into the hidden, deprecated old name of the command
+// now: it works as before for one release, with a warning on stderr naming
+// the new command.
+func deprecated(cmd *cobra.Command, old, now string, stderr io.Writer) *cobra.Command {
+	cmd.Use = old + strings.TrimPrefix(cmd.Use, cmd.Name())
+	cmd.Hidden = true
+	cmd.Short = "Deprecated: use '" + now + "'"
+	run := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		fmt.Fprintf(stderr, "ward: warning: '%s' is deprecated and will be removed in the next release: use '%s'\n", c.CommandPath(), now)
+		return run(c, args)
+	}
+	return cmd
 }

@@ -37,10 +37,10 @@ type rotateOptions struct {
 	index, indexNormalize  string
 }
 
-func (a *app) newRotateCmd() *cobra.Command {
+func (a *app) newResealCmd() *cobra.Command {
 	var o rotateOptions
 	cmd := &cobra.Command{
-		Use:   "rotate --db URL --table T --column C",
+		Use:   "reseal --db URL --table T --column C",
 		Short: "Re-encrypt a column's values under the primary key, current format and binding",
 		Long: `Re-encrypt every value of an encrypted column that is not up to date: under
 an older key than the keyring's primary, in ciphertext v1, or (with --bind)
@@ -48,7 +48,8 @@ bound to its row only rather than to its bound columns. In batches, one
 transaction per batch, never overwriting a row that changed since it was
 read. Safe to interrupt and run again: values already up to date are
 skipped. --dry-run only counts values per key ID, version and binding. Run
-it after 'ward keyring rotate', then disable the old key.
+it after 'ward keyring rotate --no-reencrypt' or an interrupted rotation;
+then retire the old key ('ward keyring retire').
 
 ` + jobHelp,
 		Args: cobra.NoArgs,
@@ -66,7 +67,7 @@ func (a *app) newEncryptColumnCmd() *cobra.Command {
 		Long: `Encrypt every value of a column that is still plaintext, while the
 application keeps running with field.AcceptPlaintext (mixed reads: old
 plaintext reads as plaintext, everything written is encrypted). It shares
-'ward rotate's machinery: batches, compare-and-swap, resumable after a
+'ward reseal's machinery: batches, compare-and-swap, resumable after a
 kill, every new value opened again before it is written. Values that parse
 as ward ciphertexts are never taken for plaintext: they must open, or the
 row is left unchanged and reported.

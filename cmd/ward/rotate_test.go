@@ -45,16 +45,16 @@ func TestRotateCommand(t *testing.T) {
 	if code, _, e := run("keyring", "rotate", "--offline"); code != 0 {
 		t.Fatal(e)
 	}
-	code, out, e := run("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--dry-run")
+	code, out, e := run("reseal", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--dry-run")
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("key %v (decrypt-only): 120 values", oldID)) {
 		t.Fatalf("dry run: %d %q %q", code, out, e)
 	}
 	// A deploy gate: --check fails while values are to re-seal.
-	if code, out, e := run("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--check"); code != 1 || !strings.Contains(e, "not done") {
+	if code, out, e := run("reseal", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--check"); code != 1 || !strings.Contains(e, "not done") {
 		t.Fatalf("check before: %d %q %q", code, out, e)
 	}
 	// A typo in a column name is named.
-	if code, _, e := run("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "bdy", "--text"); code != 2 || !strings.Contains(e, "bdy") || !strings.Contains(e, "--column") {
+	if code, _, e := run("reseal", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "bdy", "--text"); code != 2 || !strings.Contains(e, "bdy") || !strings.Contains(e, "--column") {
 		t.Fatalf("typo: %d %q", code, e)
 	}
 	// Interrupted (the context ends, as on Ctrl-C or SIGTERM): nothing is
@@ -63,10 +63,10 @@ func TestRotateCommand(t *testing.T) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	ia := &app{stdin: strings.NewReader(""), stdout: &ibuf, stderr: &ierr, getenv: func(k string) string { return env[k] }}
-	if code := ia.run(cancelled, []string{"rotate", "--db", "sqlite:" + dbPath, "--table", "messages", "--column", "body", "--text", "--quiet"}); code != 2 || !strings.Contains(ierr.String(), "interrupted") || !strings.Contains(ierr.String(), "run again") {
+	if code := ia.run(cancelled, []string{"reseal", "--db", "sqlite:" + dbPath, "--table", "messages", "--column", "body", "--text", "--quiet"}); code != 2 || !strings.Contains(ierr.String(), "interrupted") || !strings.Contains(ierr.String(), "run again") {
 		t.Fatalf("interrupted: %d %q", code, ierr.String())
 	}
-	code, out, e = run("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--batch", "50", "--quiet")
+	code, out, e = run("reseal", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--batch", "50", "--quiet")
 	if code != 0 || !strings.Contains(out, "120 written under") {
 		t.Fatalf("rotate: %d %q %q", code, out, e)
 	}
@@ -84,8 +84,13 @@ func TestRotateCommand(t *testing.T) {
 			t.Fatalf("row %d: %q %v key %v", id, s, err, keyID)
 		}
 	}
-	if code, out, e := run("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--check"); code != 0 || !strings.Contains(out, "done:") {
+	if code, out, e := run("reseal", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--check"); code != 0 || !strings.Contains(out, "done:") {
 		t.Fatalf("check after: %d %q %q", code, out, e)
+	}
+	// The old verb works for one release, and says what replaced it.
+	if code, out, e := run("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--check"); code != 0 || !strings.Contains(out, "done:") ||
+		!strings.Contains(e, "'ward rotate' is deprecated") || !strings.Contains(e, "use 'ward reseal'") {
+		t.Fatalf("deprecated 'ward rotate': %d %q %q", code, out, e)
 	}
 	// With another keyring every value is suspect, and the census says
 	// what is likely wrong.
@@ -96,24 +101,24 @@ func TestRotateCommand(t *testing.T) {
 		return a.run(context.Background(), args), out.String(), errb.String()
 	}
 	orun("keyring", "new")
-	if code, out, e := orun("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--dry-run"); code != 0 || !strings.Contains(out, "every value is suspect") || !strings.Contains(out, "keyring of this database") || !strings.Contains(e, "a different keyring") {
+	if code, out, e := orun("reseal", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--dry-run"); code != 0 || !strings.Contains(out, "every value is suspect") || !strings.Contains(out, "keyring of this database") || !strings.Contains(e, "a different keyring") {
 		t.Fatalf("another keyring: %d %q %q", code, out, e)
 	}
 	// Writing with it is refused by the database's ledger, before any row.
-	if code, out, e := orun("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--quiet"); code != 1 || !strings.Contains(e, "refuses keyring") || strings.Contains(out, "written") {
+	if code, out, e := orun("reseal", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--quiet"); code != 1 || !strings.Contains(e, "refuses keyring") || strings.Contains(out, "written") {
 		t.Fatalf("rotate with another keyring: %d %q %q", code, out, e)
 	}
 	// Now the old key can be disabled, and a second run has nothing to do.
 	if code, _, e := run("keyring", "disable", oldID.String()); code != 0 {
 		t.Fatal(e)
 	}
-	if code, out, _ := run("rotate", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--quiet"); code != 0 || !strings.Contains(out, ": 0 written under") {
+	if code, out, _ := run("reseal", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--quiet"); code != 0 || !strings.Contains(out, ": 0 written under") {
 		t.Fatalf("second run: %q", out)
 	}
-	if code, _, e := run("rotate", "--db", "mysql://x", "--table", "t", "--column", "c"); code != 2 || !strings.Contains(e, "unsupported database URL") {
+	if code, _, e := run("reseal", "--db", "mysql://x", "--table", "t", "--column", "c"); code != 2 || !strings.Contains(e, "unsupported database URL") {
 		t.Fatalf("bad URL: %d %q", code, e)
 	}
-	if code, _, e := run("rotate", "--db", "sqlite:"+dbPath, "--table", "messages; DROP", "--column", "body"); code != 2 || !strings.Contains(e, "invalid SQL identifier") {
+	if code, _, e := run("reseal", "--db", "sqlite:"+dbPath, "--table", "messages; DROP", "--column", "body"); code != 2 || !strings.Contains(e, "invalid SQL identifier") {
 		t.Fatalf("bad identifier: %d %q", code, e)
 	}
 	var _ *sql.DB = db
@@ -199,7 +204,7 @@ func TestKeyCommandsCheckTheLedger(t *testing.T) {
 	if code, _, e := run("keyring", "rotate", "--db", dbURL); code != 0 || strings.Contains(e, "warning") {
 		t.Fatalf("rotate --db: %d %q", code, e)
 	}
-	if code, _, e := run("rotate", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet"); code != 0 {
+	if code, _, e := run("reseal", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet"); code != 0 {
 		t.Fatal(e)
 	}
 	if code, _, e := run("keyring", "add"); code != 0 || !strings.Contains(e, "no database ledger was checked") {

@@ -13,41 +13,57 @@ import (
 	"github.com/wardlab/ward/lifecycle"
 )
 
+// subjectCmds are the 'ward subject' commands, which share one --db.
+type subjectCmds struct {
+	a   *app
+	dbs []string
+}
+
 func (a *app) newSubjectCmd() *cobra.Command {
-	var dbs []string
+	sc := &subjectCmds{a: a}
 	cmd := &cobra.Command{
 		Use:   "subject",
-		Short: "Subjects' own keys: forget a subject, audit tombstones, re-wrap keys",
+		Short: "Subjects' own keys: forget a subject, audit tombstones, re-wrap and re-key",
 		Long: `Subjects (users, tenants) whose values a PerSubject column seals under their
 own key (field/subject): forget one by deleting its key, audit the
-tombstones forgets leave, and re-wrap every subject key under the
-keyring's primary key before retiring an older one.`,
+tombstones forgets leave, re-wrap every subject key under the keyring's
+primary key before retiring an older one, and give every subject a new key
+version (rekey).`,
 	}
-	cmd.PersistentFlags().StringArrayVar(&dbs, "db", nil, "the database (required)")
-	open := func(cmd *cobra.Command) (*keyring.Keyring, *ledgers, error) {
-		if len(dbs) != 1 {
-			return nil, nil, cli.Usage(errors.New("exactly one --db is required"), "name the database that holds the subject keys")
-		}
-		kr, err := a.loadKeyring(cmd)
-		if err != nil {
-			return nil, nil, err
-		}
-		ls, err := openCheckedLedgers(cmd.Context(), dbs, kr)
-		return kr, ls, err
+	cmd.PersistentFlags().StringArrayVar(&sc.dbs, "db", nil, "the database (required)")
+	cmd.AddCommand(sc.forget(), sc.audit(), sc.rewrap(), sc.rekey(),
+		deprecated(sc.rekey(), "rotate", "ward subject rekey", a.stderr))
+	return cmd
+}
+
+// open loads the keyring and checks the one database's ledger.
+func (sc *subjectCmds) open(cmd *cobra.Command) (*keyring.Keyring, *ledgers, error) {
+	if len(sc.dbs) != 1 {
+		return nil, nil, cli.Usage(errors.New("exactly one --db is required"), "name the database that holds the subject keys")
 	}
-	// withStores runs fn over the store of every namespace of the database.
-	withStores := func(cmd *cobra.Command, fn func(kr *keyring.Keyring, stores []*subject.Store) error) error {
-		kr, ls, err := open(cmd)
-		if err != nil {
-			return err
-		}
-		defer ls.close()
-		stores, err := lifecycle.Stores(cmd.Context(), kr, ls.databases()[0])
-		if err != nil {
-			return err
-		}
-		return fn(kr, stores)
+	kr, err := sc.a.loadKeyring(cmd)
+	if err != nil {
+		return nil, nil, err
 	}
+	ls, err := openCheckedLedgers(cmd.Context(), sc.dbs, kr)
+	return kr, ls, err
+}
+
+// withStores runs fn over the store of every namespace of the database.
+func (sc *subjectCmds) withStores(cmd *cobra.Command, fn func(kr *keyring.Keyring, stores []*subject.Store) error) error {
+	kr, ls, err := sc.open(cmd)
+	if err != nil {
+		return err
+	}
+	defer ls.close()
+	stores, err := lifecycle.Stores(cmd.Context(), kr, ls.databases()[0])
+	if err != nil {
+		return err
+	}
+	return fn(kr, stores)
+}
+
+func (sc *subjectCmds) forget() *cobra.Command {
 	var ns string
 	forget := &cobra.Command{
 		Use:   "forget --db URL --namespace NS SUBJECT...",
@@ -64,7 +80,7 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 			if ns == "" {
 				return cli.Usage(errors.New("--namespace is required"), "the namespace the application's subjects live in, such as users")
 			}
-			kr, ls, err := open(cmd)
+			kr, ls, err := sc.open(cmd)
 			if err != nil {
 				return err
 			}
@@ -77,20 +93,24 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 				if err := s.Forget(cmd.Context(), sub); err != nil {
 					return fmt.Errorf("forgetting %s/%s: %w", ns, sub, err)
 				}
-				fmt.Fprintf(a.stdout, "%s/%s forgotten\n", ns, sub)
+				fmt.Fprintf(sc.a.stdout, "%s/%s forgotten\n", ns, sub)
 			}
 			return nil
 		},
 	}
 	forget.Flags().StringVar(&ns, "namespace", "", "the subjects' namespace (required)")
+	return forget
+}
+
+func (sc *subjectCmds) audit() *cobra.Command {
 	audit := &cobra.Command{
 		Use:   "audit --db URL",
 		Short: "Check tombstones against the ledger, and count keys by what wraps them",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStores(cmd, func(_ *keyring.Keyring, stores []*subject.Store) error {
+			return sc.withStores(cmd, func(_ *keyring.Keyring, stores []*subject.Store) error {
 				if len(stores) == 0 {
-					fmt.Fprintln(a.stdout, "no subject keys in this database")
+					fmt.Fprintln(sc.a.stdout, "no subject keys in this database")
 				}
 				var bad error
 				for _, s := range stores {
@@ -102,9 +122,9 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 					if cerr != nil {
 						return cerr
 					}
-					fmt.Fprintf(a.stdout, "%s: %d tombstones (ledger counts %d), keys: %s, %d user-held, %d lost\n", s.Namespace(), valid, counted, byKey(c.ByKey), c.UserHeld, c.Lost)
+					fmt.Fprintf(sc.a.stdout, "%s: %d tombstones (ledger counts %d), keys: %s, %d user-held, %d lost\n", s.Namespace(), valid, counted, byKey(c.ByKey), c.UserHeld, c.Lost)
 					if err != nil {
-						fmt.Fprintf(a.stdout, "  %v\n", err)
+						fmt.Fprintf(sc.a.stdout, "  %v\n", err)
 						bad = err
 					}
 				}
@@ -115,6 +135,10 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 			})
 		},
 	}
+	return audit
+}
+
+func (sc *subjectCmds) rewrap() *cobra.Command {
 	var workers, batch int
 	var shard string
 	rewrap := &cobra.Command{
@@ -126,7 +150,7 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 			if err != nil {
 				return cli.Usage(err, "--shard is i/n with 0 <= i < n, such as 0/4")
 			}
-			kr, ls, err := open(cmd)
+			kr, ls, err := sc.open(cmd)
 			if err != nil {
 				return err
 			}
@@ -134,7 +158,7 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 			_, err = lifecycle.Rewrap(cmd.Context(), kr, ls.databases()[0], subject.RewrapOptions{Workers: workers, Batch: batch, Shard: i, Shards: n}, lifecycle.Observer{
 				Subjects: func(r lifecycle.SubjectResult, _ error) {
 					st := r.Rewrap
-					fmt.Fprintf(a.stdout, "%s: %d re-wrapped under %v, %d already current, %d user-held (skipped: their users re-wrap at log-in), %d changed meanwhile (run again)\n",
+					fmt.Fprintf(sc.a.stdout, "%s: %d re-wrapped under %v, %d already current, %d user-held (skipped: their users re-wrap at log-in), %d changed meanwhile (run again)\n",
 						r.Namespace, st.Rewrapped, kr.Primary().ID, st.Current, st.UserHeld, st.Conflicts)
 				},
 			})
@@ -144,8 +168,12 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 	rewrap.Flags().IntVar(&workers, "workers", 2, "key rows re-wrapped in parallel")
 	rewrap.Flags().IntVar(&batch, "batch", 500, "key rows per transaction")
 	rewrap.Flags().StringVar(&shard, "shard", "", "this process's share of the subjects, i/n (run n processes with 0/n … n-1/n)")
-	rotate := &cobra.Command{
-		Use:   "rotate --db URL",
+	return rewrap
+}
+
+func (sc *subjectCmds) rekey() *cobra.Command {
+	rekey := &cobra.Command{
+		Use:   "rekey --db URL",
 		Short: "Give every subject a new key version, and move their values to it (resumable)",
 		Long: `Give every subject whose key the keyring wraps a new key version, then
 re-seal the values of every column the ledger records as sealed per subject
@@ -154,24 +182,23 @@ their users hold it) and are counted. Older versions stay, so nothing is
 lost; run again after an interruption.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			kr, ls, err := open(cmd)
+			kr, ls, err := sc.open(cmd)
 			if err != nil {
 				return err
 			}
 			defer ls.close()
 			_, _, err = lifecycle.RekeySubjects(cmd.Context(), kr, ls.databases()[0], lifecycle.Observer{
 				Subjects: func(r lifecycle.SubjectResult, _ error) {
-					fmt.Fprintf(a.stdout, "%s: %d of %d subjects given a new key version, %d private (kept)\n", r.Namespace, r.Rekey.Rotated, r.Rekey.Subjects, r.Rekey.UserHeld)
+					fmt.Fprintf(sc.a.stdout, "%s: %d of %d subjects given a new key version, %d private (kept)\n", r.Namespace, r.Rekey.Rotated, r.Rekey.Subjects, r.Rekey.UserHeld)
 				},
 				Column: func(c lifecycle.ColumnResult, _ error) {
-					fmt.Fprintf(a.stdout, "%s.%s: %d re-sealed under their subject's newest key, %d already current, %d private skipped\n", c.Column.Table, c.Column.Column, c.Stats.Reencrypted, c.Stats.Current, c.Stats.UserHeld)
+					fmt.Fprintf(sc.a.stdout, "%s.%s: %d re-sealed under their subject's newest key, %d already current, %d private skipped\n", c.Column.Table, c.Column.Column, c.Stats.Reencrypted, c.Stats.Current, c.Stats.UserHeld)
 				},
 			})
 			return interrupted(err)
 		},
 	}
-	cmd.AddCommand(forget, audit, rewrap, rotate)
-	return cmd
+	return rekey
 }
 
 func byKey(m map[keyring.KeyID]int64) string {
@@ -195,7 +222,7 @@ func (a *app) newKeyringRetireCmd() *cobra.Command {
 records (values under the key), each password-hash column it records
 (hashes peppered with the key) and every subject key (wrapped under the
 key) — and refuse while anything still references it, naming what and how
-to move it ('ward keyring rotate --db', 'ward rotate', 'ward subject
+to move it ('ward keyring rotate --db', 'ward reseal', 'ward subject
 rewrap', users logging in). Then record the key as retired in every ledger
 and remove its material from the keyring file. Values and subject keys in
 database backups taken before and still under the key no longer open with
@@ -231,7 +258,7 @@ key: destroy them (SECURITY.md).`,
 				for _, r := range refs.References {
 					fmt.Fprintln(a.stderr, "ward: "+r.DB+": "+r.What)
 				}
-				return cli.Failed(err, "move them first: 'ward rotate' for columns, 'ward subject rewrap' for subject keys; password hashes move when their users log in")
+				return cli.Failed(err, "move them first: 'ward reseal' for columns, 'ward subject rewrap' for subject keys; password hashes move when their users log in")
 			case err != nil:
 				return saveError(err)
 			}

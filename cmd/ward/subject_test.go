@@ -126,12 +126,16 @@ func TestSubjectCommands(t *testing.T) {
 	if code, out, e := c.run("subject", "rewrap", "--db", url); code != 0 || !strings.Contains(out, "0 re-wrapped") || !strings.Contains(out, "1 already current") {
 		t.Fatalf("rewrap: %d %q %q", code, out, e)
 	}
-	if code, out, e := c.run("subject", "rotate", "--db", url); code != 0 || !strings.Contains(out, "users: 1 of 1 subjects given a new key version") ||
+	if code, out, e := c.run("subject", "rekey", "--db", url); code != 0 || !strings.Contains(out, "users: 1 of 1 subjects given a new key version") ||
 		!strings.Contains(out, "msgs.body: 1 re-sealed") {
-		t.Fatalf("subject rotate: %d %q %q", code, out, e)
+		t.Fatalf("subject rekey: %d %q %q", code, out, e)
 	}
 	if got, err := read(2, "bob"); err != nil || got != "bob's message" {
 		t.Fatalf("bob after the subject-key rotation: %q %v", got, err)
+	}
+	if code, out, e := c.run("subject", "rotate", "--db", url); code != 0 || !strings.Contains(out, "users: 1 of 1 subjects given a new key version") ||
+		!strings.Contains(e, "'ward subject rotate' is deprecated") || !strings.Contains(e, "use 'ward subject rekey'") {
+		t.Fatalf("deprecated 'subject rotate': %d %q %q", code, out, e)
 	}
 	if code, _, e := c.run("subject", "forget", "--db", url, "bob"); code != 2 || !strings.Contains(e, "--namespace") {
 		t.Fatalf("forget without namespace: %d %q", code, e)
