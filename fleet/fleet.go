@@ -411,80 +411,97 @@ func (r *Registry) Await(ctx context.Context, kr *keyring.Keyring, ready func(Pr
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}
-	skip := func(p Process) bool {
-		return slices.Contains(opts.Skip, p.ID) || slices.Contains(opts.Skip, p.Host+":"+strconv.Itoa(p.PID))
-	}
-	var res Awaited
-	known := map[string]Process{} // every live registration seen so far
-	done := map[string]bool{}
+	w := &wait{keyring: kr.ID(), ready: ready, opts: opts, known: map[string]Process{}, done: map[string]bool{}}
 	var lastWaiting, lastVanished []Process
 	for {
 		ps, err := r.List(ctx, kr)
 		if err != nil {
 			if ctx.Err() != nil { // the wait ended during a read: say who was still awaited
-				return res, &NotReadyError{Waiting: lastWaiting, Vanished: lastVanished, Err: ctx.Err()}
+				return w.res, &NotReadyError{Waiting: lastWaiting, Vanished: lastVanished, Err: ctx.Err()}
 			}
-			return res, err
+			return w.res, err
 		}
-		present := map[string]bool{}
-		var waiting []Process
-		for _, p := range ps {
-			if p.Keyring != kr.ID() {
-				continue // another keyring's process (a known one counts as vanished)
-			}
-			present[p.ID] = true
-			if done[p.ID] {
-				continue
-			}
-			switch {
-			case p.Tampered:
-				known[p.ID] = p
-				waiting = append(waiting, p)
-				continue
-			case p.Exited:
-				if _, ok := known[p.ID]; ok {
-					res.Exited = append(res.Exited, p)
-				}
-				done[p.ID] = true
-				continue
-			}
-			known[p.ID] = p
-			switch {
-			case skip(p):
-				res.Skipped = append(res.Skipped, p)
-				done[p.ID] = true
-			case ready(p):
-				res.Ready = append(res.Ready, p)
-				done[p.ID] = true
-			case time.Since(p.Seen) > opts.StaleAfter:
-				res.Stale = append(res.Stale, p)
-				done[p.ID] = true
-			default:
-				waiting = append(waiting, p)
-			}
-		}
-		var vanished []Process
-		for id, p := range known {
-			if !present[id] && !done[id] {
-				if skip(p) {
-					res.Skipped = append(res.Skipped, p)
-					done[id] = true
-					continue
-				}
-				vanished = append(vanished, p)
-			}
-		}
+		waiting, vanished := w.round(ps)
 		if opts.Progress != nil {
 			opts.Progress(append(slices.Clone(waiting), vanished...))
 		}
 		if len(waiting) == 0 && len(vanished) == 0 {
-			return res, nil
+			return w.res, nil
 		}
 		lastWaiting, lastVanished = waiting, vanished
 		select {
 		case <-ctx.Done():
-			return res, &NotReadyError{Waiting: waiting, Vanished: vanished, Err: ctx.Err()}
+			return w.res, &NotReadyError{Waiting: waiting, Vanished: vanished, Err: ctx.Err()}
 		case <-time.After(opts.Poll):
 		}
 	}
+}
+
+// wait is the state of one Await across its reads of the registry.
+type wait struct {
+	keyring string
+	ready   func(Process) bool
+	opts    WaitOptions
+	res     Awaited
+	known   map[string]Process // every live registration seen so far
+	done    map[string]bool
+}
+
+func (w *wait) skip(p Process) bool {
+	return slices.Contains(w.opts.Skip, p.ID) || slices.Contains(w.opts.Skip, p.Host+":"+strconv.Itoa(p.PID))
+}
+
+// round takes one read of the registry: it settles every process that is
+// ready, exited, stale or skipped, and returns those still waited for and
+// the known registrations that vanished without leaving.
+func (w *wait) round(ps []Process) (waiting, vanished []Process) {
+	present := map[string]bool{}
+	for _, p := range ps {
+		if p.Keyring != w.keyring {
+			continue // another keyring's process (a known one counts as vanished)
+		}
+		present[p.ID] = true
+		if !w.done[p.ID] && !w.settle(p) {
+			waiting = append(waiting, p)
+		}
+	}
+	for id, p := range w.known {
+		if !present[id] && !w.done[id] {
+			if w.skip(p) {
+				w.res.Skipped = append(w.res.Skipped, p)
+				w.done[id] = true
+				continue
+			}
+			vanished = append(vanished, p)
+		}
+	}
+	return waiting, vanished
+}
+
+// settle records p's outcome if it has one, and reports whether it did.
+func (w *wait) settle(p Process) bool {
+	switch {
+	case p.Tampered:
+		w.known[p.ID] = p
+		return false
+	case p.Exited:
+		if _, ok := w.known[p.ID]; ok {
+			w.res.Exited = append(w.res.Exited, p)
+		}
+		w.done[p.ID] = true
+		return true
+	}
+	w.known[p.ID] = p
+	switch {
+	case w.skip(p):
+		w.res.Skipped = append(w.res.Skipped, p)
+	case w.ready(p):
+		w.res.Ready = append(w.res.Ready, p)
+	case time.Since(p.Seen) > w.opts.StaleAfter:
+		w.res.Stale = append(w.res.Stale, p)
+	default:
+		return false
+	}
+	w.done[p.ID] = true
+	return true
 }

@@ -116,6 +116,14 @@ func (a *app) keyChange(cmd *cobra.Command, kr *keyring.Keyring, change func() (
 	return ls.record(cmd.Context(), kr, ids...)
 }
 
+// ledgerReport is what 'ward ledger' shows of one database.
+type ledgerReport struct {
+	DB     string          `json:"db"`
+	Ledger *ledger.State   `json:"ledger"`
+	Anchor *keyring.Anchor `json:"anchor,omitempty"`
+	Check  string          `json:"check,omitempty"`
+}
+
 func (a *app) newLedgerCmd() *cobra.Command {
 	var dbs []string
 	var asJSON bool
@@ -131,69 +139,16 @@ database accepts it. Exit 1 if a database refuses the keyring.`,
 			if len(dbs) == 0 {
 				return cli.Usage(errors.New("--db is required"), "name each database whose ledger to show")
 			}
-			ls, err := openLedgers(dbs)
+			out, refused, err := a.ledgerReports(cmd, dbs)
 			if err != nil {
 				return err
-			}
-			defer ls.close()
-			var kr *keyring.Keyring
-			if path, _ := a.keyringFile(); path != "" {
-				if kr, err = a.loadKeyring(cmd); err != nil {
-					return err
-				}
-			}
-			type dbReport struct {
-				DB     string          `json:"db"`
-				Ledger *ledger.State   `json:"ledger"`
-				Anchor *keyring.Anchor `json:"anchor,omitempty"`
-				Check  string          `json:"check,omitempty"`
-			}
-			var out []dbReport
-			var refused error
-			for i, l := range ls.l {
-				st, err := l.Read(cmd.Context())
-				if err != nil {
-					return err
-				}
-				r := dbReport{DB: dburl.Redact(dbs[i]), Ledger: st}
-				if kr != nil && st != nil {
-					if a, ok := kr.Anchor(st.Database); ok {
-						r.Anchor = &a
-					}
-				}
-				if kr != nil {
-					r.Check = "accepts " + kr.ID()
-					if err := l.Check(cmd.Context(), kr); err != nil {
-						r.Check, refused = "refuses "+kr.ID()+": "+err.Error(), err
-					}
-				}
-				out = append(out, r)
 			}
 			if asJSON {
 				if err := a.writeJSON(out); err != nil {
 					return err
 				}
 			} else {
-				for _, r := range out {
-					fmt.Fprintf(a.stdout, "%s:\n", r.DB)
-					if st := r.Ledger; st == nil {
-						fmt.Fprintln(a.stdout, "  no ledger yet")
-					} else {
-						fmt.Fprintf(a.stdout, "  database %s, keyring %s, generation %d seen, counter %d, state key %d\n", st.Database, st.Keyring, st.Generation, st.Counter, st.Epoch)
-						for _, k := range st.Keys {
-							fmt.Fprintf(a.stdout, "  key %v (%s)\n", k.ID, k.State)
-						}
-						if len(st.Marks) > 0 {
-							fmt.Fprintf(a.stdout, "  marks: %s\n", strings.Join(st.Marks, ", "))
-						}
-					}
-					if an := r.Anchor; an != nil {
-						fmt.Fprintf(a.stdout, "  anchored in the keyring file at counter %d, state key %d\n", an.Counter, an.Epoch)
-					}
-					if r.Check != "" {
-						fmt.Fprintf(a.stdout, "  %s\n", r.Check)
-					}
-				}
+				a.printLedgers(out)
 			}
 			if refused != nil {
 				return cli.Failed(errors.New("a database refuses this keyring"), "see the lines above; 'ward keyring list' shows the keyring's keys and generation")
@@ -205,6 +160,66 @@ database accepts it. Exit 1 if a database refuses the keyring.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{db, ledger: {database, keyring, keys: [{id, state}], generation, counter, epoch, marks}, anchor: {counter, epoch, marks}, check}]")
 	cmd.AddCommand(a.newLedgerAdoptCmd())
 	return cmd
+}
+
+// ledgerReports reads each database's ledger and, when a keyring is given,
+// its anchor and whether the database accepts it (refused: the last
+// refusal).
+func (a *app) ledgerReports(cmd *cobra.Command, dbs []string) (out []ledgerReport, refused, err error) {
+	ls, err := openLedgers(dbs)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer ls.close()
+	var kr *keyring.Keyring
+	if path, _ := a.keyringFile(); path != "" {
+		if kr, err = a.loadKeyring(cmd); err != nil {
+			return nil, nil, err
+		}
+	}
+	for i, l := range ls.l {
+		st, err := l.Read(cmd.Context())
+		if err != nil {
+			return nil, nil, err
+		}
+		r := ledgerReport{DB: dburl.Redact(dbs[i]), Ledger: st}
+		if kr != nil && st != nil {
+			if a, ok := kr.Anchor(st.Database); ok {
+				r.Anchor = &a
+			}
+		}
+		if kr != nil {
+			r.Check = "accepts " + kr.ID()
+			if err := l.Check(cmd.Context(), kr); err != nil {
+				r.Check, refused = "refuses "+kr.ID()+": "+err.Error(), err
+			}
+		}
+		out = append(out, r)
+	}
+	return out, refused, nil
+}
+
+func (a *app) printLedgers(out []ledgerReport) {
+	for _, r := range out {
+		fmt.Fprintf(a.stdout, "%s:\n", r.DB)
+		if st := r.Ledger; st == nil {
+			fmt.Fprintln(a.stdout, "  no ledger yet")
+		} else {
+			fmt.Fprintf(a.stdout, "  database %s, keyring %s, generation %d seen, counter %d, state key %d\n", st.Database, st.Keyring, st.Generation, st.Counter, st.Epoch)
+			for _, k := range st.Keys {
+				fmt.Fprintf(a.stdout, "  key %v (%s)\n", k.ID, k.State)
+			}
+			if len(st.Marks) > 0 {
+				fmt.Fprintf(a.stdout, "  marks: %s\n", strings.Join(st.Marks, ", "))
+			}
+		}
+		if an := r.Anchor; an != nil {
+			fmt.Fprintf(a.stdout, "  anchored in the keyring file at counter %d, state key %d\n", an.Counter, an.Epoch)
+		}
+		if r.Check != "" {
+			fmt.Fprintf(a.stdout, "  %s\n", r.Check)
+		}
+	}
 }
 
 func (a *app) newLedgerAdoptCmd() *cobra.Command {

@@ -158,55 +158,84 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	if ledgerErr != nil { // a count writes nothing: say it, and count
 		fmt.Fprintf(a.stderr, "ward: warning: %v\n", ledgerErr)
 	}
-	// A column the application seals per subject (field.PerSubject) is
-	// opened with its subjects' keys, as the ledger records it.
 	if ledgerErr == nil {
-		if st, err := lg.l[0].Read(cmd.Context()); err == nil && st != nil {
-			for _, c := range st.Columns {
-				if c.Table == o.table && c.Column == o.column && c.Subject != "" {
-					if col, err = lifecycle.OpenColumn(cmd.Context(), kr, lg.databases()[0], c); err != nil {
-						return err
-					}
-					fmt.Fprintf(a.stderr, "ward: %s.%s is sealed per subject (%s/%s, bound to %s): using the ledger's record of it\n", o.table, o.column, c.Namespace, c.Subject, strings.Join(c.Bind, ", "))
-				}
-			}
+		if col, err = a.subjectColumn(cmd.Context(), kr, lg, o, col); err != nil {
+			return err
 		}
 	}
 	job := &reseal.Job{DB: db, Dialect: dialect, Column: col, Key: o.key, BatchSize: o.batch, Pause: o.pause,
 		FromPlaintext: o.fromPlaintext, Workers: o.workers, Shard: shard, Shards: shards, Rate: o.rate}
-	if o.index != "" {
-		var opts []field.IndexOption
-		switch o.indexNormalize {
-		case "fold":
-			opts = append(opts, field.WithNormalizer(field.NormalizeFold))
-		case "none":
-		default:
-			return cli.Usage(fmt.Errorf("--index-normalize %q", o.indexNormalize), "fold or none, as the application's field.NewBlindIndex")
-		}
-		if job.Index, err = field.NewBlindIndex(kr, o.table, o.column, opts...); err != nil {
-			return err
-		}
-		job.IndexColumn = o.index
+	if job.Index, err = jobIndex(kr, o); err != nil {
+		return err
 	}
-	name := o.table + "." + o.column
+	job.IndexColumn = o.index
 	if o.dryRun || o.check {
-		c, err := job.Count(cmd.Context())
-		if err != nil {
-			return err
-		}
-		a.printCensus(kr, name, c, o.bind != nil)
-		if o.check && !c.Done() {
-			return cli.Failed(fmt.Errorf("%s is not done: %d plaintext, %d suspect, %d of %d values to re-seal", name, c.Plaintext, c.Suspect,
-				c.Rows-c.Null-c.Current-c.Plaintext, c.Rows-c.Null), "run the job without --check, then check again")
-		}
-		return nil
+		return a.census(cmd.Context(), kr, job, o)
 	}
-	if err := lg.record(cmd.Context(), kr); err != nil { // before any value is sealed under the primary
+	return a.runJob(cmd.Context(), kr, lg, job, o)
+}
+
+// subjectColumn returns the column as the ledger records it when the
+// application seals it per subject (field.PerSubject), with its subjects'
+// keys; otherwise col.
+func (a *app) subjectColumn(ctx context.Context, kr *keyring.Keyring, lg *ledgers, o *rotateOptions, col *field.Column) (*field.Column, error) {
+	st, err := lg.l[0].Read(ctx)
+	if err != nil || st == nil {
+		return col, nil
+	}
+	for _, c := range st.Columns {
+		if c.Table == o.table && c.Column == o.column && c.Subject != "" {
+			if col, err = lifecycle.OpenColumn(ctx, kr, lg.databases()[0], c); err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(a.stderr, "ward: %s.%s is sealed per subject (%s/%s, bound to %s): using the ledger's record of it\n", o.table, o.column, c.Namespace, c.Subject, strings.Join(c.Bind, ", "))
+		}
+	}
+	return col, nil
+}
+
+// jobIndex is the blind index --index fills in, or nil.
+func jobIndex(kr *keyring.Keyring, o *rotateOptions) (*field.BlindIndex, error) {
+	if o.index == "" {
+		return nil, nil
+	}
+	var opts []field.IndexOption
+	switch o.indexNormalize {
+	case "fold":
+		opts = append(opts, field.WithNormalizer(field.NormalizeFold))
+	case "none":
+	default:
+		return nil, cli.Usage(fmt.Errorf("--index-normalize %q", o.indexNormalize), "fold or none, as the application's field.NewBlindIndex")
+	}
+	return field.NewBlindIndex(kr, o.table, o.column, opts...)
+}
+
+// census prints the job's census (--dry-run, --check); with --check it
+// fails unless the column is done.
+func (a *app) census(ctx context.Context, kr *keyring.Keyring, job *reseal.Job, o *rotateOptions) error {
+	name := o.table + "." + o.column
+	c, err := job.Count(ctx)
+	if err != nil {
+		return err
+	}
+	a.printCensus(kr, name, c, o.bind != nil)
+	if o.check && !c.Done() {
+		return cli.Failed(fmt.Errorf("%s is not done: %d plaintext, %d suspect, %d of %d values to re-seal", name, c.Plaintext, c.Suspect,
+			c.Rows-c.Null-c.Current-c.Plaintext, c.Rows-c.Null), "run the job without --check, then check again")
+	}
+	return nil
+}
+
+// runJob records the primary and the column in the ledger, then runs the
+// job with a progress bar and prints what it did.
+func (a *app) runJob(ctx context.Context, kr *keyring.Keyring, lg *ledgers, job *reseal.Job, o *rotateOptions) error {
+	name := o.table + "." + o.column
+	if err := lg.record(ctx, kr); err != nil { // before any value is sealed under the primary
 		return err
 	}
 	// The column, so that a fleet rotation ('ward keyring rotate --db')
 	// re-encrypts it.
-	if err := lg.l[0].RecordColumns(cmd.Context(), kr, ledger.ColumnOf(col, o.key)); err != nil {
+	if err := lg.l[0].RecordColumns(ctx, kr, ledger.ColumnOf(job.Column, o.key)); err != nil {
 		return fmt.Errorf("recording %s.%s in the ledger: %w", o.table, o.column, err)
 	}
 	verb := "re-encrypting "
@@ -215,7 +244,7 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	}
 	bar := cli.NewProgress(a.stderr, verb+name, 1, o.quiet)
 	job.Progress = func(p reseal.Progress) { bar.Set(p.Scanned, max(p.Total, p.Scanned)) }
-	st, err := job.Run(cmd.Context())
+	st, err := job.Run(ctx)
 	bar.Finish()
 	fmt.Fprintf(a.stdout, "%s: %d written under %v (%d of them plaintext), %d already up to date, %d NULL, %d conflicts, %d failed (%d passes)\n",
 		name, st.Reencrypted, kr.Primary().ID, st.Plaintext, st.Current, st.Null, st.Conflicts, st.Failed, st.Passes)

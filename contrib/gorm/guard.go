@@ -292,15 +292,7 @@ func (s *Serializer) guardUpdate(db *gorm.DB) {
 		}
 	}
 	row := stmt.ReflectValue
-	single := row.Kind() == reflect.Struct && len(stmt.Schema.PrimaryFields) > 0
-	for _, pf := range stmt.Schema.PrimaryFields {
-		if single {
-			if _, zero := pf.ValueOf(stmt.Context, row); zero {
-				single = false
-			}
-		}
-	}
-	if !single {
+	if !singleRow(stmt) {
 		all := append(slices.Clone(wards), owners...)
 		what := "ward columns " + names(all)
 		if len(wards) == 0 {
@@ -309,30 +301,54 @@ func (s *Serializer) guardUpdate(db *gorm.DB) {
 		db.AddError(fmt.Errorf("%w: a bulk update of %s.%s (Model without a primary key, or a slice): each row's value is sealed for that row; load the rows and update each (Model(&row))", ErrUnsealable, stmt.Schema.Table, what))
 		return
 	}
-	// Ward fields bound to a changed owner, not themselves in the update:
-	// re-sealed from the stored value, in this statement's transaction.
+	wards, err := s.rebindOwners(db, m, keys, wards)
+	if err != nil {
+		db.AddError(err)
+		return
+	}
+	plain, err := s.sealMap(stmt.Context, stmt.Schema, m, keys, wards, row)
+	if err != nil {
+		db.AddError(err)
+		return
+	}
+	stmt.Settings.Store(plainKey, plain)
+	stmt.Dest = m
+}
+
+// singleRow reports whether the statement updates one row: a struct
+// Model whose primary key is set.
+func singleRow(stmt *gorm.Statement) bool {
+	row := stmt.ReflectValue
+	if row.Kind() != reflect.Struct || len(stmt.Schema.PrimaryFields) == 0 {
+		return false
+	}
+	for _, pf := range stmt.Schema.PrimaryFields {
+		if _, zero := pf.ValueOf(stmt.Context, row); zero {
+			return false
+		}
+	}
+	return true
+}
+
+// rebindOwners adds to the update m the ward fields bound to a changed
+// owner that are not themselves in it, re-sealed from their stored value
+// in this statement's transaction, and returns the ward fields to seal.
+func (s *Serializer) rebindOwners(db *gorm.DB, m map[string]any, keys map[*schema.Field]string, wards []*schema.Field) ([]*schema.Field, error) {
+	stmt := db.Statement
 	for _, f := range stmt.Schema.Fields {
 		if !isWard(f) || slices.Contains(wards, f) {
 			continue
 		}
 		b, err := s.binding(f)
 		if err != nil {
-			db.AddError(err)
-			return
+			return nil, err
 		}
-		changed := false
-		for _, bf := range b.bound {
-			if _, ok := keys[bf]; ok {
-				changed = true
-			}
-		}
-		if !changed {
+		if !slices.ContainsFunc(b.bound, func(bf *schema.Field) bool { _, ok := keys[bf]; return ok }) {
 			continue
 		}
-		pt, null, err := s.storedPlaintext(db, f, b, row)
+		pt, null, err := s.storedPlaintext(db, f, b, stmt.ReflectValue)
 		if err != nil {
-			db.AddError(fmt.Errorf("wardgorm: re-sealing %s.%s for its new owner: %w", stmt.Schema.Table, f.DBName, err))
-			return
+			return nil, fmt.Errorf("wardgorm: re-sealing %s.%s for its new owner: %w", stmt.Schema.Table, f.DBName, err)
 		}
 		if null {
 			m[f.DBName] = nil
@@ -342,13 +358,7 @@ func (s *Serializer) guardUpdate(db *gorm.DB) {
 		keys[f] = f.DBName
 		wards = append(wards, f)
 	}
-	plain, err := s.sealMap(stmt.Context, stmt.Schema, m, keys, wards, row)
-	if err != nil {
-		db.AddError(err)
-		return
-	}
-	stmt.Settings.Store(plainKey, plain)
-	stmt.Dest = m
+	return wards, nil
 }
 
 // structToMap turns Updates(struct) of a model's type into the map GORM

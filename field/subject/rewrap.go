@@ -60,14 +60,8 @@ func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, er
 	}
 	opts.Batch = min(opts.Batch, 10_000) // PostgreSQL's 65,535 parameters, 4 per row
 
-	start := time.Now()
 	primary := s.cfg.Keyring.Primary().ID
-	var st RewrapStats
-	var scanned, rewrapped, current, conflicts, userHeld atomic.Int64
-	snapshot := func() RewrapStats {
-		return RewrapStats{Scanned: scanned.Load(), Rewrapped: rewrapped.Load(), Current: current.Load(), Conflicts: conflicts.Load(),
-			UserHeld: userHeld.Load(), Elapsed: time.Since(start)}
-	}
+	c := &rewrapCounts{start: time.Now()}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	batches := make(chan []keyRow, opts.Workers)
@@ -76,39 +70,23 @@ func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, er
 	for range opts.Workers {
 		wg.Go(func() {
 			for b := range batches {
-				n, c, err := s.rewrapBatch(ctx, b)
+				n, conflicts, err := s.rewrapBatch(ctx, b)
 				if err != nil {
 					cancel(err)
 					return
 				}
-				rewrapped.Add(n)
-				conflicts.Add(c)
+				c.rewrapped.Add(n)
+				c.conflicts.Add(conflicts)
 				if opts.Progress != nil {
 					progressMu.Lock()
-					opts.Progress(snapshot())
+					opts.Progress(c.snapshot())
 					progressMu.Unlock()
 				}
 			}
 		})
 	}
 	err := s.scan(ctx, opts.Batch, func(rows []keyRow) error {
-		var todo []keyRow
-		for _, r := range rows {
-			if opts.Shards > 1 && shardOf(r.subject, opts.Shards) != opts.Shard {
-				continue
-			}
-			if r.held != heldByKeyring {
-				userHeld.Add(1)
-				continue
-			}
-			id, err := keyring.KeyIDOf(r.wrapped)
-			if err == nil && id == primary {
-				current.Add(1)
-				continue
-			}
-			todo = append(todo, r)
-		}
-		scanned.Add(int64(len(rows))) // read, this shard's or not
+		todo := c.todo(rows, opts, primary)
 		if len(todo) == 0 {
 			return nil
 		}
@@ -121,7 +99,7 @@ func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, er
 	})
 	close(batches)
 	wg.Wait()
-	st = snapshot()
+	st := c.snapshot()
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return st, cause
 	}
@@ -129,6 +107,40 @@ func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, er
 		return st, err
 	}
 	return st, ctx.Err()
+}
+
+// rewrapCounts count a re-wrap's work across its workers.
+type rewrapCounts struct {
+	start                                            time.Time
+	scanned, rewrapped, current, conflicts, userHeld atomic.Int64
+}
+
+func (c *rewrapCounts) snapshot() RewrapStats {
+	return RewrapStats{Scanned: c.scanned.Load(), Rewrapped: c.rewrapped.Load(), Current: c.current.Load(), Conflicts: c.conflicts.Load(),
+		UserHeld: c.userHeld.Load(), Elapsed: time.Since(c.start)}
+}
+
+// todo returns the rows of one scanned page that this run re-wraps: this
+// shard's keyring-wrapped keys not under primary. It counts the rest.
+func (c *rewrapCounts) todo(rows []keyRow, opts RewrapOptions, primary keyring.KeyID) []keyRow {
+	var todo []keyRow
+	for _, r := range rows {
+		if opts.Shards > 1 && shardOf(r.subject, opts.Shards) != opts.Shard {
+			continue
+		}
+		if r.held != heldByKeyring {
+			c.userHeld.Add(1)
+			continue
+		}
+		id, err := keyring.KeyIDOf(r.wrapped)
+		if err == nil && id == primary {
+			c.current.Add(1)
+			continue
+		}
+		todo = append(todo, r)
+	}
+	c.scanned.Add(int64(len(rows))) // read, this shard's or not
+	return todo
 }
 
 // shardOf is the shard of a subject among n: its FNV-1a hash modulo n.

@@ -168,58 +168,76 @@ func (s *Store) MakePrivate(ctx context.Context, subject string, secret []byte, 
 		return nil, "", err
 	}
 	u := &Unlocked{store: s, subject: subject, keys: map[uint32]*keyring.SubjectKey{}}
-	p := s.cfg.Dialect.Placeholder
 	if len(rows) == 0 {
-		version := randomVersion()
-		sk, err := keyring.NewSubjectKey(s.cfg.Algorithm, version)
-		if err != nil {
+		if err := s.newPrivateKey(ctx, tx, u, kek, rkek); err != nil {
 			return nil, "", err
 		}
-		wc := s.wrapContext(subject, version)
-		var rec []byte
-		if rkek != nil {
-			rec = keyring.WrapSubjectKeyWith(rkek, sk, wc)
-		}
-		res, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, first, wrapped, created_at, held, recovery) VALUES (%s, %s, %s, 1, %s, %s, 1, %s) ON CONFLICT DO NOTHING`,
-			s.keys, p(1), p(2), p(3), p(4), p(5), p(6)), s.cfg.Namespace, subject, int64(version), keyring.WrapSubjectKeyWith(kek, sk, wc), time.Now().Unix(), rec)
-		if err != nil {
-			return nil, "", fmt.Errorf("subject: storing the key of %s/%s: %w", s.cfg.Namespace, subject, err)
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return nil, "", fmt.Errorf("subject: %s/%s got a key meanwhile: try again", s.cfg.Namespace, subject)
-		}
-		u.add(sk)
 	}
 	for _, r := range rows {
-		var sk *keyring.SubjectKey
-		wc := s.wrapContext(r.subject, uint32(r.version))
-		switch r.held {
-		case heldByKeyring:
-			if sk, err = s.cfg.Keyring.UnwrapSubjectKey(r.wrapped, wc); err != nil {
-				return nil, "", fmt.Errorf("subject: unwrapping the key of %s/%s version %d: %w", s.cfg.Namespace, subject, r.version, err)
-			}
-		case heldByUser:
-			if sk, err = keyring.UnwrapSubjectKeyWith(kek, r.wrapped, wc); err != nil {
-				return nil, "", fmt.Errorf("%w: %s/%s version %d", ErrWrongSecret, s.cfg.Namespace, subject, r.version)
-			}
-		default:
-			continue // lost: nothing to wrap
-		}
-		var rec []byte
-		if rkek != nil {
-			rec = keyring.WrapSubjectKeyWith(rkek, sk, wc)
-		} else {
-			rec = r.recovery
-		}
-		if err := s.casRow(ctx, tx, r, keyring.WrapSubjectKeyWith(kek, sk, wc), heldByUser, rec); err != nil {
+		if err := s.privateRow(ctx, tx, u, r, kek, rkek); err != nil {
 			return nil, "", err
 		}
-		u.add(sk)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, "", fmt.Errorf("subject: making %s/%s private: %w", s.cfg.Namespace, subject, err)
 	}
 	return u, code, nil
+}
+
+// newPrivateKey stores a first key for u's subject, wrapped only under
+// kek (and rkek, for recovery).
+func (s *Store) newPrivateKey(ctx context.Context, tx *sql.Tx, u *Unlocked, kek, rkek *keyring.SubjectKey) error {
+	subject := u.subject
+	version := randomVersion()
+	sk, err := keyring.NewSubjectKey(s.cfg.Algorithm, version)
+	if err != nil {
+		return err
+	}
+	wc := s.wrapContext(subject, version)
+	var rec []byte
+	if rkek != nil {
+		rec = keyring.WrapSubjectKeyWith(rkek, sk, wc)
+	}
+	p := s.cfg.Dialect.Placeholder
+	res, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, first, wrapped, created_at, held, recovery) VALUES (%s, %s, %s, 1, %s, %s, 1, %s) ON CONFLICT DO NOTHING`,
+		s.keys, p(1), p(2), p(3), p(4), p(5), p(6)), s.cfg.Namespace, subject, int64(version), keyring.WrapSubjectKeyWith(kek, sk, wc), time.Now().Unix(), rec)
+	if err != nil {
+		return fmt.Errorf("subject: storing the key of %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("subject: %s/%s got a key meanwhile: try again", s.cfg.Namespace, subject)
+	}
+	u.add(sk)
+	return nil
+}
+
+// privateRow re-wraps one key row of u's subject under kek (and rkek, or
+// the row's recovery wrap as it is), by compare-and-swap.
+func (s *Store) privateRow(ctx context.Context, tx *sql.Tx, u *Unlocked, r keyRowFull, kek, rkek *keyring.SubjectKey) error {
+	var sk *keyring.SubjectKey
+	var err error
+	wc := s.wrapContext(r.subject, uint32(r.version))
+	switch r.held {
+	case heldByKeyring:
+		if sk, err = s.cfg.Keyring.UnwrapSubjectKey(r.wrapped, wc); err != nil {
+			return fmt.Errorf("subject: unwrapping the key of %s/%s version %d: %w", s.cfg.Namespace, u.subject, r.version, err)
+		}
+	case heldByUser:
+		if sk, err = keyring.UnwrapSubjectKeyWith(kek, r.wrapped, wc); err != nil {
+			return fmt.Errorf("%w: %s/%s version %d", ErrWrongSecret, s.cfg.Namespace, u.subject, r.version)
+		}
+	default:
+		return nil // lost: nothing to wrap
+	}
+	rec := r.recovery
+	if rkek != nil {
+		rec = keyring.WrapSubjectKeyWith(rkek, sk, wc)
+	}
+	if err := s.casRow(ctx, tx, r, keyring.WrapSubjectKeyWith(kek, sk, wc), heldByUser, rec); err != nil {
+		return err
+	}
+	u.add(sk)
+	return nil
 }
 
 func randomVersion() uint32 {

@@ -315,23 +315,11 @@ func login(ctx context.Context, env *lab.Env, e *world) error {
 		},
 		func(n int) error {
 			for range n {
-				s, _, err := h.VerifyWithKey(ctx, pw, keyed)
+				token, err := privateLogin(ctx, h, st, pw, keyed)
 				if err != nil {
 					return err
 				}
-				u, err := st.Unlock(ctx, "alice", s)
-				clear(s)
-				if err != nil {
-					return err
-				}
-				token := make([]byte, 32)
-				rand.Read(token)
 				tokens = append(tokens, token)
-				err = st.StartSession(ctx, u, token, time.Now().Add(time.Hour))
-				u.Destroy()
-				if err != nil {
-					return err
-				}
 			}
 			return nil
 		})
@@ -348,6 +336,25 @@ func login(ctx context.Context, env *lab.Env, e *world) error {
 		lab.PairedRatio("subject", "login/private-vs-plain", params, "ratio", rounds[2], rounds[0],
 			"a private user's log-in (key-bearing hash, the user's key read and unwrapped, its session copy stored) over a plain one, interleaved"))
 	return nil
+}
+
+// privateLogin is one log-in of the private user alice: her key-bearing
+// hash verified, her key unwrapped with its secret and a session started;
+// it returns the session's token.
+func privateLogin(ctx context.Context, h *password.Hasher, st *subject.Store, pw []byte, keyed string) ([]byte, error) {
+	s, _, err := h.VerifyWithKey(ctx, pw, keyed)
+	if err != nil {
+		return nil, err
+	}
+	u, err := st.Unlock(ctx, "alice", s)
+	clear(s)
+	if err != nil {
+		return nil, err
+	}
+	defer u.Destroy()
+	token := make([]byte, 32)
+	rand.Read(token)
+	return token, st.StartSession(ctx, u, token, time.Now().Add(time.Hour))
 }
 
 // forget times forgetting users who each hold n values, for each n: the
