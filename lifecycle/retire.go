@@ -82,7 +82,9 @@ func References(ctx context.Context, kr *keyring.Keyring, d Database, id keyring
 		return nil, err
 	}
 	var out []Reference
-	add := func(format string, args ...any) { out = append(out, Reference{DB: d.Name, What: fmt.Sprintf(format, args...)}) }
+	add := func(format string, args ...any) {
+		out = append(out, Reference{DB: d.Name, What: fmt.Sprintf(format, args...)})
+	}
 	if st != nil {
 		for _, c := range st.Columns {
 			n, err := columnReferences(ctx, kr, d, c, id)
