@@ -20,13 +20,14 @@ type Package struct {
 	ImportPath string
 	Standard   bool
 	Imports    []string
+	Doc        string // the package comment's first sentence
 }
 
 // List runs go list on patterns in dir and returns the packages; with
 // deps, every package they depend on too. It uses the go command of the
 // running toolchain.
 func List(dir string, deps bool, patterns ...string) ([]Package, error) {
-	args := []string{"list", "-json=ImportPath,Standard,Imports"}
+	args := []string{"list", "-json=ImportPath,Standard,Imports,Doc"}
 	if deps {
 		args = append(args, "-deps")
 	}

@@ -23,6 +23,19 @@ func TestLibraryWall(t *testing.T) {
 	}
 }
 
+// TestLibraryPackageDocs: every library package has a package comment.
+func TestLibraryPackageDocs(t *testing.T) {
+	pkgs, err := List("../..", false, "./...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkgs {
+		if slices.Contains(Library, p.ImportPath) && p.Doc == "" {
+			t.Errorf("library package %s has no package comment", p.ImportPath)
+		}
+	}
+}
+
 // TestLibraryRequirements: the library module's go.mod lists at most
 // MaxLibraryRequirements direct requirements (README, "Modules").
 func TestLibraryRequirements(t *testing.T) {
