@@ -30,6 +30,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -288,15 +289,15 @@ func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, e
 
 // The buffers of a column's adPool hold a value's associated data under
 // assembly: room for the ciphertext's header, which the keyring writes
-// ([keyring.HeaderRoom]), then the column's v3 context prefix, which is
+// ([keyproto.HeaderRoom]), then the column's v3 context prefix, which is
 // the same for every value and is kept there between uses, so that a seal
 // or an open appends only the row's part of the context. One buffer
 // handed to the keyring lets the AEAD read it without a copy; the pool
 // exists because the AEAD is called through an interface, so a stack
 // buffer would escape (an allocation per value).
 func (c *Column) newAD() any {
-	b := make([]byte, 0, keyring.HeaderRoom+len(c.prefix)+96)
-	b = append(b[:keyring.HeaderRoom], c.prefix...)
+	b := make([]byte, 0, keyproto.HeaderRoom+len(c.prefix)+96)
+	b = append(b[:keyproto.HeaderRoom], c.prefix...)
 	return &b
 }
 
@@ -318,9 +319,9 @@ func (c *Column) putAD(p *[]byte, ad []byte, prefixed bool) {
 		return
 	}
 	if prefixed {
-		*p = ad[:keyring.HeaderRoom+len(c.prefix)]
+		*p = ad[:keyproto.HeaderRoom+len(c.prefix)]
 	} else {
-		*p = append(ad[:keyring.HeaderRoom], c.prefix...)
+		*p = append(ad[:keyproto.HeaderRoom], c.prefix...)
 	}
 	c.ads.Put(p)
 }
@@ -381,7 +382,7 @@ func (c *Column) sealingKey(row *RowKey) (*keyring.SubjectKey, error) {
 // key, or (class 2) the row's subject key. ad is the header's room
 // followed by the context (see adPool).
 func (c *Column) open(dst []byte, row *RowKey, ciphertext, ad []byte) ([]byte, error) {
-	if !keyring.IsSubjectSealed(ciphertext) {
+	if !keyproto.IsSubjectSealed(ciphertext) {
 		return c.kr.AppendOpenAD(dst, ciphertext, ad)
 	}
 	return c.openSubject(dst, row, ciphertext, ad)
@@ -389,9 +390,9 @@ func (c *Column) open(dst []byte, row *RowKey, ciphertext, ad []byte) ([]byte, e
 
 // openSubject opens a class-2 value with the row's subject key.
 func (c *Column) openSubject(dst []byte, row *RowKey, ciphertext, ad []byte) ([]byte, error) {
-	version, ok := keyring.SubjectKeyVersion(ciphertext)
+	version, ok := keyproto.SubjectKeyVersion(ciphertext)
 	if !ok {
-		_, err := keyring.KeyIDOf(ciphertext) // why the header does not parse
+		_, err := keyproto.KeyIDOf(ciphertext) // why the header does not parse
 		return dst, err
 	}
 	if c.subjects == nil {
@@ -425,7 +426,7 @@ func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, 
 	if current {
 		ad, err = c.contextTail(*adp, &row)
 	} else {
-		ad, err = c.contextFor((*adp)[:keyring.HeaderRoom], &row, ciphertext[0])
+		ad, err = c.contextFor((*adp)[:keyproto.HeaderRoom], &row, ciphertext[0])
 	}
 	if err != nil {
 		c.putAD(adp, *adp, false)
@@ -434,7 +435,7 @@ func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, 
 	out, err := c.open(dst, &row, ciphertext, ad)
 	if err != nil && c.legacy && errors.Is(err, keyring.ErrWrongContext) {
 		current = false
-		ad = c.unboundContextFor(ad[:keyring.HeaderRoom], &row, ciphertext[0])
+		ad = c.unboundContextFor(ad[:keyproto.HeaderRoom], &row, ciphertext[0])
 		if out, err = c.open(dst, &row, ciphertext, ad); err == nil {
 			c.stats.legacyOpens.Add(1)
 		}
@@ -655,7 +656,7 @@ func (c Ciphertext) KeyID() (keyring.KeyID, error) {
 	if c.plain != nil {
 		return 0, c.plain
 	}
-	return keyring.KeyIDOf(c.data)
+	return keyproto.KeyIDOf(c.data)
 }
 
 // Version returns the value's format version (its first byte): 0 for NULL
@@ -697,14 +698,14 @@ func (c *Ciphertext) Scan(src any) error {
 			return c.Scan(string(v))
 		}
 		*c = Ciphertext{data: append([]byte(nil), v...), valid: true}
-		if _, err := keyring.KeyIDOf(v); err != nil {
+		if _, err := keyproto.KeyIDOf(v); err != nil {
 			c.plain = err
 		}
 	case string:
 		*c = Ciphertext{valid: true, text: true}
 		b, err := keyring.DecodeText(v)
 		if err == nil {
-			_, err = keyring.KeyIDOf(b)
+			_, err = keyproto.KeyIDOf(b)
 		}
 		if err != nil {
 			c.data, c.plain = []byte(v), err

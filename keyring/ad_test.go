@@ -19,14 +19,14 @@ func TestSealOpenAD(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, spare := range []int{0, 7, 64} {
-			ad := make([]byte, HeaderRoom, HeaderRoom+len(context)+spare)
+			ad := make([]byte, headerSize, headerSize+len(context)+spare)
 			ad = append(ad, context...)
 			ct, err := kr.AppendSealAD([]byte("prefix"), []byte("hello"), ad)
 			if err != nil || string(ct[:6]) != "prefix" {
 				t.Fatalf("%v: %v", alg, err)
 			}
 			ct = ct[6:]
-			if !bytes.Equal(ad[HeaderRoom:], context) {
+			if !bytes.Equal(ad[headerSize:], context) {
 				t.Fatalf("%v: AppendSealAD changed the context", alg)
 			}
 			if pt, err := kr.Open(ct, context); err != nil || string(pt) != "hello" {
@@ -41,7 +41,7 @@ func TestSealOpenAD(t *testing.T) {
 			if pt, err := kr.AppendOpenAD(nil, sealed, ad); err != nil || string(pt) != "hello" {
 				t.Fatalf("%v: AppendOpenAD: %q %v", alg, pt, err)
 			}
-			wrong := append(make([]byte, HeaderRoom), "other"...)
+			wrong := append(make([]byte, headerSize), "other"...)
 			if _, err := kr.AppendOpenAD(nil, sealed, wrong); !errors.Is(err, ErrWrongContext) {
 				t.Fatalf("%v: wrong context: %v", alg, err)
 			}
@@ -51,7 +51,7 @@ func TestSealOpenAD(t *testing.T) {
 				t.Fatalf("%v: tampered: %v", alg, err)
 			}
 		}
-		if _, err := kr.AppendSealAD(nil, nil, make([]byte, HeaderRoom-1)); err == nil {
+		if _, err := kr.AppendSealAD(nil, nil, make([]byte, headerSize-1)); err == nil {
 			t.Fatalf("%v: AppendSealAD without room for a header", alg)
 		}
 		if _, err := kr.AppendOpenAD(nil, nil, nil); err == nil {
@@ -62,7 +62,7 @@ func TestSealOpenAD(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ad := append(make([]byte, HeaderRoom), context...)
+		ad := append(make([]byte, headerSize), context...)
 		ct, err := sk.AppendSealAD(nil, []byte("mine"), ad)
 		if err != nil {
 			t.Fatal(err)
@@ -73,7 +73,7 @@ func TestSealOpenAD(t *testing.T) {
 		if pt, err := sk.AppendOpenAD(nil, ct, ad); err != nil || string(pt) != "mine" {
 			t.Fatalf("%v: subject AppendOpenAD: %q %v", alg, pt, err)
 		}
-		if _, err := sk.AppendOpenAD(nil, ct, ad[:HeaderRoom-1]); err == nil {
+		if _, err := sk.AppendOpenAD(nil, ct, ad[:headerSize-1]); err == nil {
 			t.Fatalf("%v: subject AppendOpenAD without room", alg)
 		}
 		if _, err := sk.AppendSealAD(nil, nil, nil); err == nil {

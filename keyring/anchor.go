@@ -25,7 +25,7 @@ import (
 // ([ledger.Ledger]); a database whose state is missing or older than its
 // anchor is refused.
 //
-// State in a database is authenticated with [Keyring.StateMAC], under a
+// State in a database is authenticated with newestStateMAC, under a
 // state key. A keyring gets a fresh state key with every change of its
 // keys and keeps the older ones, so it can verify state written before a
 // change, while a copy of the keyring file from before a change lacks the
@@ -74,18 +74,18 @@ var ErrStateMAC = errors.New("keyring: state failed authentication")
 
 var databaseIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
-// StateMAC returns a MAC of msg under the keyring's newest state key and
-// that key's epoch, for [Keyring.VerifyStateMAC].
-func (kr *Keyring) StateMAC(msg []byte) (epoch uint64, mac []byte) {
+// newestStateMAC returns a MAC of msg under the keyring's newest state key and
+// that key's epoch, for verifyStateMAC.
+func (kr *Keyring) newestStateMAC(msg []byte) (epoch uint64, mac []byte) {
 	s := kr.load()
 	epoch, secret := s.newestStateKey()
 	return epoch, kr.stateMAC(epoch, secret, msg)
 }
 
-// VerifyStateMAC checks a MAC made by [Keyring.StateMAC]. It returns an
+// verifyStateMAC checks a MAC made by newestStateMAC. It returns an
 // error matching [ErrUnknownEpoch] (and [ErrRollback]) if this keyring
 // lacks the state key, and [ErrStateMAC] if the MAC does not match.
-func (kr *Keyring) VerifyStateMAC(epoch uint64, msg, mac []byte) error {
+func (kr *Keyring) verifyStateMAC(epoch uint64, msg, mac []byte) error {
 	s := kr.load()
 	secret, ok := s.stateKeyAt(epoch)
 	if !ok {
@@ -97,8 +97,8 @@ func (kr *Keyring) VerifyStateMAC(epoch uint64, msg, mac []byte) error {
 	return nil
 }
 
-// StateEpoch returns the epoch of the keyring's newest state key.
-func (kr *Keyring) StateEpoch() uint64 { return kr.load().newestEpoch() }
+// stateEpoch returns the epoch of the keyring's newest state key.
+func (kr *Keyring) stateEpoch() uint64 { return kr.load().newestEpoch() }
 
 func (kr *Keyring) stateMAC(epoch uint64, secret, msg []byte) []byte {
 	key, err := hkdf.Key(sha256.New, kr.root[:], secret, fmt.Sprintf("ward keyring state mac v1\x00%d", epoch), 32)
@@ -140,28 +140,28 @@ func (s *snapshot) addStateKey() {
 }
 
 // Anchor returns what the keyring file remembers about a database.
-func (kr *Keyring) Anchor(database string) (Anchor, bool) {
+func (kr *Keyring) anchorOf(database string) (Anchor, bool) {
 	a, ok := kr.load().anchors[database]
 	return a, ok
 }
 
 // Anchored lists the databases the keyring file anchors, sorted.
-func (kr *Keyring) Anchored() []string {
+func (kr *Keyring) anchored() []string {
 	return slices.Sorted(maps.Keys(kr.load().anchors))
 }
 
-// ErrAnchorRollback means SetAnchor was given a counter or epoch lower
+// ErrAnchorRollback means saveAnchor was given a counter or epoch lower
 // than the one recorded: anchors only move forward. It matches
 // [ErrRollback].
 var ErrAnchorRollback = fmt.Errorf("%w (anchor)", ErrRollback)
 
-// SetAnchor records a database's newest state, merging marks with those
+// saveAnchor records a database's newest state, merging marks with those
 // already recorded: a keyring loaded from a file saves it there first
 // (like every change, and bumping the generation). It refuses to lower a
 // counter or epoch ([ErrAnchorRollback]); setting what is already recorded
-// writes nothing. If another process saved the file first, SetAnchor
+// writes nothing. If another process saved the file first, saveAnchor
 // reloads it and tries once more.
-func (kr *Keyring) SetAnchor(ctx context.Context, database string, a Anchor) error {
+func (kr *Keyring) saveAnchor(ctx context.Context, database string, a Anchor) error {
 	if !databaseIDPattern.MatchString(database) {
 		return fmt.Errorf("keyring: invalid database ID %.80q", database)
 	}

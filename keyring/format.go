@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 	"strconv"
 	"strings"
+
+	"github.com/wardlab/ward/internal/keyhooks"
 )
 
 // Ciphertext format v3 (binary form), all integers big-endian:
@@ -43,7 +45,7 @@ const (
 	// whose first byte differs was written by an older release.
 	CurrentVersion = version3
 	// headerSize is the size of a v3 header, before the nonce.
-	headerSize = 11
+	headerSize = keyhooks.HeaderSize
 	// checkSize is the size of the context check.
 	checkSize = 4
 )
@@ -73,7 +75,7 @@ func headerSizeOf(version byte) int {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // header is the parsed header of a ciphertext. It is not part of the API:
-// callers learn the one thing they need with [KeyIDOf].
+// callers learn the one thing they need with keyproto.KeyIDOf.
 type header struct {
 	Version uint8
 	// Class is the key class (v3); v1 and v2 values are classKeyring.
@@ -90,14 +92,14 @@ func (h header) size() int { return headerSizeOf(h.Version) }
 // plaintext in the current version.
 func Overhead(alg Algorithm) int { return headerSize + alg.NonceSize() + TagSize }
 
-// KeyIDOf parses the header of a binary ciphertext (any version) without
+// keyIDOf parses the header of a binary ciphertext (any version) without
 // opening it, and returns the ID of the keyring key that sealed it (for a
 // value sealed under a subject's own key, the subject key's version); the
 // census of a column and the ORM integrations' guards use it. An error
 // says why b is not a ward ciphertext ([ErrTruncated], [ErrMalformed], a
 // [*VersionError]). The rest of the format is not part of the API:
 // FORMAT.md describes it, and only Open authenticates it.
-func KeyIDOf(b []byte) (KeyID, error) {
+func keyIDOf(b []byte) (KeyID, error) {
 	h, err := parseHeader(b)
 	return h.KeyID, err
 }

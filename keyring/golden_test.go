@@ -106,12 +106,12 @@ func checkGolden(t *testing.T, path string, version byte, generation uint64) {
 		if err != nil || string(pt) != v.Plaintext {
 			t.Fatalf("vector %s/%q: %q %v", v.Algorithm, v.Context, pt, err)
 		}
-		ad := append(make([]byte, HeaderRoom), v.Context...)
+		ad := append(make([]byte, headerSize), v.Context...)
 		if pt, err := kr.AppendOpenAD(nil, ct, ad); err != nil || string(pt) != v.Plaintext {
 			t.Fatalf("vector %s/%q through AppendOpenAD: %q %v", v.Algorithm, v.Context, pt, err)
 		}
-		if string(ad[HeaderRoom:]) != v.Context {
-			t.Fatalf("AppendOpenAD changed the context: %q", ad[HeaderRoom:])
+		if string(ad[headerSize:]) != v.Context {
+			t.Fatalf("AppendOpenAD changed the context: %q", ad[headerSize:])
 		}
 		if ok, err := kr.ContextMatches(ct, []byte(v.Context)); !ok || err != nil {
 			t.Fatalf("context check of %s: %v %v", v.Algorithm, ok, err)

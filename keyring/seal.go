@@ -51,21 +51,17 @@ func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
 	return k.appendSealContext(dst, plaintext, context), nil
 }
 
-// HeaderRoom is how many bytes an associated-data buffer handed to
-// [Keyring.AppendSealAD] or [Keyring.AppendOpenAD] reserves ahead of the
-// context: the largest ciphertext header, which the keyring writes there.
-const HeaderRoom = headerSize
-
 // AppendSealAD is AppendSeal for callers that assemble the context
-// themselves, after HeaderRoom reserved bytes: ad[HeaderRoom:] is the
-// context and ad[:HeaderRoom] is overwritten with the new value's header,
+// themselves, after 11 reserved bytes (the v3 header's size, the largest
+// ciphertext header, which the keyring writes there): ad[11:] is the
+// context and ad[:11] is overwritten with the new value's header,
 // so that the associated data (header ‖ context) reaches the AEAD without
 // a copy. The AEAD is called through an interface, so ad escapes: pass a
 // buffer from a pool, never a stack array, with 32 bytes of spare
 // capacity, which the context check uses as a work area (without it,
 // sealing allocates). ad must not be used by another goroutine meanwhile.
 func (kr *Keyring) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
-	if len(ad) < HeaderRoom {
+	if len(ad) < headerSize {
 		return dst, errNoRoom(ad)
 	}
 	k := kr.load().primary
@@ -88,7 +84,7 @@ func (k *key) appendSealContext(dst, plaintext, context []byte) []byte {
 // appendSeal seals plaintext as a v3 ciphertext of k's key class under k;
 // the header names k's ID (for a subject key, its version). ad is
 // the header's room followed by the context; the header is written there
-// and the context check computed over ad[headerSize:].
+// and the context check computed over ad[11:].
 func (k *key) appendSeal(dst, plaintext, ad []byte) []byte {
 	ns := k.ns
 	total := headerSize + ns + len(plaintext) + TagSize
@@ -119,14 +115,14 @@ func (kr *Keyring) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
 }
 
 // AppendOpenAD is AppendOpen for callers that assemble the context
-// themselves, as for [Keyring.AppendSealAD]: ad[HeaderRoom:] is the
-// context, and ad[:HeaderRoom] is overwritten with (the end of) the
+// themselves, as for [Keyring.AppendSealAD]: ad[11:] is the
+// context, and ad[:11] is overwritten with (the end of) the
 // value's header. ad escapes and must not be used by another goroutine
 // meanwhile.
 func (kr *Keyring) AppendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
 	// Fast path: a v3 value under the primary key, the common case; the
 	// rest (older versions, other keys, errors) is in appendOpenAD.
-	if p := kr.load().primary; p != nil && len(ad) >= HeaderRoom && p.heads(ciphertext) {
+	if p := kr.load().primary; p != nil && len(ad) >= headerSize && p.heads(ciphertext) {
 		return p.openV3(dst, ciphertext, ad)
 	}
 	return kr.appendOpenAD(dst, ciphertext, ad)
@@ -134,7 +130,7 @@ func (kr *Keyring) AppendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
 
 // appendOpenAD is AppendOpenAD's path for any other value.
 func (kr *Keyring) appendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
-	if len(ad) < HeaderRoom {
+	if len(ad) < headerSize {
 		return dst, errNoRoom(ad)
 	}
 	h, k, err := kr.keyFor(ciphertext)

@@ -76,9 +76,9 @@ func (sk *SubjectKey) AppendSeal(dst, plaintext, context []byte) []byte {
 }
 
 // AppendSealAD is AppendSeal with the context assembled by the caller
-// after HeaderRoom reserved bytes, as for [Keyring.AppendSealAD].
+// after 11 reserved bytes, as for [Keyring.AppendSealAD].
 func (sk *SubjectKey) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
-	if len(ad) < HeaderRoom {
+	if len(ad) < headerSize {
 		return dst, errNoRoom(ad)
 	}
 	return sk.k.appendSeal(dst, plaintext, ad), nil
@@ -96,9 +96,9 @@ func (sk *SubjectKey) AppendOpen(dst, ciphertext, context []byte) ([]byte, error
 }
 
 // AppendOpenAD is AppendOpen with the context assembled by the caller
-// after HeaderRoom reserved bytes, as for [Keyring.AppendOpenAD].
+// after 11 reserved bytes, as for [Keyring.AppendOpenAD].
 func (sk *SubjectKey) AppendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
-	if len(ad) < HeaderRoom {
+	if len(ad) < headerSize {
 		return dst, errNoRoom(ad)
 	}
 	k := sk.k
@@ -125,18 +125,18 @@ func (sk *SubjectKey) AppendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
 // SubjectKey after destroying it. A destroyed key must not be used.
 func (sk *SubjectKey) Destroy() { clear(sk.k.material) }
 
-// IsSubjectSealed reports, from its first two bytes, whether a binary
+// isSubjectSealed reports, from its first two bytes, whether a binary
 // ciphertext names a subject key (class 2 of v3): a cheap test before
-// [SubjectKeyVersion], which also validates the header.
-func IsSubjectSealed(ciphertext []byte) bool {
+// subjectKeyVersion, which also validates the header.
+func isSubjectSealed(ciphertext []byte) bool {
 	return len(ciphertext) >= 2 && ciphertext[0] == version3 && ciphertext[1] == byte(classSubject)
 }
 
-// SubjectKeyVersion reports whether a binary ciphertext names a subject
+// subjectKeyVersion reports whether a binary ciphertext names a subject
 // key (class 2), and which version. It reads the header's first bytes
 // only; opening validates the rest.
-func SubjectKeyVersion(ciphertext []byte) (version uint32, ok bool) {
-	if !IsSubjectSealed(ciphertext) || len(ciphertext) < headerSize {
+func subjectKeyVersion(ciphertext []byte) (version uint32, ok bool) {
+	if !isSubjectSealed(ciphertext) || len(ciphertext) < headerSize {
 		return 0, false
 	}
 	return binary.BigEndian.Uint32(ciphertext[3:7]), true
@@ -208,19 +208,19 @@ func parseSubjectPayload(p []byte) (*SubjectKey, error) {
 	return newSubjectKey(alg, version, append([]byte(nil), p[subjectPayloadHeader:]...))
 }
 
-// WrapSubjectKeyWith seals sk under a caller's AEAD key (user-held keys:
+// wrapSubjectKeyWith seals sk under a caller's AEAD key (user-held keys:
 // a key derived from the user's password), bound to context, as a class-2
 // v3 ciphertext that names kek's version. kek must be used only for
 // wrapping.
-func WrapSubjectKeyWith(kek *SubjectKey, sk *SubjectKey, context []byte) []byte {
+func wrapSubjectKeyWith(kek *SubjectKey, sk *SubjectKey, context []byte) []byte {
 	payload := sk.payload()
 	defer clear(payload)
 	return kek.AppendSeal(nil, payload, subjectWrapContext(context))
 }
 
-// UnwrapSubjectKeyWith opens a subject key wrapped by
-// [WrapSubjectKeyWith] under the same kek and context.
-func UnwrapSubjectKeyWith(kek *SubjectKey, wrapped, context []byte) (*SubjectKey, error) {
+// unwrapSubjectKeyWith opens a subject key wrapped by
+// wrapSubjectKeyWith under the same kek and context.
+func unwrapSubjectKeyWith(kek *SubjectKey, wrapped, context []byte) (*SubjectKey, error) {
 	payload, err := kek.AppendOpen(nil, wrapped, subjectWrapContext(context))
 	if err != nil {
 		return nil, err
@@ -229,11 +229,11 @@ func UnwrapSubjectKeyWith(kek *SubjectKey, wrapped, context []byte) (*SubjectKey
 	return parseSubjectPayload(payload)
 }
 
-// SubjectKeyFromSecret builds a subject key of the given algorithm and
+// subjectKeyFromSecret builds a subject key of the given algorithm and
 // version from secret material the caller derived (for example a
 // key-encryption key derived from a password hash's output). secret must be
 // exactly the algorithm's key size; it is copied.
-func SubjectKeyFromSecret(alg Algorithm, version uint32, secret []byte) (*SubjectKey, error) {
+func subjectKeyFromSecret(alg Algorithm, version uint32, secret []byte) (*SubjectKey, error) {
 	if !alg.valid() || len(secret) != alg.KeySize() {
 		return nil, fmt.Errorf("keyring: a %v key needs %d bytes of secret", alg, alg.KeySize())
 	}

@@ -30,8 +30,8 @@ func TestSubjectKeySealOpen(t *testing.T) {
 			if len(ct) != len("hello")+Overhead(alg) {
 				t.Fatalf("length %d", len(ct))
 			}
-			if v, ok := SubjectKeyVersion(ct); !ok || v != 7 {
-				t.Fatalf("SubjectKeyVersion = %d, %v", v, ok)
+			if v, ok := subjectKeyVersion(ct); !ok || v != 7 {
+				t.Fatalf("subjectKeyVersion = %d, %v", v, ok)
 			}
 			pt, err := sk.AppendOpen(nil, ct, []byte("ctx"))
 			if err != nil || string(pt) != "hello" {
@@ -54,7 +54,7 @@ func TestSubjectKeySealOpen(t *testing.T) {
 			if _, err := sk.AppendOpen(nil, kct, []byte("ctx")); !errors.Is(err, ErrSubjectKey) {
 				t.Errorf("subject key opened a keyring value: %v", err)
 			}
-			if _, ok := SubjectKeyVersion(kct); ok {
+			if _, ok := subjectKeyVersion(kct); ok {
 				t.Error("a keyring value reported as a subject value")
 			}
 			other, _ := NewSubjectKey(alg, 8)
@@ -88,7 +88,7 @@ func TestSubjectKeyWrap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, _ := KeyIDOf(wrapped); id != kr.Primary().ID {
+	if id, _ := keyIDOf(wrapped); id != kr.Primary().ID {
 		t.Fatalf("wrapped under %v, want the primary %v", id, kr.Primary().ID)
 	}
 	got, err := kr.UnwrapSubjectKey(wrapped, []byte("users\x00alice\x0042"))
@@ -115,19 +115,19 @@ func TestSubjectKeyWrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A key-encryption key wraps like the keyring does.
-	kek, err := SubjectKeyFromSecret(AES256GCM, 1, bytes.Repeat([]byte{9}, 32))
+	kek, err := subjectKeyFromSecret(AES256GCM, 1, bytes.Repeat([]byte{9}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w2 := WrapSubjectKeyWith(kek, sk, []byte("c"))
-	if got, err := UnwrapSubjectKeyWith(kek, w2, []byte("c")); err != nil || !bytes.Equal(got.k.material, sk.k.material) {
+	w2 := wrapSubjectKeyWith(kek, sk, []byte("c"))
+	if got, err := unwrapSubjectKeyWith(kek, w2, []byte("c")); err != nil || !bytes.Equal(got.k.material, sk.k.material) {
 		t.Fatalf("kek unwrap: %v", err)
 	}
-	kek2, _ := SubjectKeyFromSecret(AES256GCM, 1, bytes.Repeat([]byte{8}, 32))
-	if _, err := UnwrapSubjectKeyWith(kek2, w2, []byte("c")); err == nil {
+	kek2, _ := subjectKeyFromSecret(AES256GCM, 1, bytes.Repeat([]byte{8}, 32))
+	if _, err := unwrapSubjectKeyWith(kek2, w2, []byte("c")); err == nil {
 		t.Error("another kek unwrapped")
 	}
-	if _, err := SubjectKeyFromSecret(AES256GCM, 1, make([]byte, 16)); err == nil {
+	if _, err := subjectKeyFromSecret(AES256GCM, 1, make([]byte, 16)); err == nil {
 		t.Error("short secret accepted")
 	}
 	sk.Destroy()

@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 )
@@ -42,7 +43,7 @@ const maxBody = 1 << 20
 // values are sealed under, the key IDs they may use with their states, the
 // highest keyring generation seen, named marks (a migration ran) and a
 // counter. It is a single row, MAC'd under the keyring's newest state key
-// (see [keyring.Keyring.StateMAC]: a copy of the keyring file from before
+// (see keyproto.StateMAC: a copy of the keyring file from before
 // a key change cannot forge it) and rewritten by compare-and-swap on the
 // counter.
 //
@@ -287,7 +288,7 @@ func (l *Ledger) Verified(ctx context.Context, kr *keyring.Keyring) (*State, err
 		} else if n > 0 {
 			return nil, fmt.Errorf("%w: %d entries in %s (run 'ward ledger adopt' once)", ErrNotAdopted, n, LegacyTable)
 		}
-		if dbs := kr.Anchored(); len(dbs) > 0 {
+		if dbs := keyproto.Anchored(kr); len(dbs) > 0 {
 			return nil, fmt.Errorf("%w, but keyring %s anchors databases %s: a database writer deleted its ledger, or the keyring has not served this database yet (then run 'ward ledger adopt')", ErrMissing, kr.ID(), strings.Join(dbs, ", "))
 		}
 		return nil, nil
@@ -300,7 +301,7 @@ func (l *Ledger) Verified(ctx context.Context, kr *keyring.Keyring) (*State, err
 	if err != nil || s.counter < 0 || uint64(s.counter) != st.Counter {
 		return nil, ErrTampered
 	}
-	if err := kr.VerifyStateMAC(st.Epoch, stateMessage(s.body), mac); err != nil {
+	if err := keyproto.VerifyStateMAC(kr, st.Epoch, stateMessage(s.body), mac); err != nil {
 		if errors.Is(err, keyring.ErrUnknownEpoch) {
 			return nil, fmt.Errorf("ledger: the database's ledger was written under a newer keyring file (generation %d or later): %w", st.Generation, err)
 		}
@@ -309,7 +310,7 @@ func (l *Ledger) Verified(ctx context.Context, kr *keyring.Keyring) (*State, err
 	if kr.Generation() < st.Generation {
 		return nil, &keyring.RollbackError{Generation: kr.Generation(), Seen: st.Generation}
 	}
-	if a, ok := kr.Anchor(st.Database); !ok {
+	if a, ok := keyproto.Anchor(kr, st.Database); !ok {
 		// The one write that may lack its anchor: a first write that
 		// crashed before saving it (or a service without write access to
 		// the keyring file).
@@ -440,7 +441,7 @@ func (l *Ledger) Marked(ctx context.Context, kr *keyring.Keyring, mark string) (
 	if slices.Contains(st.Marks, mark) {
 		return true, nil
 	}
-	a, _ := kr.Anchor(st.Database)
+	a, _ := keyproto.Anchor(kr, st.Database)
 	return a.HasMark(mark), nil
 }
 
@@ -478,7 +479,7 @@ func (l *Ledger) Adopt(ctx context.Context, kr *keyring.Keyring, opts AdoptOptio
 	if s != nil {
 		return Adopted{}, fmt.Errorf("%w (database %s)", ErrAlreadyAdopted, s.state.Database)
 	}
-	if dbs := kr.Anchored(); len(dbs) > 0 && !opts.AnotherDatabase {
+	if dbs := keyproto.Anchored(kr); len(dbs) > 0 && !opts.AnotherDatabase {
 		return Adopted{}, fmt.Errorf("%w: keyring %s anchors databases %s; adopt this one only if it is not one of them (a database whose ledger was deleted must not be adopted again)", ErrMissing, kr.ID(), strings.Join(dbs, ", "))
 	}
 	legacy, err := l.legacyEntries(ctx)
@@ -564,17 +565,17 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool,
 		})
 		if cur != nil && slices.Equal(cur.Keys, next.Keys) && slices.Equal(cur.Marks, next.Marks) &&
 			slices.EqualFunc(cur.Columns, next.Columns, Column.equal) && maps.Equal(cur.Counters, next.Counters) &&
-			cur.Epoch == kr.StateEpoch() {
+			cur.Epoch == keyproto.StateEpoch(kr) {
 			return l.anchor(ctx, kr, cur) // unchanged: let the anchor catch up
 		}
 		next.Counter++
-		next.Epoch = kr.StateEpoch()
+		next.Epoch = keyproto.StateEpoch(kr)
 		next.Generation = max(next.Generation, kr.Generation())
 		body, err := json.Marshal(next)
 		if err != nil {
 			return fmt.Errorf("ledger: encoding the ledger: %w", err)
 		}
-		epoch, mac := kr.StateMAC(stateMessage(string(body)))
+		epoch, mac := keyproto.StateMAC(kr, stateMessage(string(body)))
 		if epoch != next.Epoch {
 			continue // the keyring changed under us
 		}
@@ -605,10 +606,10 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool,
 
 // anchor records st in the keyring file.
 func (l *Ledger) anchor(ctx context.Context, kr *keyring.Keyring, st *State) error {
-	if a, ok := kr.Anchor(st.Database); ok && a.Counter >= st.Counter && a.Epoch >= st.Epoch {
+	if a, ok := keyproto.Anchor(kr, st.Database); ok && a.Counter >= st.Counter && a.Epoch >= st.Epoch {
 		return nil
 	}
-	err := kr.SetAnchor(ctx, st.Database, keyring.Anchor{Counter: st.Counter, Epoch: st.Epoch, Marks: st.Marks})
+	err := keyproto.SetAnchor(ctx, kr, st.Database, keyring.Anchor{Counter: st.Counter, Epoch: st.Epoch, Marks: st.Marks})
 	if errors.Is(err, keyring.ErrAnchorRollback) {
 		return nil // another process anchored a newer state first
 	}

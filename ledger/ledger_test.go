@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -78,7 +79,7 @@ func TestLedger(t *testing.T) {
 		if err != nil || st == nil || st.Keyring != kr.ID() || len(st.Keys) != 1 || st.Keys[0].ID != kr.Primary().ID || st.Keys[0].State != "primary" || st.Counter != 1 {
 			t.Fatalf("ledger state %+v %v", st, err)
 		}
-		if a, ok := kr.Anchor(st.Database); !ok || a.Counter != 1 {
+		if a, ok := keyproto.Anchor(kr, st.Database); !ok || a.Counter != 1 {
 			t.Fatalf("anchor %+v %v after the first write", a, ok)
 		}
 		// Recording what is recorded writes nothing.
@@ -204,9 +205,9 @@ func TestLedgerWriterAttacks(t *testing.T) {
 			t.Fatal(err)
 		}
 		st, _ := l.Read(ctx)
-		forged := fmt.Sprintf(`{"database":%q,"keyring":%q,"keys":[],"generation":1,"counter":99,"epoch":%d}`, st.Database, kr.ID(), old.StateEpoch())
-		epoch, mac := old.StateMAC(stateMessage(forged))
-		if epoch != old.StateEpoch() {
+		forged := fmt.Sprintf(`{"database":%q,"keyring":%q,"keys":[],"generation":1,"counter":99,"epoch":%d}`, st.Database, kr.ID(), keyproto.StateEpoch(old))
+		epoch, mac := keyproto.StateMAC(old, stateMessage(forged))
+		if epoch != keyproto.StateEpoch(old) {
 			t.Fatal("epoch")
 		}
 		writeRow(t, d, l, ledgerRow{counter: 99, body: forged, mac: fmt.Sprintf("%x", mac)})
@@ -287,8 +288,8 @@ func TestLedgerAdopt(t *testing.T) {
 		if err := l2.Check(ctx, kr); err != nil {
 			t.Fatal(err)
 		}
-		if len(kr.Anchored()) != 2 {
-			t.Fatalf("anchored %v", kr.Anchored())
+		if len(keyproto.Anchored(kr)) != 2 {
+			t.Fatalf("anchored %v", keyproto.Anchored(kr))
 		}
 	})
 }
@@ -346,8 +347,8 @@ func TestLedgerConcurrentRecord(t *testing.T) {
 			}
 		}
 		kr.Reload(ctx)
-		if err := (&Ledger{DB: d.db, Dialect: d.dialect, Table: table}).Check(ctx, kr); err != nil || len(kr.Anchored()) != 1 {
-			t.Fatalf("after concurrent first writes: %v, anchored %v", err, kr.Anchored())
+		if err := (&Ledger{DB: d.db, Dialect: d.dialect, Table: table}).Check(ctx, kr); err != nil || len(keyproto.Anchored(kr)) != 1 {
+			t.Fatalf("after concurrent first writes: %v, anchored %v", err, keyproto.Anchored(kr))
 		}
 	})
 }
@@ -390,10 +391,10 @@ func TestGoldenLedger(t *testing.T) {
 			t.Fatalf("golden body %s: %v", r.Body, err)
 		}
 		mac, _ := hex.DecodeString(r.MAC)
-		if err := kr.VerifyStateMAC(r.Epoch, stateMessage(r.Body), mac); err != nil {
+		if err := keyproto.VerifyStateMAC(kr, r.Epoch, stateMessage(r.Body), mac); err != nil {
 			t.Fatalf("golden row at epoch %d: %v", r.Epoch, err)
 		}
-		if a, ok := kr.Anchor(st.Database); !ok || a.Counter < st.Counter || !a.HasMark("golden") {
+		if a, ok := keyproto.Anchor(kr, st.Database); !ok || a.Counter < st.Counter || !a.HasMark("golden") {
 			t.Fatalf("golden anchor %+v %v", a, ok)
 		}
 	}
@@ -409,18 +410,18 @@ func writeLedgerGolden(t *testing.T, path string) {
 	}
 	g := ledgerGolden{Comment: "ward ledger state v1: HMAC-SHA-256 under a keyring state key; regenerate with go test ./field -run GoldenLedger -update-ledger only when the format changes", MasterKey: mk.Encode()}
 	row := func(counter uint64) {
-		st := State{Database: "db-0123456789abcdef", Keyring: kr.ID(), Generation: kr.Generation(), Counter: counter, Epoch: kr.StateEpoch(), Marks: []string{"golden"}}
+		st := State{Database: "db-0123456789abcdef", Keyring: kr.ID(), Generation: kr.Generation(), Counter: counter, Epoch: keyproto.StateEpoch(kr), Marks: []string{"golden"}}
 		for _, k := range kr.Keys() {
 			st.Keys = append(st.Keys, Key{ID: k.ID, State: k.State.String()})
 		}
 		body, _ := json.Marshal(st)
-		epoch, mac := kr.StateMAC(stateMessage(string(body)))
+		epoch, mac := keyproto.StateMAC(kr, stateMessage(string(body)))
 		g.Rows = append(g.Rows, struct {
 			Body  string `json:"body"`
 			Epoch uint64 `json:"epoch"`
 			MAC   string `json:"mac"`
 		}{string(body), epoch, hex.EncodeToString(mac)})
-		if err := kr.SetAnchor(ctx, st.Database, keyring.Anchor{Counter: counter, Epoch: epoch, Marks: st.Marks}); err != nil {
+		if err := keyproto.SetAnchor(ctx, kr, st.Database, keyring.Anchor{Counter: counter, Epoch: epoch, Marks: st.Marks}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/fleet"
 	"github.com/wardlab/ward/internal/dbtest"
 	"github.com/wardlab/ward/keyring"
@@ -199,6 +200,74 @@ func TestRotateWaitsForTheFleet(t *testing.T) {
 		again, err := lifecycle.Rotate(ctx, a.kr, []lifecycle.Database{a.db}, lifecycle.RotateOptions{Wait: time.Minute})
 		if err != nil || !again.Continued || again.Key != r.Key || a.kr.Primary().ID != r.Key {
 			t.Fatalf("second rotate: %+v %v", again, err)
+		}
+	})
+}
+
+// TestSubjectLifecycles: subject keys re-wrapped by shards cover every
+// subject once; a re-key gives each subject a new version and re-seals the
+// per-subject column under it; Reseal then finds everything current.
+func TestSubjectLifecycles(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		ctx := context.Background()
+		a := newApp(t, d, 0)
+		users, err := subject.Open(ctx, subject.Config{DB: d.DB, Dialect: a.db.Dialect, Keyring: a.kr, Ledger: a.db.Ledger, Namespace: "users", TTL: time.Nanosecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		table := d.Table(t, "msgs")
+		if _, err := d.DB.Exec(fmt.Sprintf(`CREATE TABLE %s (id BIGINT PRIMARY KEY, user_id TEXT NOT NULL, body %s)`, table, d.Blob)); err != nil {
+			t.Fatal(err)
+		}
+		col, err := field.NewColumn(a.kr, table, "body", field.Bind("user_id"), field.PerSubject(users, "user_id"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.db.Ledger.RecordColumns(ctx, a.kr, ledger.ColumnOf(col, "id")); err != nil {
+			t.Fatal(err)
+		}
+		const n = 12
+		for i := range n {
+			u := fmt.Sprint("user-", i)
+			ct, err := col.Seal(field.RowInt(int64(i)).With(u), []byte("hello "+u))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.DB.Exec(a.db.Dialect.Rebind(`INSERT INTO `+table+` VALUES (?, ?, ?)`), i, u, ct); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := lifecycle.Rotate(ctx, a.kr, []lifecycle.Database{a.db}, lifecycle.RotateOptions{NoReseal: true, Wait: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		total := int64(0)
+		for i := range 3 {
+			res, err := lifecycle.Rewrap(ctx, a.kr, a.db, subject.RewrapOptions{Shard: i, Shards: 3}, lifecycle.Observer{})
+			if err != nil || len(res) != 1 || res[0].Namespace != "users" {
+				t.Fatalf("shard %d: %+v %v", i, res, err)
+			}
+			total += res[0].Rewrap.Rewrapped
+		}
+		if total != n {
+			t.Fatalf("3 shards re-wrapped %d keys, want %d", total, n)
+		}
+		subs, cols, err := lifecycle.RekeySubjects(ctx, a.kr, a.db, lifecycle.Observer{})
+		if err != nil || len(subs) != 1 || subs[0].Rekey.Rotated != n || len(cols) != 1 || cols[0].Stats.Reencrypted != n {
+			t.Fatalf("rekey: %+v %+v %v", subs, cols, err)
+		}
+		for i := range n {
+			u := fmt.Sprint("user-", i)
+			var ct field.Ciphertext
+			if err := d.DB.QueryRow(a.db.Dialect.Rebind(`SELECT body FROM `+table+` WHERE id = ?`), i).Scan(&ct); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := col.OpenString(field.RowInt(int64(i)).With(u), ct); err != nil || got != "hello "+u {
+				t.Fatalf("row %d after the re-key: %q %v", i, got, err)
+			}
+		}
+		cols, subs, err = lifecycle.Reseal(ctx, a.kr, a.db, lifecycle.Observer{})
+		if err != nil || len(cols) != 2 || cols[1].Stats.Reencrypted != 0 || subs[0].Rewrap.Rewrapped != 0 {
+			t.Fatalf("reseal after all that: %+v %+v %v", cols, subs, err)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wardlab/ward/internal/cli"
 	"github.com/wardlab/ward/internal/dburl"
+	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -184,7 +185,7 @@ func (a *app) ledgerReports(cmd *cobra.Command, dbs []string) (out []ledgerRepor
 		}
 		r := ledgerReport{DB: dburl.Redact(dbs[i]), Ledger: st}
 		if kr != nil && st != nil {
-			if a, ok := kr.Anchor(st.Database); ok {
+			if a, ok := keyproto.Anchor(kr, st.Database); ok {
 				r.Anchor = &a
 			}
 		}

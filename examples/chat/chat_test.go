@@ -15,8 +15,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/internal/pgtest"
-	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
 
@@ -344,7 +344,7 @@ func TestChatWhileRotating(t *testing.T) {
 		for rows.Next() {
 			var raw []byte
 			rows.Scan(&raw)
-			if _, ok := keyring.SubjectKeyVersion(raw); !ok {
+			if _, ok := keyproto.SubjectKeyVersion(raw); !ok {
 				t.Fatalf("a message is not under its user's key: %x", raw[:8])
 			}
 		}

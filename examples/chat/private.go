@@ -12,7 +12,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
-	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/password"
 )
 
@@ -115,7 +115,7 @@ func (s *store) sealRemaining(ctx context.Context, user int64) (int, error) {
 		if r.raw == nil {
 			continue
 		}
-		if _, subjectSealed := keyring.SubjectKeyVersion(r.raw); subjectSealed {
+		if _, subjectSealed := keyproto.SubjectKeyVersion(r.raw); subjectSealed {
 			continue
 		}
 		rk := field.RowInt(r.id).With(user)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
-	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/internal/keyproto"
 )
 
 // resetLink returns the token of the newest reset link for email.
@@ -280,7 +280,7 @@ func mustParse(t *testing.T, raw []byte) field.Ciphertext {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := keyring.SubjectKeyVersion(raw); !ok {
+	if _, ok := keyproto.SubjectKeyVersion(raw); !ok {
 		t.Fatal("a message not under its user's key")
 	}
 	return ct

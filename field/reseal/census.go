@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -61,7 +62,7 @@ func (r *Job) classify(row dbRow, primary keyring.KeyID) (valueState, field.Ciph
 		return statePlain, ct, 0
 	}
 	id, _ := ct.KeyID()
-	if version, subject := keyring.SubjectKeyVersion(ct.Bytes()); subject && r.Column.PerSubject() {
+	if version, subject := keyproto.SubjectKeyVersion(ct.Bytes()); subject && r.Column.PerSubject() {
 		// Sealed under the subject's key: PerSubject columns bind, so the
 		// value was sealed under the column's binding, and checking it
 		// would need the subject's key. It is stale when the subject has a
@@ -154,7 +155,7 @@ func (r *Job) Count(ctx context.Context) (Census, error) {
 			case stateIndex:
 				c.IndexMissing++
 			}
-			if _, subject := keyring.SubjectKeyVersion(ct.Bytes()); subject {
+			if _, subject := keyproto.SubjectKeyVersion(ct.Bytes()); subject {
 				c.SubjectSealed++
 				c.PerVersion[ct.Version()]++
 				continue

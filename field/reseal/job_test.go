@@ -15,6 +15,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/dbtest"
+	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -228,7 +229,7 @@ func TestReencryptLeavesV1Behind(t *testing.T) {
 	col := mustColumn(t, kr, "messages", "body", field.WithEncoding(field.Text))
 	job := &Job{DB: db, Dialect: field.SQLite, Column: col, Key: "id"}
 	c, _ := job.Count(ctx)
-	id, _ := keyring.KeyIDOf(mustDecode(t, string(text)))
+	id, _ := keyproto.KeyIDOf(mustDecode(t, string(text)))
 	if c.PerVersion[1] != 1 || id != kr.Primary().ID || c.Current != 0 {
 		t.Fatalf("census %+v", c)
 	}

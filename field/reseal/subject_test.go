@@ -9,6 +9,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
+	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"
@@ -87,7 +88,7 @@ func TestPerSubjectMigration(t *testing.T) {
 			u := users[i%4]
 			var ct field.Ciphertext
 			d.db.QueryRow(d.q(fmt.Sprintf(`SELECT body FROM %s WHERE id = ?`, table)), i).Scan(&ct)
-			_, subjectSealed := keyring.SubjectKeyVersion(ct.Bytes())
+			_, subjectSealed := keyproto.SubjectKeyVersion(ct.Bytes())
 			got, err := col.OpenString(field.RowInt(i).With(u), ct)
 			switch u {
 			case "alice", "bob":
@@ -156,7 +157,7 @@ func TestSubjectKeyRotation(t *testing.T) {
 			u := users[i%3]
 			var ct field.Ciphertext
 			d.db.QueryRow(d.q(fmt.Sprintf(`SELECT body FROM %s WHERE id = ?`, table)), i).Scan(&ct)
-			v, _ := keyring.SubjectKeyVersion(ct.Bytes())
+			v, _ := keyproto.SubjectKeyVersion(ct.Bytes())
 			want := before[u] + 1
 			if u == "carol" {
 				want = before[u]

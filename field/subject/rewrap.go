@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 )
@@ -132,7 +133,7 @@ func (c *rewrapCounts) todo(rows []keyRow, opts RewrapOptions, primary keyring.K
 			c.userHeld.Add(1)
 			continue
 		}
-		id, err := keyring.KeyIDOf(r.wrapped)
+		id, err := keyproto.KeyIDOf(r.wrapped)
 		if err == nil && id == primary {
 			c.current.Add(1)
 			continue
@@ -310,7 +311,7 @@ func (s *Store) Census(ctx context.Context) (Census, error) {
 				out.Lost++
 				continue
 			}
-			id, err := keyring.KeyIDOf(r.wrapped)
+			id, err := keyproto.KeyIDOf(r.wrapped)
 			if err != nil {
 				return fmt.Errorf("subject: %s/%s version %d: %w", s.cfg.Namespace, r.subject, r.version, err)
 			}

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
@@ -508,7 +509,7 @@ func (s *Store) tombstone(ctx context.Context, subject string) (*tombstone, erro
 // verifyTombstone checks a tombstone row's MAC.
 func (s *Store) verifyTombstone(subject string, at, epoch int64, macHex string) bool {
 	mac, err := hex.DecodeString(macHex)
-	return err == nil && epoch >= 0 && s.cfg.Keyring.VerifyStateMAC(uint64(epoch), s.tombstoneMessage(subject, at), mac) == nil
+	return err == nil && epoch >= 0 && keyproto.VerifyStateMAC(s.cfg.Keyring, uint64(epoch), s.tombstoneMessage(subject, at), mac) == nil
 }
 
 // ErrTombstoneTampered means a tombstone row fails its MAC, or the
@@ -554,7 +555,7 @@ func (s *Store) Forget(ctx context.Context, subject string) error {
 	}
 	s.Purge(subject)
 	at := time.Now().Unix()
-	epoch, mac := s.cfg.Keyring.StateMAC(s.tombstoneMessage(subject, at))
+	epoch, mac := keyproto.StateMAC(s.cfg.Keyring, s.tombstoneMessage(subject, at))
 	tx, err := s.cfg.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -57,7 +58,7 @@ func (s *Store) kek(info string, subject string, secret []byte) (*keyring.Subjec
 		return nil, err
 	}
 	defer clear(k)
-	return keyring.SubjectKeyFromSecret(keyring.AES256GCM, 1, k)
+	return keyproto.SubjectKeyFromSecret(keyring.AES256GCM, 1, k)
 }
 
 // Unlocked holds a subject's unwrapped keys, every version: what a log-in
@@ -196,11 +197,11 @@ func (s *Store) newPrivateKey(ctx context.Context, tx *sql.Tx, u *Unlocked, kek,
 	wc := s.wrapContext(subject, version)
 	var rec []byte
 	if rkek != nil {
-		rec = keyring.WrapSubjectKeyWith(rkek, sk, wc)
+		rec = keyproto.WrapSubjectKeyWith(rkek, sk, wc)
 	}
 	p := s.cfg.Dialect.Placeholder
 	res, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, first, wrapped, created_at, held, recovery) VALUES (%s, %s, %s, 1, %s, %s, 1, %s) ON CONFLICT DO NOTHING`,
-		s.keys, p(1), p(2), p(3), p(4), p(5), p(6)), s.cfg.Namespace, subject, int64(version), keyring.WrapSubjectKeyWith(kek, sk, wc), time.Now().Unix(), rec)
+		s.keys, p(1), p(2), p(3), p(4), p(5), p(6)), s.cfg.Namespace, subject, int64(version), keyproto.WrapSubjectKeyWith(kek, sk, wc), time.Now().Unix(), rec)
 	if err != nil {
 		return fmt.Errorf("subject: storing the key of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
@@ -223,7 +224,7 @@ func (s *Store) privateRow(ctx context.Context, tx *sql.Tx, u *Unlocked, r keyRo
 			return fmt.Errorf("subject: unwrapping the key of %s/%s version %d: %w", s.cfg.Namespace, u.subject, r.version, err)
 		}
 	case heldByUser:
-		if sk, err = keyring.UnwrapSubjectKeyWith(kek, r.wrapped, wc); err != nil {
+		if sk, err = keyproto.UnwrapSubjectKeyWith(kek, r.wrapped, wc); err != nil {
 			return fmt.Errorf("%w: %s/%s version %d", ErrWrongSecret, s.cfg.Namespace, u.subject, r.version)
 		}
 	default:
@@ -231,9 +232,9 @@ func (s *Store) privateRow(ctx context.Context, tx *sql.Tx, u *Unlocked, r keyRo
 	}
 	rec := r.recovery
 	if rkek != nil {
-		rec = keyring.WrapSubjectKeyWith(rkek, sk, wc)
+		rec = keyproto.WrapSubjectKeyWith(rkek, sk, wc)
 	}
-	if err := s.casRow(ctx, tx, r, keyring.WrapSubjectKeyWith(kek, sk, wc), heldByUser, rec); err != nil {
+	if err := s.casRow(ctx, tx, r, keyproto.WrapSubjectKeyWith(kek, sk, wc), heldByUser, rec); err != nil {
 		return err
 	}
 	u.add(sk)
@@ -328,7 +329,7 @@ func (s *Store) Unlock(ctx context.Context, subject string, secret []byte) (*Unl
 		if r.held != heldByUser {
 			continue
 		}
-		sk, err := keyring.UnwrapSubjectKeyWith(kek, r.wrapped, s.wrapContext(subject, uint32(r.version)))
+		sk, err := keyproto.UnwrapSubjectKeyWith(kek, r.wrapped, s.wrapContext(subject, uint32(r.version)))
 		if err != nil {
 			u.Destroy()
 			return nil, fmt.Errorf("%w: %s/%s version %d", ErrWrongSecret, s.cfg.Namespace, subject, r.version)
@@ -416,11 +417,11 @@ func (s *Store) ChangeSecret(ctx context.Context, tx *sql.Tx, subject string, ol
 			continue
 		}
 		wc := s.wrapContext(subject, uint32(r.version))
-		sk, err := keyring.UnwrapSubjectKeyWith(oldKEK, r.wrapped, wc)
+		sk, err := keyproto.UnwrapSubjectKeyWith(oldKEK, r.wrapped, wc)
 		if err != nil {
 			return fmt.Errorf("%w: %s/%s version %d", ErrWrongSecret, s.cfg.Namespace, subject, r.version)
 		}
-		err = s.casRow(ctx, tx, r, keyring.WrapSubjectKeyWith(newKEK, sk, wc), heldByUser, r.recovery)
+		err = s.casRow(ctx, tx, r, keyproto.WrapSubjectKeyWith(newKEK, sk, wc), heldByUser, r.recovery)
 		sk.Destroy()
 		if err != nil {
 			return err
@@ -477,11 +478,11 @@ func (s *Store) Reset(ctx context.Context, tx *sql.Tx, subject, code string, new
 		if r.recovery == nil {
 			return 0, fmt.Errorf("%w: %s/%s version %d has no recovery wrap", ErrWrongSecret, s.cfg.Namespace, subject, r.version)
 		}
-		sk, err := keyring.UnwrapSubjectKeyWith(rkek, r.recovery, wc)
+		sk, err := keyproto.UnwrapSubjectKeyWith(rkek, r.recovery, wc)
 		if err != nil {
 			return 0, fmt.Errorf("%w: the recovery code does not open %s/%s", ErrWrongSecret, s.cfg.Namespace, subject)
 		}
-		err = s.casRow(ctx, tx, r, keyring.WrapSubjectKeyWith(newKEK, sk, wc), heldByUser, r.recovery)
+		err = s.casRow(ctx, tx, r, keyproto.WrapSubjectKeyWith(newKEK, sk, wc), heldByUser, r.recovery)
 		sk.Destroy()
 		if err != nil {
 			return 0, err
@@ -507,7 +508,7 @@ func (s *Store) Reset(ctx context.Context, tx *sql.Tx, subject, code string, new
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, first, wrapped, created_at, held) VALUES (%s, %s, %s, %s, %s, %s, 1)`,
 			s.keys, p(1), p(2), p(3), p(4), p(5), p(6)), s.cfg.Namespace, subject, int64(version), first,
-			keyring.WrapSubjectKeyWith(newKEK, sk, s.wrapContext(subject, version)), time.Now().Unix()); err != nil {
+			keyproto.WrapSubjectKeyWith(newKEK, sk, s.wrapContext(subject, version)), time.Now().Unix()); err != nil {
 			return lost, fmt.Errorf("subject: storing the new key of %s/%s: %w", s.cfg.Namespace, subject, err)
 		}
 	}
@@ -573,7 +574,7 @@ func (s *Store) sessionKey(subject string, token []byte) (*keyring.SubjectKey, e
 		return nil, err
 	}
 	defer clear(k)
-	return keyring.SubjectKeyFromSecret(keyring.AES256GCM, 1, k)
+	return keyproto.SubjectKeyFromSecret(keyring.AES256GCM, 1, k)
 }
 
 // StartSession stores u's keys sealed under the session key of token
@@ -604,7 +605,7 @@ func (s *Store) StartSession(ctx context.Context, u *Unlocked, token []byte, exp
 	p := s.cfg.Dialect.Placeholder
 	for _, v := range slices.Sorted(maps.Keys(u.keys)) {
 		k := u.keys[v]
-		w := keyring.WrapSubjectKeyWith(sk, k, append([]byte(id), s.wrapContext(u.subject, v)...))
+		w := keyproto.WrapSubjectKeyWith(sk, k, append([]byte(id), s.wrapContext(u.subject, v)...))
 		if _, err := q.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, session, subject, version, wrapped, expires_at) VALUES (%s, %s, %s, %s, %s, %s)
 			ON CONFLICT (namespace, session, version) DO UPDATE SET wrapped = excluded.wrapped, expires_at = excluded.expires_at, subject = excluded.subject`,
 			s.sessions, p(1), p(2), p(3), p(4), p(5), p(6)), s.cfg.Namespace, id, u.subject, int64(v), w, expires.Unix()); err != nil {
@@ -665,7 +666,7 @@ func (s *Store) Session(ctx context.Context, subject string, token []byte) (*Unl
 		if v <= 0 || v > 1<<32-1 {
 			continue
 		}
-		k, err := keyring.UnwrapSubjectKeyWith(sk, w, append([]byte(id), s.wrapContext(subject, uint32(v))...))
+		k, err := keyproto.UnwrapSubjectKeyWith(sk, w, append([]byte(id), s.wrapContext(subject, uint32(v))...))
 		if err != nil {
 			u.Destroy()
 			return nil, fmt.Errorf("%w: a session copy does not open: %v", ErrNoSession, err)

@@ -116,6 +116,8 @@ var Library = []string{
 	Module + "/field/subject",
 	Module + "/lifecycle",
 	Module + "/internal/sqltable",
+	Module + "/internal/keyhooks",
+	Module + "/internal/keyproto",
 	Module + "/password",
 	Module + "/password/internal/argon2",
 	Module + "/kms",
