@@ -19,7 +19,7 @@ require (
 	github.com/chromedp/chromedp v0.23.1
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/spf13/cobra v1.10.2
-	github.com/wardlab/ward v0.0.0-00010101000000-000000000000
+	github.com/wardlab/ward v0.1.0
 	github.com/wardlab/ward/internal/browsertest v0.0.0-00010101000000-000000000000
 	github.com/wardlab/ward/kms/awskms v0.0.0-00010101000000-000000000000
 	golang.org/x/time v0.16.0

@@ -20,7 +20,7 @@ require (
 	github.com/dustin/go-humanize v1.1.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/spf13/cobra v1.10.2
-	github.com/wardlab/ward v0.0.0-00010101000000-000000000000
+	github.com/wardlab/ward v0.1.0
 	github.com/wardlab/ward/internal/cli v0.0.0-00010101000000-000000000000
 	github.com/wardlab/ward/internal/localkms v0.0.0-00010101000000-000000000000
 	github.com/wardlab/ward/kms/awskms v0.0.0-00010101000000-000000000000

@@ -19,6 +19,9 @@ import (
 // from the tool pinned in go.mod: go build github.com/nsmithuk/local-kms).
 const LocalKMSBinEnv = "WARD_LOCAL_KMS_BIN"
 
+// ec is the encryption context the tests seal under.
+var ec = map[string]string{"tenant": "42", "purpose": "chat"}
+
 // loopbackOnly reports whether this process sees no network interface but
 // loopback, as inside `unshare -n`.
 func loopbackOnly() bool {
