@@ -150,6 +150,9 @@ terminal, or from the first line of stdin.`,
 			if cmd.Flags().Changed("hash") {
 				a.deprecated("--hash", "use --hash-file: a hash on the command line is visible to other users of the machine")
 			}
+			if cmd.Flags().Changed("allow-weak") {
+				a.deprecated("verify --allow-weak", "verify never refuses weak target parameters (they only decide 'needs rehash'): the flag does nothing")
+			}
 			if hashFile != "" {
 				b, err := readHashFile(hashFile)
 				if err != nil {
@@ -203,6 +206,10 @@ terminal, or from the first line of stdin.`,
 		},
 	}
 	pf.register(cmd)
+	// The target parameters only decide "needs rehash" here: weak ones are
+	// never refused, so --allow-weak has nothing to allow.
+	cmd.Flags().MarkHidden("allow-weak")
+	cmd.Flags().SetAnnotation("allow-weak", cli.DeprecatedFlag, nil)
 	cmd.Flags().StringVar(&hashFile, "hash-file", "", "file holding the stored hash")
 	cmd.Flags().StringVar(&encoded, "hash", "", "the stored hash (deprecated: on argv it is visible to other users)")
 	cmd.Flags().MarkHidden("hash")

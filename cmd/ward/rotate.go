@@ -246,8 +246,8 @@ func (a *app) runJob(ctx context.Context, kr *keyring.Keyring, lg *ledgers, job 
 	job.Progress = func(p reseal.Progress) { bar.Set(p.Scanned, max(p.Total, p.Scanned)) }
 	st, err := job.Run(ctx)
 	bar.Finish()
-	fmt.Fprintf(a.stdout, "%s: %d written under %v (%d of them plaintext), %d already up to date, %d NULL, %d conflicts, %d failed (%d passes)\n",
-		name, st.Reencrypted, kr.Primary().ID, st.Plaintext, st.Current, st.Null, st.Conflicts, st.Failed, st.Passes)
+	fmt.Fprintf(a.stdout, "%s: %d written under %v (%d of them plaintext), %d already up to date, %d NULL, %d conflicts, %d failed (%d passes, %d workers)\n",
+		name, st.Reencrypted, kr.Primary().ID, st.Plaintext, st.Current, st.Null, st.Conflicts, st.Failed, st.Passes, max(1, o.workers))
 	if job.Index != nil {
 		fmt.Fprintf(a.stdout, "%s: blind index %s written with every value (%d rows only needed their index)\n", name, o.index, st.Indexed)
 	}

@@ -158,8 +158,8 @@ func (sc *subjectCmds) rewrap() *cobra.Command {
 			_, err = lifecycle.Rewrap(cmd.Context(), kr, ls.databases()[0], subject.RewrapOptions{Workers: workers, Batch: batch, Shard: i, Shards: n}, lifecycle.Observer{
 				Subjects: func(r lifecycle.SubjectResult, _ error) {
 					st := r.Rewrap
-					fmt.Fprintf(sc.a.stdout, "%s: %d re-wrapped under %v, %d already current, %d user-held (skipped: their users re-wrap at log-in), %d changed meanwhile (run again)\n",
-						r.Namespace, st.Rewrapped, kr.Primary().ID, st.Current, st.UserHeld, st.Conflicts)
+					fmt.Fprintf(sc.a.stdout, "%s: %d re-wrapped under %v, %d already current, %d user-held (skipped: their users re-wrap at log-in), %d changed meanwhile (run again); in batches of %d by %d workers\n",
+						r.Namespace, st.Rewrapped, kr.Primary().ID, st.Current, st.UserHeld, st.Conflicts, batch, workers)
 				},
 			})
 			return interrupted(err)
