@@ -49,10 +49,15 @@ func main() {
 
 // run executes one command line and returns the exit code.
 func (a *app) run(ctx context.Context, args []string) int {
+	return cli.Run(ctx, a.newRootCmd(), args, nil, a.stdout, a.stderr)
+}
+
+// newRootCmd builds the command tree.
+func (a *app) newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "ward-lab",
 		Short: "Measure what protecting data costs: the field reports' experiments beside ward's",
 	}
 	root.AddCommand(a.newBenchCmd(), a.newReportCmd())
-	return cli.Run(ctx, root, args, nil, a.stdout, a.stderr)
+	return root
 }

@@ -33,3 +33,28 @@ func TestMain(m *testing.M) {
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
 }
+
+// flagTests names, for every flag of ward-lab, a test that sets it and
+// asserts an effect that differs from the default. TestFlagTable keeps it
+// complete.
+var flagTests = map[string]string{
+	"ward-lab bench --kms":      "testdata/script/bench.txtar",
+	"ward-lab bench --list":     "testdata/script/bench.txtar",
+	"ward-lab bench --out":      "testdata/script/bench.txtar",
+	"ward-lab bench --quick":    "testdata/script/bench.txtar",
+	"ward-lab bench --quiet":    "testdata/script/bench.txtar",
+	"ward-lab report --compare": "testdata/script/bench.txtar",
+}
+
+// TestFlagTable: every flag of ward-lab has an entry in flagTests naming a
+// script with a line that sets it, and every entry names a flag that
+// exists.
+func TestFlagTable(t *testing.T) {
+	bad, err := cli.UncoveredFlags((&app{}).newRootCmd(), flagTests, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Error(b)
+	}
+}

@@ -47,12 +47,17 @@ func main() {
 
 // run executes one command line and returns the exit code.
 func (a *app) run(ctx context.Context, args []string) int {
+	return cli.Run(ctx, a.newRootCmd(), args, nil, a.stdout, a.stderr)
+}
+
+// newRootCmd builds the command tree.
+func (a *app) newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "ward-pq",
 		Short: "Run and measure post-quantum key exchange: ward's minimal protocol and TLS 1.3",
 	}
 	root.AddCommand(a.newHandshakeCmd(), a.newTLSCmd())
-	return cli.Run(ctx, root, args, nil, a.stdout, a.stderr)
+	return root
 }
 
 // milliseconds converts a duration to fractional milliseconds.

@@ -1,11 +1,22 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/netip"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/wardlab/ward/examples/chat"
+	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/kms/local"
 )
 
 func TestMain(m *testing.M) {
@@ -18,4 +29,101 @@ func TestMain(m *testing.M) {
 // testdata/script.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
+}
+
+// flagTests names, for every flag of ward-chat, a test that sets it and
+// asserts an effect that differs from the default. TestFlagTable keeps it
+// complete.
+var flagTests = map[string]string{
+	"ward-chat --allow-unpeppered-hashes": "TestServiceFlags",
+	"ward-chat --db":                      "testdata/script/chat.txtar",
+	"ward-chat --keyring":                 "testdata/script/chat.txtar",
+	"ward-chat --kms":                     "testdata/script/chat.txtar",
+	"ward-chat --listen":                  "TestListen",
+	"ward-chat --master-key-file":         "testdata/script/chat.txtar",
+	"ward-chat --origin":                  "TestServiceFlags",
+	"ward-chat --recovery":                "TestServiceFlags",
+	"ward-chat --trusted-proxy":           "TestServiceFlags",
+	"ward-chat serve --listen":            "TestListen",
+}
+
+// TestFlagTable: every flag of ward-chat has an entry in flagTests naming
+// a test with a line that sets it, and every entry names a flag that
+// exists.
+func TestFlagTable(t *testing.T) {
+	bad, err := cli.UncoveredFlags(newRoot(&options{}, io.Discard), flagTests, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Error(b)
+	}
+}
+
+// TestServiceFlags: the flags that configure the service reach its
+// configuration (package chat's tests show what each setting does).
+func TestServiceFlags(t *testing.T) {
+	t.Setenv(local.EnvVar, local.Generate().Encode())
+	parse := func(args ...string) chat.Config {
+		t.Helper()
+		var o options
+		root := newRoot(&o, io.Discard)
+		if err := root.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := o.config(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	def := parse()
+	if def.AllowUnpepperedHashes || def.Recovery || def.Origins != nil || def.TrustedProxies != nil {
+		t.Fatalf("defaults: %+v", def)
+	}
+	cfg := parse("--allow-unpeppered-hashes", "--recovery", "--origin", "https://chat.example.com", "--trusted-proxy", "10.0.0.0/8", "--trusted-proxy", "fd00::/8")
+	if !cfg.AllowUnpepperedHashes || !cfg.Recovery || !slices.Equal(cfg.Origins, []string{"https://chat.example.com"}) ||
+		len(cfg.TrustedProxies) != 2 || cfg.TrustedProxies[0] != netip.MustParsePrefix("10.0.0.0/8") {
+		t.Fatalf("with every flag: %+v", cfg)
+	}
+	var o options
+	root := newRoot(&o, io.Discard)
+	root.ParseFlags([]string{"--trusted-proxy", "10.0.0.1"})
+	if _, err := o.config(context.Background()); err == nil || !strings.Contains(err.Error(), "--trusted-proxy") {
+		t.Fatalf("--trusted-proxy without a prefix length: %v", err)
+	}
+}
+
+// TestListen: 'ward-chat serve --listen' and 'ward-chat --listen' serve on
+// the address given (the default is 127.0.0.1:8080).
+func TestListen(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(local.EnvVar, local.Generate().Encode())
+	db, kr := "sqlite:"+filepath.Join(dir, "chat.db"), filepath.Join(dir, "kr.json")
+	var errb bytes.Buffer
+	if code := run(context.Background(), []string{"init", "--db", db, "--keyring", kr}, io.Discard, &errb); code != 0 {
+		t.Fatal(errb.String())
+	}
+	for _, args := range [][]string{
+		{"serve", "--db", db, "--keyring", kr, "--listen", "127.0.0.1:0"},
+		{"--db", db, "--keyring", kr, "--listen", "127.0.0.1:0"},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		r, w := io.Pipe()
+		done := make(chan int, 1)
+		go func() { done <- run(ctx, args, w, io.Discard); w.Close() }()
+		line, _ := bufio.NewReader(r).ReadString('\n')
+		addr, ok := strings.CutPrefix(line, "ward chat on http://")
+		if !ok || strings.HasPrefix(addr, "127.0.0.1:8080") {
+			t.Fatalf("%v: %q", args, line)
+		}
+		go io.Copy(io.Discard, r)
+		resp, err := http.Get("http://" + strings.Fields(addr)[0])
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%v: GET /: %v %v", args, resp, err)
+		}
+		resp.Body.Close()
+		cancel()
+		<-done
+	}
 }
