@@ -187,18 +187,7 @@ terminal, or from the first line of stdin.`,
 				}
 				return cli.Usage(err, hint)
 			}
-			if asJSON {
-				a.writeJSON(map[string]any{"match": match, "needs_rehash": res.NeedsRehash, "scheme": res.Params.Scheme.String(),
-					"params": res.Params.String(), "format": res.Format})
-			} else if match {
-				fmt.Fprintf(a.stdout, "match (%v, %s format)", res.Params, res.Format)
-				if res.NeedsRehash {
-					fmt.Fprintf(a.stdout, "; needs rehash to %v", pol.Preferred)
-				}
-				fmt.Fprintln(a.stdout)
-			} else {
-				fmt.Fprintln(a.stdout, "mismatch")
-			}
+			a.printVerified(res, match, pol.Preferred, asJSON)
 			if !match {
 				return cli.Failed(err, "")
 			}
@@ -216,6 +205,23 @@ terminal, or from the first line of stdin.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&truncate, "bcrypt-truncate", false, "verify passwords over 72 bytes against bcrypt by truncating, as legacy systems did")
 	return cmd
+}
+
+// printVerified prints what 'password verify' found.
+func (a *app) printVerified(res password.Result, match bool, preferred password.Params, asJSON bool) {
+	switch {
+	case asJSON:
+		a.writeJSON(map[string]any{"match": match, "needs_rehash": res.NeedsRehash, "scheme": res.Params.Scheme.String(),
+			"params": res.Params.String(), "format": res.Format})
+	case match:
+		fmt.Fprintf(a.stdout, "match (%v, %s format)", res.Params, res.Format)
+		if res.NeedsRehash {
+			fmt.Fprintf(a.stdout, "; needs rehash to %v", preferred)
+		}
+		fmt.Fprintln(a.stdout)
+	default:
+		fmt.Fprintln(a.stdout, "mismatch")
+	}
 }
 
 func (a *app) newPasswordInspectCmd() *cobra.Command {
