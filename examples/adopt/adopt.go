@@ -284,7 +284,8 @@ func Run(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring, 
 	if err := lg.RecordColumns(ctx, kr, ledger.ColumnOf(app.Email, "id")); err != nil {
 		return err
 	}
-	r, err := lifecycle.Rotate(ctx, kr, []lifecycle.Database{{Name: "app", DB: db, Dialect: d, Ledger: lg}}, lifecycle.RotateOptions{Wait: time.Minute})
+	dbs := []lifecycle.Database{{Name: "app", DB: db, Dialect: d, Ledger: lg}}
+	r, err := lifecycle.Rotate(ctx, kr, dbs, lifecycle.RotateOptions{Wait: time.Minute})
 	if err != nil {
 		return err
 	}
@@ -292,5 +293,11 @@ func Run(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring, 
 		return err
 	}
 	step(8, fmt.Sprintf("rotate across the fleet (lifecycle.Rotate, as ward keyring rotate --db): %d re-encrypted under %v", r.Columns[0].Stats.Reencrypted, kr.Primary().ID))
+	// Nothing references the old key any more: retire it, so that a
+	// backup's values under it no longer open with this keyring.
+	if err := lifecycle.Retire(ctx, kr, dbs, r.Old); err != nil {
+		return err
+	}
+	step(9, fmt.Sprintf("retire the old key (lifecycle.Retire, as ward keyring retire): %v removed from the keyring", r.Old))
 	return nil
 }
