@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/internal/cli/clitest"
 )
 
 // flagTests names, for every flag of ward, a test that sets it and asserts
@@ -113,11 +113,5 @@ var flagTests = map[string]string{
 // with a line that sets it (the command's words and the flag together),
 // and every entry names a flag that exists.
 func TestFlagTable(t *testing.T) {
-	bad, err := cli.UncoveredFlags((&app{}).newRootCmd(), flagTests, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range bad {
-		t.Error(b)
-	}
+	clitest.FlagTable(t, (&app{}).newRootCmd(), flagTests, ".")
 }

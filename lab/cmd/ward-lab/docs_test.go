@@ -1,31 +1,15 @@
 package main
 
 import (
-	"path/filepath"
 	"testing"
 
-	"github.com/wardlab/ward/internal/cli"
+	"github.com/spf13/cobra"
+
+	"github.com/wardlab/ward/internal/cli/clitest"
 )
 
 // TestDocsCommands: every ward-lab command line the documentation shows names
 // a command that exists, with flags it has and values they accept.
 func TestDocsCommands(t *testing.T) {
-	root := "../../.."
-	var docs []string
-	for _, f := range []string{"README.md", "CONTRIBUTING.md", "docs/CLI.md", "docs/LIBRARY.md", "docs/ADOPTING.md", "docs/LAB.md"} {
-		docs = append(docs, filepath.Join(root, f))
-	}
-	cmds, err := cli.DocCommands("ward-lab", docs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cmds) < 3 {
-		t.Fatalf("found %d ward-lab command lines: is the extraction stale?", len(cmds))
-	}
-	for _, c := range cmds {
-		c.File = filepath.Base(c.File)
-		if err := cli.CheckDocCommand((&app{}).newRootCmd(), c); err != nil {
-			t.Error(err)
-		}
-	}
+	clitest.DocCommands(t, "ward-lab", "../../..", 3, func() *cobra.Command { return (&app{}).newRootCmd() })
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/internal/cli/clitest"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -50,11 +51,5 @@ var flagTests = map[string]string{
 // script with a line that sets it, and every entry names a flag that
 // exists.
 func TestFlagTable(t *testing.T) {
-	bad, err := cli.UncoveredFlags((&app{}).newRootCmd(), flagTests, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range bad {
-		t.Error(b)
-	}
+	clitest.FlagTable(t, (&app{}).newRootCmd(), flagTests, ".")
 }

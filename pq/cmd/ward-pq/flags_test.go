@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/internal/cli/clitest"
 	"github.com/wardlab/ward/pq/handshake"
 )
 
@@ -57,13 +57,7 @@ var flagTests = map[string]string{
 // TestFlagTable: every flag of ward-pq has an entry in flagTests naming a
 // test with a line that sets it, and every entry names a flag that exists.
 func TestFlagTable(t *testing.T) {
-	bad, err := cli.UncoveredFlags((&app{}).newRootCmd(), flagTests, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range bad {
-		t.Error(b)
-	}
+	clitest.FlagTable(t, (&app{}).newRootCmd(), flagTests, ".")
 }
 
 // syncBuffer is a bytes.Buffer safe for a server goroutine and the test.

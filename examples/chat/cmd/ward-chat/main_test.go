@@ -15,7 +15,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/wardlab/ward/examples/chat"
-	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/internal/cli/clitest"
 	"github.com/wardlab/ward/kms/local"
 )
 
@@ -51,13 +51,7 @@ var flagTests = map[string]string{
 // a test with a line that sets it, and every entry names a flag that
 // exists.
 func TestFlagTable(t *testing.T) {
-	bad, err := cli.UncoveredFlags(newRoot(&options{}, io.Discard), flagTests, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range bad {
-		t.Error(b)
-	}
+	clitest.FlagTable(t, newRoot(&options{}, io.Discard), flagTests, ".")
 }
 
 // TestServiceFlags: the flags that configure the service reach its
