@@ -236,7 +236,12 @@ func (l *Ledger) Read(ctx context.Context) (*State, error) {
 }
 
 func (l *Ledger) read(ctx context.Context) (*stored, error) {
-	t, err := l.create(ctx)
+	// A read never creates the table (a dry run, a look at the ledger):
+	// a missing one is no ledger. Writes create it first (update).
+	if l.DB == nil || (l.Dialect != field.SQLite && l.Dialect != field.Postgres) {
+		return nil, errors.New("ledger: Ledger needs DB and Dialect")
+	}
+	t, err := l.table()
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +253,7 @@ func (l *Ledger) read(ctx context.Context) (*stored, error) {
 	var tooLong bool
 	err = l.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT counter, octet_length(body), %s, %s, %s FROM %s WHERE id = 1`,
 		body.Value(), tag.Value(), sqltable.TooLong(body, tag), t)).Scan(&s.counter, &size, &s.body, &s.mac, &tooLong)
-	if errors.Is(err, sql.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) || sqltable.Missing(err) {
 		return nil, nil
 	}
 	if err != nil {

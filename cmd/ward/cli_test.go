@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/kms/local"
 )
 
@@ -49,10 +51,21 @@ func (c *cliEnv) newKeyring(t *testing.T) {
 func (c *cliEnv) sqlite(t *testing.T, name string) (string, *sql.DB) {
 	t.Helper()
 	url := "sqlite:" + filepath.Join(c.dir, name)
-	db, _, err := openDB(url)
+	db, _, err := createDB(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	return url, db
+}
+
+// createDB opens a test database, creating a SQLite file (ward itself
+// never creates one: openDB).
+func createDB(url string) (*sql.DB, field.Dialect, error) {
+	db, driver, err := dburl.Open(url)
+	if err != nil {
+		return nil, 0, err
+	}
+	d, err := field.ParseDialect(driver)
+	return db, d, err
 }

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"context"
 	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/wardlab/ward/internal/cli"
 
@@ -9,17 +14,55 @@ import (
 	"github.com/wardlab/ward/internal/dburl"
 )
 
-// openDB opens a database URL (see package dburl); a bad URL is a usage
-// error.
+// connectTimeout bounds the first contact with a database server.
+const connectTimeout = 10 * time.Second
+
+// openDB opens an existing database (ward never creates one) and checks
+// that it answers, so that a wrong URL, a missing file or an unreachable
+// server is said first, and as such. A bad URL is a usage error.
 func openDB(url string) (*sql.DB, field.Dialect, error) {
-	db, driver, err := dburl.Open(url)
+	u, err := dburl.Parse(url)
 	if err != nil {
-		return nil, 0, cli.Usage(err, "use postgres://USER@HOST/DB (password in $WARD_DB or PGPASSWORD) or sqlite:PATH")
+		return nil, 0, cli.Usage(err, "use sqlite:PATH, postgres://USER@HOST/DB (password in PGPASSWORD) or a key=value DSN (host=… user=… dbname=…)")
 	}
-	d, err := field.ParseDialect(driver)
+	db, err := u.Open()
+	if errors.Is(err, dburl.ErrNoDatabase) {
+		return nil, 0, cli.Usage(err, "check the path: ward opens existing databases only, and created nothing")
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	d, err := field.ParseDialect(u.Driver)
 	if err != nil {
 		db.Close()
 		return nil, 0, err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, 0, cli.Failed(fmt.Errorf("cannot connect to %s: %w", dburl.Redact(url), err),
+			"is the server running and reachable, and are the host, port, user and password right?")
+	}
 	return db, d, nil
+}
+
+// dbSecrets are the database passwords a command line and the environment
+// hold: each --db's (and $WARD_DB's) and $PGPASSWORD.
+func dbSecrets(args []string, getenv func(string) string) []string {
+	urls := []string{getenv(DBEnv)}
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--db="); ok {
+			urls = append(urls, v)
+		} else if a == "--db" && i+1 < len(args) {
+			urls = append(urls, args[i+1])
+		}
+	}
+	secrets := []string{getenv("PGPASSWORD")}
+	for _, u := range urls {
+		if p, err := dburl.Parse(u); err == nil {
+			secrets = append(secrets, p.Secrets()...)
+		}
+	}
+	return secrets
 }

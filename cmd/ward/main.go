@@ -72,6 +72,10 @@ func main() {
 
 // run executes one command line and returns the exit code.
 func (a *app) run(ctx context.Context, args []string) int {
+	// The databases' passwords are scrubbed from everything printed,
+	// drivers' messages included.
+	secrets := dbSecrets(args, a.getenv)
+	a.stdout, a.stderr = cli.Scrub(a.stdout, secrets), cli.Scrub(a.stderr, secrets)
 	return cli.Run(ctx, a.newRootCmd(), args, a.stdin, a.stdout, a.stderr)
 }
 

@@ -27,7 +27,7 @@ func TestRotateCommand(t *testing.T) {
 	}
 	oldID := kr.Primary().ID
 	dbPath := filepath.Join(dir, "chat.db")
-	db, dialect, err := openDB("sqlite:" + dbPath)
+	db, dialect, err := createDB("sqlite:" + dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestRotateCommand(t *testing.T) {
 	if code, out, _ := run("reseal", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--quiet"); code != 0 || !strings.Contains(out, ": 0 written under") {
 		t.Fatalf("second run: %q", out)
 	}
-	if code, _, e := run("reseal", "--db", "mysql://x", "--table", "t", "--column", "c"); code != 2 || !strings.Contains(e, "unsupported database URL") {
+	if code, _, e := run("reseal", "--db", "mysql://x", "--table", "t", "--column", "c"); code != 2 || !strings.Contains(e, "unknown scheme") {
 		t.Fatalf("bad URL: %d %q", code, e)
 	}
 	if code, _, e := run("reseal", "--db", "sqlite:"+dbPath, "--table", "messages; DROP", "--column", "body"); code != 2 || !strings.Contains(e, "invalid SQL identifier") {
@@ -132,7 +132,7 @@ func TestEncryptColumnCommand(t *testing.T) {
 	dir, run := cli.dir, cli.run
 	cli.newKeyring(t)
 	dbURL := "sqlite:" + filepath.Join(dir, "app.db")
-	db, _, err := openDB(dbURL)
+	db, _, err := createDB(dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestKeyCommandsCheckTheLedger(t *testing.T) {
 	cli := newCLI(t)
 	dir, krPath, run := cli.dir, cli.krPath, cli.run
 	dbURL := "sqlite:" + filepath.Join(dir, "app.db")
-	db, _, err := openDB(dbURL)
+	db, _, err := createDB(dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestLedgerAdoptCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	dbURL := "sqlite:" + filepath.Join(dir, "app.db")
-	db, _, err := openDB(dbURL)
+	db, _, err := createDB(dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,6 +287,9 @@ func TestLedgerAdoptCommand(t *testing.T) {
 	}
 	// A second database joins only when the operator says it is new.
 	db2URL := "sqlite:" + filepath.Join(dir, "other.db")
+	if db2, _, err := createDB(db2URL); err == nil { // the application's new database
+		db2.Close()
+	}
 	if code, _, e := run("ledger", "adopt", "--db", db2URL); code != 1 || !strings.Contains(e, "--another-database") {
 		t.Fatalf("adopt a second database without --another-database: %d %q", code, e)
 	}
@@ -304,7 +307,7 @@ func TestEncryptColumnIndex(t *testing.T) {
 	dir, mk, krPath, run := cli.dir, cli.mk, cli.krPath, cli.run
 	cli.newKeyring(t)
 	dbURL := "sqlite:" + filepath.Join(dir, "app.db")
-	db, _, err := openDB(dbURL)
+	db, _, err := createDB(dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}

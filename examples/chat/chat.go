@@ -118,7 +118,7 @@ var ErrNoKeyring = errors.New("chat: no keyring file (run 'ward-chat init' to cr
 // It refuses if the keyring file exists, or if the database already holds
 // values sealed under another keyring.
 func Init(ctx context.Context, cfg Config) (*keyring.Keyring, error) {
-	db, dialect, err := openDB(cfg.DB)
+	db, dialect, err := openDB(cfg.DB, true)
 	if err != nil {
 		return nil, err
 	}
@@ -234,12 +234,30 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	return &Service{cfg: cfg, db: db, dialect: dialect, kr: kr, ledger: lg, store: st, server: srv, log: log}, nil
 }
 
-func openDB(url string) (*sql.DB, field.Dialect, error) {
-	db, driver, err := dburl.Open(url)
+// ErrNoDatabase means the SQLite file the configuration names does not
+// exist: only Init creates the database.
+var ErrNoDatabase = errors.New("chat: no database (run 'ward-chat init' to create one, or check --db)")
+
+// openDB opens the service's database; only Init (create) makes a SQLite
+// file, so a mistyped path is an error, not a new empty database.
+func openDB(url string, create ...bool) (*sql.DB, field.Dialect, error) {
+	u, err := dburl.Parse(url)
 	if err != nil {
 		return nil, 0, err
 	}
-	d, err := field.ParseDialect(driver)
+	var db *sql.DB
+	if len(create) > 0 && create[0] {
+		db, err = u.Create()
+	} else {
+		db, err = u.Open()
+	}
+	if errors.Is(err, dburl.ErrNoDatabase) {
+		return nil, 0, fmt.Errorf("%w: %s", ErrNoDatabase, u.Path)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	d, err := field.ParseDialect(u.Driver)
 	if err != nil {
 		db.Close()
 		return nil, 0, err

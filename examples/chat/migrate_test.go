@@ -20,7 +20,7 @@ func TestConcurrentMigrate(t *testing.T) {
 			errs := make(chan error, 6)
 			for range 6 {
 				wg.Go(func() {
-					db, dialect, err := openDB(url)
+					db, dialect, err := openDB(url, true)
 					if err == nil {
 						err = migrate(ctx, db, dialect)
 						db.Close()
@@ -36,7 +36,7 @@ func TestConcurrentMigrate(t *testing.T) {
 				}
 			}
 		}
-		db, _, err := openDB(url)
+		db, _, err := openDB(url, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,8 +24,9 @@ const (
 	writeTimeout      = 30 * time.Second
 	idleTimeout       = 60 * time.Second
 	maxHeaderBytes    = 16 << 10
-	keyringPoll       = 5 * time.Second // how often Serve re-reads the keyring file
-	fleetHeartbeat    = 2 * time.Second // how often Serve reports the keys it holds (package fleet)
+	keyringPoll       = 5 * time.Second  // how often Serve re-reads the keyring file
+	fleetHeartbeat    = 2 * time.Second  // how often Serve reports the keys it holds (package fleet)
+	drainTimeout      = 10 * time.Second // how long requests in flight may finish after a stop
 )
 
 // Serve listens on ln and serves until ctx ends. Connections are capped in
@@ -40,7 +41,19 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, out io.Writer) err
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { <-ctx.Done(); hs.Close() }()
+	// When ctx ends (SIGTERM, Ctrl-C), requests in flight finish within
+	// drainTimeout (a request's transaction commits or rolls back, never
+	// half done), then the process leaves the fleet (below).
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		<-ctx.Done()
+		drain, stop := context.WithTimeout(context.WithoutCancel(ctx), drainTimeout)
+		defer stop()
+		if err := hs.Shutdown(drain); err != nil {
+			hs.Close()
+		}
+	}()
 	go s.sweep(ctx)
 	// Another process's rotation (the CLI, another instance) is picked up
 	// within keyringPoll without a signal; SIGHUP still reloads at once.
@@ -76,6 +89,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, out io.Writer) err
 	hs.ConnState = capped.ConnState // idle keep-alive connections make room first
 	err = hs.Serve(capped)
 	if errors.Is(err, http.ErrServerClosed) {
+		<-drained // Serve returns at once; the requests in flight finish first
 		return nil
 	}
 	return err

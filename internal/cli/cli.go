@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -63,4 +64,34 @@ func Run(ctx context.Context, root *cobra.Command, args []string, stdin io.Reade
 		return ce.Code
 	}
 	return ExitUsage
+}
+
+// Scrub returns a writer that writes to w with every occurrence of each
+// secret replaced by REDACTED, so that no message — a driver's own
+// included — prints a password the command line or the environment
+// handed to a database. Secrets shorter than 3 bytes are left alone
+// (they would mangle everything else).
+func Scrub(w io.Writer, secrets []string) io.Writer {
+	var pairs []string
+	for _, s := range secrets {
+		if len(s) >= 3 {
+			pairs = append(pairs, s, "REDACTED")
+		}
+	}
+	if len(pairs) == 0 {
+		return w
+	}
+	return &scrubber{w: w, r: strings.NewReplacer(pairs...)}
+}
+
+type scrubber struct {
+	w io.Writer
+	r *strings.Replacer
+}
+
+func (s *scrubber) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(s.w, s.r.Replace(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

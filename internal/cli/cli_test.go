@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -47,5 +50,19 @@ func TestProgress(t *testing.T) {
 	q.Finish()
 	if b.Len() != 0 {
 		t.Fatalf("quiet progress wrote %q", b.String())
+	}
+}
+
+// TestScrub: every secret of 3 bytes or more is replaced in what is
+// written; shorter ones are left (they would mangle the rest).
+func TestScrub(t *testing.T) {
+	var b strings.Builder
+	w := Scrub(&b, []string{"hunter2", "p@ss", "ab", ""})
+	fmt.Fprintf(w, "lookup ss: user=ward password=hunter2 and p@ss@host (ab)\n")
+	if got := b.String(); got != "lookup ss: user=ward password=REDACTED and REDACTED@host (ab)\n" {
+		t.Fatalf("%q", got)
+	}
+	if Scrub(&b, []string{"ab"}) != io.Writer(&b) {
+		t.Fatal("no secret to scrub, yet a wrapper")
 	}
 }

@@ -1,6 +1,7 @@
 // Package dburl opens a database from a URL: postgres://… or
-// postgresql://… through pgx's database/sql driver, and sqlite:PATH (or a
-// bare path) through the embedded SQLite, in WAL mode with a busy timeout.
+// postgresql://… (or a libpq key=value DSN) through pgx's database/sql
+// driver, and sqlite:PATH through the embedded SQLite, in WAL mode with a
+// busy timeout. Anything else is refused before anything is opened.
 package dburl
 
 import (
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -16,32 +18,124 @@ import (
 	_ "modernc.org/sqlite"             // registers "sqlite"
 )
 
-// Open opens url and returns the database and its database/sql driver
-// name ("pgx" or "sqlite"; field.ParseDialect maps it to a dialect). A
-// SQLite file is created with mode 0600, and an existing one (with its
-// -wal and -shm files) is made 0600: it holds ciphertexts, blind indexes
-// and password hashes, which are nobody else's business.
-func Open(url string) (*sql.DB, string, error) {
-	switch {
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		db, err := sql.Open("pgx", url)
-		return db, "pgx", err
-	case strings.HasPrefix(url, "sqlite:"), !strings.Contains(url, "://"):
-		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
-		if path == "" {
-			return nil, "", fmt.Errorf("dburl: empty SQLite path in %q", url)
-		}
-		if err := privateFile(path); err != nil {
-			return nil, "", err
-		}
-		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
-		return db, "sqlite", err
-	}
-	return nil, "", fmt.Errorf("dburl: unsupported database URL scheme in %q (use postgres://… or sqlite:PATH)", Redact(url))
+// Errors of Parse and Open.
+var (
+	// ErrUnsupported means the string is none of the forms ward accepts.
+	ErrUnsupported = errors.New("dburl: not a database URL ward understands")
+	// ErrNoDatabase means a SQLite file that Open does not create is
+	// missing (a mistyped path, or a database not initialised yet).
+	ErrNoDatabase = errors.New("dburl: no such database file")
+)
+
+// URL is a parsed database URL.
+type URL struct {
+	// Driver is the database/sql driver: "pgx" or "sqlite".
+	Driver string
+	// Path is the SQLite file (sqlite only).
+	Path    string
+	dsn     string
+	secrets []string
 }
 
-// privateFile creates path with mode 0600 if it does not exist, and
-// removes group and other permissions from it and its SQLite companions.
+var (
+	dsnStart = regexp.MustCompile(`^\s*[A-Za-z_]+\s*=`)
+	scheme   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
+	dsnPass  = regexp.MustCompile(`(?i)\bpassword\s*=\s*('((?:[^'\\]|\\.)*)'|(\S+))`)
+)
+
+// Parse reads a database URL strictly: sqlite:PATH, a postgres:// or
+// postgresql:// URL, or a libpq key=value DSN ("host=… user=… dbname=…").
+// Anything else is refused (ErrUnsupported) before anything is opened; no
+// error quotes the string's secrets.
+func Parse(s string) (URL, error) {
+	switch {
+	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
+		u, err := url.Parse(s)
+		// A raw @ in the user or password: drivers disagree about where
+		// the host starts, and pgx would print part of the password as a
+		// host name.
+		auth := s[strings.Index(s, "://")+3:]
+		if i := strings.IndexAny(auth, "/?#"); i >= 0 {
+			auth = auth[:i]
+		}
+		if at := strings.LastIndex(auth, "@"); err == nil && at > 0 && strings.Contains(auth[:at], "@") {
+			err = errors.New("raw @ in the user information")
+		}
+		if err != nil {
+			return URL{}, fmt.Errorf("%w: %s is not a valid URL: a user name or password holding @ : / ? or # must be percent-encoded (%%40 for @)", ErrUnsupported, Redact(s))
+		}
+		out := URL{Driver: "pgx", dsn: s}
+		if pw, ok := u.User.Password(); ok {
+			out.secrets = append(out.secrets, pw)
+			if _, raw, ok := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(s, "postgresql://"), "postgres://"), ":"); ok {
+				if at := strings.LastIndex(raw, "@"); at >= 0 && raw[:at] != pw {
+					out.secrets = append(out.secrets, raw[:at]) // as written, percent-encoded
+				}
+			}
+		}
+		return out, nil
+	case strings.HasPrefix(s, "sqlite:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(s, "sqlite:"), "//")
+		if path == "" {
+			return URL{}, fmt.Errorf("%w: empty SQLite path in %q", ErrUnsupported, s)
+		}
+		return URL{Driver: "sqlite", Path: path}, nil
+	case dsnStart.MatchString(s):
+		out := URL{Driver: "pgx", dsn: s}
+		for _, m := range dsnPass.FindAllStringSubmatch(s, -1) {
+			out.secrets = append(out.secrets, m[2]+m[3])
+		}
+		return out, nil
+	case scheme.MatchString(s) && !strings.Contains(s, "/") || strings.Contains(s, "://"):
+		return URL{}, fmt.Errorf("%w: unknown scheme in %s (use sqlite:PATH, postgres://… or a key=value DSN)", ErrUnsupported, Redact(s))
+	}
+	return URL{}, fmt.Errorf("%w: %s has no scheme: for a SQLite file write sqlite:%s", ErrUnsupported, Redact(s), Redact(s))
+}
+
+// Secrets returns what in the URL is secret (its password, as parsed and
+// as written), for a caller to scrub from any text it prints, a driver's
+// own messages included.
+func (u URL) Secrets() []string { return u.secrets }
+
+// Open opens the database. A SQLite file must exist (ErrNoDatabase): only
+// Create makes one. An existing file (with its -wal and -shm files) is
+// made 0600: it holds ciphertexts, blind indexes and password hashes,
+// which are nobody else's business.
+func (u URL) Open() (*sql.DB, error) { return u.open(false) }
+
+// Create opens the database like Open, creating a missing SQLite file with
+// mode 0600 (for commands whose purpose is to create, such as an init).
+func (u URL) Create() (*sql.DB, error) { return u.open(true) }
+
+func (u URL) open(create bool) (*sql.DB, error) {
+	if u.Driver == "pgx" {
+		return sql.Open("pgx", u.dsn)
+	}
+	if !create {
+		if _, err := os.Stat(u.Path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s", ErrNoDatabase, u.Path)
+		}
+	}
+	if err := privateFile(u.Path); err != nil {
+		return nil, err
+	}
+	return sql.Open("sqlite", "file:"+u.Path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+}
+
+// Open parses url and opens it, creating a missing SQLite file; it
+// returns the database and its database/sql driver name ("pgx" or
+// "sqlite"; field.ParseDialect maps it to a dialect). For tests and the
+// lab, which make their own databases; a command that must not create
+// uses Parse and URL.Open.
+func Open(url string) (*sql.DB, string, error) {
+	u, err := Parse(url)
+	if err != nil {
+		return nil, "", err
+	}
+	db, err := u.Create()
+	return db, u.Driver, err
+}
+
 func privateFile(path string) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err == nil {

@@ -1,8 +1,10 @@
 package dburl
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -28,7 +30,7 @@ func TestSQLiteFilesPrivate(t *testing.T) {
 	}
 	db.Close()
 	os.Chmod(path, 0o644)
-	db, _, err = Open(path)
+	db, _, err = Open("sqlite:" + path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,4 +99,55 @@ func FuzzRedact(f *testing.F) {
 			t.Fatalf("Redact(%q) = %q keeps the password", in, out)
 		}
 	})
+}
+
+// TestParse: the three forms are taken, anything else is refused before
+// anything is opened, no error quotes a password (not even the part of
+// one after a raw @), and only Create makes a SQLite file.
+func TestParse(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, c := range []struct {
+		in, driver string
+		secrets    []string
+		err        error
+		hint       string
+	}{
+		{in: "postgres://ward:s3cr3t@db:5432/app", driver: "pgx", secrets: []string{"s3cr3t"}},
+		{in: "postgresql://ward:p%40ss@db/app", driver: "pgx", secrets: []string{"p@ss", "p%40ss"}},
+		{in: "host=db user=ward password=hunter2 dbname=x", driver: "pgx", secrets: []string{"hunter2"}},
+		{in: "host=db password='two words' dbname=x", driver: "pgx", secrets: []string{"two words"}},
+		{in: "sqlite:app.db", driver: "sqlite"},
+		{in: "postgres://ward:s3cr3t@ss@127.0.0.1:1/db", err: ErrUnsupported, hint: "percent-encoded"},
+		{in: "sqllite:small.db", err: ErrUnsupported, hint: "unknown scheme"},
+		{in: "mysql://u:pw@h/db", err: ErrUnsupported, hint: "unknown scheme"},
+		{in: "small.db", err: ErrUnsupported, hint: "sqlite:small.db"},
+		{in: "sqlite:", err: ErrUnsupported},
+	} {
+		u, err := Parse(c.in)
+		if !errors.Is(err, c.err) || err == nil && (u.Driver != c.driver || !slices.Equal(u.Secrets(), c.secrets)) {
+			t.Errorf("%q: %+v %v", c.in, u, err)
+		}
+		if err != nil && (!strings.Contains(err.Error(), c.hint) || strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "ss@") || strings.Contains(err.Error(), "pw")) {
+			t.Errorf("%q: %v", c.in, err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("Parse created %v", entries)
+	}
+	u, _ := Parse("sqlite:smal.db")
+	if _, err := u.Open(); !errors.Is(err, ErrNoDatabase) {
+		t.Fatalf("Open of a missing file: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("Open of a missing file created %v", entries)
+	}
+	db, err := u.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if st, err := os.Stat("smal.db"); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("Create: %v %v", st, err)
+	}
 }

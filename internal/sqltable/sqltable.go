@@ -16,8 +16,12 @@ package sqltable
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Attempts is how often Create tries before it gives up; the waits between
@@ -65,4 +69,16 @@ func Create(ctx context.Context, db *sql.DB, table, ddl string) error {
 		}
 		wait *= 2
 	}
+}
+
+// Missing reports whether err is a database's "no such table" (SQLite) or
+// undefined_table (PostgreSQL, SQLSTATE 42P01): a read of one of ward's
+// tables before anything created it, which is no state rather than a
+// failure. Reads use it so that they never create a table.
+func Missing(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code == "42P01"
+	}
+	return err != nil && strings.Contains(err.Error(), "no such table")
 }

@@ -24,6 +24,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,7 +39,9 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM (systemd, Docker, Kubernetes) and Ctrl-C stop the service
+	// cleanly: requests in flight drain, and it leaves the fleet.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -89,8 +92,8 @@ func newRoot(o *options, out io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 	}
 	f := root.PersistentFlags()
-	f.StringVar(&o.db, "db", "sqlite:chat.db", "database: sqlite:PATH or postgres://… (password in PGPASSWORD)")
-	f.StringVar(&o.keyring, "keyring", "chat-keyring.json", "keyring file")
+	f.StringVar(&o.db, "db", "", "database: sqlite:PATH, postgres://… (password in PGPASSWORD) or a key=value DSN (default $WARD_DB, else sqlite:chat.db)")
+	f.StringVar(&o.keyring, "keyring", "", "keyring file (default $WARD_KEYRING, else chat-keyring.json)")
 	f.StringVar(&o.kms, "kms", "", "KMS key URL that seals the keyring (awskms://alias/NAME?region=R); default: the master key")
 	f.StringVar(&o.masterKeyFile, "master-key-file", "", "file holding the base64 master key (default $"+local.EnvVar+")")
 	f.BoolVar(&o.allowUnpeppered, "allow-unpeppered-hashes", false, "accept password hashes from before the pepper (upgraded at log-in)")
@@ -104,7 +107,9 @@ func newRoot(o *options, out io.Writer) *cobra.Command {
 		&cobra.Command{Use: "init", Short: "Create the keyring (it must not exist) and prepare the database", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error { return o.init(cmd.Context(), out) }},
 		&cobra.Command{Use: "inspect-db", Short: "Show what someone with database access sees (needs no keyring)", Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error { return chat.Inspect(cmd.Context(), o.db, out) }},
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return chat.Inspect(cmd.Context(), envOr(o.db, "WARD_DB", defaultDB), out)
+			}},
 		&cobra.Command{Use: "migrate", Short: "Once, on a database from before values were bound to their owners: re-bind them and MAC password hashes, trusting the rows as they are", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				cfg, err := o.config(cmd.Context())
@@ -134,7 +139,26 @@ func newRoot(o *options, out io.Writer) *cobra.Command {
 	return root
 }
 
+// Defaults of --db and --keyring when neither the flag nor the variable
+// (WARD_DB, WARD_KEYRING: the same variables as ward's) is set.
+const (
+	defaultDB      = "sqlite:chat.db"
+	defaultKeyring = "chat-keyring.json"
+)
+
+// envOr returns v, else the environment variable env, else def.
+func envOr(v, env, def string) string {
+	if v == "" {
+		v = os.Getenv(env)
+	}
+	if v == "" {
+		v = def
+	}
+	return v
+}
+
 func (o *options) config(ctx context.Context) (chat.Config, error) {
+	o.db, o.keyring = envOr(o.db, "WARD_DB", defaultDB), envOr(o.keyring, "WARD_KEYRING", defaultKeyring)
 	var ks kms.KeyService
 	var err error
 	if o.kms != "" {
@@ -168,6 +192,8 @@ func (o *options) open(ctx context.Context) (*chat.Service, error) {
 	switch {
 	case errors.Is(err, chat.ErrNoKeyring):
 		return nil, &hinted{err, "create the keyring with 'ward-chat init', or check --keyring"}
+	case errors.Is(err, chat.ErrNoDatabase):
+		return nil, &hinted{err, "create the database with 'ward-chat init', or check --db: nothing was created"}
 	case errors.Is(err, keyring.ErrRollback), errors.Is(err, keyring.ErrWrongKeyring), errors.Is(err, keyring.ErrUnknownKey):
 		return nil, &hinted{err, "the keyring file does not match what the database holds: use the current copy of its keyring"}
 	}

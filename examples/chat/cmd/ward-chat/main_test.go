@@ -8,14 +8,20 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/wardlab/ward/examples/chat"
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/fleet"
 	"github.com/wardlab/ward/internal/cli/clitest"
+	"github.com/wardlab/ward/internal/dburl"
+	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
 
@@ -119,5 +125,58 @@ func TestListen(t *testing.T) {
 		resp.Body.Close()
 		cancel()
 		<-done
+	}
+}
+
+// TestSIGTERM: ward-chat stopped with SIGTERM (systemd, Docker,
+// Kubernetes) exits 0 and leaves the fleet, so that no "running" ghost
+// holds the next rotation back. It also reads WARD_DB and WARD_KEYRING,
+// as ward does.
+func TestSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the ward-chat binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "ward-chat")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	mk := local.Generate()
+	env := append(os.Environ(), local.EnvVar+"="+mk.Encode(), "WARD_DB=sqlite:"+filepath.Join(dir, "app.db"), "WARD_KEYRING="+filepath.Join(dir, "kr.json"))
+	init := exec.Command(bin, "init")
+	init.Env = env
+	if out, err := init.CombinedOutput(); err != nil {
+		t.Fatalf("init: %v %s", err, out)
+	}
+	serve := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
+	serve.Env = env
+	stdout, _ := serve.StdoutPipe()
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if !strings.HasPrefix(line, "ward chat on http://") {
+		serve.Process.Kill()
+		t.Fatalf("serve: %q", line)
+	}
+	go io.Copy(io.Discard, stdout)
+	serve.Process.Signal(syscall.SIGTERM)
+	if err := serve.Wait(); err != nil {
+		t.Fatalf("after SIGTERM: %v", err)
+	}
+	ctx := context.Background()
+	kr, err := keyring.Load(ctx, filepath.Join(dir, "kr.json"), mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, driver, err := dburl.Open("sqlite:" + filepath.Join(dir, "app.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	d, _ := field.ParseDialect(driver)
+	ps, err := (&fleet.Registry{DB: db, Dialect: d}).List(ctx, kr)
+	if err != nil || len(ps) != 1 || !ps[0].Exited {
+		t.Fatalf("the registry after SIGTERM: %+v %v", ps, err)
 	}
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// The operator's first mistakes (rows of the operator-experience table in
+// docs/CLI.md, "When something goes wrong"): each gets its own diagnosis
+// and exit code, nothing is created by accident, and no password is
+// printed.
+
+// inEmptyDir runs the test in a fresh working folder and reports, at its
+// end, anything a command left there.
+func inEmptyDir(t *testing.T) func() []string {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	return func() []string {
+		var names []string
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+}
+
+// TestDBForms: a key=value DSN reaches PostgreSQL (nothing is created in
+// the working folder, whose name would hold the password); a raw @ in a
+// URL's password is refused before any driver sees it; every --db form
+// against a closed port says it cannot connect, without a ledger or column
+// hint, and prints no part of the password.
+func TestDBForms(t *testing.T) {
+	left := inEmptyDir(t)
+	c := newCLI(t)
+	c.newKeyring(t)
+	for _, db := range []string{
+		"host=127.0.0.1 port=1 user=ward password=hunter2pw dbname=x connect_timeout=2",
+		"postgres://ward:hunter2pw@127.0.0.1:1/x?connect_timeout=2",
+		"postgresql://ward:hunter2pw@127.0.0.1:1/x?connect_timeout=2&sslmode=disable",
+	} {
+		code, out, e := c.run("reseal", "--db", db, "--table", "notes", "--column", "body", "--dry-run")
+		if code != 1 || !strings.Contains(e, "cannot connect to") || strings.Contains(e, "ledger") || strings.Contains(e, "--column") {
+			t.Errorf("%s: %d %q %q", db, code, out, e)
+		}
+		if strings.Contains(out+e, "hunter2") {
+			t.Errorf("%s: the password was printed: %q %q", db, out, e)
+		}
+	}
+	code, out, e := c.run("ledger", "--db", "postgres://ward:s3cr3t@ss@127.0.0.1:1/db")
+	if code != 2 || !strings.Contains(e, "percent-encoded") || strings.Contains(out+e, "s3cr3t") || strings.Contains(out+e, "ss@") {
+		t.Errorf("a raw @ in the password: %d %q %q", code, out, e)
+	}
+	if names := left(); len(names) != 0 {
+		t.Errorf("left in the working folder: %q", names)
+	}
+}
+
+// TestNothingCreated: a mistyped SQLite path or scheme is refused with
+// "no such database file" or the scheme named, and creates nothing; a
+// look at a database ('ward ledger', a dry run) writes nothing to it.
+func TestNothingCreated(t *testing.T) {
+	left := inEmptyDir(t)
+	c := newCLI(t)
+	c.newKeyring(t)
+	if code, _, e := c.run("reseal", "--db", "sqlite:smal.db", "--table", "notes", "--column", "body"); code != 2 || !strings.Contains(e, "no such database file: smal.db") {
+		t.Errorf("a mistyped path: %d %q", code, e)
+	}
+	if code, _, e := c.run("ledger", "--db", "sqllite:small.db"); code != 2 || !strings.Contains(e, "unknown scheme") {
+		t.Errorf("a mistyped scheme: %d %q", code, e)
+	}
+	if code, _, e := c.run("ledger", "--db", "small.db"); code != 2 || !strings.Contains(e, "sqlite:small.db") {
+		t.Errorf("a bare path: %d %q", code, e)
+	}
+	if names := left(); len(names) != 0 {
+		t.Fatalf("a refused --db left %q", names)
+	}
+	url, db := c.sqlite(t, "app.db")
+	db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`)
+	db.Exec(`INSERT INTO notes VALUES (1, 'hello')`)
+	tables := func() string {
+		var names []string
+		rows, _ := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+		for rows.Next() {
+			var n string
+			rows.Scan(&n)
+			names = append(names, n)
+		}
+		rows.Close()
+		return strings.Join(names, ",")
+	}
+	if code, out, e := c.run("ledger", "--db", url); code != 0 || !strings.Contains(out, "no ledger yet") || tables() != "notes" {
+		t.Errorf("ward ledger: %d %q %q, tables %s", code, out, e, tables())
+	}
+	if code, out, e := c.run("encrypt-column", "--db", url, "--table", "notes", "--column", "body", "--text", "--dry-run"); code != 0 || !strings.Contains(out, "1 plaintext") || tables() != "notes" {
+		t.Errorf("encrypt-column --dry-run: %d %q %q, tables %s", code, out, e, tables())
+	}
+}
