@@ -20,8 +20,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Attempts is how often Create tries before it gives up; the waits between
@@ -76,9 +74,9 @@ func Create(ctx context.Context, db *sql.DB, table, ddl string) error {
 // tables before anything created it, which is no state rather than a
 // failure. Reads use it so that they never create a table.
 func Missing(err error) bool {
-	var pg *pgconn.PgError
+	var pg interface{ SQLState() string } // pgx's *pgconn.PgError, without importing a driver
 	if errors.As(err, &pg) {
-		return pg.Code == "42P01"
+		return pg.SQLState() == "42P01"
 	}
 	return err != nil && strings.Contains(err.Error(), "no such table")
 }

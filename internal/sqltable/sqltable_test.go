@@ -232,3 +232,18 @@ func TestBound(t *testing.T) {
 		}
 	})
 }
+
+// TestMissing: a read of a table nobody created is told apart from other
+// errors, on SQLite and PostgreSQL.
+func TestMissing(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		_, err := d.DB.Exec(`SELECT 1 FROM ` + d.Table(t, "never_created") + ` WHERE 1 = 0`)
+		if !Missing(err) {
+			t.Fatalf("a missing table: %v", err)
+		}
+		_, err = d.DB.Exec(`SELEKT 1`)
+		if err == nil || Missing(err) || Missing(nil) {
+			t.Fatalf("a syntax error counted as a missing table: %v", err)
+		}
+	})
+}
