@@ -87,7 +87,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 	}
 	root.PersistentFlags().StringVar(&a.keyringPath, "keyring", "", "keyring file (default $WARD_KEYRING)")
-	root.PersistentFlags().StringVar(&a.masterKeyFile, "master-key-file", "", "file holding the base64 master key (default $WARD_MASTER_KEY)")
+	root.PersistentFlags().StringVar(&a.masterKeyFile, "master-key-file", "", "file holding the base64 master key (default: the key itself, base64, in $WARD_MASTER_KEY)")
 	root.PersistentFlags().StringVar(&a.kmsFlag, "kms", "", "the key service, instead of the master key: a KMS key URL (awskms://alias/NAME?region=R, local://PATH) that seals keyrings and, with encrypt --envelope, data keys (default $WARD_KMS)")
 	root.AddCommand(
 		a.newKeyringCmd(),

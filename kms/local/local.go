@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/wardlab/ward/kms"
@@ -130,10 +131,26 @@ func Load(path string, getenv func(string) string) (*MasterKey, error) {
 		return nil, ErrNoKey
 	}
 	mk, err := Parse(v)
+	if err != nil && looksLikePath(v) {
+		// The variable holds the key itself; a path there is a common
+		// slip. The path is no secret, but say only that it looks like one.
+		return nil, fmt.Errorf("%w (from %s, which holds a file path, not the key: export %s=$(cat FILE) or pass the file as a master key file)", err, EnvVar, EnvVar)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w (from %s)", err, EnvVar)
 	}
 	return mk, nil
+}
+
+// looksLikePath reports whether v, which failed to parse as a key, names
+// an existing file or has a path's shape (a slash not in base64's place,
+// or a file extension such as .key).
+func looksLikePath(v string) bool {
+	if _, err := os.Stat(v); err == nil {
+		return true
+	}
+	return strings.HasPrefix(v, "/") || strings.HasPrefix(v, "./") || strings.HasPrefix(v, "~") ||
+		regexp.MustCompile(`\.(key|txt|b64|pem)$`).MatchString(v)
 }
 
 // Encode returns the base64 encoding of the key. The result is secret.

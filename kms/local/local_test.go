@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -67,5 +69,21 @@ func TestWrap(t *testing.T) {
 	mk.Destroy()
 	if _, err := mk.Decrypt(ctx, ct, ec); err == nil {
 		t.Fatal("destroyed key still decrypts")
+	}
+}
+
+// TestLoadPathInVariable: WARD_MASTER_KEY set to a file's path (a common
+// slip: it holds the key itself) is refused with a hint that says so.
+func TestLoadPathInVariable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "master.key")
+	os.WriteFile(file, []byte(Generate().Encode()), 0o600)
+	for _, v := range []string{file, "master.key", "./mk"} {
+		_, err := Load("", func(string) string { return v })
+		if !errors.Is(err, ErrBadKey) || !strings.Contains(err.Error(), "holds a file path, not the key") {
+			t.Errorf("%s=%s: %v", EnvVar, v, err)
+		}
+	}
+	if _, err := Load("", func(string) string { return "bm90IGEga2V5" }); !errors.Is(err, ErrBadKey) || strings.Contains(err.Error(), "file path") {
+		t.Errorf("a bad key that is no path: %v", err)
 	}
 }

@@ -202,9 +202,9 @@ func (a *app) dial(ctx context.Context, addr string, o *dialOptions) error {
 		return cli.Usage(err, "")
 	}
 	if suite.Sig == handshake.SigNone {
-		fmt.Fprintf(a.stderr, "ward: warning: %v is unsigned: it keeps the key secret from eavesdroppers but authenticates nobody; anyone in the middle can answer instead of the server (use a +mldsa suite with --pin)\n", suite)
+		fmt.Fprintf(a.stderr, "ward-pq: warning: %v is unsigned: it keeps the key secret from eavesdroppers but authenticates nobody; anyone in the middle can answer instead of the server (use a +mldsa suite with --pin)\n", suite)
 	} else if o.insecure {
-		fmt.Fprintln(a.stderr, "ward: warning: --insecure-skip-pin accepts any server key: the handshake authenticates nobody")
+		fmt.Fprintln(a.stderr, "ward-pq: warning: --insecure-skip-pin accepts any server key: the handshake authenticates nobody")
 	}
 	backend, err := handshake.ParseBackend(o.backend)
 	if err != nil {

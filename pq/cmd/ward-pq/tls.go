@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -187,6 +188,10 @@ func (a *app) tlsDial(ctx context.Context, addr string, o *tlsDialOptions) error
 		return &tls.Config{ServerName: o.serverName, CurvePreferences: gs, InsecureSkipVerify: o.insecure, ClientSessionCache: cache}
 	}
 	ms, err := pqtls.DialRuns(ctx, addr, cfg, o.runs, o.timeout, nil)
+	var unknown x509.UnknownAuthorityError
+	if errors.As(err, &unknown) {
+		return cli.Failed(err, "the server's certificate is signed by no authority this machine trusts: a test server's self-signed one ('ward-pq tls serve') is accepted with --insecure, which verifies nothing")
+	}
 	if err != nil {
 		return err
 	}

@@ -95,7 +95,7 @@ func newRoot(o *options, out io.Writer) *cobra.Command {
 	f.StringVar(&o.db, "db", "", "database: sqlite:PATH, postgres://… (password in PGPASSWORD) or a key=value DSN (default $WARD_DB, else sqlite:chat.db)")
 	f.StringVar(&o.keyring, "keyring", "", "keyring file (default $WARD_KEYRING, else chat-keyring.json)")
 	f.StringVar(&o.kms, "kms", "", "KMS key URL that seals the keyring (awskms://alias/NAME?region=R); default: the master key")
-	f.StringVar(&o.masterKeyFile, "master-key-file", "", "file holding the base64 master key (default $"+local.EnvVar+")")
+	f.StringVar(&o.masterKeyFile, "master-key-file", "", "file holding the base64 master key (default: the key itself, base64, in $"+local.EnvVar+")")
 	f.BoolVar(&o.allowUnpeppered, "allow-unpeppered-hashes", false, "accept password hashes from before the pepper (upgraded at log-in)")
 	f.BoolVar(&o.recovery, "recovery", false, "offer users who turn private mode on a recovery code (shown once), so that a password reset keeps their messages")
 	f.StringArrayVar(&o.trusted, "trusted-proxy", nil, "CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable)")
