@@ -90,10 +90,15 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 				return err
 			}
 			for _, sub := range args {
-				if err := s.Forget(cmd.Context(), sub); err != nil {
+				n, err := s.ForgetKeys(cmd.Context(), sub)
+				if err != nil {
 					return fmt.Errorf("forgetting %s/%s: %w", ns, sub, err)
 				}
-				fmt.Fprintf(sc.a.stdout, "%s/%s forgotten\n", ns, sub)
+				if n == 0 {
+					fmt.Fprintf(sc.a.stdout, "%s/%s forgotten: it held no key (no value was sealed for it); its tombstone keeps one from being created\n", ns, sub)
+					continue
+				}
+				fmt.Fprintf(sc.a.stdout, "%s/%s forgotten: %d key versions deleted\n", ns, sub, n)
 			}
 			return nil
 		},

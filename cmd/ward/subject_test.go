@@ -101,8 +101,12 @@ func TestSubjectCommands(t *testing.T) {
 	}
 
 	// Forget alice.
-	if code, out, e := c.run("subject", "forget", "--db", url, "--namespace", "users", "alice"); code != 0 || !strings.Contains(out, "users/alice forgotten") {
+	if code, out, e := c.run("subject", "forget", "--db", url, "--namespace", "users", "alice"); code != 0 || !strings.Contains(out, "users/alice forgotten: 1 key versions deleted") {
 		t.Fatalf("forget: %d %q %q", code, out, e)
+	}
+	// A subject that never had a key: said so (its tombstone is written).
+	if code, out, e := c.run("subject", "forget", "--db", url, "--namespace", "users", "carol"); code != 0 || !strings.Contains(out, "users/carol forgotten: it held no key") {
+		t.Fatalf("forget of a subject without a key: %d %q %q", code, out, e)
 	}
 	_, _, col, _ = app()
 	read := func(id int64, u string) (string, error) {
@@ -116,7 +120,7 @@ func TestSubjectCommands(t *testing.T) {
 	if got, err := read(2, "bob"); err != nil || got != "bob's message" {
 		t.Fatalf("bob after alice's forget: %q %v", got, err)
 	}
-	if code, out, e := c.run("subject", "audit", "--db", url); code != 0 || !strings.Contains(out, "users: 1 tombstones (ledger counts 1)") {
+	if code, out, e := c.run("subject", "audit", "--db", url); code != 0 || !strings.Contains(out, "users: 2 tombstones (ledger counts 2)") {
 		t.Fatalf("audit: %d %q %q", code, out, e)
 	}
 	db.Exec(`DELETE FROM ward_subject_tombstones`)

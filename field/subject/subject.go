@@ -542,42 +542,55 @@ func (s *Store) counterName() string { return "subject.forgotten:" + s.cfg.Names
 // subject twice is not an error; a subject never seen is forgotten too
 // (its first seal is then refused).
 func (s *Store) Forget(ctx context.Context, subject string) error {
+	_, err := s.ForgetKeys(ctx, subject)
+	return err
+}
+
+// ForgetKeys is Forget, and also returns how many key versions it deleted:
+// 0 for a subject that never had a key (its tombstone is written all the
+// same, so that no key is created for it later).
+func (s *Store) ForgetKeys(ctx context.Context, subject string) (int64, error) {
 	if err := checkSubject(subject); err != nil {
-		return err
+		return 0, err
 	}
 	if s.cfg.Ledger == nil {
-		return errors.New("subject: Forget needs Config.Ledger")
+		return 0, errors.New("subject: Forget needs Config.Ledger")
 	}
 	// Verify the ledger first: a forget under another database's keyring
 	// would write a tombstone nobody can verify.
 	if err := s.cfg.Ledger.Check(ctx, s.cfg.Keyring); err != nil {
-		return err
+		return 0, err
 	}
 	s.Purge(subject)
 	at := time.Now().Unix()
 	epoch, mac := keyproto.StateMAC(s.cfg.Keyring, s.tombstoneMessage(subject, at))
 	tx, err := s.cfg.DB.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
+		return 0, fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
 	defer tx.Rollback()
 	p := s.cfg.Dialect.Placeholder
 	res, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, forgotten_at, epoch, mac) VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING`,
 		s.tombstones, p(1), p(2), p(3), p(4), p(5)), s.cfg.Namespace, subject, at, int64(epoch), hex.EncodeToString(mac))
 	if err != nil {
-		return fmt.Errorf("subject: writing the tombstone of %s/%s: %w", s.cfg.Namespace, subject, err)
+		return 0, fmt.Errorf("subject: writing the tombstone of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
 	added, err := res.RowsAffected()
 	if err != nil {
-		return err
+		return 0, err
 	}
+	var keys int64
 	for _, t := range []string{s.keys, s.sessions} {
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE namespace = %s AND subject = %s`, t, p(1), p(2)), s.cfg.Namespace, subject); err != nil {
-			return fmt.Errorf("subject: deleting the keys of %s/%s: %w", s.cfg.Namespace, subject, err)
+		res, err := tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE namespace = %s AND subject = %s`, t, p(1), p(2)), s.cfg.Namespace, subject)
+		if err != nil {
+			return 0, fmt.Errorf("subject: deleting the keys of %s/%s: %w", s.cfg.Namespace, subject, err)
+		}
+		if t == s.keys {
+			keys, _ = res.RowsAffected()
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
+		return 0, fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
 	s.Purge(subject) // a seal may have refilled it meanwhile
 	s.mu.Lock()
@@ -588,10 +601,10 @@ func (s *Store) Forget(ctx context.Context, subject string) error {
 	s.mu.Unlock()
 	if added > 0 {
 		if _, err := s.cfg.Ledger.Count(ctx, s.cfg.Keyring, s.counterName(), 1); err != nil {
-			return fmt.Errorf("subject: %s/%s is forgotten, but the ledger did not count it (run 'ward subject audit'): %w", s.cfg.Namespace, subject, err)
+			return keys, fmt.Errorf("subject: %s/%s is forgotten, but the ledger did not count it (run 'ward subject audit'): %w", s.cfg.Namespace, subject, err)
 		}
 	}
-	return nil
+	return keys, nil
 }
 
 // Audit compares the tombstones with the ledger's count of forgotten
