@@ -97,3 +97,29 @@ func TestNothingCreated(t *testing.T) {
 		t.Errorf("encrypt-column --dry-run: %d %q %q, tables %s", code, out, e, tables())
 	}
 }
+
+// TestWrongTableAndPlaintext: a mistyped --table is "no table", not a
+// missing key column; 'ward reseal' on a column that was never encrypted
+// says so in its dry run, its run and its check, and names encrypt-column
+// (the check's hint no longer loops back to reseal).
+func TestWrongTableAndPlaintext(t *testing.T) {
+	c := newCLI(t)
+	c.newKeyring(t)
+	url, db := c.sqlite(t, "app.db")
+	db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`)
+	for i := 1; i <= 5; i++ {
+		db.Exec(`INSERT INTO notes VALUES (?, 'plain')`, i)
+	}
+	if code, _, e := c.run("reseal", "--db", url, "--table", "note", "--column", "body", "--text"); code != 2 || !strings.Contains(e, "no table note") || strings.Contains(e, `"id"`) {
+		t.Errorf("a mistyped --table: %d %q", code, e)
+	}
+	for _, extra := range [][]string{{"--dry-run"}, {"--check"}, {"--quiet"}} {
+		code, out, e := c.run(append([]string{"reseal", "--db", url, "--table", "notes", "--column", "body", "--text"}, extra...)...)
+		if code != 1 || !strings.Contains(e, "holds plaintext (every value is not encrypted)") || !strings.Contains(e, "hint: encrypt the column with 'ward encrypt-column'") || strings.Contains(e, "without --check") {
+			t.Errorf("reseal %v of a plaintext column: %d %q %q", extra, code, out, e)
+		}
+	}
+	if code, out, e := c.run("encrypt-column", "--db", url, "--table", "notes", "--column", "body", "--text", "--quiet"); code != 0 || !strings.Contains(out, "5 written") {
+		t.Errorf("encrypt-column after the advice: %d %q %q", code, out, e)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"
 
@@ -148,6 +150,9 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	if err != nil {
 		return cli.Usage(err, "")
 	}
+	if err := tableExists(cmd.Context(), db, o.table); err != nil {
+		return err
+	}
 	// The ledger: another database's keyring, an older copy or one that
 	// lacks a key the values use is refused before anything is written.
 	lg := &ledgers{urls: []string{o.db}, l: []*ledger.Ledger{{DB: db, Dialect: dialect}}}
@@ -219,6 +224,9 @@ func (a *app) census(ctx context.Context, kr *keyring.Keyring, job *reseal.Job, 
 		return err
 	}
 	a.printCensus(kr, name, c, o.bind != nil)
+	if err := plaintextLeft(name, c, o); err != nil {
+		return err
+	}
 	if o.check && !c.Done() {
 		return cli.Failed(fmt.Errorf("%s is not done: %d plaintext, %d suspect, %d of %d values to re-seal", name, c.Plaintext, c.Suspect,
 			c.Rows-c.Null-c.Current-c.Plaintext, c.Rows-c.Null), "run the job without --check, then check again")
@@ -258,9 +266,42 @@ func (a *app) runJob(ctx context.Context, kr *keyring.Keyring, lg *ledgers, job 
 		return cli.Usage(err, "another job works on this column: wait for it to finish, or run again once it stops (a dead job's lock is taken over)")
 	}
 	if errors.Is(err, reseal.ErrUnreadableRows) {
+		if c, cerr := job.Count(ctx); cerr == nil {
+			if perr := plaintextLeft(name, c, o); perr != nil {
+				return perr
+			}
+		}
 		return cli.Failed(err, "the rows that failed are unchanged; check '--dry-run' for keys missing from the keyring and suspect values")
 	}
 	return interrupted(err)
+}
+
+// tableExists refuses a --table the database lacks, before anything reads
+// its columns (a mistyped table would otherwise read as a missing key
+// column).
+func tableExists(ctx context.Context, db *sql.DB, table string) error {
+	t, err := field.QuoteIdent(table)
+	if err != nil {
+		return cli.Usage(err, "")
+	}
+	if _, err := db.ExecContext(ctx, `SELECT 1 FROM `+t+` WHERE 1 = 0`); sqltable.Missing(err) {
+		return cli.Usage(fmt.Errorf("no table %s in the database", table), "check --table (and --db)")
+	}
+	return nil
+}
+
+// plaintextLeft refuses, for 'ward reseal', a column that holds plaintext:
+// reseal moves ciphertexts only; 'ward encrypt-column' encrypts.
+func plaintextLeft(name string, c reseal.Census, o *rotateOptions) error {
+	if o.fromPlaintext || c.Plaintext == 0 {
+		return nil
+	}
+	what := fmt.Sprintf("%d of its %d values are", c.Plaintext, c.Rows-c.Null)
+	if c.Plaintext == c.Rows-c.Null {
+		what = "every value is"
+	}
+	return cli.Failed(fmt.Errorf("%s holds plaintext (%s not encrypted): 'ward reseal' re-encrypts ciphertexts only", name, what),
+		"encrypt the column with 'ward encrypt-column' and the same flags (it re-encrypts older ciphertexts too)")
 }
 
 func jobColumn(kr *keyring.Keyring, o *rotateOptions) (*field.Column, error) {
