@@ -150,6 +150,11 @@ var (
 	// keyring file anchors databases: a database writer deleted it, or this
 	// is a database the keyring has not served yet ([Ledger.Adopt]).
 	ErrMissing = errors.New("ledger: the database has no ledger")
+	// ErrNewDatabase means the database has no ledger table at all while
+	// the keyring serves other databases: most likely a database new to
+	// the keyring ([Ledger.Adopt] with AnotherDatabase). It matches
+	// ErrMissing: a dropped table looks the same.
+	ErrNewDatabase = fmt.Errorf("%w: it has no ledger table", ErrMissing)
 	// ErrNotAdopted means the database holds only the
 	// unauthenticated ledger of an earlier release: an operator adopts it
 	// once ([Ledger.Adopt], ward ledger adopt).
@@ -294,6 +299,11 @@ func (l *Ledger) Verified(ctx context.Context, kr *keyring.Keyring) (*State, err
 			return nil, fmt.Errorf("%w: %d entries in %s (run 'ward ledger adopt' once)", ErrNotAdopted, n, LegacyTable)
 		}
 		if dbs := keyproto.Anchored(kr); len(dbs) > 0 {
+			if fresh, err := l.fresh(ctx); err != nil {
+				return nil, err
+			} else if fresh {
+				return nil, fmt.Errorf("%w: keyring %s serves other databases (%s); if this one is new to it, adopt it once (ward ledger adopt --another-database); if it is one of them, its ledger table was dropped: restore it from a backup", ErrNewDatabase, kr.ID(), strings.Join(dbs, ", "))
+			}
 			return nil, fmt.Errorf("%w, but keyring %s anchors databases %s: a database writer deleted its ledger, or the keyring has not served this database yet (then run 'ward ledger adopt')", ErrMissing, kr.ID(), strings.Join(dbs, ", "))
 		}
 		return nil, nil
@@ -665,6 +675,19 @@ type legacyEntry struct {
 // maxLegacyEntries bounds what Adopt reads from the unauthenticated
 // ledger, which a database writer controls.
 const maxLegacyEntries = 10000
+
+// fresh reports whether the ledger's table does not exist.
+func (l *Ledger) fresh(ctx context.Context) (bool, error) {
+	t, err := l.table()
+	if err != nil {
+		return false, err
+	}
+	_, err = l.DB.ExecContext(ctx, `SELECT 1 FROM `+t+` WHERE 1 = 0`)
+	if sqltable.Missing(err) {
+		return true, nil
+	}
+	return false, err
+}
 
 func (l *Ledger) legacyExists(ctx context.Context) (bool, error) {
 	var q string

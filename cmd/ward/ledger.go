@@ -69,6 +69,10 @@ func (ls *ledgers) check(ctx context.Context, kr *keyring.Keyring) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if errors.Is(err, ledger.ErrNewDatabase) {
+				return cli.Failed(fmt.Errorf("%s is new to keyring %s: %w", dburl.Redact(ls.urls[i]), kr.ID(), err),
+					"adopt it once: 'ward ledger adopt --another-database --db URL'")
+			}
 			hint := "is this the keyring file of that database, and its latest copy?"
 			switch {
 			case errors.Is(err, keyring.ErrRollback):

@@ -123,3 +123,30 @@ func TestWrongTableAndPlaintext(t *testing.T) {
 		t.Errorf("encrypt-column after the advice: %d %q %q", code, out, e)
 	}
 }
+
+// TestSecondDatabase: a database new to a keyring that serves another is
+// introduced as new, with the command that adopts it, not as an attack.
+func TestSecondDatabase(t *testing.T) {
+	c := newCLI(t)
+	c.newKeyring(t)
+	first, db1 := c.sqlite(t, "first.db")
+	db1.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`)
+	if code, _, e := c.run("encrypt-column", "--db", first, "--table", "notes", "--column", "body", "--text", "--quiet"); code != 0 {
+		t.Fatal(e)
+	}
+	second, db2 := c.sqlite(t, "second.db")
+	db2.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`)
+	code, _, e := c.run("encrypt-column", "--db", second, "--table", "notes", "--column", "body", "--text", "--quiet")
+	if code != 1 || !strings.Contains(e, "second.db is new to keyring") || !strings.Contains(e, "hint: adopt it once: 'ward ledger adopt --another-database") {
+		t.Fatalf("a second database: %d %q", code, e)
+	}
+	if i, j := strings.Index(e, "new to keyring"), strings.Index(e, "dropped"); i < 0 || j < i {
+		t.Fatalf("the message does not say first that the database is new: %q", e)
+	}
+	if code, _, e := c.run("ledger", "adopt", "--another-database", "--db", second); code != 0 {
+		t.Fatalf("adopt: %d %q", code, e)
+	}
+	if code, _, e := c.run("encrypt-column", "--db", second, "--table", "notes", "--column", "body", "--text", "--quiet"); code != 0 {
+		t.Fatalf("after adopting: %d %q", code, e)
+	}
+}

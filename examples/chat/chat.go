@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -114,6 +115,10 @@ type Service struct {
 // by itself.
 var ErrNoKeyring = errors.New("chat: no keyring file (run 'ward-chat init' to create one, or check --keyring)")
 
+// ErrInitialised means Init found the database and its keyring file
+// already set up (it changes nothing, and returns the keyring).
+var ErrInitialised = errors.New("chat: already initialised")
+
 // Init creates a new keyring at cfg.KeyringPath and prepares the database.
 // It refuses if the keyring file exists, or if the database already holds
 // values sealed under another keyring.
@@ -130,6 +135,11 @@ func Init(ctx context.Context, cfg Config) (*keyring.Keyring, error) {
 	if ids, err := lg.Keyrings(ctx); err != nil {
 		return nil, err
 	} else if len(ids) > 0 {
+		// Run twice with the same files: the keyring file opens and is the
+		// one the database names.
+		if kr, err := keyring.Load(ctx, cfg.KeyringPath, cfg.KeyService); err == nil && slices.Contains(ids, kr.ID()) {
+			return kr, fmt.Errorf("%w: keyring %s serves this database", ErrInitialised, kr.ID())
+		}
 		return nil, fmt.Errorf("%w: the database already holds values sealed under keyring %s; give its keyring file", keyring.ErrWrongKeyring, ids[0])
 	}
 	kr, err := keyring.Create(ctx, cfg.KeyringPath, cfg.KeyService, keyring.AES256GCM)

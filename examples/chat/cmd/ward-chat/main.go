@@ -206,6 +206,10 @@ func (o *options) init(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	kr, err := chat.Init(ctx, cfg)
+	if errors.Is(err, chat.ErrInitialised) {
+		fmt.Fprintf(out, "%v (%s, %s): nothing changed\n", err, o.keyring, o.db)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
