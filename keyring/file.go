@@ -43,20 +43,26 @@ func Create(ctx context.Context, path string, ks kms.KeyService, alg Algorithm) 
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lock(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
 	if _, err := os.Lstat(path); err == nil {
 		return nil, fmt.Errorf("keyring: creating %s: %w", path, fs.ErrExist)
 	}
+	// Sealed before anything touches the folder: a key service that fails
+	// (no credentials, wrong key) leaves nothing behind, not even a lock
+	// file.
 	s := kr.load()
 	s.generation = 1
 	s.addStateKey()
 	data, err := kr.marshal(ctx, s, ks)
 	if err != nil {
 		return nil, err
+	}
+	unlock, err := lock(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if _, err := os.Lstat(path); err == nil { // created meanwhile
+		return nil, fmt.Errorf("keyring: creating %s: %w", path, fs.ErrExist)
 	}
 	data = append(data, '\n')
 	if err := writeAtomic(path, data); err != nil {

@@ -92,6 +92,8 @@ func (a *app) loadKeyring(cmd *cobra.Command) (*keyring.Keyring, error) {
 	}
 	kr, err := keyring.Load(cmd.Context(), path, ks)
 	switch {
+	case errors.Is(err, kms.ErrMisconfigured):
+		return nil, cli.Usage(err, kmsMisconfigured)
 	case errors.Is(err, keyring.ErrWrongWrapper):
 		return nil, cli.Usage(err, "this keyring was sealed under another key; check --kms, "+local.EnvVar+" or --master-key-file")
 	case errors.Is(err, fs.ErrNotExist):
@@ -101,6 +103,9 @@ func (a *app) loadKeyring(cmd *cobra.Command) (*keyring.Keyring, error) {
 	}
 	return kr, nil
 }
+
+// kmsMisconfigured is the hint for a key service an operator must fix.
+const kmsMisconfigured = "the key service is misconfigured, which retrying does not fix: for AWS KMS give credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or an instance role) and a region"
 
 // saveError adds the hint for a refused save.
 func saveError(err error) error {
@@ -176,6 +181,9 @@ func (a *app) newKeyringNewCmd() *cobra.Command {
 			kr, err := keyring.Create(cmd.Context(), path, ks, alg.alg)
 			if errors.Is(err, fs.ErrExist) {
 				return cli.Usage(err, "use 'ward keyring rotate' to add a key, or --force to replace it (losing its keys)")
+			}
+			if errors.Is(err, kms.ErrMisconfigured) {
+				return cli.Usage(err, kmsMisconfigured)
 			}
 			if err != nil {
 				return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -148,5 +149,27 @@ func TestSecondDatabase(t *testing.T) {
 	}
 	if code, _, e := c.run("encrypt-column", "--db", second, "--table", "notes", "--column", "body", "--text", "--quiet"); code != 0 {
 		t.Fatalf("after adopting: %d %q", code, e)
+	}
+}
+
+// TestKMSWithoutCredentials: AWS KMS with no credentials anywhere is a
+// misconfiguration with its hint, not "service unavailable", and leaves no
+// keyring file. The instance-metadata service is disabled: nothing leaves
+// the machine.
+func TestKMSWithoutCredentials(t *testing.T) {
+	left := inEmptyDir(t)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	c := newCLI(t)
+	code, out, e := c.run("--kms", "awskms://alias/ward?region=eu-west-1", "--keyring", "kr.json", "keyring", "new")
+	if code != 2 || !strings.Contains(e, "misconfigured") || strings.Contains(e, "unavailable") || !strings.Contains(e, "hint: the key service is misconfigured") {
+		t.Fatalf("keyring new under AWS KMS without credentials: %d %q %q", code, out, e)
+	}
+	if names := left(); len(names) != 0 {
+		t.Fatalf("left %q", names)
 	}
 }

@@ -197,7 +197,7 @@ func Classify(err error) error {
 	var api smithy.APIError
 	var ne net.Error
 	switch {
-	case errors.As(err, &signing), errors.As(err, &region), errors.As(err, &endpoint):
+	case errors.As(err, &signing), errors.As(err, &region), errors.As(err, &endpoint), noCredentials(err):
 		return kms.ErrMisconfigured
 	case errors.As(err, &api):
 		if k, ok := apiKinds[api.ErrorCode()]; ok {
@@ -211,6 +211,17 @@ func Classify(err error) error {
 		return kms.ErrUnavailable
 	}
 	return kms.ErrUnavailable
+}
+
+// noCredentials reports whether the SDK found no credentials at all: its
+// credential chain ended without any (on a machine without an instance
+// role, its last link, IMDS, is not even reachable, which would otherwise
+// read as a transient network failure). The SDK gives this failure no
+// type of its own, only these words (aws.CredentialsCache, the identity
+// adapter).
+func noCredentials(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "failed to refresh cached credentials") || strings.Contains(msg, "get identity: get credentials:")
 }
 
 func init() { kmsurl.Register("awskms", open) }

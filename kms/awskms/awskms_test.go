@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
@@ -49,5 +50,26 @@ func TestMissingProfileIsMisconfiguration(t *testing.T) {
 	_, err := New(context.Background(), Config{KeyID: "alias/x", Region: "us-east-1"})
 	if !errors.Is(err, kms.ErrMisconfigured) {
 		t.Fatalf("%v", err)
+	}
+}
+
+// TestNoCredentialsIsMisconfiguration: with no credentials anywhere (no
+// variables, no files, no instance role), the failure is a
+// misconfiguration an operator must fix, not a transient outage. The
+// instance-metadata service is disabled, so nothing leaves the machine.
+func TestNoCredentialsIsMisconfiguration(t *testing.T) {
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	s, err := New(context.Background(), Config{KeyID: "alias/x", Region: "us-east-1", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Encrypt(context.Background(), []byte("x"), nil)
+	if !errors.Is(err, kms.ErrMisconfigured) || kms.Transient(err) || !strings.Contains(err.Error(), "credentials") {
+		t.Fatalf("no credentials: %v", err)
 	}
 }
