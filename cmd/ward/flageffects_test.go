@@ -295,3 +295,34 @@ func TestSubjectRewrapFlags(t *testing.T) {
 		t.Fatalf("rewrap --batch 3 --workers 3: %d %q %q", code, out, e)
 	}
 }
+
+// TestJobJSON: 'ward encrypt-column --json' and 'ward reseal --json' print
+// the census (with --dry-run or --check) and what the job did as JSON, in
+// docs/CLI.md's schema; the default prints text.
+func TestJobJSON(t *testing.T) {
+	c := newCLI(t)
+	c.newKeyring(t)
+	url, db := c.sqlite(t, "app.db")
+	db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`)
+	for i := 1; i <= 3; i++ {
+		db.Exec(`INSERT INTO notes VALUES (?, 'plain')`, i)
+	}
+	var census censusDoc
+	code, out, e := c.run("encrypt-column", "--db", url, "--table", "notes", "--column", "body", "--text", "--dry-run", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &census) != nil || census.Column != "notes.body" || census.Rows != 3 || census.Plaintext != 3 || census.Done {
+		t.Fatalf("encrypt-column --dry-run --json: %d %q %q", code, out, e)
+	}
+	var job jobDoc
+	code, out, e = c.run("encrypt-column", "--db", url, "--table", "notes", "--column", "body", "--text", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &job) != nil || job.Written != 3 || job.Plaintext != 3 || job.Workers != 1 || job.Key == "" {
+		t.Fatalf("encrypt-column --json: %d %q %q", code, out, e)
+	}
+	census = censusDoc{}
+	code, out, e = c.run("reseal", "--db", url, "--table", "notes", "--column", "body", "--text", "--check", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &census) != nil || !census.Done || len(census.PerKey) != 1 || census.PerKey[0].Values != 3 || census.PerVersion["v3"] != 3 {
+		t.Fatalf("reseal --check --json: %d %q %q", code, out, e)
+	}
+	if code, out, _ := c.run("reseal", "--db", url, "--table", "notes", "--column", "body", "--text", "--check"); code != 0 || json.Valid([]byte(out)) {
+		t.Fatalf("reseal --check without --json: %d %q", code, out)
+	}
+}

@@ -36,6 +36,7 @@ type rotateOptions struct {
 	shard                  string
 	rate                   float64
 	fromPlaintext          bool
+	asJSON                 bool
 	index, indexNormalize  string
 }
 
@@ -111,6 +112,7 @@ func jobFlags(cmd *cobra.Command, o *rotateOptions) {
 	f.Float64Var(&o.rate, "rate", 0, "at most this many rows per second (0: no limit)")
 	f.DurationVar(&o.pause, "pause", 0, "sleep between batches, to limit load")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	f.BoolVar(&o.asJSON, "json", false, "print JSON (schema in docs/CLI.md): the census with --dry-run or --check, else what the job did; progress stays on stderr")
 	f.StringVar(&o.index, "index", "", "a blind-index column of the table to write with each value, and to fill in where missing")
 	f.StringVar(&o.indexNormalize, "index-normalize", "fold", "the index's normalisation, as the application computes it: fold (case-folded, NFC) or none")
 }
@@ -223,7 +225,13 @@ func (a *app) census(ctx context.Context, kr *keyring.Keyring, job *reseal.Job, 
 	if err != nil {
 		return err
 	}
-	a.printCensus(kr, name, c, o.bind != nil)
+	if o.asJSON {
+		if err := a.writeJSON(censusJSON(kr, name, c)); err != nil {
+			return err
+		}
+	} else {
+		a.printCensus(kr, name, c, o.bind != nil)
+	}
 	if err := plaintextLeft(name, c, o); err != nil {
 		return err
 	}
@@ -254,13 +262,12 @@ func (a *app) runJob(ctx context.Context, kr *keyring.Keyring, lg *ledgers, job 
 	job.Progress = func(p reseal.Progress) { bar.Set(p.Scanned, max(p.Total, p.Scanned)) }
 	st, err := job.Run(ctx)
 	bar.Finish()
-	fmt.Fprintf(a.stdout, "%s: %d written under %v (%d of them plaintext), %d already up to date, %d NULL, %d conflicts, %d failed (%d passes, %d workers)\n",
-		name, st.Reencrypted, kr.Primary().ID, st.Plaintext, st.Current, st.Null, st.Conflicts, st.Failed, st.Passes, max(1, o.workers))
-	if job.Index != nil {
-		fmt.Fprintf(a.stdout, "%s: blind index %s written with every value (%d rows only needed their index)\n", name, o.index, st.Indexed)
-	}
-	if st.UserHeld > 0 || st.Erased > 0 {
-		fmt.Fprintf(a.stdout, "%s: skipped %d rows of private subjects (their users' next log-in seals them) and %d of forgotten subjects (delete those rows)\n", name, st.UserHeld, st.Erased)
+	if o.asJSON {
+		a.writeJSON(jobDoc{Column: name, Key: kr.Primary().ID.String(), Written: st.Reencrypted, Plaintext: st.Plaintext, Current: st.Current,
+			Null: st.Null, Conflicts: st.Conflicts, Failed: st.Failed, Passes: st.Passes, Workers: max(1, o.workers), Indexed: st.Indexed,
+			UserHeld: st.UserHeld, Erased: st.Erased, Error: errText(err)})
+	} else {
+		a.printJob(kr, job, name, st, o)
 	}
 	if errors.Is(err, reseal.ErrJobRunning) {
 		return cli.Usage(err, "another job works on this column: wait for it to finish, or run again once it stops (a dead job's lock is taken over)")
@@ -317,6 +324,86 @@ func jobColumn(kr *keyring.Keyring, o *rotateOptions) (*field.Column, error) {
 }
 
 // printCensus prints a dry run's counts.
+// printJob prints what a job did.
+func (a *app) printJob(kr *keyring.Keyring, job *reseal.Job, name string, st reseal.Stats, o *rotateOptions) {
+	fmt.Fprintf(a.stdout, "%s: %d written under %v (%d of them plaintext), %d already up to date, %d NULL, %d conflicts, %d failed (%d passes, %d workers)\n",
+		name, st.Reencrypted, kr.Primary().ID, st.Plaintext, st.Current, st.Null, st.Conflicts, st.Failed, st.Passes, max(1, o.workers))
+	if job.Index != nil {
+		fmt.Fprintf(a.stdout, "%s: blind index %s written with every value (%d rows only needed their index)\n", name, o.index, st.Indexed)
+	}
+	if st.UserHeld > 0 || st.Erased > 0 {
+		fmt.Fprintf(a.stdout, "%s: skipped %d rows of private subjects (their users' next log-in seals them) and %d of forgotten subjects (delete those rows)\n", name, st.UserHeld, st.Erased)
+	}
+}
+
+// censusDoc is the JSON of a census (--dry-run --json), documented in
+// docs/CLI.md.
+type censusDoc struct {
+	Column        string         `json:"column"`
+	Rows          int            `json:"rows"`
+	Null          int            `json:"null"`
+	Plaintext     int            `json:"plaintext"`
+	Suspect       int            `json:"suspect"`
+	Current       int            `json:"current"`
+	IndexMissing  int            `json:"index_missing"`
+	SubjectSealed int            `json:"subject_sealed"`
+	LegacyBinding int            `json:"legacy_binding"`
+	PerKey        []keyCount     `json:"per_key"`
+	PerVersion    map[string]int `json:"per_version"`
+	Done          bool           `json:"done"`
+}
+
+// keyCount is the values under one key, with the key's state in the
+// keyring ("not in keyring" for an unknown key).
+type keyCount struct {
+	ID     string `json:"id"`
+	State  string `json:"state"`
+	Values int    `json:"values"`
+}
+
+func censusJSON(kr *keyring.Keyring, name string, c reseal.Census) censusDoc {
+	d := censusDoc{Column: name, Rows: c.Rows, Null: c.Null, Plaintext: c.Plaintext, Suspect: c.Suspect, Current: c.Current,
+		IndexMissing: c.IndexMissing, SubjectSealed: c.SubjectSealed, LegacyBinding: c.LegacyBinding, PerKey: []keyCount{},
+		PerVersion: map[string]int{}, Done: c.Done()}
+	for _, id := range slices.Sorted(maps.Keys(c.PerKey)) {
+		state := "not in keyring"
+		if info, ok := kr.Lookup(id); ok {
+			state = info.State.String()
+		}
+		d.PerKey = append(d.PerKey, keyCount{ID: id.String(), State: state, Values: c.PerKey[id]})
+	}
+	for v, n := range c.PerVersion {
+		d.PerVersion[fmt.Sprintf("v%d", v)] = n
+	}
+	return d
+}
+
+// jobDoc is the JSON of a finished job (--json), documented in
+// docs/CLI.md.
+type jobDoc struct {
+	Column    string `json:"column"`
+	Key       string `json:"key"` // the primary key values were written under
+	Written   int    `json:"written"`
+	Plaintext int    `json:"plaintext"` // of the written, how many were plaintext
+	Current   int    `json:"current"`
+	Null      int    `json:"null"`
+	Conflicts int    `json:"conflicts"`
+	Failed    int    `json:"failed"`
+	Passes    int    `json:"passes"`
+	Workers   int    `json:"workers"`
+	Indexed   int    `json:"indexed"`
+	UserHeld  int    `json:"user_held"`
+	Erased    int    `json:"erased"`
+	Error     string `json:"error,omitempty"`
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
 func (a *app) printCensus(kr *keyring.Keyring, name string, c reseal.Census, bound bool) {
 	fmt.Fprintf(a.stdout, "%s: %d rows, %d NULL, %d plaintext, %d suspect, %d up to date\n", name, c.Rows, c.Null, c.Plaintext, c.Suspect, c.Current)
 	if c.IndexMissing > 0 {
