@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/wardlab/ward/internal/cli"
@@ -45,24 +44,4 @@ func openDB(url string) (*sql.DB, field.Dialect, error) {
 			"is the server running and reachable, and are the host, port, user and password right?")
 	}
 	return db, d, nil
-}
-
-// dbSecrets are the database passwords a command line and the environment
-// hold: each --db's (and $WARD_DB's) and $PGPASSWORD.
-func dbSecrets(args []string, getenv func(string) string) []string {
-	urls := []string{getenv(DBEnv)}
-	for i, a := range args {
-		if v, ok := strings.CutPrefix(a, "--db="); ok {
-			urls = append(urls, v)
-		} else if a == "--db" && i+1 < len(args) {
-			urls = append(urls, args[i+1])
-		}
-	}
-	secrets := []string{getenv("PGPASSWORD")}
-	for _, u := range urls {
-		if p, err := dburl.Parse(u); err == nil {
-			secrets = append(secrets, p.Secrets()...)
-		}
-	}
-	return secrets
 }

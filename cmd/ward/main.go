@@ -31,6 +31,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/internal/dburl"
 
 	_ "github.com/wardlab/ward/kms/awskms" // registers awskms://
 )
@@ -74,7 +75,7 @@ func main() {
 func (a *app) run(ctx context.Context, args []string) int {
 	// The databases' passwords are scrubbed from everything printed,
 	// drivers' messages included.
-	secrets := dbSecrets(args, a.getenv)
+	secrets := dburl.CommandSecrets(args, a.getenv)
 	a.stdout, a.stderr = cli.Scrub(a.stdout, secrets), cli.Scrub(a.stderr, secrets)
 	return cli.Run(ctx, a.newRootCmd(), args, a.stdin, a.stdout, a.stderr)
 }

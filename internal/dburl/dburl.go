@@ -185,3 +185,24 @@ var (
 	// with a quoted ('…', backslash escapes) or bare value.
 	secretKV = regexp.MustCompile(`(?i)(\b[a-z_]*password[a-z_]*\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)`)
 )
+
+// CommandSecrets are the database passwords a command line and its
+// environment hold: those of each --db URL (and of $WARD_DB) and
+// $PGPASSWORD, for cli.Scrub.
+func CommandSecrets(args []string, getenv func(string) string) []string {
+	urls := []string{getenv("WARD_DB")}
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--db="); ok {
+			urls = append(urls, v)
+		} else if a == "--db" && i+1 < len(args) {
+			urls = append(urls, args[i+1])
+		}
+	}
+	secrets := []string{getenv("PGPASSWORD")}
+	for _, u := range urls {
+		if p, err := Parse(u); err == nil {
+			secrets = append(secrets, p.Secrets()...)
+		}
+	}
+	return secrets
+}

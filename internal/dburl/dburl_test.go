@@ -151,3 +151,16 @@ func TestParse(t *testing.T) {
 		t.Fatalf("Create: %v %v", st, err)
 	}
 }
+
+// TestCommandSecrets: the passwords of every --db form on a command line,
+// of $WARD_DB and $PGPASSWORD.
+func TestCommandSecrets(t *testing.T) {
+	env := map[string]string{"WARD_DB": "postgres://u:fromenv@h/db", "PGPASSWORD": "pgpass"}
+	got := CommandSecrets([]string{"reseal", "--db", "host=h password=dsnpw", "--db=postgresql://u:eqform@h/db", "--db", "sqlite:x.db", "--table", "t"},
+		func(k string) string { return env[k] })
+	for _, want := range []string{"fromenv", "pgpass", "dsnpw", "eqform"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+}

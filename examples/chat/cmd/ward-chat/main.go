@@ -29,6 +29,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/internal/dburl"
 	_ "github.com/wardlab/ward/kms/awskms" // registers awskms://
 
 	"github.com/wardlab/ward/examples/chat"
@@ -64,6 +66,10 @@ type options struct {
 
 // run executes one command line and returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// The databases' passwords are scrubbed from everything printed,
+	// drivers' messages included, as in ward.
+	secrets := dburl.CommandSecrets(args, os.Getenv)
+	stdout, stderr = cli.Scrub(stdout, secrets), cli.Scrub(stderr, secrets)
 	var o options
 	root := newRoot(&o, stdout)
 	root.SetArgs(args)
