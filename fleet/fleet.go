@@ -110,7 +110,8 @@ func (p Process) Has(id keyring.KeyID) bool { return slices.Contains(p.Keys, id)
 // String names the process for an operator.
 func (p Process) String() string { return fmt.Sprintf("%s (%s pid %d)", p.ID, p.Host, p.PID) }
 
-func (r *Registry) table(ctx context.Context) (string, error) {
+// name is the registry's table, quoted.
+func (r *Registry) name() (string, error) {
 	if r.DB == nil || (r.Dialect != field.SQLite && r.Dialect != field.Postgres) {
 		return "", errors.New("fleet: Registry needs DB and Dialect")
 	}
@@ -118,7 +119,13 @@ func (r *Registry) table(ctx context.Context) (string, error) {
 	if name == "" {
 		name = DefaultTable
 	}
-	t, err := field.QuoteIdent(name)
+	return field.QuoteIdent(name)
+}
+
+// table returns the registry's table, created if missing (writers only:
+// a List creates nothing).
+func (r *Registry) table(ctx context.Context) (string, error) {
+	t, err := r.name()
 	if err != nil || r.created.Load() {
 		return t, err
 	}
@@ -212,6 +219,9 @@ func (r *Registry) Join(ctx context.Context, kr *keyring.Keyring, heartbeat time
 	if err != nil {
 		return nil, err
 	}
+	// Rows of processes gone for a day are pruned by each process that
+	// joins (List, a look, writes nothing).
+	r.DB.ExecContext(ctx, r.Dialect.Rebind(fmt.Sprintf(`DELETE FROM %s WHERE seen < ?`, t)), time.Now().Add(-24*time.Hour).UnixMilli())
 	host, _ := os.Hostname()
 	var b [8]byte
 	rand.Read(b[:])
@@ -304,12 +314,18 @@ func (m *Member) Leave(ctx context.Context) error {
 // (Tampered marks the rows that fail it). It also deletes rows that
 // exited, or were last seen, more than a day ago.
 func (r *Registry) List(ctx context.Context, kr *keyring.Keyring) ([]Process, error) {
-	t, key, err := r.prepare(ctx, kr)
+	t, err := r.name()
 	if err != nil {
 		return nil, err
 	}
-	r.DB.ExecContext(ctx, r.Dialect.Rebind(fmt.Sprintf(`DELETE FROM %s WHERE seen < ?`, t)), time.Now().Add(-24*time.Hour).UnixMilli())
+	key, err := macKey(kr)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := r.DB.QueryContext(ctx, fmt.Sprintf(`SELECT %s FROM %s ORDER BY started, id LIMIT %d`, listColumns, t, maxRows+1))
+	if sqltable.Missing(err) {
+		return nil, nil // no process ever joined: nothing to list, and nothing is created
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fleet: reading the registry: %w", err)
 	}

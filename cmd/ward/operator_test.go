@@ -97,6 +97,12 @@ func TestNothingCreated(t *testing.T) {
 	if code, out, e := c.run("encrypt-column", "--db", url, "--table", "notes", "--column", "body", "--text", "--dry-run"); code != 0 || !strings.Contains(out, "1 plaintext") || tables() != "notes" {
 		t.Errorf("encrypt-column --dry-run: %d %q %q, tables %s", code, out, e, tables())
 	}
+	if code, out, e := c.run("fleet", "--db", url); code != 0 || tables() != "notes" {
+		t.Errorf("ward fleet: %d %q %q, tables %s", code, out, e, tables())
+	}
+	if code, out, e := c.run("subject", "audit", "--db", url); code != 0 || !strings.Contains(out, "no subject keys") || tables() != "notes" {
+		t.Errorf("ward subject audit: %d %q %q, tables %s", code, out, e, tables())
+	}
 }
 
 // TestWrongTableAndPlaintext: a mistyped --table is "no table", not a
