@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/fleet"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
@@ -268,24 +267,9 @@ func TestJSONFlags(t *testing.T) {
 // TestSubjectRewrapFlags: 'ward subject rewrap --batch' and '--workers'
 // reach the re-wrap, which reports them, and every key moves.
 func TestSubjectRewrapFlags(t *testing.T) {
-	ctx := context.Background()
 	c := newCLI(t)
 	c.newKeyring(t)
-	url, db := c.sqlite(t, "app.db")
-	kr, _ := keyring.Load(ctx, c.krPath, c.mk)
-	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
-	if err := l.Record(ctx, kr); err != nil {
-		t.Fatal(err)
-	}
-	s, err := subject.Open(ctx, subject.Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 10 {
-		if _, err := s.SealingKey(fmt.Sprint("u", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	url := withSubjects(t, c, 10)
 	c.run("keyring", "rotate", "--db", url, "--no-reencrypt")
 	if code, out, e := c.run("subject", "rewrap", "--db", url); code != 0 || !strings.Contains(out, "in batches of 500 by 2 workers") {
 		t.Fatalf("rewrap with the defaults: %d %q %q", code, out, e)

@@ -146,13 +146,11 @@ func TestSubjectCommands(t *testing.T) {
 	}
 }
 
-// TestSubjectRewrapShard: 'ward subject rewrap --shard i/n' re-wraps only
-// its share of the subjects (it re-wrapped all of them when the flag was
-// registered but never parsed); the n shards together re-wrap every one.
-func TestSubjectRewrapShard(t *testing.T) {
+// withSubjects makes app.db with a recorded ledger and n subjects of the
+// namespace users, each with a keyring-wrapped key; it returns its URL.
+func withSubjects(t *testing.T, c *cliEnv, n int) string {
+	t.Helper()
 	ctx := context.Background()
-	c := newCLI(t)
-	c.newKeyring(t)
 	url, db := c.sqlite(t, "app.db")
 	kr, err := keyring.Load(ctx, c.krPath, c.mk)
 	if err != nil {
@@ -166,12 +164,22 @@ func TestSubjectRewrapShard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 16
 	for i := range n {
 		if _, err := s.SealingKey(fmt.Sprintf("user-%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return url
+}
+
+// TestSubjectRewrapShard: 'ward subject rewrap --shard i/n' re-wraps only
+// its share of the subjects (it re-wrapped all of them when the flag was
+// registered but never parsed); the n shards together re-wrap every one.
+func TestSubjectRewrapShard(t *testing.T) {
+	c := newCLI(t)
+	c.newKeyring(t)
+	const n = 16
+	url := withSubjects(t, c, n)
 	if code, out, e := c.run("keyring", "rotate", "--db", url, "--no-reencrypt"); code != 0 {
 		t.Fatalf("rotate: %d %q %q", code, out, e)
 	}
