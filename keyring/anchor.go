@@ -160,7 +160,7 @@ var ErrAnchorRollback = fmt.Errorf("%w (anchor)", ErrRollback)
 // (like every change, and bumping the generation). It refuses to lower a
 // counter or epoch ([ErrAnchorRollback]); setting what is already recorded
 // writes nothing. If another process saved the file first, saveAnchor
-// reloads it and tries once more.
+// reloads it and tries again, up to maxAnchorAttempts rounds in all.
 func (kr *Keyring) saveAnchor(ctx context.Context, database string, a Anchor) error {
 	if !databaseIDPattern.MatchString(database) {
 		return fmt.Errorf("keyring: invalid database ID %.80q", database)
@@ -170,7 +170,13 @@ func (kr *Keyring) saveAnchor(ctx context.Context, database string, a Anchor) er
 	}
 	err := kr.setAnchor(ctx, database, a)
 	var stale *StaleError
-	if errors.As(err, &stale) && kr.file != nil {
+	// Anchors merge and only move forward, so retrying after another
+	// process's save is safe; several operators or services saving at once
+	// may each need a few rounds.
+	for range maxAnchorAttempts - 1 {
+		if !errors.As(err, &stale) || kr.file == nil {
+			break
+		}
 		if rerr := kr.Reload(ctx); rerr != nil {
 			return errors.Join(err, rerr)
 		}
@@ -178,6 +184,9 @@ func (kr *Keyring) saveAnchor(ctx context.Context, database string, a Anchor) er
 	}
 	return err
 }
+
+// maxAnchorAttempts bounds saveAnchor's rounds against concurrent saves.
+const maxAnchorAttempts = 8
 
 func (kr *Keyring) setAnchor(ctx context.Context, database string, a Anchor) error {
 	kr.mu.Lock()

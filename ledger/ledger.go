@@ -287,7 +287,23 @@ func (l *Ledger) Check(ctx context.Context, kr *keyring.Keyring) error {
 // already seen), [ErrReplayed], [ErrAnchorMissing],
 // [ErrMissing], [ErrNotAdopted], or a [*MissingKeysError] (kr
 // lacks a recorded key ID).
+//
+// A keyring loaded from a file that is behind the ledger (another process
+// saved a newer file since: a concurrent operator command, a rotation) is
+// read again from its file once, which never goes back, before that is
+// called a rollback or a missing key.
 func (l *Ledger) Verified(ctx context.Context, kr *keyring.Keyring) (*State, error) {
+	st, err := l.verified(ctx, kr)
+	var missing *MissingKeysError
+	if err != nil && kr.Path() != "" && (errors.Is(err, keyring.ErrRollback) || errors.As(err, &missing)) {
+		if kr.Reload(ctx) == nil {
+			return l.verified(ctx, kr)
+		}
+	}
+	return st, err
+}
+
+func (l *Ledger) verified(ctx context.Context, kr *keyring.Keyring) (*State, error) {
 	s, err := l.read(ctx)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/reseal"
@@ -146,7 +147,8 @@ func OpenColumn(ctx context.Context, kr *keyring.Keyring, d Database, c ledger.C
 }
 
 // Stores opens the subject-key store of every namespace that holds keys
-// in the database (none if it has no subject keys).
+// or tombstones in the database, or whose forgets its ledger counts (none
+// if it has no subject keys).
 func Stores(ctx context.Context, kr *keyring.Keyring, d Database) ([]*subject.Store, error) {
 	if _, err := d.DB.ExecContext(ctx, `SELECT 1 FROM `+subject.DefaultKeysTable+` WHERE 1 = 0`); err != nil {
 		return nil, nil // no subject keys in this database
@@ -154,6 +156,15 @@ func Stores(ctx context.Context, kr *keyring.Keyring, d Database) ([]*subject.St
 	names, err := subject.Namespaces(ctx, d.DB, "")
 	if err != nil {
 		return nil, err
+	}
+	// A namespace the ledger counts forgets in, even if a database writer
+	// deleted its every key and tombstone: its audit must say so.
+	if st, err := d.ledger().Read(ctx); err == nil {
+		for _, ns := range subject.CountedNamespaces(st) {
+			if !slices.Contains(names, ns) {
+				names = append(names, ns)
+			}
+		}
 	}
 	var out []*subject.Store
 	for _, ns := range names {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -177,5 +179,42 @@ func TestKMSWithoutCredentials(t *testing.T) {
 	}
 	if names := left(); len(names) != 0 {
 		t.Fatalf("left %q", names)
+	}
+}
+
+// TestConcurrentForgets: eight 'ward subject forget' at once on one
+// keyring file and database all succeed (each process's keyring file may
+// be a generation behind another's write: it reloads the file, which is
+// never older, before calling that a rollback); the audit then finds the
+// namespace by its tombstones and its ledger count, though no key is left.
+func TestConcurrentForgets(t *testing.T) {
+	c := newCLI(t)
+	c.newKeyring(t)
+	url := withSubjects(t, c, 8)
+	var wg sync.WaitGroup
+	errs := make([]string, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			if code, out, e := c.run("subject", "forget", "--db", url, "--namespace", "users", fmt.Sprintf("user-%d", i)); code != 0 {
+				errs[i] = fmt.Sprintf("forget user-%d: %d %q %q", i, code, out, e)
+			}
+		})
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != "" {
+			t.Error(e)
+		}
+	}
+	if code, out, e := c.run("subject", "audit", "--db", url); code != 0 || !strings.Contains(out, "users: 8 tombstones (ledger counts 8)") {
+		t.Fatalf("audit after 8 concurrent forgets: %d %q %q", code, out, e)
+	}
+	// A database writer deletes every tombstone of the namespace (its keys
+	// are gone already): the ledger's count still names it, and the audit
+	// fails instead of finding "no subject keys".
+	_, db := c.sqlite(t, "app.db")
+	db.Exec(`DELETE FROM ward_subject_tombstones`)
+	if code, out, e := c.run("subject", "audit", "--db", url); code != 1 || !strings.Contains(out, "users: 0 tombstones (ledger counts 8)") || !strings.Contains(e, "deleted or planted tombstones") {
+		t.Fatalf("audit after the tombstones were deleted: %d %q %q", code, out, e)
 	}
 }

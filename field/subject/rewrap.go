@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // RewrapOptions tune [Store.Rewrap].
@@ -322,30 +325,60 @@ func (s *Store) Census(ctx context.Context) (Census, error) {
 	return out, err
 }
 
-// Namespaces lists the namespaces that hold subject keys in a database
-// (table: default [DefaultKeysTable]), for censuses over all of them.
+// Namespaces lists the namespaces that hold subject keys or tombstones in
+// a database, sorted: with table "", those of the default keys and
+// tombstones tables (a namespace whose every subject was forgotten still
+// has its tombstones to audit); otherwise those of the keys table named.
+// A missing table lists nothing.
 func Namespaces(ctx context.Context, db *sql.DB, table string) ([]string, error) {
+	tables := []string{table}
 	if table == "" {
-		table = DefaultKeysTable
+		tables = []string{DefaultKeysTable, DefaultTombstonesTable}
 	}
-	t, err := field.QuoteIdent(table)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := db.QueryContext(ctx, fmt.Sprintf(`SELECT DISTINCT namespace FROM %s ORDER BY namespace`, t))
-	if err != nil {
-		return nil, fmt.Errorf("subject: listing namespaces: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var ns string
-		if err := rows.Scan(&ns); err != nil {
+	seen := map[string]bool{}
+	for _, name := range tables {
+		t, err := field.QuoteIdent(name)
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, ns)
+		rows, err := db.QueryContext(ctx, fmt.Sprintf(`SELECT DISTINCT namespace FROM %s`, t))
+		if sqltable.Missing(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("subject: listing namespaces: %w", err)
+		}
+		for rows.Next() {
+			var ns string
+			if err := rows.Scan(&ns); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			seen[ns] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
 	}
-	return out, rows.Err()
+	return slices.Sorted(maps.Keys(seen)), nil
+}
+
+// CountedNamespaces lists the namespaces whose forgets a ledger state
+// counts: an audit must look at them even if a database writer deleted
+// every key and tombstone of one.
+func CountedNamespaces(st *ledger.State) []string {
+	var out []string
+	if st == nil {
+		return nil
+	}
+	for name := range st.Counters {
+		if ns, ok := strings.CutPrefix(name, forgetCounterPrefix); ok {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Provision gives each subject without a key its first key, a batch per

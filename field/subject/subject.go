@@ -532,7 +532,11 @@ func (e *ErasedError) Error() string {
 func (e *ErasedError) Is(target error) bool { return target == field.ErrSubjectErased }
 
 // counterName is the ledger counter of a namespace's forgotten subjects.
-func (s *Store) counterName() string { return "subject.forgotten:" + s.cfg.Namespace }
+// forgetCounterPrefix names the ledger counters of forgets, one per
+// namespace.
+const forgetCounterPrefix = "subject.forgotten:"
+
+func (s *Store) counterName() string { return forgetCounterPrefix + s.cfg.Namespace }
 
 // Forget erases a subject: in one transaction it writes an authenticated
 // tombstone and deletes every key of the subject, then counts the forget
