@@ -128,8 +128,7 @@ func TestRotateAndRetire(t *testing.T) {
 		if got := a.keysOf(t); got[old] != 30 {
 			t.Fatalf("a refused retire changed values: %v", got)
 		}
-		// A second run continues: nothing to add, nothing to wait for
-		// but the promotion, every value moves.
+		// A second rotation, which re-seals: every value moves to its key.
 		r, err = lifecycle.Rotate(ctx, a.kr, []lifecycle.Database{a.db}, lifecycle.RotateOptions{Observer: obs, Wait: time.Minute})
 		if err != nil || len(r.Columns) != 1 || r.Columns[0].Stats.Reencrypted != 30 {
 			t.Fatalf("second rotate: %+v %v", r, err)
