@@ -108,7 +108,7 @@ func jobFlags(cmd *cobra.Command, o *rotateOptions) {
 	f.BoolVar(&o.check, "check", false, "a deploy gate: count as --dry-run, exit 1 unless nothing is left to do")
 	f.IntVar(&o.batch, "batch", 500, "rows per transaction")
 	f.IntVar(&o.workers, "workers", 1, "batches processed in parallel")
-	f.StringVar(&o.shard, "shard", "", "this process's share, I/N (0 <= I < N)")
+	f.StringVar(&o.shard, "shard", "", "this process's share, I/N (0 <= I < N); /N takes I from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
 	f.Float64Var(&o.rate, "rate", 0, "at most this many rows per second (0: no limit)")
 	f.DurationVar(&o.pause, "pause", 0, "sleep between batches, to limit load")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress output")
@@ -117,10 +117,21 @@ func jobFlags(cmd *cobra.Command, o *rotateOptions) {
 	f.StringVar(&o.indexNormalize, "index-normalize", "fold", "the index's normalisation, as the application computes it: fold (case-folded, NFC) or none")
 }
 
-// parseShard parses "I/N".
-func parseShard(s string) (i, n int, err error) {
+// JobIndexEnv is the variable a Kubernetes Indexed Job sets in each pod:
+// '--shard /N' takes its index from it.
+const JobIndexEnv = "JOB_COMPLETION_INDEX"
+
+// parseShard parses "I/N", or "/N" with I from $JOB_COMPLETION_INDEX.
+func (a *app) parseShard(s string) (i, n int, err error) {
 	if s == "" {
 		return 0, 0, nil
+	}
+	if strings.HasPrefix(s, "/") {
+		idx := a.getenv(JobIndexEnv)
+		if idx == "" {
+			return 0, 0, fmt.Errorf("--shard %q takes its index from $%s, which is not set (a Kubernetes Indexed Job sets it)", s, JobIndexEnv)
+		}
+		s = idx + s
 	}
 	if _, err := fmt.Sscanf(s, "%d/%d", &i, &n); err != nil || n < 1 || i < 0 || i >= n {
 		return 0, 0, fmt.Errorf("--shard %q: want I/N with 0 <= I < N", s)
@@ -135,7 +146,7 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	if o.db == "" || o.table == "" || o.column == "" {
 		return cli.Usage(errors.New("--db, --table and --column are required"), "")
 	}
-	shard, shards, err := parseShard(o.shard)
+	shard, shards, err := a.parseShard(o.shard)
 	if err != nil {
 		return cli.Usage(err, "")
 	}

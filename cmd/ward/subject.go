@@ -151,7 +151,7 @@ func (sc *subjectCmds) rewrap() *cobra.Command {
 		Short: "Re-wrap every subject key under the keyring's primary key (resumable)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			i, n, err := parseShard(shard)
+			i, n, err := sc.a.parseShard(shard)
 			if err != nil {
 				return cli.Usage(err, "--shard is i/n with 0 <= i < n, such as 0/4")
 			}
@@ -172,7 +172,7 @@ func (sc *subjectCmds) rewrap() *cobra.Command {
 	}
 	rewrap.Flags().IntVar(&workers, "workers", 2, "key rows re-wrapped in parallel")
 	rewrap.Flags().IntVar(&batch, "batch", 500, "key rows per transaction")
-	rewrap.Flags().StringVar(&shard, "shard", "", "this process's share of the subjects, i/n (run n processes with 0/n … n-1/n)")
+	rewrap.Flags().StringVar(&shard, "shard", "", "this process's share of the subjects, i/n (run n processes with 0/n … n-1/n); /n takes i from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
 	return rewrap
 }
 

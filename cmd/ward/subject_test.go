@@ -205,3 +205,49 @@ func TestSubjectRewrapShard(t *testing.T) {
 		t.Fatalf("after every shard: %d %q", code, out)
 	}
 }
+
+// TestShardFromIndexedJob: '--shard /N' takes its index from
+// $JOB_COMPLETION_INDEX, which a Kubernetes Indexed Job sets in each pod,
+// so N pods of one manifest share the work; without the variable it is a
+// usage error.
+func TestShardFromIndexedJob(t *testing.T) {
+	c := newCLI(t)
+	c.newKeyring(t)
+	const n = 16
+	url := withSubjects(t, c, n)
+	if code, out, e := c.run("keyring", "rotate", "--db", url, "--no-reencrypt"); code != 0 {
+		t.Fatalf("rotate: %d %q %q", code, out, e)
+	}
+	if code, _, e := c.run("subject", "rewrap", "--db", url, "--shard", "/4"); code != 2 || !strings.Contains(e, "JOB_COMPLETION_INDEX") {
+		t.Fatalf("--shard /4 without the variable: %d %q", code, e)
+	}
+	total := 0
+	for i := range 4 {
+		c.env[JobIndexEnv] = fmt.Sprint(i)
+		code, out, e := c.run("subject", "rewrap", "--db", url, "--shard", "/4")
+		var got int
+		if _, err := fmt.Sscanf(out, "users: %d re-wrapped", &got); code != 0 || err != nil || got == n {
+			t.Fatalf("pod %d: %d %q %q", i, code, out, e)
+		}
+		total += got
+	}
+	if total != n {
+		t.Fatalf("4 pods re-wrapped %d subjects, want %d", total, n)
+	}
+	// The same for a re-encryption: a pod's share of the rows.
+	db, _, err := createDB(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`)
+	for i := 1; i <= 20; i++ {
+		db.Exec(`INSERT INTO notes VALUES (?, 'plain')`, i)
+	}
+	c.env[JobIndexEnv] = "0"
+	code, out, e := c.run("encrypt-column", "--db", url, "--table", "notes", "--column", "body", "--text", "--shard", "/2", "--quiet")
+	var got int
+	if _, err := fmt.Sscanf(out, "notes.body: %d written", &got); code != 0 || err != nil || got == 0 || got == 20 {
+		t.Fatalf("encrypt-column --shard /2 in pod 0: %d %q %q", code, out, e)
+	}
+}
