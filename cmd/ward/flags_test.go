@@ -105,6 +105,7 @@ var flagTests = map[string]string{
 	"ward reseal --text":                       "TestJobFlags",
 	"ward reseal --workers":                    "TestJobFlags",
 	"ward subject --db":                        "TestSubjectRewrapFlags",
+	"ward subject audit --json":                "TestSubjectCommands",
 	"ward subject forget --namespace":          "TestSubjectCommands",
 	"ward subject rewrap --batch":              "TestSubjectRewrapFlags",
 	"ward subject rewrap --shard":              "TestSubjectRewrapShard",

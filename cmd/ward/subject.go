@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -107,31 +110,33 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 	return forget
 }
 
+// auditDoc is one namespace in 'ward subject audit --json' (docs/CLI.md).
+type auditDoc struct {
+	Namespace  string           `json:"namespace"`
+	Tombstones int              `json:"tombstones"`
+	Counted    uint64           `json:"counted"`
+	ByKey      map[string]int64 `json:"by_key"`
+	UserHeld   int64            `json:"user_held"`
+	Lost       int64            `json:"lost"`
+	Error      string           `json:"error,omitempty"`
+}
+
 func (sc *subjectCmds) audit() *cobra.Command {
+	var asJSON bool
 	audit := &cobra.Command{
 		Use:   "audit --db URL",
 		Short: "Check tombstones against the ledger, and count keys by what wraps them",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return sc.withStores(cmd, func(_ *keyring.Keyring, stores []*subject.Store) error {
-				if len(stores) == 0 {
-					fmt.Fprintln(sc.a.stdout, "no subject keys in this database")
+				docs, bad, err := auditStores(cmd.Context(), stores)
+				if err != nil {
+					return err
 				}
-				var bad error
-				for _, s := range stores {
-					valid, counted, err := s.Audit(cmd.Context())
-					if err != nil && !errors.Is(err, subject.ErrTombstoneTampered) {
-						return err
-					}
-					c, cerr := s.Census(cmd.Context())
-					if cerr != nil {
-						return cerr
-					}
-					fmt.Fprintf(sc.a.stdout, "%s: %d tombstones (ledger counts %d), keys: %s, %d user-held, %d lost\n", s.Namespace(), valid, counted, byKey(c.ByKey), c.UserHeld, c.Lost)
-					if err != nil {
-						fmt.Fprintf(sc.a.stdout, "  %v\n", err)
-						bad = err
-					}
+				if asJSON {
+					sc.a.writeJSON(docs)
+				} else {
+					sc.printAudit(docs)
 				}
 				if bad != nil {
 					return cli.Failed(bad, "someone with write access to the database deleted or planted tombstones: a deleted one makes a forgotten subject look like a missing key; restore from a backup and find out who")
@@ -140,7 +145,44 @@ func (sc *subjectCmds) audit() *cobra.Command {
 			})
 		},
 	}
+	audit.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{namespace, tombstones, counted, by_key, user_held, lost, error}]")
 	return audit
+}
+
+// auditStores audits every namespace; bad is the last tampering found.
+func auditStores(ctx context.Context, stores []*subject.Store) (docs []auditDoc, bad, err error) {
+	docs = []auditDoc{}
+	for _, s := range stores {
+		valid, counted, aerr := s.Audit(ctx)
+		if aerr != nil && !errors.Is(aerr, subject.ErrTombstoneTampered) {
+			return nil, nil, aerr
+		}
+		c, err := s.Census(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		d := auditDoc{Namespace: s.Namespace(), Tombstones: valid, Counted: counted, ByKey: map[string]int64{}, UserHeld: c.UserHeld, Lost: c.Lost}
+		for id, n := range c.ByKey {
+			d.ByKey[id.String()] = n
+		}
+		if aerr != nil {
+			d.Error, bad = aerr.Error(), aerr
+		}
+		docs = append(docs, d)
+	}
+	return docs, bad, nil
+}
+
+func (sc *subjectCmds) printAudit(docs []auditDoc) {
+	if len(docs) == 0 {
+		fmt.Fprintln(sc.a.stdout, "no subject keys in this database")
+	}
+	for _, d := range docs {
+		fmt.Fprintf(sc.a.stdout, "%s: %d tombstones (ledger counts %d), keys: %s, %d user-held, %d lost\n", d.Namespace, d.Tombstones, d.Counted, byKeyText(d.ByKey), d.UserHeld, d.Lost)
+		if d.Error != "" {
+			fmt.Fprintf(sc.a.stdout, "  %s\n", d.Error)
+		}
+	}
 }
 
 func (sc *subjectCmds) rewrap() *cobra.Command {
@@ -206,13 +248,13 @@ lost; run again after an interruption.`,
 	return rekey
 }
 
-func byKey(m map[keyring.KeyID]int64) string {
+func byKeyText(m map[string]int64) string {
 	if len(m) == 0 {
 		return "none keyring-wrapped"
 	}
 	var parts []string
-	for id, n := range m {
-		parts = append(parts, fmt.Sprintf("%d under %v", n, id))
+	for _, id := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%d under %s", m[id], id))
 	}
 	return strings.Join(parts, ", ")
 }

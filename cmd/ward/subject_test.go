@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -122,6 +123,11 @@ func TestSubjectCommands(t *testing.T) {
 	}
 	if code, out, e := c.run("subject", "audit", "--db", url); code != 0 || !strings.Contains(out, "users: 2 tombstones (ledger counts 2)") {
 		t.Fatalf("audit: %d %q %q", code, out, e)
+	}
+	var audit []auditDoc
+	if code, out, e := c.run("subject", "audit", "--db", url, "--json"); code != 0 || json.Unmarshal([]byte(out), &audit) != nil || len(audit) != 1 ||
+		audit[0].Namespace != "users" || audit[0].Tombstones != 2 || audit[0].Counted != 2 || audit[0].Error != "" {
+		t.Fatalf("audit --json: %d %q %q", code, out, e)
 	}
 	db.Exec(`DELETE FROM ward_subject_tombstones`)
 	if code, out, e := c.run("subject", "audit", "--db", url); code != 1 || !strings.Contains(e, "deleted or planted tombstones") {
