@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
@@ -258,6 +259,12 @@ func TestDeleteAccount(t *testing.T) {
 		}
 		if ms := bob.messages(bc.ID); len(ms) != 2 || ms[0].Body != "hello" {
 			t.Fatalf("bob after alice's deletion: %+v", ms)
+		}
+		// A database writer plants a tombstone for bob (its MAC forged as
+		// 00): the sweep deletes on verified tombstones only.
+		if _, err := ta.db.Exec(ta.app.store.q(`INSERT INTO ward_subject_tombstones (namespace, subject, forgotten_at, epoch, mac) VALUES (?, ?, ?, 0, '00')`),
+			subjectNamespace, fmt.Sprint(userID(t, ta, "bob@example.com")), time.Now().Unix()); err != nil {
+			t.Fatal(err)
 		}
 		if _, err := ta.app.SweepSessions(ctx); err != nil {
 			t.Fatal(err)

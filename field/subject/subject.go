@@ -512,6 +512,15 @@ func (s *Store) verifyTombstone(subject string, at, epoch int64, macHex string) 
 	return err == nil && epoch >= 0 && keyproto.VerifyStateMAC(s.cfg.Keyring, uint64(epoch), s.tombstoneMessage(subject, at), mac) == nil
 }
 
+// IsForgotten reports whether the subject has a tombstone that verifies.
+// A tombstone that fails its MAC (planted or altered by a database writer)
+// does not count: an application deletes a forgotten user's rows only on
+// a tombstone it has authenticated.
+func (s *Store) IsForgotten(ctx context.Context, subject string) (bool, error) {
+	t, err := s.tombstone(ctx, subject)
+	return t != nil && t.valid, err
+}
+
 // ErrTombstoneTampered means a tombstone row fails its MAC, or the
 // ledger counts more forgotten subjects than valid tombstones remain
 // ([Store.Audit]).
@@ -531,11 +540,11 @@ func (e *ErasedError) Error() string {
 // Is matches field.ErrSubjectErased.
 func (e *ErasedError) Is(target error) bool { return target == field.ErrSubjectErased }
 
-// counterName is the ledger counter of a namespace's forgotten subjects.
 // forgetCounterPrefix names the ledger counters of forgets, one per
 // namespace.
 const forgetCounterPrefix = "subject.forgotten:"
 
+// counterName is the ledger counter of a namespace's forgotten subjects.
 func (s *Store) counterName() string { return forgetCounterPrefix + s.cfg.Namespace }
 
 // Forget erases a subject: in one transaction it writes an authenticated

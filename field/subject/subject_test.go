@@ -537,3 +537,27 @@ func TestRewrapShards(t *testing.T) {
 		}
 	})
 }
+
+// TestIsForgotten: a subject counts as forgotten on a tombstone that
+// verifies only; one a database writer planted, with a forged MAC, does
+// not make a live subject look forgotten.
+func TestIsForgotten(t *testing.T) {
+	forEachDB(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		s := e.store(t, time.Minute)
+		c := e.column(t, s)
+		e.insert(t, c, 1, "alice", "a")
+		e.insert(t, c, 2, "bob", "b")
+		if err := s.Forget(ctx, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.db.Exec(e.d.Rebind(fmt.Sprintf(`INSERT INTO %s (namespace, subject, forgotten_at, epoch, mac) VALUES (?, 'bob', 1, 0, '00')`, e.tombs)), s.Namespace()); err != nil {
+			t.Fatal(err)
+		}
+		for sub, want := range map[string]bool{"alice": true, "bob": false, "carol": false} {
+			if got, err := s.IsForgotten(ctx, sub); err != nil || got != want {
+				t.Errorf("IsForgotten(%s) = %v, %v", sub, got, err)
+			}
+		}
+	})
+}
