@@ -107,8 +107,23 @@ type Process struct {
 // Has reports whether the process holds key id.
 func (p Process) Has(id keyring.KeyID) bool { return slices.Contains(p.Keys, id) }
 
-// String names the process for an operator.
-func (p Process) String() string { return fmt.Sprintf("%s (%s pid %d)", p.ID, p.Host, p.PID) }
+// String names the process for an operator. Its ID and host are a
+// database writer's text as much as the process's, so control characters
+// are escaped: a row cannot clear the operator's terminal or print a fake
+// line.
+func (p Process) String() string {
+	return fmt.Sprintf("%s (%s pid %d)", printable(p.ID), printable(p.Host), p.PID)
+}
+
+// printable escapes what is not a printable character, as strconv.Quote
+// does, without quoting the whole.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
 
 // name is the registry's table, quoted.
 func (r *Registry) name() (string, error) {

@@ -217,3 +217,39 @@ func FuzzParseKeys(f *testing.F) {
 		}
 	})
 }
+
+// TestRegistryTextEscaped: a database writer's registry row whose host
+// holds terminal escapes and a newline is printed escaped, in a process's
+// name and in a wait's error: it cannot clear the operator's screen or
+// print a fake "ready" line.
+func TestRegistryTextEscaped(t *testing.T) {
+	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
+		ctx := context.Background()
+		kr, err := keyring.New(keyring.AES256GCM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table := dbtest.DB{DB: db}.Table(t, "fleet")
+		reg := &Registry{DB: db, Dialect: d, Table: table}
+		m, err := reg.Join(ctx, kr, time.Hour, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evil := "\x1b[2J\x1b[Hall processes ready\nhost"
+		if _, err := db.Exec(d.Rebind(`UPDATE `+table+` SET host = ? WHERE id = ?`), evil, m.ID()); err != nil {
+			t.Fatal(err)
+		}
+		ps, err := reg.List(ctx, kr)
+		if err != nil || len(ps) != 1 || !ps[0].Tampered || ps[0].Host != evil {
+			t.Fatalf("list: %+v %v", ps, err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		_, err = reg.Await(wctx, kr, func(Process) bool { return true }, WaitOptions{Poll: 20 * time.Millisecond})
+		for _, text := range []string{ps[0].String(), fmt.Sprint(err)} {
+			if strings.ContainsAny(text, "\x1b\n") || !strings.Contains(text, `\x1b[2J`) {
+				t.Errorf("printed raw: %q", text)
+			}
+		}
+	})
+}
