@@ -211,10 +211,10 @@ func (kr *Keyring) keyFor(ciphertext []byte) (header, *key, error) {
 	}
 	k, ok := kr.load().byID[h.KeyID]
 	if !ok {
+		// Looked up again whether or not this call re-read the file: a
+		// re-read by another caller may have loaded the key meanwhile.
 		reloaded := kr.reloadForUnknown()
-		if reloaded {
-			k, ok = kr.load().byID[h.KeyID]
-		}
+		k, ok = kr.load().byID[h.KeyID]
 		if !ok {
 			return h, nil, &KeyError{ID: h.KeyID, Err: ErrUnknownKey, Hint: kr.unknownKeyHint(reloaded)}
 		}

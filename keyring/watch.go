@@ -59,16 +59,35 @@ func (kr *Keyring) Watch(ctx context.Context, interval time.Duration, onError fu
 
 // reloadForUnknown re-reads the file after a ciphertext named a key ID
 // this process does not hold, at most once per reloadEvery, and reports
-// whether it did.
+// whether a re-read happened. Callers that meet unknown key IDs while a
+// re-read is in flight wait for it instead of failing at once: after a
+// rotation promoted a key this process missed, every concurrent request
+// opens once the one re-read has loaded it.
 func (kr *Keyring) reloadForUnknown() bool {
 	if kr.file == nil {
 		return false
 	}
+	kr.unknownMu.Lock()
+	if wait := kr.unknownWait; wait != nil {
+		kr.unknownMu.Unlock()
+		<-wait
+		return true
+	}
 	now := time.Now().UnixNano()
-	last := kr.lastUnknownReload.Load()
-	if now-last < int64(reloadEvery) || !kr.lastUnknownReload.CompareAndSwap(last, now) {
+	if now-kr.lastUnknownReload.Load() < int64(reloadEvery) {
+		kr.unknownMu.Unlock()
 		return false
 	}
+	kr.lastUnknownReload.Store(now)
+	wait := make(chan struct{})
+	kr.unknownWait = wait
+	kr.unknownMu.Unlock()
+	defer func() {
+		kr.unknownMu.Lock()
+		kr.unknownWait = nil
+		kr.unknownMu.Unlock()
+		close(wait)
+	}()
 	kr.unknownReloads.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), reloadTimeout)
 	defer cancel()

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -41,6 +43,39 @@ func TestReloadOnUnknownKey(t *testing.T) {
 	}
 	if n := service.unknownReloads.Load(); n > 2 {
 		t.Fatalf("100 made-up key IDs caused %d re-reads of the file", n)
+	}
+}
+
+// TestConcurrentUnknownKey: 32 concurrent opens of a value under a key
+// another copy of the file promoted all succeed with one re-read of the
+// file: callers that meet the key while the re-read is in flight wait for
+// it instead of failing (31 of 32 failed before).
+func TestConcurrentUnknownKey(t *testing.T) {
+	ctx := context.Background()
+	path, mk, service := newFile(t)
+	cli, err := Load(ctx, path, mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Rotate(ctx, AES256GCM); err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := cli.Seal([]byte("under the new key"), []byte("ctx"))
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	start := make(chan struct{})
+	for range 32 {
+		wg.Go(func() {
+			<-start
+			if pt, err := service.Open(ct, []byte("ctx")); err != nil || string(pt) != "under the new key" {
+				failed.Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if n := failed.Load(); n != 0 || service.unknownReloads.Load() != 1 {
+		t.Fatalf("%d of 32 concurrent opens failed, %d re-reads of the file", n, service.unknownReloads.Load())
 	}
 }
 
