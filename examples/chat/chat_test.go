@@ -52,7 +52,7 @@ func forEachURL(t *testing.T, fn func(t *testing.T, url string)) {
 
 // testLimits are generous address limits, so that tests of other things
 // are not throttled; the abuse tests set their own.
-var testLimits = Limits{LoginPerMinute: 10_000, SignupPerHour: 10_000, SignupsPerMinute: 10_000}
+var testLimits = Limits{LoginPerMinute: 10_000, SignupPerHour: 10_000, SignupsPerMinute: 10_000, ResetsPerHour: 10_000, ResetsPerMinute: 10_000}
 
 func newTestApp(t *testing.T, cfg Config) *testApp {
 	t.Helper()

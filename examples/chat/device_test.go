@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -135,5 +136,69 @@ func TestSignupBudgets(t *testing.T) {
 	}
 	if code, msg := signup("127.10.0.1", 20); code != 429 || !strings.Contains(msg, "service") || strings.Contains(msg, "address") {
 		t.Fatalf("global budget: %d %q", code, msg)
+	}
+}
+
+// TestResetBudgets: password-reset requests for one address from many
+// networks mail it ResetsPerHour times, then are refused with the same
+// answer whether or not the address has an account; all requests together
+// stop at ResetsPerMinute, with a message that says it is the service's
+// (400 reset mails reached one address from 40 networks in 0.9 s before).
+func TestResetBudgets(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{DB: "sqlite:" + filepath.Join(dir, "chat.db"), KeyringPath: filepath.Join(dir, "kr.json"), KeyService: local.Generate(),
+		Limits: Limits{LoginPerMinute: 1000, SignupPerHour: 1000, SignupsPerMinute: 1000, ResetsPerHour: 3, ResetsPerMinute: 8}}
+	ta := newTestApp(t, cfg)
+	ta.client(t).signup("alice@example.com")
+	reset := func(from, email string) (int, string) {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
+		body, _ := json.Marshal(map[string]string{"email": email})
+		req, _ := http.NewRequest("POST", ta.ts.URL+"/api/reset", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]string
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out["error"]
+	}
+	mails := func() int {
+		ms, _ := ta.app.Outbox(context.Background(), 1000)
+		n := 0
+		for _, m := range ms {
+			if strings.Contains(m.Body, "reset") {
+				n++
+			}
+		}
+		return n
+	}
+	before := mails()
+	for _, email := range []string{"alice@example.com", "nobody@example.com"} {
+		for i := range 5 { // five networks
+			code, msg := reset(fmt.Sprintf("127.20.%d.1", i), email)
+			if want := 202; i >= 3 {
+				if code != 429 || !strings.Contains(msg, "this address") {
+					t.Fatalf("%s, request %d: %d %q", email, i, code, msg)
+				}
+			} else if code != want {
+				t.Fatalf("%s, request %d: %d %q", email, i, code, msg)
+			}
+		}
+	}
+	if got := mails() - before; got != 3 {
+		t.Fatalf("%d reset mails to alice, want 3", got)
+	}
+	// 6 of the service's 8 a minute are spent: two more addresses pass,
+	// the next is refused as the service's.
+	for i := range 2 {
+		if code, msg := reset("127.21.0.1", fmt.Sprintf("u%d@example.com", i)); code != 202 {
+			t.Fatalf("another address: %d %q", code, msg)
+		}
+	}
+	if code, msg := reset("127.22.0.1", "u9@example.com"); code != 429 || !strings.Contains(msg, "service") {
+		t.Fatalf("the service's budget: %d %q", code, msg)
 	}
 }

@@ -32,6 +32,12 @@ type Limits struct {
 	// checked before any hashing; SignupsPerMinute is a budget for all
 	// sign-ups together, whose refusal says it is the service's.
 	LoginPerMinute, SignupPerHour, SignupsPerMinute int
+	// ResetsPerHour bounds password-reset mails per e-mail address
+	// (whether or not it has an account, so the refusal reveals nothing),
+	// and ResetsPerMinute all reset requests together: a reset mails the
+	// address, so neither one address nor the mail service can be flooded
+	// from many networks.
+	ResetsPerHour, ResetsPerMinute int
 	// AddressEntries bounds the client addresses tracked.
 	AddressEntries int
 	// MaxConns caps connections in total and MaxConnsPerAddress per
@@ -47,6 +53,7 @@ type Limits struct {
 var DefaultLimits = Limits{
 	LoginFailures: 5, LoginWindow: time.Minute, AccountEntries: 100_000,
 	LoginPerMinute: 20, SignupPerHour: 10, SignupsPerMinute: 60, AddressEntries: 100_000,
+	ResetsPerHour: 3, ResetsPerMinute: 30,
 	MaxConns: 8192, MaxConnsPerAddress: 64, SessionTTL: 24 * time.Hour,
 }
 
@@ -63,6 +70,8 @@ func (l Limits) withDefaults() Limits {
 	l.LoginPerMinute = pick(l.LoginPerMinute, d.LoginPerMinute)
 	l.SignupPerHour = pick(l.SignupPerHour, d.SignupPerHour)
 	l.SignupsPerMinute = pick(l.SignupsPerMinute, d.SignupsPerMinute)
+	l.ResetsPerHour = pick(l.ResetsPerHour, d.ResetsPerHour)
+	l.ResetsPerMinute = pick(l.ResetsPerMinute, d.ResetsPerMinute)
 	l.AddressEntries = pick(l.AddressEntries, d.AddressEntries)
 	l.MaxConns = pick(l.MaxConns, d.MaxConns)
 	l.MaxConnsPerAddress = pick(l.MaxConnsPerAddress, d.MaxConnsPerAddress)

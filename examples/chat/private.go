@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -412,6 +413,16 @@ func (s *server) requestReset(w http.ResponseWriter, r *http.Request) {
 	}
 	if !(credentials{Email: in.Email}).valid() {
 		fail(w, http.StatusBadRequest, "a valid e-mail address is required")
+		return
+	}
+	// Per address, whether or not it has an account (the answer reveals
+	// nothing), then for the whole service.
+	if !s.resetAddr.allow(hex.EncodeToString(s.store.emailKey(in.Email))) {
+		fail(w, http.StatusTooManyRequests, msgResetsAddr)
+		return
+	}
+	if !s.resets.Allow() {
+		fail(w, http.StatusTooManyRequests, msgResetsFull)
 		return
 	}
 	if err := s.store.beginReset(r.Context(), in.Email, s.origins.linkBase(r)); err != nil {

@@ -44,7 +44,9 @@ type server struct {
 	loginIP   *buckets
 	signupIP  *buckets
 	signups   *rate.Limiter
-	dummyHash string // verified for unknown accounts, so the work does not reveal which exist
+	resetAddr *buckets      // per e-mail address (by its blind index)
+	resets    *rate.Limiter // all reset requests
+	dummyHash string        // verified for unknown accounts, so the work does not reveal which exist
 	origins   *origins
 	devices   *devices
 	recovery  bool // private mode offers a recovery code
@@ -60,6 +62,8 @@ func newServer(st *store, h *password.Hasher, a Assistant, l Limits, trusted []n
 		loginIP:   newBuckets(l.LoginPerMinute, time.Minute, l.AddressEntries),
 		signupIP:  newBuckets(l.SignupPerHour, time.Hour, l.AddressEntries),
 		signups:   rate.NewLimiter(rate.Limit(float64(l.SignupsPerMinute)/60), l.SignupsPerMinute),
+		resetAddr: newBuckets(l.ResetsPerHour, time.Hour, l.AccountEntries),
+		resets:    rate.NewLimiter(rate.Limit(float64(l.ResetsPerMinute)/60), l.ResetsPerMinute),
 		dummyHash: dummy}, nil
 }
 
@@ -141,6 +145,8 @@ const (
 	msgTooManyIPs  = "too many requests from this address, wait"
 	msgTooManyNet  = "too many sign-ups from this network, wait"
 	msgSignupsFull = "the service is taking too many sign-ups right now, try again in a minute"
+	msgResetsAddr  = "too many reset requests for this address, wait an hour"
+	msgResetsFull  = "the service is taking too many reset requests right now, try again in a minute"
 )
 
 // signup starts a sign-up (see signup.go). Whether the address already
