@@ -92,7 +92,7 @@ func wardFields(sch *schema.Schema, m map[string]any) (wards, owners []*schema.F
 		}
 	}
 	for k := range m {
-		f := sch.LookUpField(k)
+		f := lookUpField(sch, k)
 		if f == nil {
 			continue
 		}
@@ -105,6 +105,25 @@ func wardFields(sch *schema.Schema, m map[string]any) (wards, owners []*schema.F
 		}
 	}
 	return wards, owners, keys
+}
+
+// lookUpField finds the field a map key names, as the database will read
+// it: GORM passes a key it does not know through as a column name, so a
+// quoted ("body", `body`, [body]) or table-qualified (notes.body) key
+// writes the column all the same, and must be sealed all the same.
+func lookUpField(sch *schema.Schema, k string) *schema.Field {
+	if f := sch.LookUpField(k); f != nil {
+		return f
+	}
+	name := k
+	if i := strings.LastIndex(name, "."); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.Trim(strings.TrimSpace(name), "\"`[]")
+	if name == k {
+		return nil
+	}
+	return sch.LookUpField(name)
 }
 
 func names(fs []*schema.Field) string {

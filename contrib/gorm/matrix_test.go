@@ -132,6 +132,18 @@ func TestWriteMatrix(t *testing.T) {
 			if got := read("s1"); got.Body != "updates map" || got.Title == nil || *got.Title != "a title" {
 				t.Fatalf("updates map: %+v", got)
 			}
+			// A quoted or table-qualified key that the database reads as
+			// the column is sealed all the same (on PostgreSQL a quoted
+			// key stored plaintext); one it cannot read fails, and nothing
+			// is written.
+			for _, k := range []string{`"body"`, "`body`", "notes.body", `"notes"."body"`} {
+				before := read("s1").Body
+				err := db.Model(&n).Updates(map[string]any{k: "key " + k}).Error
+				if got := read("s1"); err != nil && got.Body != before || err == nil && got.Body != "key "+k {
+					t.Fatalf("updates map with key %s: %v, %+v", k, err, got)
+				}
+				sealed("s1")
+			}
 			if err := db.Model(&n).Updates(Note{Body: "updates struct", Email: "struct@example.com"}).Error; err != nil {
 				t.Fatalf("updates struct: %v", err)
 			}
