@@ -127,6 +127,11 @@ type PrivateOptions struct {
 	// once to be shown to the user: with it, a password reset keeps the
 	// data. Without it, a reset loses every value sealed before it.
 	Recovery bool
+	// Tx, if set, is the caller's transaction — the one that stores the
+	// user's new key-bearing password hash, so that the hash and the
+	// private wrapping commit together or not at all (as ChangeSecret and
+	// Reset do). MakePrivate then neither commits nor rolls it back.
+	Tx *sql.Tx
 }
 
 // MakePrivate makes a subject's keys user-held: each is re-wrapped under a
@@ -159,30 +164,43 @@ func (s *Store) MakePrivate(ctx context.Context, subject string, secret []byte, 
 		return nil, "", err
 	}
 	defer s.Purge(subject)
+	if opts.Tx != nil {
+		u, err := s.makePrivate(ctx, opts.Tx, subject, kek, rkek)
+		return u, code, err
+	}
 	tx, err := s.cfg.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, "", fmt.Errorf("subject: making %s/%s private: %w", s.cfg.Namespace, subject, err)
 	}
 	defer tx.Rollback()
-	rows, err := s.rowsOf(ctx, tx, subject)
+	u, err := s.makePrivate(ctx, tx, subject, kek, rkek)
 	if err != nil {
 		return nil, "", err
-	}
-	u := &Unlocked{store: s, subject: subject, keys: map[uint32]*keyring.SubjectKey{}}
-	if len(rows) == 0 {
-		if err := s.newPrivateKey(ctx, tx, u, kek, rkek); err != nil {
-			return nil, "", err
-		}
-	}
-	for _, r := range rows {
-		if err := s.privateRow(ctx, tx, u, r, kek, rkek); err != nil {
-			return nil, "", err
-		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, "", fmt.Errorf("subject: making %s/%s private: %w", s.cfg.Namespace, subject, err)
 	}
 	return u, code, nil
+}
+
+// makePrivate wraps every key of the subject under kek (and rkek) in tx.
+func (s *Store) makePrivate(ctx context.Context, tx *sql.Tx, subject string, kek, rkek *keyring.SubjectKey) (*Unlocked, error) {
+	rows, err := s.rowsOf(ctx, tx, subject)
+	if err != nil {
+		return nil, err
+	}
+	u := &Unlocked{store: s, subject: subject, keys: map[uint32]*keyring.SubjectKey{}}
+	if len(rows) == 0 {
+		if err := s.newPrivateKey(ctx, tx, u, kek, rkek); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range rows {
+		if err := s.privateRow(ctx, tx, u, r, kek, rkek); err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
 }
 
 // newPrivateKey stores a first key for u's subject, wrapped only under

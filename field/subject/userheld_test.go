@@ -264,3 +264,40 @@ func FuzzRecoveryCode(f *testing.F) {
 		}
 	})
 }
+
+// TestMakePrivateInCallersTx: with PrivateOptions.Tx, going private commits
+// or rolls back with the caller's transaction (the one that stores the new
+// password hash): rolled back, the subject is as it was.
+func TestMakePrivateInCallersTx(t *testing.T) {
+	forEachDB(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		h := newHasher(t)
+		s := e.store(t, time.Nanosecond)
+		c := e.column(t, s)
+		e.insert(t, c, 1, "alice", "a")
+		_, secret, err := h.HashWithKey(ctx, []byte("alice pw"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, commit := range []bool{false, true} {
+			tx, err := e.db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := s.MakePrivate(ctx, "alice", secret, PrivateOptions{Tx: tx}); err != nil {
+				t.Fatal(err)
+			}
+			if commit {
+				err = tx.Commit()
+			} else {
+				err = tx.Rollback()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if private, err := s.Private(ctx, "alice"); err != nil || private != commit {
+				t.Fatalf("after the caller's transaction (commit %v): private %v, %v", commit, private, err)
+			}
+		}
+	})
+}
