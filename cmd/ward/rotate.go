@@ -114,7 +114,7 @@ func jobFlags(cmd *cobra.Command, o *rotateOptions) {
 	f.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	f.BoolVar(&o.asJSON, "json", false, "print JSON (schema in docs/CLI.md): the census with --dry-run or --check, else what the job did; progress stays on stderr")
 	f.StringVar(&o.index, "index", "", "a blind-index column of the table to write with each value, and to fill in where missing")
-	f.StringVar(&o.indexNormalize, "index-normalize", "fold", "the index's normalisation, as the application computes it: fold (case-folded, NFC) or none")
+	f.StringVar(&o.indexNormalize, "index-normalize", "", "with --index, required: the index's normalisation, as the application's field.NewBlindIndex computes it: nfc (the library's default, field.NormalizeNFC) or fold (field.NormalizeFold: case-folded)")
 }
 
 // JobIndexEnv is the variable a Kubernetes Indexed Job sets in each pod:
@@ -183,7 +183,7 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	}
 	job := &reseal.Job{DB: db, Dialect: dialect, Column: col, Key: o.key, BatchSize: o.batch, Pause: o.pause,
 		FromPlaintext: o.fromPlaintext, Workers: o.workers, Shard: shard, Shards: shards, Rate: o.rate}
-	if job.Index, err = jobIndex(kr, o); err != nil {
+	if job.Index, err = a.jobIndex(kr, o); err != nil {
 		return err
 	}
 	job.IndexColumn = o.index
@@ -212,8 +212,10 @@ func (a *app) subjectColumn(ctx context.Context, kr *keyring.Keyring, lg *ledger
 	return col, nil
 }
 
-// jobIndex is the blind index --index fills in, or nil.
-func jobIndex(kr *keyring.Keyring, o *rotateOptions) (*field.BlindIndex, error) {
+// jobIndex is the blind index --index fills in, or nil. Its normalisation
+// must be named: an index computed otherwise than the application computes
+// it finds nothing, silently.
+func (a *app) jobIndex(kr *keyring.Keyring, o *rotateOptions) (*field.BlindIndex, error) {
 	if o.index == "" {
 		return nil, nil
 	}
@@ -221,9 +223,13 @@ func jobIndex(kr *keyring.Keyring, o *rotateOptions) (*field.BlindIndex, error) 
 	switch o.indexNormalize {
 	case "fold":
 		opts = append(opts, field.WithNormalizer(field.NormalizeFold))
-	case "none":
+	case "nfc":
+	case "none": // the name it had, for what is the library's NFC
+		a.deprecated("--index-normalize none", "it meant NFC, the library's default: say --index-normalize nfc")
+	case "":
+		return nil, cli.Usage(errors.New("--index needs --index-normalize"), "nfc if the application calls field.NewBlindIndex without WithNormalizer, fold if it passes field.NormalizeFold")
 	default:
-		return nil, cli.Usage(fmt.Errorf("--index-normalize %q", o.indexNormalize), "fold or none, as the application's field.NewBlindIndex")
+		return nil, cli.Usage(fmt.Errorf("--index-normalize %q", o.indexNormalize), "nfc or fold, as the application's field.NewBlindIndex")
 	}
 	return field.NewBlindIndex(kr, o.table, o.column, opts...)
 }
