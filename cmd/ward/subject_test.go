@@ -178,6 +178,24 @@ func withSubjects(t *testing.T, c *cliEnv, n int) string {
 	return url
 }
 
+// fourShards runs a re-wrap of n subjects as four shards (run(i) runs
+// shard i): each re-wraps some but not all, and together all of them.
+func fourShards(t *testing.T, n int, run func(i int) (int, string, string)) {
+	t.Helper()
+	total := 0
+	for i := range 4 {
+		code, out, e := run(i)
+		var got int
+		if _, err := fmt.Sscanf(out, "users: %d re-wrapped", &got); code != 0 || err != nil || got == n {
+			t.Fatalf("shard %d of 4: %d %q %q", i, code, out, e)
+		}
+		total += got
+	}
+	if total != n {
+		t.Fatalf("4 shards re-wrapped %d subjects, want %d", total, n)
+	}
+}
+
 // TestSubjectRewrapShard: 'ward subject rewrap --shard i/n' re-wraps only
 // its share of the subjects (it re-wrapped all of them when the flag was
 // registered but never parsed); the n shards together re-wrap every one.
@@ -192,21 +210,9 @@ func TestSubjectRewrapShard(t *testing.T) {
 	if code, _, e := c.run("subject", "rewrap", "--db", url, "--shard", "4/4"); code != 2 || !strings.Contains(e, "--shard") {
 		t.Fatalf("--shard 4/4: %d %q", code, e)
 	}
-	total := 0
-	for i := range 4 {
-		code, out, e := c.run("subject", "rewrap", "--db", url, "--shard", fmt.Sprintf("%d/4", i))
-		var got int
-		if _, err := fmt.Sscanf(out, "users: %d re-wrapped", &got); code != 0 || err != nil {
-			t.Fatalf("shard %d: %d %q %q", i, code, out, e)
-		}
-		if got == n {
-			t.Fatalf("shard %d/4 re-wrapped all %d subjects", i, n)
-		}
-		total += got
-	}
-	if total != n {
-		t.Fatalf("the 4 shards re-wrapped %d subjects, want %d", total, n)
-	}
+	fourShards(t, n, func(i int) (int, string, string) {
+		return c.run("subject", "rewrap", "--db", url, "--shard", fmt.Sprintf("%d/4", i))
+	})
 	if code, out, _ := c.run("subject", "rewrap", "--db", url); code != 0 || !strings.Contains(out, "0 re-wrapped") {
 		t.Fatalf("after every shard: %d %q", code, out)
 	}
@@ -227,19 +233,10 @@ func TestShardFromIndexedJob(t *testing.T) {
 	if code, _, e := c.run("subject", "rewrap", "--db", url, "--shard", "/4"); code != 2 || !strings.Contains(e, "JOB_COMPLETION_INDEX") {
 		t.Fatalf("--shard /4 without the variable: %d %q", code, e)
 	}
-	total := 0
-	for i := range 4 {
+	fourShards(t, n, func(i int) (int, string, string) {
 		c.env[JobIndexEnv] = fmt.Sprint(i)
-		code, out, e := c.run("subject", "rewrap", "--db", url, "--shard", "/4")
-		var got int
-		if _, err := fmt.Sscanf(out, "users: %d re-wrapped", &got); code != 0 || err != nil || got == n {
-			t.Fatalf("pod %d: %d %q %q", i, code, out, e)
-		}
-		total += got
-	}
-	if total != n {
-		t.Fatalf("4 pods re-wrapped %d subjects, want %d", total, n)
-	}
+		return c.run("subject", "rewrap", "--db", url, "--shard", "/4")
+	})
 	// The same for a re-encryption: a pod's share of the rows.
 	db, _, err := createDB(url)
 	if err != nil {

@@ -96,6 +96,25 @@ func TestGuessersCannotLockOutTheOwner(t *testing.T) {
 	}
 }
 
+// postFrom posts body as JSON to path from the loopback address from (a
+// client network of its own), and returns the status and the error text.
+func postFrom(t *testing.T, ta *testApp, from, path string, body any) (int, string) {
+	t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", ta.ts.URL+path, strings.NewReader(string(b)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]string
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out["error"]
+}
+
 // TestSignupBudgets: a network (an IPv4 /24) that spends its sign-up
 // budget is refused with a message about its network, another network
 // still signs up, and the service-wide budget, when spent, says it is the
@@ -107,19 +126,7 @@ func TestSignupBudgets(t *testing.T) {
 		Limits: Limits{LoginPerMinute: 1000, SignupPerHour: 3, SignupsPerMinute: 5}}
 	ta := newTestApp(t, cfg)
 	signup := func(from string, i int) (int, string) {
-		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
-		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
-		body, _ := json.Marshal(credentials{fmt.Sprintf("u%d@example.com", i), "correct horse"})
-		req, _ := http.NewRequest("POST", ta.ts.URL+"/api/signup", strings.NewReader(string(body)))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out map[string]string
-		json.NewDecoder(resp.Body).Decode(&out)
-		return resp.StatusCode, out["error"]
+		return postFrom(t, ta, from, "/api/signup", credentials{fmt.Sprintf("u%d@example.com", i), "correct horse"})
 	}
 	for i := range 3 { // three addresses of one /24
 		if code, _ := signup(fmt.Sprintf("127.8.0.%d", i+1), i); code != 202 {
@@ -151,19 +158,7 @@ func TestResetBudgets(t *testing.T) {
 	ta := newTestApp(t, cfg)
 	ta.client(t).signup("alice@example.com")
 	reset := func(from, email string) (int, string) {
-		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
-		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
-		body, _ := json.Marshal(map[string]string{"email": email})
-		req, _ := http.NewRequest("POST", ta.ts.URL+"/api/reset", strings.NewReader(string(body)))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out map[string]string
-		json.NewDecoder(resp.Body).Decode(&out)
-		return resp.StatusCode, out["error"]
+		return postFrom(t, ta, from, "/api/reset", map[string]string{"email": email})
 	}
 	mails := func() int {
 		ms, _ := ta.app.Outbox(context.Background(), 1000)
