@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // TestSQLiteFilesPrivate: a new database and its WAL are 0600; an existing
@@ -163,4 +164,36 @@ func TestCommandSecrets(t *testing.T) {
 			t.Errorf("%q lacks %q", got, want)
 		}
 	}
+}
+
+// FuzzParse: Parse never panics, and a URL or DSN it refuses or accepts
+// never has its password in the error; what it accepts names the password
+// among its secrets, for scrubbing.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"s3cr3t", "pa@ss", "p%40ss", "a b", "x:y", ""} {
+		f.Add(s, uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, pw string, form uint8) {
+		Parse(pw) // no panic on anything
+		if len(pw) < 4 || strings.ContainsAny(pw, "\x00#/?'\\\\%") || strings.ContainsFunc(pw, unicode.IsSpace) {
+			return // forms neither a URL nor a DSN can hold unquoted
+		}
+		var in string
+		switch form % 2 {
+		case 0:
+			in = "postgres://u:" + pw + "@h/db"
+		case 1:
+			in = "host=h user=u password=" + pw + " dbname=d"
+		}
+		u, err := Parse(in)
+		if err != nil {
+			if strings.Contains(err.Error(), pw) {
+				t.Fatalf("Parse(%q) error quotes the password: %v", in, err)
+			}
+			return
+		}
+		if !slices.Contains(u.Secrets(), pw) && !strings.Contains(strings.Join(u.Secrets(), " "), pw) {
+			t.Fatalf("Parse(%q) secrets %q lack the password", in, u.Secrets())
+		}
+	})
 }
