@@ -13,6 +13,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	_ "modernc.org/sqlite"             // registers "sqlite"
@@ -119,7 +120,34 @@ func (u URL) open(create bool) (*sql.DB, error) {
 	if err := privateFile(u.Path); err != nil {
 		return nil, err
 	}
-	return sql.Open("sqlite", "file:"+u.Path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	db, err := sql.Open("sqlite", "file:"+u.Path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		return nil, err
+	}
+	// The first connection turns a new file to WAL mode, which takes an
+	// exclusive lock that SQLite does not wait for: processes opening a
+	// fresh file at once can meet SQLITE_BUSY there. Once the file is in
+	// WAL mode the pragma is a no-op, so one connection that got through
+	// settles it for every later one.
+	for attempt := 1; ; attempt++ {
+		err := db.Ping()
+		if err == nil || !busy(err) || attempt == walAttempts {
+			if err != nil {
+				db.Close()
+				return nil, fmt.Errorf("dburl: opening %s: %w", u.Path, err)
+			}
+			return db, nil
+		}
+		time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
+	}
+}
+
+// walAttempts bounds the tries of a new SQLite file's first connection.
+const walAttempts = 20
+
+// busy reports whether err is SQLite's "database is locked".
+func busy(err error) bool {
+	return strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked")
 }
 
 // Open parses url and opens it, creating a missing SQLite file; it
