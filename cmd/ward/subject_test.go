@@ -178,6 +178,20 @@ func withSubjects(t *testing.T, c *cliEnv, n int) string {
 	return url
 }
 
+// rotatedSubjects is a CLI with a keyring rotated (not re-wrapped) over
+// the n subjects of withSubjects, and the database's URL: every subject
+// key is to re-wrap.
+func rotatedSubjects(t *testing.T, n int) (*cliEnv, string) {
+	t.Helper()
+	c := newCLI(t)
+	c.newKeyring(t)
+	url := withSubjects(t, c, n)
+	if code, out, e := c.run("keyring", "rotate", "--db", url, "--no-reencrypt"); code != 0 {
+		t.Fatalf("rotate: %d %q %q", code, out, e)
+	}
+	return c, url
+}
+
 // fourShards runs a re-wrap of n subjects as four shards (run(i) runs
 // shard i): each re-wraps some but not all, and together all of them.
 func fourShards(t *testing.T, n int, run func(i int) (int, string, string)) {
@@ -200,13 +214,8 @@ func fourShards(t *testing.T, n int, run func(i int) (int, string, string)) {
 // its share of the subjects (it re-wrapped all of them when the flag was
 // registered but never parsed); the n shards together re-wrap every one.
 func TestSubjectRewrapShard(t *testing.T) {
-	c := newCLI(t)
-	c.newKeyring(t)
 	const n = 16
-	url := withSubjects(t, c, n)
-	if code, out, e := c.run("keyring", "rotate", "--db", url, "--no-reencrypt"); code != 0 {
-		t.Fatalf("rotate: %d %q %q", code, out, e)
-	}
+	c, url := rotatedSubjects(t, n)
 	if code, _, e := c.run("subject", "rewrap", "--db", url, "--shard", "4/4"); code != 2 || !strings.Contains(e, "--shard") {
 		t.Fatalf("--shard 4/4: %d %q", code, e)
 	}
@@ -223,13 +232,8 @@ func TestSubjectRewrapShard(t *testing.T) {
 // so N pods of one manifest share the work; without the variable it is a
 // usage error.
 func TestShardFromIndexedJob(t *testing.T) {
-	c := newCLI(t)
-	c.newKeyring(t)
 	const n = 16
-	url := withSubjects(t, c, n)
-	if code, out, e := c.run("keyring", "rotate", "--db", url, "--no-reencrypt"); code != 0 {
-		t.Fatalf("rotate: %d %q %q", code, out, e)
-	}
+	c, url := rotatedSubjects(t, n)
 	if code, _, e := c.run("subject", "rewrap", "--db", url, "--shard", "/4"); code != 2 || !strings.Contains(e, "JOB_COMPLETION_INDEX") {
 		t.Fatalf("--shard /4 without the variable: %d %q", code, e)
 	}
