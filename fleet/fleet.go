@@ -85,7 +85,8 @@ type Registry struct {
 	// missing.
 	Table string
 
-	created atomic.Bool // the table exists: heartbeats and waits skip the DDL
+	created atomic.Bool
+	primary atomic.Bool // the database was found to be a primary // the table exists: heartbeats and waits skip the DDL
 }
 
 // Process is one registered process, as its latest heartbeat says.
@@ -144,6 +145,9 @@ func (r *Registry) table(ctx context.Context) (string, error) {
 	if err != nil || r.created.Load() {
 		return t, err
 	}
+	if err := r.onPrimary(ctx); err != nil {
+		return "", err
+	}
 	if err := sqltable.Create(ctx, r.DB, t, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 		id TEXT PRIMARY KEY, host TEXT NOT NULL, pid BIGINT NOT NULL, keyring TEXT NOT NULL,
 		generation BIGINT NOT NULL, keys TEXT NOT NULL, started BIGINT NOT NULL, seen BIGINT NOT NULL,
@@ -152,6 +156,21 @@ func (r *Registry) table(ctx context.Context) (string, error) {
 	}
 	r.created.Store(true)
 	return t, nil
+}
+
+// onPrimary returns an error matching sqltable.ErrStandby (and
+// ledger.ErrStandby) when r.DB reaches a PostgreSQL standby, asking once
+// per Registry: a lagging registry would name processes that left and miss
+// those that joined.
+func (r *Registry) onPrimary(ctx context.Context) error {
+	if r.primary.Load() {
+		return nil
+	}
+	if err := sqltable.RequirePrimary(ctx, r.DB, r.Dialect == field.Postgres); err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	r.primary.Store(true)
+	return nil
 }
 
 // prepare creates the table if missing and derives the MAC key.
@@ -331,6 +350,9 @@ func (m *Member) Leave(ctx context.Context) error {
 func (r *Registry) List(ctx context.Context, kr *keyring.Keyring) ([]Process, error) {
 	t, err := r.name()
 	if err != nil {
+		return nil, err
+	}
+	if err := r.onPrimary(ctx); err != nil {
 		return nil, err
 	}
 	key, err := macKey(kr)

@@ -48,6 +48,69 @@ type Anchor struct {
 	// Marks are named facts that must survive deletion from the database
 	// (a migration ran, legacy forms are refused), sorted.
 	Marks []string `json:"marks,omitempty"`
+	// Counters are named counts that never go backwards (the subjects
+	// forgotten in a namespace), each the highest recorded: a recovery
+	// after the database went back in time knows how many it lost.
+	Counters map[string]uint64 `json:"counters,omitempty"`
+	// Columns name the columns ("table.column") values were sealed into,
+	// each kept once recorded: a recovery knows which may have reverted.
+	Columns []string `json:"columns,omitempty"`
+}
+
+// maxCounters and maxColumns cap an anchor's counters and columns, and
+// maxAnchorName the length of a counter's or column's name.
+const (
+	maxCounters   = 256
+	maxColumns    = 1024
+	maxAnchorName = 512
+)
+
+// valid reports whether an anchor stays within its caps, with its marks
+// and columns sorted.
+func (a Anchor) valid() bool {
+	if len(a.Marks) > maxMarks || !slices.IsSorted(a.Marks) || len(a.Counters) > maxCounters ||
+		len(a.Columns) > maxColumns || !slices.IsSorted(a.Columns) {
+		return false
+	}
+	for name := range a.Counters {
+		if len(name) > maxAnchorName {
+			return false
+		}
+	}
+	return !slices.ContainsFunc(a.Columns, func(c string) bool { return len(c) > maxAnchorName })
+}
+
+// merge returns a moved forward by b: b's counter and epoch, the union of
+// marks and columns, the higher of each counter.
+func (a Anchor) merge(b Anchor) Anchor {
+	out := Anchor{Counter: b.Counter, Epoch: b.Epoch, Marks: union(a.Marks, b.Marks), Columns: union(a.Columns, b.Columns)}
+	if len(a.Counters)+len(b.Counters) > 0 {
+		out.Counters = maps.Clone(a.Counters)
+		if out.Counters == nil {
+			out.Counters = map[string]uint64{}
+		}
+		for name, n := range b.Counters {
+			out.Counters[name] = max(out.Counters[name], n)
+		}
+	}
+	return out
+}
+
+// union returns the sorted union of two sorted lists, nil when both are
+// empty.
+func union(a, b []string) []string {
+	if len(a)+len(b) == 0 {
+		return nil
+	}
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// equal reports whether two anchors record the same.
+func (a Anchor) equal(b Anchor) bool {
+	return a.Counter == b.Counter && a.Epoch == b.Epoch && slices.Equal(a.Marks, b.Marks) &&
+		slices.Equal(a.Columns, b.Columns) && maps.Equal(a.Counters, b.Counters)
 }
 
 // HasMark reports whether a carries the named mark.
@@ -165,8 +228,9 @@ func (kr *Keyring) saveAnchor(ctx context.Context, database string, a Anchor) er
 	if !databaseIDPattern.MatchString(database) {
 		return fmt.Errorf("keyring: invalid database ID %.80q", database)
 	}
-	if len(a.Marks) > maxMarks {
-		return fmt.Errorf("keyring: more than %d marks", maxMarks)
+	a.Marks, a.Columns = union(nil, a.Marks), union(nil, a.Columns)
+	if !a.valid() {
+		return fmt.Errorf("keyring: more than %d marks, %d counters or %d columns, or an overlong name", maxMarks, maxCounters, maxColumns)
 	}
 	err := kr.setAnchor(ctx, database, a)
 	var stale *StaleError
@@ -196,18 +260,11 @@ func (kr *Keyring) setAnchor(ctx context.Context, database string, a Anchor) err
 	if had && (a.Counter < old.Counter || a.Epoch < old.Epoch) {
 		return fmt.Errorf("%w: database %s is anchored at counter %d epoch %d, given %d and %d", ErrAnchorRollback, database, old.Counter, old.Epoch, a.Counter, a.Epoch)
 	}
-	marks := slices.Clone(old.Marks)
-	for _, m := range a.Marks {
-		if !slices.Contains(marks, m) {
-			marks = append(marks, m)
-		}
+	merged := old.merge(a)
+	if !merged.valid() {
+		return fmt.Errorf("keyring: database %s's anchor would carry more than %d marks, %d counters or %d columns, or an overlong name", database, maxMarks, maxCounters, maxColumns)
 	}
-	slices.Sort(marks)
-	if len(marks) > maxMarks {
-		return fmt.Errorf("keyring: database %s would carry more than %d marks", database, maxMarks)
-	}
-	merged := Anchor{Counter: a.Counter, Epoch: a.Epoch, Marks: marks}
-	if had && merged.Counter == old.Counter && merged.Epoch == old.Epoch && slices.Equal(merged.Marks, old.Marks) {
+	if had && merged.equal(old) {
 		return nil
 	}
 	if !had && len(cur.anchors) >= maxAnchors {

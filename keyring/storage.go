@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -298,7 +297,7 @@ func (s *snapshot) loadAnchors(p *payload) error {
 		return fmt.Errorf("%w: %d anchors", ErrCorruptKeyring, len(p.Anchors))
 	}
 	for db, a := range p.Anchors {
-		if !databaseIDPattern.MatchString(db) || len(a.Marks) > maxMarks || !slices.IsSorted(a.Marks) {
+		if !databaseIDPattern.MatchString(db) || !a.valid() {
 			return fmt.Errorf("%w: bad anchor", ErrCorruptKeyring)
 		}
 		s.anchors[db] = a

@@ -65,6 +65,27 @@ type Ledger struct {
 	Table string
 
 	created atomic.Bool // the table exists: create once per Ledger
+	primary atomic.Bool // the database was found to be a primary
+}
+
+// ErrStandby means the ledger's database is a PostgreSQL standby: ward
+// reads and writes its own tables on the primary only, since a standby's
+// copy lags (a ledger older than its anchor would read as a replay).
+var ErrStandby = sqltable.ErrStandby
+
+// onPrimary returns an error matching [ErrStandby] when l.DB reaches a
+// standby. It asks once per Ledger: a server does not become a standby
+// without a restart, which a long-lived pool of a failed-over address
+// meets as broken connections.
+func (l *Ledger) onPrimary(ctx context.Context) error {
+	if l.primary.Load() {
+		return nil
+	}
+	if err := sqltable.RequirePrimary(ctx, l.DB, l.Dialect == field.Postgres); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	l.primary.Store(true)
+	return nil
 }
 
 // State is what a ledger records.
@@ -93,6 +114,15 @@ type State struct {
 	// Counters are named counts that must not go backwards, such as the
 	// subjects forgotten in a namespace ([Ledger.Count]).
 	Counters map[string]uint64 `json:"counters,omitempty"`
+	// Recheck names the columns ("table.column") whose values may have
+	// gone back to an older form (plaintext, an older key) because the
+	// database went back in time: a recovery ([Ledger.Recover]) lists
+	// them, and each leaves the list when a census finds it done
+	// ([Ledger.Rechecked]).
+	Recheck []string `json:"recheck,omitempty"`
+	// Recoveries record each recovery after the database went back in
+	// time, the newest last (at most maxRecoveries).
+	Recoveries []Recovery `json:"recoveries,omitempty"`
 }
 
 // RetiredState is the state a ledger records for a retired key
@@ -212,6 +242,9 @@ func (l *Ledger) create(ctx context.Context) (string, error) {
 	if err != nil || l.created.Load() {
 		return t, err
 	}
+	if err := l.onPrimary(ctx); err != nil {
+		return "", err
+	}
 	if err := sqltable.Create(ctx, l.DB, t, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 		id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL)`, t)); err != nil {
 		return "", fmt.Errorf("ledger: creating the ledger: %w", err)
@@ -248,6 +281,9 @@ func (l *Ledger) read(ctx context.Context) (*stored, error) {
 	}
 	t, err := l.table()
 	if err != nil {
+		return nil, err
+	}
+	if err := l.onPrimary(ctx); err != nil {
 		return nil, err
 	}
 	var s stored
@@ -324,22 +360,9 @@ func (l *Ledger) verified(ctx context.Context, kr *keyring.Keyring) (*State, err
 		}
 		return nil, nil
 	}
-	st := &s.state
-	if st.Keyring != kr.ID() {
-		return nil, fmt.Errorf("%w: the database's values are sealed under keyring %.40q, not %s", keyring.ErrWrongKeyring, st.Keyring, kr.ID())
-	}
-	mac, err := hex.DecodeString(s.mac)
-	if err != nil || s.counter < 0 || uint64(s.counter) != st.Counter {
-		return nil, ErrTampered
-	}
-	if err := keyproto.VerifyStateMAC(kr, st.Epoch, stateMessage(s.body), mac); err != nil {
-		if errors.Is(err, keyring.ErrUnknownEpoch) {
-			return nil, fmt.Errorf("ledger: the database's ledger was written under a newer keyring file (generation %d or later): %w", st.Generation, err)
-		}
-		return nil, fmt.Errorf("%w: %w", ErrTampered, err)
-	}
-	if kr.Generation() < st.Generation {
-		return nil, &keyring.RollbackError{Generation: kr.Generation(), Seen: st.Generation}
+	st, err := authenticate(s, kr)
+	if err != nil {
+		return nil, err
 	}
 	if a, ok := keyproto.Anchor(kr, st.Database); !ok {
 		// The one write that may lack its anchor: a first write that
@@ -363,6 +386,29 @@ func (l *Ledger) verified(ctx context.Context, kr *keyring.Keyring) (*State, err
 	return st, nil
 }
 
+// authenticate checks a stored ledger's MAC, its keyring and its
+// generation against kr: everything but its anchor and its keys.
+func authenticate(s *stored, kr *keyring.Keyring) (*State, error) {
+	st := &s.state
+	if st.Keyring != kr.ID() {
+		return nil, fmt.Errorf("%w: the database's values are sealed under keyring %.40q, not %s", keyring.ErrWrongKeyring, st.Keyring, kr.ID())
+	}
+	mac, err := hex.DecodeString(s.mac)
+	if err != nil || s.counter < 0 || uint64(s.counter) != st.Counter {
+		return nil, ErrTampered
+	}
+	if err := keyproto.VerifyStateMAC(kr, st.Epoch, stateMessage(s.body), mac); err != nil {
+		if errors.Is(err, keyring.ErrUnknownEpoch) {
+			return nil, fmt.Errorf("ledger: the database's ledger was written under a newer keyring file (generation %d or later): %w", st.Generation, err)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrTampered, err)
+	}
+	if kr.Generation() < st.Generation {
+		return nil, &keyring.RollbackError{Generation: kr.Generation(), Seen: st.Generation}
+	}
+	return st, nil
+}
+
 // Record adds key IDs (default: the primary's) to the ledger with their
 // current states, raises its generation to kr's, and anchors the result in
 // the keyring file. Record a key before values are sealed under it: a
@@ -375,7 +421,7 @@ func (l *Ledger) Record(ctx context.Context, kr *keyring.Keyring, ids ...keyring
 	if len(ids) == 0 {
 		ids = []keyring.KeyID{kr.Primary().ID}
 	}
-	return l.update(ctx, kr, false, func(st *State) {
+	return l.update(ctx, kr, normal, func(st *State) {
 		for _, id := range ids {
 			if !slices.ContainsFunc(st.Keys, func(k Key) bool { return k.ID == id }) {
 				st.Keys = append(st.Keys, Key{ID: id})
@@ -388,7 +434,7 @@ func (l *Ledger) Record(ctx context.Context, kr *keyring.Keyring, ids ...keyring
 // (a migration ran, legacy forms are refused) in the ledger and in the
 // keyring file's anchor. See [Ledger.Marked].
 func (l *Ledger) Mark(ctx context.Context, kr *keyring.Keyring, marks ...string) error {
-	return l.update(ctx, kr, false, func(st *State) {
+	return l.update(ctx, kr, normal, func(st *State) {
 		for _, m := range marks {
 			if !slices.Contains(st.Marks, m) {
 				st.Marks = append(st.Marks, m)
@@ -403,7 +449,7 @@ func (l *Ledger) Mark(ctx context.Context, kr *keyring.Keyring, marks ...string)
 // without the ledger failing its checks.
 func (l *Ledger) Count(ctx context.Context, kr *keyring.Keyring, name string, delta uint64) (uint64, error) {
 	var n uint64
-	err := l.update(ctx, kr, false, func(st *State) {
+	err := l.update(ctx, kr, normal, func(st *State) {
 		if st.Counters == nil {
 			st.Counters = map[string]uint64{}
 		}
@@ -418,7 +464,7 @@ func (l *Ledger) Count(ctx context.Context, kr *keyring.Keyring, name string, de
 // key no longer counts as missing from the keyring ([MissingKeysError]),
 // and is never recorded again. ward keyring retire checks and calls it.
 func (l *Ledger) Retire(ctx context.Context, kr *keyring.Keyring, id keyring.KeyID) error {
-	return l.update(ctx, kr, false, func(st *State) {
+	return l.update(ctx, kr, normal, func(st *State) {
 		i := slices.IndexFunc(st.Keys, func(k Key) bool { return k.ID == id })
 		if i < 0 {
 			st.Keys = append(st.Keys, Key{ID: id, State: RetiredState})
@@ -449,7 +495,7 @@ func (l *Ledger) RecordColumns(ctx context.Context, kr *keyring.Keyring, cols ..
 			}
 		}
 	}
-	return l.update(ctx, kr, false, func(st *State) {
+	return l.update(ctx, kr, normal, func(st *State) {
 		for _, c := range cols {
 			i := slices.IndexFunc(st.Columns, func(o Column) bool { return o.Table == c.Table && o.Column == c.Column })
 			if i < 0 {
@@ -536,7 +582,7 @@ func (l *Ledger) Adopt(ctx context.Context, kr *keyring.Keyring, opts AdoptOptio
 		return Adopted{}, &MissingKeysError{Keyring: kr.ID(), IDs: missing}
 	}
 	var db string
-	err = l.update(ctx, kr, true, func(st *State) {
+	err = l.update(ctx, kr, adopting, func(st *State) {
 		for _, id := range append(ids, kr.Primary().ID) {
 			if !slices.ContainsFunc(st.Keys, func(k Key) bool { return k.ID == id }) {
 				st.Keys = append(st.Keys, Key{ID: id})
@@ -550,56 +596,106 @@ func (l *Ledger) Adopt(ctx context.Context, kr *keyring.Keyring, opts AdoptOptio
 // maxAttempts bounds compare-and-swap retries against concurrent writers.
 const maxAttempts = 8
 
-// update verifies the ledger, applies change to a copy, refreshes key
-// states and the generation, and writes it by compare-and-swap if it
-// changed, then anchors it. adopting skips the first-write refusal for
-// databases the keyring does not anchor.
-func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool, change func(*State)) error {
+// mode is how update reads the current state.
+type mode int
+
+const (
+	normal     mode = iota // verified against the anchor (Verified)
+	adopting               // none may exist yet (Adopt)
+	recovering             // authenticated, but behind its anchor (Recover)
+)
+
+// current reads the state update starts from.
+func (l *Ledger) current(ctx context.Context, kr *keyring.Keyring, m mode) (*State, error) {
+	switch m {
+	case adopting:
+		if s, err := l.read(ctx); err != nil {
+			return nil, err
+		} else if s != nil {
+			return nil, ErrAlreadyAdopted
+		}
+		return nil, nil
+	case recovering:
+		s, err := l.read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if s == nil {
+			return nil, fmt.Errorf("%w: nothing to recover from (restore the ledger table from a backup first)", ErrMissing)
+		}
+		return authenticate(s, kr)
+	}
+	return l.Verified(ctx, kr)
+}
+
+// successor is the copy of cur (nil: a new ledger) that update changes.
+func successor(cur *State, kr *keyring.Keyring) State {
+	if cur == nil {
+		return State{Database: newDatabaseID(), Keyring: kr.ID()}
+	}
+	next := *cur
+	next.Keys = slices.Clone(cur.Keys)
+	next.Marks = slices.Clone(cur.Marks)
+	next.Columns = slices.Clone(cur.Columns)
+	next.Counters = maps.Clone(cur.Counters)
+	next.Recheck = slices.Clone(cur.Recheck)
+	next.Recoveries = slices.Clone(cur.Recoveries)
+	return next
+}
+
+// normalise refreshes key states from kr (a retired key stays retired,
+// whatever a keyring says) and sorts what is kept sorted.
+func normalise(next *State, kr *keyring.Keyring) {
+	for i, k := range next.Keys {
+		if k.State == RetiredState {
+			continue
+		}
+		if info, ok := kr.Lookup(k.ID); ok {
+			next.Keys[i].State = info.State.String()
+		}
+	}
+	slices.SortFunc(next.Keys, func(a, b Key) int { return cmp.Compare(a.ID, b.ID) })
+	slices.Sort(next.Marks)
+	slices.Sort(next.Recheck)
+	next.Recheck = slices.Compact(next.Recheck)
+	slices.SortFunc(next.Columns, func(a, b Column) int {
+		return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.Column, b.Column))
+	})
+}
+
+// unchanged reports whether next records what cur does, under kr's
+// newest state key.
+func unchanged(cur, next *State, kr *keyring.Keyring) bool {
+	return slices.Equal(cur.Keys, next.Keys) && slices.Equal(cur.Marks, next.Marks) &&
+		slices.EqualFunc(cur.Columns, next.Columns, Column.equal) && maps.Equal(cur.Counters, next.Counters) &&
+		slices.Equal(cur.Recheck, next.Recheck) && len(cur.Recoveries) == len(next.Recoveries) &&
+		cur.Epoch == keyproto.StateEpoch(kr)
+}
+
+// update reads the ledger (as m says), applies change to a copy,
+// refreshes key states and the generation, and writes it by
+// compare-and-swap if it changed, then anchors it. A recovery writes a
+// counter above both the database's and the anchor's.
+func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, m mode, change func(*State)) error {
 	t, err := l.create(ctx)
 	if err != nil {
 		return err
 	}
 	for range maxAttempts {
-		var cur *State
-		if adopting {
-			if s, err := l.read(ctx); err != nil {
-				return err
-			} else if s != nil {
-				return ErrAlreadyAdopted
-			}
-		} else if cur, err = l.Verified(ctx, kr); err != nil {
+		cur, err := l.current(ctx, kr, m)
+		if err != nil {
 			return err
 		}
-		var next State
-		if cur != nil {
-			next = *cur
-			next.Keys = slices.Clone(cur.Keys)
-			next.Marks = slices.Clone(cur.Marks)
-			next.Columns = slices.Clone(cur.Columns)
-			next.Counters = maps.Clone(cur.Counters)
-		} else {
-			next = State{Database: newDatabaseID(), Keyring: kr.ID()}
-		}
+		next := successor(cur, kr)
 		change(&next)
-		for i, k := range next.Keys {
-			if k.State == RetiredState {
-				continue // retired for good, whatever a keyring says
-			}
-			if info, ok := kr.Lookup(k.ID); ok {
-				next.Keys[i].State = info.State.String()
-			}
-		}
-		slices.SortFunc(next.Keys, func(a, b Key) int { return cmp.Compare(a.ID, b.ID) })
-		slices.Sort(next.Marks)
-		slices.SortFunc(next.Columns, func(a, b Column) int {
-			return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.Column, b.Column))
-		})
-		if cur != nil && slices.Equal(cur.Keys, next.Keys) && slices.Equal(cur.Marks, next.Marks) &&
-			slices.EqualFunc(cur.Columns, next.Columns, Column.equal) && maps.Equal(cur.Counters, next.Counters) &&
-			cur.Epoch == keyproto.StateEpoch(kr) {
+		normalise(&next, kr)
+		if cur != nil && m != recovering && unchanged(cur, &next, kr) {
 			return l.anchor(ctx, kr, cur) // unchanged: let the anchor catch up
 		}
 		next.Counter++
+		if a, ok := keyproto.Anchor(kr, next.Database); ok && m == recovering {
+			next.Counter = max(next.Counter, a.Counter+1)
+		}
 		next.Epoch = keyproto.StateEpoch(kr)
 		next.Generation = max(next.Generation, kr.Generation())
 		body, err := json.Marshal(next)
@@ -610,37 +706,69 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, adopting bool,
 		if epoch != next.Epoch {
 			continue // the keyring changed under us
 		}
-		p := l.Dialect.Placeholder
-		var res sql.Result
-		if cur == nil {
-			res, err = l.DB.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (id, counter, body, mac) VALUES (1, %s, %s, %s) ON CONFLICT (id) DO NOTHING`, t, p(1), p(2), p(3)),
-				int64(next.Counter), string(body), hex.EncodeToString(mac))
-		} else {
-			res, err = l.DB.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET counter = %s, body = %s, mac = %s WHERE id = 1 AND counter = %s`, t, p(1), p(2), p(3), p(4)),
-				int64(next.Counter), string(body), hex.EncodeToString(mac), int64(cur.Counter))
-		}
+		won, err := l.write(ctx, t, cur, &next, string(body), hex.EncodeToString(mac))
 		if err != nil {
-			return fmt.Errorf("ledger: writing the ledger: %w", err)
+			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("ledger: writing the ledger: %w", err)
-		} else if n == 0 {
-			if adopting {
+		if !won {
+			if m == adopting {
 				return ErrAlreadyAdopted
 			}
-			continue // another writer won: verify again and merge
+			continue // another writer won: read again and merge
 		}
 		return l.anchor(ctx, kr, &next)
 	}
 	return errors.New("ledger: the ledger kept changing under concurrent writers")
 }
 
+// write stores next by compare-and-swap on cur's counter (an insert when
+// cur is nil) in a durable transaction ([sqltable.Durable]: with a
+// synchronous standby, the commit waits until it has applied the state),
+// and reports whether it won.
+func (l *Ledger) write(ctx context.Context, t string, cur, next *State, body, mac string) (bool, error) {
+	tx, err := l.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("ledger: writing the ledger: %w", err)
+	}
+	defer tx.Rollback()
+	if err := sqltable.Durable(ctx, tx, l.Dialect == field.Postgres); err != nil {
+		return false, fmt.Errorf("ledger: %w", err)
+	}
+	p := l.Dialect.Placeholder
+	var res sql.Result
+	if cur == nil {
+		res, err = tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (id, counter, body, mac) VALUES (1, %s, %s, %s) ON CONFLICT (id) DO NOTHING`, t, p(1), p(2), p(3)),
+			int64(next.Counter), body, mac)
+	} else {
+		res, err = tx.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET counter = %s, body = %s, mac = %s WHERE id = 1 AND counter = %s`, t, p(1), p(2), p(3), p(4)),
+			int64(next.Counter), body, mac, int64(cur.Counter))
+	}
+	if err != nil {
+		return false, fmt.Errorf("ledger: writing the ledger: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("ledger: writing the ledger: %w", err)
+	}
+	if n == 0 {
+		return false, nil
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("ledger: writing the ledger: %w", err)
+	}
+	return true, nil
+}
+
 // anchor records st in the keyring file.
 func (l *Ledger) anchor(ctx context.Context, kr *keyring.Keyring, st *State) error {
-	if a, ok := keyproto.Anchor(kr, st.Database); ok && a.Counter >= st.Counter && a.Epoch >= st.Epoch {
+	if a, ok := keyproto.Anchor(kr, st.Database); ok && a.Counter >= st.Counter && a.Epoch >= st.Epoch && anchorHas(a, st) {
 		return nil
 	}
-	err := keyproto.SetAnchor(ctx, kr, st.Database, keyring.Anchor{Counter: st.Counter, Epoch: st.Epoch, Marks: st.Marks})
+	cols := make([]string, len(st.Columns))
+	for i, c := range st.Columns {
+		cols[i] = c.Table + "." + c.Column
+	}
+	err := keyproto.SetAnchor(ctx, kr, st.Database, keyring.Anchor{Counter: st.Counter, Epoch: st.Epoch, Marks: st.Marks, Counters: st.Counters, Columns: cols})
 	if errors.Is(err, keyring.ErrAnchorRollback) {
 		return nil // another process anchored a newer state first
 	}

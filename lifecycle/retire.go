@@ -81,6 +81,11 @@ func References(ctx context.Context, kr *keyring.Keyring, d Database, id keyring
 	if err != nil {
 		return nil, err
 	}
+	return referencesIn(ctx, kr, d, st, id)
+}
+
+// referencesIn is References with the ledger's state already read.
+func referencesIn(ctx context.Context, kr *keyring.Keyring, d Database, st *ledger.State, id keyring.KeyID) ([]Reference, error) {
 	var out []Reference
 	add := func(format string, args ...any) {
 		out = append(out, Reference{DB: d.Name, What: fmt.Sprintf(format, args...)})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -81,7 +82,9 @@ func (ls *ledgers) check(ctx context.Context, kr *keyring.Keyring) error {
 				hint = "the database's ledger is from an earlier release: run 'ward ledger adopt --db URL' once"
 			case errors.Is(err, ledger.ErrMissing):
 				hint = "if this database is new to the keyring, run 'ward ledger adopt --another-database --db URL'; if not, its ledger was deleted: restore it from a backup"
-			case errors.Is(err, ledger.ErrReplayed), errors.Is(err, ledger.ErrTampered):
+			case errors.Is(err, ledger.ErrReplayed):
+				hint = "the database went back in time: a failover that lost its last commits or a restore from backup (then run 'ward ledger recover --db URL --forget-journal DIR'), or a database writer's rollback (find out who; the same command recovers)"
+			case errors.Is(err, ledger.ErrTampered):
 				hint = "someone with write access to the database changed its ledger: restore it from a backup, and find out who"
 			}
 			return cli.Failed(fmt.Errorf("the ledger of %s refuses keyring %s: %w", dburl.Redact(ls.urls[i]), kr.ID(), err), hint)
@@ -163,7 +166,7 @@ database accepts it. Exit 1 if a database refuses the keyring.`,
 	}
 	cmd.Flags().StringArrayVar(&dbs, "db", nil, "a database (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{db, ledger: {database, keyring, keys: [{id, state}], generation, counter, epoch, marks}, anchor: {counter, epoch, marks}, check}]")
-	cmd.AddCommand(a.newLedgerAdoptCmd())
+	cmd.AddCommand(a.newLedgerAdoptCmd(), a.newLedgerRecoverCmd())
 	return cmd
 }
 
@@ -216,6 +219,12 @@ func (a *app) printLedgers(out []ledgerReport) {
 			}
 			if len(st.Marks) > 0 {
 				fmt.Fprintf(a.stdout, "  marks: %s\n", strings.Join(st.Marks, ", "))
+			}
+			for _, r := range st.Recoveries {
+				fmt.Fprintf(a.stdout, "  recovered %s from counter %d (anchored at %d): %s\n", r.At.Format(time.RFC3339), r.Found, r.Anchor, r.Summary)
+			}
+			for _, c := range st.Recheck {
+				fmt.Fprintf(a.stdout, "  %s may hold older values since a recovery: run its census (--check)\n", c)
 			}
 		}
 		if an := r.Anchor; an != nil {

@@ -168,7 +168,7 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	}
 	// The ledger: another database's keyring, an older copy or one that
 	// lacks a key the values use is refused before anything is written.
-	lg := &ledgers{urls: []string{o.db}, l: []*ledger.Ledger{{DB: db, Dialect: dialect}}}
+	lg := &ledgers{urls: []string{o.db}, dbs: []*sql.DB{db}, l: []*ledger.Ledger{{DB: db, Dialect: dialect}}}
 	ledgerErr := lg.check(cmd.Context(), kr)
 	if ledgerErr != nil && !(o.dryRun || o.check) {
 		return interrupted(ledgerErr)
@@ -188,9 +188,26 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	}
 	job.IndexColumn = o.index
 	if o.dryRun || o.check {
-		return a.census(cmd.Context(), kr, job, o)
+		if err := a.census(cmd.Context(), kr, job, o); err != nil || !o.check || ledgerErr != nil {
+			return err
+		}
+		return a.rechecked(cmd.Context(), kr, lg, o.table+"."+o.column)
 	}
 	return a.runJob(cmd.Context(), kr, lg, job, o)
+}
+
+// rechecked takes a column that passed --check off the list a recovery
+// left in the ledger (the columns whose values may have gone back).
+func (a *app) rechecked(ctx context.Context, kr *keyring.Keyring, lg *ledgers, name string) error {
+	st, err := lg.l[0].Verified(ctx, kr)
+	if err != nil || st == nil || !slices.Contains(st.Recheck, name) {
+		return err
+	}
+	if err := lg.l[0].Rechecked(ctx, kr, name); err != nil {
+		return fmt.Errorf("taking %s off the ledger's list to check: %w", name, err)
+	}
+	fmt.Fprintf(a.stderr, "ward: %s is done again since the recovery: taken off the ledger's list\n", name)
+	return nil
 }
 
 // subjectColumn returns the column as the ledger records it when the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/lifecycle"
 )
@@ -67,7 +68,7 @@ func (sc *subjectCmds) withStores(cmd *cobra.Command, fn func(kr *keyring.Keyrin
 }
 
 func (sc *subjectCmds) forget() *cobra.Command {
-	var ns string
+	var ns, jdir string
 	forget := &cobra.Command{
 		Use:   "forget --db URL --namespace NS SUBJECT...",
 		Short: "Erase subjects: delete their keys and leave an authenticated tombstone",
@@ -77,7 +78,12 @@ subject fails to open with "subject erased" — at once in this process,
 within the cache TTL in running services — and no new value is sealed for
 it. Rows may be deleted later. A database backup taken before still holds
 the subject's wrapped key until the keyring key that wrapped it is retired
-('ward subject rewrap', then 'ward keyring retire'): SECURITY.md.`,
+('ward subject rewrap', then 'ward keyring retire'): SECURITY.md.
+
+With --forget-journal (or WARD_FORGET_JOURNAL), each forget is also
+appended to that journal folder before it commits, so that a recovery
+after the database went back in time re-applies it ('ward ledger recover';
+docs/OPERATIONS.md).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ns == "" {
@@ -88,7 +94,17 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 				return err
 			}
 			defer ls.close()
-			s, err := subject.Open(cmd.Context(), subject.Config{DB: ls.dbs[0], Dialect: ls.l[0].Dialect, Keyring: kr, Ledger: ls.l[0], Namespace: ns})
+			cfg := subject.Config{DB: ls.dbs[0], Dialect: ls.l[0].Dialect, Keyring: kr, Ledger: ls.l[0], Namespace: ns}
+			if jdir == "" {
+				jdir = sc.a.getenv("WARD_FORGET_JOURNAL")
+			}
+			if jdir != "" {
+				if cfg.Journal, err = journal.Open(jdir, kr); err != nil {
+					return cli.Usage(err, "--forget-journal names a folder this user can write")
+				}
+				defer cfg.Journal.Close()
+			}
+			s, err := subject.Open(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
@@ -107,6 +123,7 @@ the subject's wrapped key until the keyring key that wrapped it is retired
 		},
 	}
 	forget.Flags().StringVar(&ns, "namespace", "", "the subjects' namespace (required)")
+	forget.Flags().StringVar(&jdir, "forget-journal", "", "append each forget to this journal folder too (default $WARD_FORGET_JOURNAL)")
 	return forget
 }
 

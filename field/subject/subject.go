@@ -37,6 +37,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
@@ -83,6 +84,11 @@ type Config struct {
 	Keyring *keyring.Keyring
 	// Ledger counts forgotten subjects; required by Forget and Audit.
 	Ledger *ledger.Ledger
+	// Journal, if set, records every forget outside the database before
+	// it commits, so that a recovery after the database went back in
+	// time re-applies it (package journal; docs/OPERATIONS.md). Without
+	// a synchronous standby, a forget without it can come back.
+	Journal *journal.Journal
 	// Namespace names the kind of subject ("users", "tenants"); it is
 	// bound into every wrapped key and tombstone.
 	Namespace string
@@ -168,10 +174,23 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.sessions, err = field.QuoteIdent(cfg.SessionsTable); err != nil {
 		return nil, err
 	}
+	if err := sqltable.RequirePrimary(ctx, cfg.DB, cfg.Dialect == field.Postgres); err != nil {
+		return nil, fmt.Errorf("subject: %w", err)
+	}
 	if err := s.create(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// durable asks for tx's commit to wait for synchronous standbys
+// ([sqltable.Durable]): a forget or a change of who holds a key is
+// acknowledged only once a failover cannot lose it.
+func (s *Store) durable(ctx context.Context, tx *sql.Tx) error {
+	if err := sqltable.Durable(ctx, tx, s.cfg.Dialect == field.Postgres); err != nil {
+		return fmt.Errorf("subject: %w", err)
+	}
+	return nil
 }
 
 // create makes the tables. first is 1 on a subject's first key and NULL on
@@ -545,7 +564,11 @@ func (e *ErasedError) Is(target error) bool { return target == field.ErrSubjectE
 const forgetCounterPrefix = "subject.forgotten:"
 
 // counterName is the ledger counter of a namespace's forgotten subjects.
-func (s *Store) counterName() string { return forgetCounterPrefix + s.cfg.Namespace }
+func (s *Store) counterName() string { return ForgetCounter(s.cfg.Namespace) }
+
+// ForgetCounter names the ledger counter ([ledger.State.Counters]) of a
+// namespace's forgotten subjects.
+func ForgetCounter(namespace string) string { return forgetCounterPrefix + namespace }
 
 // Forget erases a subject: in one transaction it writes an authenticated
 // tombstone and deletes every key of the subject, then counts the forget
@@ -571,39 +594,30 @@ func (s *Store) ForgetKeys(ctx context.Context, subject string) (int64, error) {
 	}
 	// Verify the ledger first: a forget under another database's keyring
 	// would write a tombstone nobody can verify.
-	if err := s.cfg.Ledger.Check(ctx, s.cfg.Keyring); err != nil {
+	st, err := s.cfg.Ledger.Verified(ctx, s.cfg.Keyring)
+	if err == nil && st == nil { // a first start: the journal names the database
+		if err = s.cfg.Ledger.Record(ctx, s.cfg.Keyring); err == nil {
+			st, err = s.cfg.Ledger.Verified(ctx, s.cfg.Keyring)
+		}
+	}
+	if err != nil {
 		return 0, err
 	}
 	s.Purge(subject)
-	at := time.Now().Unix()
-	epoch, mac := keyproto.StateMAC(s.cfg.Keyring, s.tombstoneMessage(subject, at))
-	tx, err := s.cfg.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
-	}
-	defer tx.Rollback()
-	p := s.cfg.Dialect.Placeholder
-	res, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, forgotten_at, epoch, mac) VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING`,
-		s.tombstones, p(1), p(2), p(3), p(4), p(5)), s.cfg.Namespace, subject, at, int64(epoch), hex.EncodeToString(mac))
-	if err != nil {
-		return 0, fmt.Errorf("subject: writing the tombstone of %s/%s: %w", s.cfg.Namespace, subject, err)
-	}
-	added, err := res.RowsAffected()
+	at := time.Now()
+	added, keys, err := s.forget(ctx, subject, at, func() error {
+		if s.cfg.Journal == nil {
+			return nil
+		}
+		// Before the commit: a forget the database loses (a failover's
+		// lost tail, a restore) is then always in the journal.
+		if err := s.cfg.Journal.Append(ctx, journal.Entry{Database: st.Database, Namespace: s.cfg.Namespace, Subject: subject, At: at}); err != nil {
+			return fmt.Errorf("subject: %s/%s is not forgotten: %w", s.cfg.Namespace, subject, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, err
-	}
-	var keys int64
-	for _, t := range []string{s.keys, s.sessions} {
-		res, err := tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE namespace = %s AND subject = %s`, t, p(1), p(2)), s.cfg.Namespace, subject)
-		if err != nil {
-			return 0, fmt.Errorf("subject: deleting the keys of %s/%s: %w", s.cfg.Namespace, subject, err)
-		}
-		if t == s.keys {
-			keys, _ = res.RowsAffected()
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
 	s.Purge(subject) // a seal may have refilled it meanwhile
 	s.mu.Lock()
@@ -618,6 +632,112 @@ func (s *Store) ForgetKeys(ctx context.Context, subject string) (int64, error) {
 		}
 	}
 	return keys, nil
+}
+
+// forget writes the tombstone and deletes the subject's keys and sessions
+// in one durable transaction; before it commits, it calls before (the
+// journal). It returns whether the tombstone is new and how many key
+// versions it deleted.
+func (s *Store) forget(ctx context.Context, subject string, at time.Time, before func() error) (added, keys int64, err error) {
+	epoch, mac := keyproto.StateMAC(s.cfg.Keyring, s.tombstoneMessage(subject, at.Unix()))
+	tx, err := s.cfg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	defer tx.Rollback()
+	if err := s.durable(ctx, tx); err != nil {
+		return 0, 0, err
+	}
+	p := s.cfg.Dialect.Placeholder
+	res, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, forgotten_at, epoch, mac) VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING`,
+		s.tombstones, p(1), p(2), p(3), p(4), p(5)), s.cfg.Namespace, subject, at.Unix(), int64(epoch), hex.EncodeToString(mac))
+	if err != nil {
+		return 0, 0, fmt.Errorf("subject: writing the tombstone of %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	if added, err = res.RowsAffected(); err != nil {
+		return 0, 0, err
+	}
+	for _, t := range []string{s.keys, s.sessions} {
+		res, err := tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE namespace = %s AND subject = %s`, t, p(1), p(2)), s.cfg.Namespace, subject)
+		if err != nil {
+			return 0, 0, fmt.Errorf("subject: deleting the keys of %s/%s: %w", s.cfg.Namespace, subject, err)
+		}
+		if t == s.keys {
+			keys, _ = res.RowsAffected()
+		}
+	}
+	if before != nil {
+		if err := before(); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, 0, fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	return added, keys, nil
+}
+
+// Tombstoned lists the subjects whose tombstones verify, and up to 10 of
+// those whose tombstones fail their MAC (planted or altered).
+func (s *Store) Tombstoned(ctx context.Context) (valid, bad []string, err error) {
+	p := s.cfg.Dialect.Placeholder
+	rows, err := s.cfg.DB.QueryContext(ctx, fmt.Sprintf(`SELECT %s, forgotten_at, epoch, %s FROM %s WHERE namespace = %s`, subjectCol.Value(), macCol.Value(), s.tombstones, p(1)), s.cfg.Namespace)
+	if err != nil {
+		return nil, nil, fmt.Errorf("subject: reading tombstones: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var sub, mac string
+		var at, epoch int64
+		if err := rows.Scan(&sub, &at, &epoch, &mac); err != nil {
+			return valid, bad, fmt.Errorf("subject: reading tombstones: %w", err)
+		}
+		if s.verifyTombstone(sub, at, epoch, mac) {
+			valid = append(valid, sub)
+		} else if len(bad) < 10 {
+			bad = append(bad, sub)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return valid, bad, fmt.Errorf("subject: reading tombstones: %w", err)
+	}
+	return valid, bad, nil
+}
+
+// Reapply forgets a subject again, as it was at a given time, without
+// verifying or counting in the ledger: for a recovery after the database
+// went back in time (package lifecycle), which has verified the ledger
+// against the keyring's custody and counts the tombstones itself. It
+// returns whether it wrote a new tombstone and how many key versions it
+// deleted.
+func (s *Store) Reapply(ctx context.Context, subject string, at time.Time) (added bool, keys int64, err error) {
+	if err := checkSubject(subject); err != nil {
+		return false, 0, err
+	}
+	s.Purge(subject)
+	n, keys, err := s.forget(ctx, subject, at, nil)
+	return n > 0, keys, err
+}
+
+// Subjects lists the subjects of the namespace that hold a key or a
+// session, sorted: those a recovery checks against the journal.
+func (s *Store) Subjects(ctx context.Context) ([]string, error) {
+	p := s.cfg.Dialect.Placeholder
+	rows, err := s.cfg.DB.QueryContext(ctx, fmt.Sprintf(`SELECT DISTINCT %s FROM (SELECT subject FROM %s WHERE namespace = %s UNION SELECT subject FROM %s WHERE namespace = %s) AS s ORDER BY 1`,
+		subjectCol.Value(), s.keys, p(1), s.sessions, p(2)), s.cfg.Namespace, s.cfg.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("subject: listing subjects: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var sub string
+		if err := rows.Scan(&sub); err != nil {
+			return nil, fmt.Errorf("subject: listing subjects: %w", err)
+		}
+		out = append(out, sub)
+	}
+	return out, rows.Err()
 }
 
 // Audit compares the tombstones with the ledger's count of forgotten
@@ -637,27 +757,10 @@ func (s *Store) Audit(ctx context.Context) (valid int, counted uint64, err error
 	if st != nil {
 		counted = st.Counters[s.counterName()]
 	}
-	p := s.cfg.Dialect.Placeholder
-	rows, err := s.cfg.DB.QueryContext(ctx, fmt.Sprintf(`SELECT %s, forgotten_at, epoch, %s FROM %s WHERE namespace = %s`, subjectCol.Value(), macCol.Value(), s.tombstones, p(1)), s.cfg.Namespace)
+	subjects, bad, err := s.Tombstoned(ctx)
+	valid = len(subjects)
 	if err != nil {
-		return 0, counted, fmt.Errorf("subject: reading tombstones: %w", err)
-	}
-	defer rows.Close()
-	var bad []string
-	for rows.Next() {
-		var sub, mac string
-		var at, epoch int64
-		if err := rows.Scan(&sub, &at, &epoch, &mac); err != nil {
-			return valid, counted, fmt.Errorf("subject: reading tombstones: %w", err)
-		}
-		if s.verifyTombstone(sub, at, epoch, mac) {
-			valid++
-		} else if len(bad) < 10 {
-			bad = append(bad, sub)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return valid, counted, fmt.Errorf("subject: reading tombstones: %w", err)
+		return valid, counted, err
 	}
 	if len(bad) > 0 {
 		return valid, counted, fmt.Errorf("%w: tombstones of %q fail their MAC", ErrTombstoneTampered, bad)

@@ -185,6 +185,9 @@ func (s *Store) MakePrivate(ctx context.Context, subject string, secret []byte, 
 
 // makePrivate wraps every key of the subject under kek (and rkek) in tx.
 func (s *Store) makePrivate(ctx context.Context, tx *sql.Tx, subject string, kek, rkek *keyring.SubjectKey) (*Unlocked, error) {
+	if err := s.durable(ctx, tx); err != nil {
+		return nil, err
+	}
 	rows, err := s.rowsOf(ctx, tx, subject)
 	if err != nil {
 		return nil, err
@@ -426,6 +429,11 @@ func (s *Store) ChangeSecret(ctx context.Context, tx *sql.Tx, subject string, ol
 	if err != nil {
 		return err
 	}
+	if tx != nil {
+		if err := s.durable(ctx, tx); err != nil {
+			return err
+		}
+	}
 	rows, err := s.rowsOf(ctx, tx, subject)
 	if err != nil {
 		return err
@@ -463,6 +471,11 @@ func (s *Store) Reset(ctx context.Context, tx *sql.Tx, subject, code string, new
 		return 0, err
 	}
 	defer s.Purge(subject)
+	if tx != nil {
+		if err := s.durable(ctx, tx); err != nil {
+			return 0, err
+		}
+	}
 	rows, err := s.rowsOf(ctx, tx, subject)
 	if err != nil {
 		return 0, err

@@ -42,3 +42,54 @@ func TestCluster(t *testing.T) {
 		t.Fatal("folder left behind")
 	}
 }
+
+// TestStandby makes a streaming standby, sees a write replicate to it,
+// then crashes the primary and promotes the standby, which then takes
+// writes.
+func TestStandby(t *testing.T) {
+	if !Available() {
+		if os.Getenv("WARD_CI") != "" {
+			t.Fatal(ErrNoPostgres)
+		}
+		t.Skip(ErrNoPostgres)
+	}
+	ctx := context.Background()
+	p, err := Start(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	s, err := p.Standby(ctx, "ward_standby")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	pdb, sdb := open(t, p.URL), open(t, s.URL)
+	var standby bool
+	if err := sdb.QueryRow("SELECT pg_is_in_recovery()").Scan(&standby); err != nil || !standby {
+		t.Fatalf("standby: in recovery %v, %v", standby, err)
+	}
+	var app string
+	if err := pdb.QueryRow("SELECT application_name FROM pg_stat_replication").Scan(&app); err != nil || app != "ward_standby" {
+		t.Fatalf("primary's replication: %q, %v", app, err)
+	}
+	if err := p.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdb.Exec("CREATE TABLE after_failover (x int)"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func open(t *testing.T, url string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}

@@ -80,3 +80,43 @@ func Missing(err error) bool {
 	}
 	return err != nil && strings.Contains(err.Error(), "no such table")
 }
+
+// ErrStandby means a connection reaches a PostgreSQL standby
+// (pg_is_in_recovery() is true). ward's own tables decide security
+// questions, and a standby's copy of them lags the primary's (a forgotten
+// user's key still there, a ledger older than its anchor), so ward reads
+// and writes them on the primary only.
+var ErrStandby = errors.New("ward's own tables (ledger, fleet registry, subject keys and tombstones, job lock) are read and written on the primary only, and this PostgreSQL server is a standby (pg_is_in_recovery() is true): point ward at the primary; an application may read ciphertexts from replicas (docs/OPERATIONS.md, \"Replicas\")")
+
+// RequirePrimary returns an error matching ErrStandby when db reaches a
+// PostgreSQL standby; postgres is false for SQLite, which has none.
+func RequirePrimary(ctx context.Context, db *sql.DB, postgres bool) error {
+	if !postgres {
+		return nil
+	}
+	var standby bool
+	if err := db.QueryRowContext(ctx, "SELECT pg_is_in_recovery()").Scan(&standby); err != nil {
+		return fmt.Errorf("asking whether the server is a standby: %w", err)
+	}
+	if standby {
+		return ErrStandby
+	}
+	return nil
+}
+
+// Durable makes tx's commit wait until every synchronous standby has
+// applied it (SET LOCAL synchronous_commit = remote_apply), so that what
+// ward acknowledges (a forget, a ledger record, going private) survives a
+// failover to one of them, and a read there sees it. Without
+// synchronous_standby_names the server commits as with "on": locally
+// durable, even where the server's own default is "off". postgres is false
+// for SQLite, where it does nothing.
+func Durable(ctx context.Context, tx *sql.Tx, postgres bool) error {
+	if !postgres {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = remote_apply"); err != nil {
+		return fmt.Errorf("asking for a durable commit: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,319 @@
+// Package journal keeps a record of forgets outside the database, so that
+// a database that goes back in time (an asynchronous failover that lost
+// its last commits, a restore from backup) cannot bring forgotten subjects
+// back: a recovery replays the journal ([Read], package lifecycle).
+//
+// A journal is a folder on storage that outlives the database's own (a
+// volume shared by the fleet, or one per instance gathered at recovery).
+// Each process appends to a file of its own, created when it first
+// forgets, so that any number of processes append at once without a lock,
+// and a service whose keyring file is read-only still records its forgets.
+// A record holds no subject ID: it holds a keyed hash of the namespace and
+// subject (HMAC-SHA-256 under a key derived from the keyring), the ledger's
+// database ID, the time, and a MAC. Whoever holds the keyring can tell
+// whether a given subject was forgotten; nobody else learns who was. A
+// record that fails its MAC (written without the keyring) is counted and
+// ignored, so a writer of the folder can delete records (then those
+// forgets are not replayed, as without a journal) but not plant one.
+package journal
+
+import (
+	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wardlab/ward/keyring"
+)
+
+// Ext is the extension of a journal file.
+const Ext = ".wfj"
+
+// version opens every record.
+const version = "ward-forget-v1"
+
+// maxLine bounds a record's line when reading: a longer one is a
+// writer's, and is counted invalid without being kept.
+const maxLine = 1024
+
+// Entry is one forget.
+type Entry struct {
+	// Database is the ledger's database ID (ledger.State.Database).
+	Database string
+	// Namespace and Subject name who was forgotten; only a keyed hash of
+	// them is written.
+	Namespace, Subject string
+	// At is when (default now).
+	At time.Time
+}
+
+// Journal appends a process's forgets to a file of its own in a folder.
+// It is safe for concurrent use.
+type Journal struct {
+	dir           string
+	hashKey, mKey []byte
+
+	mu   sync.Mutex
+	f    *os.File
+	name string
+}
+
+// keys derives the journal's hash and MAC keys from the keyring's root,
+// which no key rotation changes.
+func keys(kr *keyring.Keyring) (hashKey, macKey []byte, err error) {
+	if hashKey, err = kr.Derive("forget journal subject v1", 32); err != nil {
+		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
+	if macKey, err = kr.Derive("forget journal mac v1", 32); err != nil {
+		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
+	return hashKey, macKey, nil
+}
+
+// Open returns the journal in dir, creating the folder (0700) if missing,
+// and checks that this process can create a file there.
+func Open(dir string, kr *keyring.Keyring) (*Journal, error) {
+	if dir == "" {
+		return nil, errors.New("journal: no folder named")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	probe, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return nil, fmt.Errorf("journal: the folder %s is not writable: %w", dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	j := &Journal{dir: dir}
+	if j.hashKey, j.mKey, err = keys(kr); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// Dir returns the journal's folder.
+func (j *Journal) Dir() string { return j.dir }
+
+// Append records a forget and returns once it is on stable storage
+// (the file, and on its creation the folder, synced).
+func (j *Journal) Append(ctx context.Context, e Entry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	line := j.record(e)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		if err := j.create(); err != nil {
+			return err
+		}
+	}
+	if _, err := j.f.Write(line); err != nil {
+		j.drop()
+		return fmt.Errorf("journal: appending to %s: %w", j.name, err)
+	}
+	if err := j.f.Sync(); err != nil {
+		j.drop()
+		return fmt.Errorf("journal: syncing %s: %w", j.name, err)
+	}
+	return nil
+}
+
+// create starts this process's file: a fresh random name, so that no two
+// processes ever share one.
+func (j *Journal) create() error {
+	var b [12]byte
+	rand.Read(b[:])
+	name := filepath.Join(j.dir, "forgets-"+hex.EncodeToString(b[:])+Ext)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if d, err := os.Open(j.dir); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("journal: syncing %s: %w", j.dir, err)
+		}
+	}
+	j.f, j.name = f, name
+	return nil
+}
+
+// drop closes a file a write failed on: the next forget starts a new one,
+// so a torn record stays last in its file.
+func (j *Journal) drop() {
+	j.f.Close()
+	j.f = nil
+}
+
+// Close closes this process's file.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return nil
+	}
+	err := j.f.Close()
+	j.f = nil
+	return err
+}
+
+// subjectHash is the keyed hash a record holds instead of the subject.
+func subjectHash(key []byte, namespace, subject string) []byte {
+	m := hmac.New(sha256.New, key)
+	var n [binary.MaxVarintLen64]byte
+	m.Write(n[:binary.PutUvarint(n[:], uint64(len(namespace)))])
+	m.Write([]byte(namespace))
+	m.Write([]byte(subject))
+	return m.Sum(nil)
+}
+
+// record is an entry's line: version, database, namespace (hex),
+// subject hash (hex), Unix time, MAC (hex) over all before it.
+func (j *Journal) record(e Entry) []byte {
+	body := fmt.Sprintf("%s %s %s %s %d", version, e.Database, hex.EncodeToString([]byte(e.Namespace)),
+		hex.EncodeToString(subjectHash(j.hashKey, e.Namespace, e.Subject)), e.At.Unix())
+	m := hmac.New(sha256.New, j.mKey)
+	m.Write([]byte(body))
+	return []byte(body + " " + hex.EncodeToString(m.Sum(nil)) + "\n")
+}
+
+// Records are the valid records of one database read from journals.
+type Records struct {
+	// Files is how many journal files were read.
+	Files int
+	// Invalid counts lines that failed to parse or their MAC (a writer
+	// of the folder's, or a record torn by a crash mid-write).
+	Invalid int
+	// Other counts valid records of other databases.
+	Other int
+
+	hashKey []byte
+	byNS    map[string]map[string]time.Time // namespace → subject hash (hex) → when
+}
+
+// Read reads every journal file in the folders given and returns the
+// valid records of database.
+func Read(kr *keyring.Keyring, database string, dirs ...string) (*Records, error) {
+	hashKey, macKey, err := keys(kr)
+	if err != nil {
+		return nil, err
+	}
+	r := &Records{hashKey: hashKey, byNS: map[string]map[string]time.Time{}}
+	for _, dir := range dirs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("journal: %s is not a journal folder: %w", dir, cmpErr(err))
+		}
+		files, err := filepath.Glob(filepath.Join(dir, "*"+Ext))
+		if err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		for _, name := range files {
+			if err := r.readFile(name, macKey, database); err != nil {
+				return nil, err
+			}
+			r.Files++
+		}
+	}
+	return r, nil
+}
+
+func cmpErr(err error) error {
+	if err == nil {
+		return errors.New("not a folder")
+	}
+	return err
+}
+
+func (r *Records) readFile(name string, macKey []byte, database string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, maxLine+1)
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			r.Invalid++
+			for errors.Is(err, bufio.ErrBufferFull) { // skip the rest of an overlong line
+				_, err = br.ReadSlice('\n')
+			}
+			continue
+		}
+		if len(line) > 0 {
+			r.add(line, macKey, database, err == nil)
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("journal: reading %s: %w", name, err)
+		}
+	}
+}
+
+// add parses one line; complete is false for a last line without its
+// newline (a crash mid-write), which is invalid.
+func (r *Records) add(line, macKey []byte, database string, complete bool) {
+	f := strings.Fields(string(line))
+	if !complete || len(f) != 6 || f[0] != version {
+		r.Invalid++
+		return
+	}
+	body := strings.Join(f[:5], " ")
+	m := hmac.New(sha256.New, macKey)
+	m.Write([]byte(body))
+	mac, err := hex.DecodeString(f[5])
+	ns, nerr := hex.DecodeString(f[2])
+	at, terr := strconv.ParseInt(f[4], 10, 64)
+	if err != nil || nerr != nil || terr != nil || !hmac.Equal(mac, m.Sum(nil)) {
+		r.Invalid++
+		return
+	}
+	if f[1] != database {
+		r.Other++
+		return
+	}
+	if r.byNS[string(ns)] == nil {
+		r.byNS[string(ns)] = map[string]time.Time{}
+	}
+	if prev, ok := r.byNS[string(ns)][f[3]]; !ok || time.Unix(at, 0).Before(prev) {
+		r.byNS[string(ns)][f[3]] = time.Unix(at, 0)
+	}
+}
+
+// Namespaces lists the namespaces with records.
+func (r *Records) Namespaces() []string {
+	return slices.Sorted(maps.Keys(r.byNS))
+}
+
+// Count is how many distinct subjects of a namespace were forgotten.
+func (r *Records) Count(namespace string) int { return len(r.byNS[namespace]) }
+
+// Forgotten reports whether the journal records a subject's forget, and
+// when (the earliest record).
+func (r *Records) Forgotten(namespace, subject string) (time.Time, bool) {
+	at, ok := r.byNS[namespace][hex.EncodeToString(subjectHash(r.hashKey, namespace, subject))]
+	return at, ok
+}

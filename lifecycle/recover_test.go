@@ -1,0 +1,161 @@
+package lifecycle_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/wardlab/ward/field/subject"
+	"github.com/wardlab/ward/internal/dbtest"
+	"github.com/wardlab/ward/journal"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
+	"github.com/wardlab/ward/lifecycle"
+)
+
+// snapshot copies tables aside; rollback puts the copies back, as a
+// database writer (or a failover that lost its last commits) would.
+type snapshot struct {
+	d      dbtest.DB
+	tables []string
+}
+
+func takeSnapshot(t *testing.T, d dbtest.DB, tables ...string) snapshot {
+	t.Helper()
+	for _, tb := range tables {
+		if _, err := d.DB.Exec(fmt.Sprintf(`CREATE TABLE bak_%s AS SELECT * FROM %s`, tb, tb)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return snapshot{d: d, tables: tables}
+}
+
+func (s snapshot) rollback(t *testing.T) {
+	t.Helper()
+	for _, tb := range s.tables {
+		if _, err := s.d.DB.Exec(fmt.Sprintf(`DELETE FROM %s`, tb)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.d.DB.Exec(fmt.Sprintf(`INSERT INTO %s SELECT * FROM bak_%s`, tb, tb)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRecoverRollback: a database writer puts back an older copy of the
+// ledger, the subject keys and tombstones and the values, from before a
+// key was retired and four subjects were forgotten (one created in the
+// lost part). Every check then refuses the ledger; the recovery without
+// the journal refuses to finish; with it, it forgets the three whose keys
+// came back, records the retired key as retired, lists the column for a
+// census, and the service works again, every value and kept subject
+// opening; a second recovery has nothing to do.
+func TestRecoverRollback(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		ctx := context.Background()
+		a := newApp(t, d, 10)
+		old := a.kr.Primary().ID
+		if _, err := lifecycle.Rotate(ctx, a.kr, []lifecycle.Database{a.db}, lifecycle.RotateOptions{Wait: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		jdir := t.TempDir()
+		j, err := journal.Open(jdir, a.kr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		open := func() *subject.Store {
+			s, err := subject.Open(ctx, subject.Config{DB: d.DB, Dialect: a.db.Dialect, Keyring: a.kr, Ledger: a.db.Ledger, Namespace: "users", Journal: j})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		users := open()
+		for i := range 6 {
+			if _, err := users.SealingKey(fmt.Sprint("u", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := users.Forget(ctx, "u0"); err != nil {
+			t.Fatal(err)
+		}
+		snap := takeSnapshot(t, d, a.db.Ledger.Table, subject.DefaultKeysTable, subject.DefaultTombstonesTable, subject.DefaultSessionsTable, a.col.Table())
+
+		// The part the database loses: a retire, four forgets.
+		if err := lifecycle.Retire(ctx, a.kr, []lifecycle.Database{a.db}, old); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := users.SealingKey("u6"); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range []string{"u1", "u2", "u3", "u6"} {
+			if err := users.Forget(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		snap.rollback(t)
+
+		if err := a.db.Ledger.Check(ctx, a.kr); !errors.Is(err, ledger.ErrReplayed) {
+			t.Fatalf("after the rollback: %v", err)
+		}
+		if gone, _ := open().IsForgotten(ctx, "u1"); gone {
+			t.Fatal("the rollback kept u1's tombstone")
+		}
+		_, err = lifecycle.Recover(ctx, a.kr, a.db, lifecycle.RecoverOptions{})
+		if !errors.Is(err, lifecycle.ErrUnrecoverable) {
+			t.Fatalf("a recovery without the journal: %v", err)
+		}
+		var plan lifecycle.RecoveryPlan
+		r, err := lifecycle.Recover(ctx, a.kr, a.db, lifecycle.RecoverOptions{Journals: []string{jdir},
+			Confirm: func(p lifecycle.RecoveryPlan) bool { plan = p; return true }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := plan.Namespaces
+		if r.Reapplied != 3 || len(ns) != 1 || ns[0].Anchored != 5 || ns[0].Journaled != 5 || ns[0].Reapply != 3 || ns[0].Lost != 0 || ns[0].Tombstones != 1 {
+			t.Fatalf("recovered %d, namespaces %+v", r.Reapplied, ns)
+		}
+		if !slices.Equal(plan.Behind.Retired, []keyring.KeyID{old}) || plan.Behind.Writes == 0 || !slices.Equal(plan.Recheck, []string{a.col.Table() + ".body"}) {
+			t.Fatalf("plan %+v", plan)
+		}
+		st, err := a.db.Ledger.Verified(ctx, a.kr)
+		if err != nil {
+			t.Fatalf("after the recovery: %v", err)
+		}
+		if i := slices.IndexFunc(st.Keys, func(k ledger.Key) bool { return k.ID == old }); i < 0 || st.Keys[i].State != ledger.RetiredState {
+			t.Fatalf("the retired key is recorded as %+v", st.Keys)
+		}
+		if len(st.Recoveries) != 1 || !slices.Equal(st.Recheck, plan.Recheck) {
+			t.Fatalf("ledger after the recovery: %+v", st)
+		}
+		fresh := open()
+		for i := range 6 {
+			u := fmt.Sprint("u", i)
+			gone, err := fresh.IsForgotten(ctx, u)
+			_, kerr := fresh.SealingKey(u)
+			if err != nil || gone != (i <= 3) || (kerr == nil) == gone {
+				t.Fatalf("%s: forgotten %v (%v), key %v", u, gone, err, kerr)
+			}
+		}
+		if valid, counted, err := fresh.Audit(ctx); err != nil || valid != 4 || counted != 4 {
+			t.Fatalf("audit: %d valid, %d counted, %v", valid, counted, err)
+		}
+		if got := a.keysOf(t); len(got) != 1 || got[old] != 0 {
+			t.Fatalf("values by key after the recovery: %v", got)
+		}
+		again, err := lifecycle.Recover(ctx, a.kr, a.db, lifecycle.RecoverOptions{Journals: []string{jdir}})
+		if err != nil || again.State != nil || again.Plan.NeedsRecovery() {
+			t.Fatalf("a second recovery: %+v %v", again, err)
+		}
+		if err := a.db.Ledger.Rechecked(ctx, a.kr, a.col.Table()+".body"); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := a.db.Ledger.Verified(ctx, a.kr); err != nil || len(st.Recheck) != 0 {
+			t.Fatalf("after the census: %+v %v", st, err)
+		}
+	})
+}
