@@ -31,6 +31,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,10 @@ const version = "ward-forget-v1"
 // maxLine bounds a record's line when reading: a longer one is a
 // writer's, and is counted invalid without being kept.
 const maxLine = 1024
+
+// databaseID is what a ledger's database ID looks like (and what a
+// keyring anchors): no space can split a record.
+var databaseID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
 // Entry is one forget.
 type Entry struct {
@@ -114,6 +119,9 @@ func (j *Journal) Dir() string { return j.dir }
 func (j *Journal) Append(ctx context.Context, e Entry) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if !databaseID.MatchString(e.Database) || e.Namespace == "" {
+		return fmt.Errorf("journal: an entry needs a database ID (ledger.State.Database) and a namespace, got %.80q and %.80q", e.Database, e.Namespace)
 	}
 	if e.At.IsZero() {
 		e.At = time.Now()
@@ -276,18 +284,18 @@ func (r *Records) readFile(name string, macKey []byte, database string) error {
 // add parses one line; complete is false for a last line without its
 // newline (a crash mid-write), which is invalid.
 func (r *Records) add(line, macKey []byte, database string, complete bool) {
-	f := strings.Fields(string(line))
+	f := strings.Split(strings.TrimSuffix(string(line), "\n"), " ")
 	if !complete || len(f) != 6 || f[0] != version {
 		r.Invalid++
 		return
 	}
-	body := strings.Join(f[:5], " ")
 	m := hmac.New(sha256.New, macKey)
-	m.Write([]byte(body))
-	mac, err := hex.DecodeString(f[5])
+	m.Write([]byte(strings.Join(f[:5], " ")))
 	ns, nerr := hex.DecodeString(f[2])
 	at, terr := strconv.ParseInt(f[4], 10, 64)
-	if err != nil || nerr != nil || terr != nil || !hmac.Equal(mac, m.Sum(nil)) {
+	// The MAC as written (lowercase hex), compared in constant time: one
+	// record has one spelling.
+	if nerr != nil || terr != nil || !hmac.Equal([]byte(f[5]), []byte(hex.EncodeToString(m.Sum(nil)))) {
 		r.Invalid++
 		return
 	}

@@ -520,27 +520,8 @@ func (s *Store) Reset(ctx context.Context, tx *sql.Tx, subject, code string, new
 		}
 	}
 	if rkek == nil {
-		if newest >= 1<<32-1 {
-			return lost, fmt.Errorf("subject: %s/%s has no key version left", s.cfg.Namespace, subject)
-		}
-		version := uint32(newest + 1)
-		if newest == 0 {
-			version = randomVersion()
-		}
-		sk, err := keyring.NewSubjectKey(s.cfg.Algorithm, version)
-		if err != nil {
+		if err := s.freshUserKey(ctx, tx, subject, newest, newKEK); err != nil {
 			return lost, err
-		}
-		defer sk.Destroy()
-		p := s.cfg.Dialect.Placeholder
-		first := any(nil)
-		if newest == 0 {
-			first = 1
-		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, first, wrapped, created_at, held) VALUES (%s, %s, %s, %s, %s, %s, 1)`,
-			s.keys, p(1), p(2), p(3), p(4), p(5), p(6)), s.cfg.Namespace, subject, int64(version), first,
-			keyproto.WrapSubjectKeyWith(newKEK, sk, s.wrapContext(subject, version)), time.Now().Unix()); err != nil {
-			return lost, fmt.Errorf("subject: storing the new key of %s/%s: %w", s.cfg.Namespace, subject, err)
 		}
 	}
 	// Sessions opened under the old keys end with the reset.
@@ -549,6 +530,34 @@ func (s *Store) Reset(ctx context.Context, tx *sql.Tx, subject, code string, new
 		return lost, fmt.Errorf("subject: ending the sessions of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
 	return lost, nil
+}
+
+// freshUserKey stores a new key version for a subject whose keys a reset
+// without recovery lost, wrapped under the new secret's KEK.
+func (s *Store) freshUserKey(ctx context.Context, tx *sql.Tx, subject string, newest int64, newKEK *keyring.SubjectKey) error {
+	if newest >= 1<<32-1 {
+		return fmt.Errorf("subject: %s/%s has no key version left", s.cfg.Namespace, subject)
+	}
+	version := uint32(newest + 1)
+	if newest == 0 {
+		version = randomVersion()
+	}
+	sk, err := keyring.NewSubjectKey(s.cfg.Algorithm, version)
+	if err != nil {
+		return err
+	}
+	defer sk.Destroy()
+	p := s.cfg.Dialect.Placeholder
+	first := any(nil)
+	if newest == 0 {
+		first = 1
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, first, wrapped, created_at, held) VALUES (%s, %s, %s, %s, %s, %s, 1)`,
+		s.keys, p(1), p(2), p(3), p(4), p(5), p(6)), s.cfg.Namespace, subject, int64(version), first,
+		keyproto.WrapSubjectKeyWith(newKEK, sk, s.wrapContext(subject, version)), time.Now().Unix()); err != nil {
+		return fmt.Errorf("subject: storing the new key of %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	return nil
 }
 
 var recoveryEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)

@@ -115,6 +115,7 @@ var Library = []string{
 	Module + "/fleet",
 	Module + "/field/subject",
 	Module + "/lifecycle",
+	Module + "/journal",
 	Module + "/internal/sqltable",
 	Module + "/internal/keyhooks",
 	Module + "/internal/keyproto",
