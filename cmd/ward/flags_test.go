@@ -64,6 +64,8 @@ var flagTests = map[string]string{
 	"ward kms decrypt --ec":                    "TestKMSCommands",
 	"ward kms encrypt --ec":                    "TestKMSCommands",
 	"ward kms info --json":                     "TestKMSCommands",
+	"ward keyring retire --replica":            "TestRetireWaitsForReplicas",
+	"ward keyring retire --replica-wait":       "TestRetireWaitsForReplicas",
 	"ward ledger --db":                         "TestKeyCommandsCheckTheLedger",
 	"ward ledger --json":                       "TestKeyCommandsCheckTheLedger",
 	"ward ledger adopt --another-database":     "TestLedgerAdoptCommand",

@@ -33,10 +33,12 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/internal/dburl"
+	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/password"
+	"github.com/wardlab/ward/replication"
 )
 
 // Config configures the service. DB, KeyringPath and KeyService are
@@ -83,18 +85,49 @@ type Config struct {
 	// a reset of a private account loses them, and the service says so
 	// first. SECURITY.md states what each gives up.
 	Recovery bool
+	// ForgetJournal is a folder on storage that outlives the database's
+	// (package journal): every account deletion is also recorded there
+	// before it commits, so that 'ward ledger recover' re-applies it after
+	// a failover or restore lost it. Without it (and without a synchronous
+	// standby) the service warns at start.
+	ForgetJournal string
 }
 
 // subjectNamespace is the namespace of the users' own keys.
 const subjectNamespace = "users"
 
-// openSubjects opens the store of the users' own keys.
-func openSubjects(ctx context.Context, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, lg *ledger.Ledger, ttl ...time.Duration) (*subject.Store, error) {
-	cfg := subject.Config{DB: db, Dialect: dialect, Keyring: kr, Ledger: lg, Namespace: subjectNamespace}
+// openSubjects opens the store of the users' own keys; j, if not nil,
+// journals its forgets.
+func openSubjects(ctx context.Context, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, lg *ledger.Ledger, j *journal.Journal, ttl ...time.Duration) (*subject.Store, error) {
+	cfg := subject.Config{DB: db, Dialect: dialect, Keyring: kr, Ledger: lg, Namespace: subjectNamespace, Journal: j}
 	if len(ttl) > 0 {
 		cfg.TTL = ttl[0]
 	}
 	return subject.Open(ctx, cfg)
+}
+
+// durability opens the forget journal (if configured) and says at start
+// what the database's replication gives account deletion: a warning when
+// deletions a failover or restore loses would come back.
+func durability(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, log *slog.Logger) (*journal.Journal, error) {
+	var j *journal.Journal
+	if cfg.ForgetJournal != "" {
+		var err error
+		if j, err = journal.Open(cfg.ForgetJournal, kr); err != nil {
+			return nil, err
+		}
+	}
+	r, err := replication.Inspect(ctx, db, dialect)
+	if err != nil {
+		log.Warn("could not read the database's replication settings", "err", err)
+		return j, nil
+	}
+	if line, warn := r.Summary(j != nil); warn {
+		log.Warn("durability: " + line)
+	} else {
+		log.Info("durability: " + line)
+	}
+	return j, nil
 }
 
 // Service is a chat service over one database and keyring.
@@ -108,6 +141,7 @@ type Service struct {
 	server  *server
 	log     *slog.Logger
 	rotMu   sync.Mutex // serialises Reload and Rotate
+	journal *journal.Journal
 }
 
 // ErrNoKeyring means the keyring file does not exist: create it with Init
@@ -206,7 +240,11 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 		}
 		return nil, err
 	}
-	subjects, err := openSubjects(ctx, db, dialect, kr, lg, cfg.SubjectTTL)
+	j, err := durability(ctx, cfg, db, dialect, kr, log)
+	if err != nil {
+		return nil, err
+	}
+	subjects, err := openSubjects(ctx, db, dialect, kr, lg, j, cfg.SubjectTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +279,7 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg, db: db, dialect: dialect, kr: kr, ledger: lg, store: st, server: srv, log: log}, nil
+	return &Service{cfg: cfg, db: db, dialect: dialect, kr: kr, ledger: lg, store: st, server: srv, log: log, journal: j}, nil
 }
 
 // ErrNoDatabase means the SQLite file the configuration names does not
@@ -280,7 +318,12 @@ func openDB(url string, create ...bool) (*sql.DB, field.Dialect, error) {
 func (s *Service) Handler() http.Handler { return s.server.handler() }
 
 // Close closes the database.
-func (s *Service) Close() error { return s.db.Close() }
+func (s *Service) Close() error {
+	if s.journal != nil {
+		s.journal.Close()
+	}
+	return s.db.Close()
+}
 
 // SweepSessions deletes expired sessions, expired sign-up links and
 // outbox messages older than a link lives; Serve runs it every minute.

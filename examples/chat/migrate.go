@@ -208,7 +208,7 @@ func Migrate(ctx context.Context, cfg Config, out io.Writer) error {
 	if err := ledger.Record(ctx, kr); err != nil {
 		return err
 	}
-	subjects, err := openSubjects(ctx, db, dialect, kr, ledger)
+	subjects, err := openSubjects(ctx, db, dialect, kr, ledger, nil)
 	if err != nil {
 		return err
 	}

@@ -57,13 +57,30 @@ func Run(ctx context.Context, root *cobra.Command, args []string, stdin io.Reade
 	}
 	fmt.Fprintf(stderr, "%s: error: %v\n", root.Name(), err)
 	var ce *Error
+	code, hint := ExitUsage, ""
 	if errors.As(err, &ce) {
-		if ce.Hint != "" {
-			fmt.Fprintf(stderr, "hint: %s\n", ce.Hint)
-		}
-		return ce.Code
+		code, hint = ce.Code, ce.Hint
 	}
-	return ExitUsage
+	if h := PoolerHint(err); h != "" {
+		hint = h
+	}
+	if hint != "" {
+		fmt.Fprintf(stderr, "hint: %s\n", hint)
+	}
+	return code
+}
+
+// PoolerHint names the fix when err is PostgreSQL's answer to a client
+// whose prepared statements a pooler in transaction mode (PgBouncer,
+// RDS Proxy, Supavisor) handed to another server connection: SQLSTATE
+// 26000 (prepared statement does not exist) or 42P05 (already exists).
+// It is "" for any other error.
+func PoolerHint(err error) string {
+	var pg interface{ SQLState() string } // pgx's *pgconn.PgError, without importing a driver
+	if !errors.As(err, &pg) || (pg.SQLState() != "26000" && pg.SQLState() != "42P05") {
+		return ""
+	}
+	return "a connection pooler in transaction mode (PgBouncer, RDS Proxy, Supavisor) sits between ward and PostgreSQL: add default_query_exec_mode=exec to the database URL (docs/OPERATIONS.md, \"Poolers\")"
 }
 
 // Scrub returns a writer that writes to w with every occurrence of each

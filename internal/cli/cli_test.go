@@ -12,8 +12,18 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// TestRun: exit codes, the error line and the hint, for each kind.
+// sqlState is a driver's error with a SQLSTATE, as pgx's PgError.
+type sqlState string
+
+func (e sqlState) Error() string    { return "SQLSTATE " + string(e) }
+func (e sqlState) SQLState() string { return string(e) }
+
+// TestRun: exit codes, the error line and the hint, for each kind; a
+// pooler's prepared-statement errors get the hint naming the setting.
 func TestRun(t *testing.T) {
+	if h := PoolerHint(sqlState("26000")); !strings.Contains(h, "default_query_exec_mode=exec") {
+		t.Fatalf("the pooler hint does not name the setting: %q", h)
+	}
 	for _, tc := range []struct {
 		err  error
 		args []string
@@ -25,6 +35,10 @@ func TestRun(t *testing.T) {
 		{Usage(errors.New("no --db"), ""), nil, ExitUsage, "tool: error: no --db\n"},
 		{errors.New("other"), nil, ExitUsage, "tool: error: other\n"},
 		{nil, []string{"--nope"}, ExitUsage, "tool: error: unknown flag: --nope\nhint: see tool --help\n"},
+		{Failed(fmt.Errorf("reading: %w", sqlState("26000")), "other hint"), nil, ExitFailed,
+			"tool: error: reading: SQLSTATE 26000\nhint: " + PoolerHint(sqlState("26000")) + "\n"},
+		{sqlState("42P05"), nil, ExitUsage, "tool: error: SQLSTATE 42P05\nhint: " + PoolerHint(sqlState("42P05")) + "\n"},
+		{sqlState("42P01"), nil, ExitUsage, "tool: error: SQLSTATE 42P01\n"},
 	} {
 		root := &cobra.Command{Use: "tool", RunE: func(*cobra.Command, []string) error { return tc.err }}
 		var out, errb bytes.Buffer

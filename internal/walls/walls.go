@@ -116,6 +116,7 @@ var Library = []string{
 	Module + "/field/subject",
 	Module + "/lifecycle",
 	Module + "/journal",
+	Module + "/replication",
 	Module + "/internal/sqltable",
 	Module + "/internal/keyhooks",
 	Module + "/internal/keyproto",

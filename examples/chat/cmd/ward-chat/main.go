@@ -59,6 +59,7 @@ func (h *hinted) Unwrap() error { return h.err }
 
 type options struct {
 	db, keyring, kms, masterKeyFile, listen string
+	forgetJournal                           string
 	trusted, origins                        []string
 	allowUnpeppered                         bool
 	recovery                                bool
@@ -81,7 +82,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "ward-chat: error: %v\n", err)
 	var h *hinted
-	if errors.As(err, &h) {
+	if hint := cli.PoolerHint(err); hint != "" {
+		fmt.Fprintf(stderr, "hint: %s\n", hint)
+	} else if errors.As(err, &h) {
 		fmt.Fprintf(stderr, "hint: %s\n", h.hint)
 	}
 	return 2
@@ -105,6 +108,7 @@ func newRoot(o *options, out io.Writer) *cobra.Command {
 	f.BoolVar(&o.allowUnpeppered, "allow-unpeppered-hashes", false, "accept password hashes from before the pepper (upgraded at log-in)")
 	f.BoolVar(&o.recovery, "recovery", false, "offer users who turn private mode on a recovery code (shown once), so that a password reset keeps their messages")
 	f.StringArrayVar(&o.trusted, "trusted-proxy", nil, "CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable)")
+	f.StringVar(&o.forgetJournal, "forget-journal", "", "folder outside the database where account deletions are also recorded, for 'ward ledger recover' after a failover or restore (default $WARD_FORGET_JOURNAL)")
 	f.StringArrayVar(&o.origins, "origin", nil, "public https origin browsers use, e.g. https://chat.example.com (repeatable); none: a local development service on localhost")
 	root.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on")
 	serveCmd := &cobra.Command{Use: "serve", Short: "Serve the chat (the default command)", Args: cobra.NoArgs, RunE: serve}
@@ -178,7 +182,8 @@ func (o *options) config(ctx context.Context) (chat.Config, error) {
 	if err != nil {
 		return chat.Config{}, err
 	}
-	cfg := chat.Config{DB: o.db, KeyringPath: o.keyring, KeyService: ks, AllowUnpepperedHashes: o.allowUnpeppered, Origins: o.origins, Recovery: o.recovery}
+	cfg := chat.Config{DB: o.db, KeyringPath: o.keyring, KeyService: ks, AllowUnpepperedHashes: o.allowUnpeppered, Origins: o.origins, Recovery: o.recovery,
+		ForgetJournal: envOr(o.forgetJournal, "WARD_FORGET_JOURNAL", "")}
 	for _, c := range o.trusted {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {

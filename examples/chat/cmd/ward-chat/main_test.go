@@ -43,6 +43,7 @@ func TestScripts(t *testing.T) {
 var flagTests = map[string]string{
 	"ward-chat --allow-unpeppered-hashes": "TestServiceFlags",
 	"ward-chat --db":                      "testdata/script/chat.txtar",
+	"ward-chat --forget-journal":          "TestServiceFlags",
 	"ward-chat --keyring":                 "testdata/script/chat.txtar",
 	"ward-chat --kms":                     "testdata/script/chat.txtar",
 	"ward-chat --listen":                  "TestListen",
@@ -85,6 +86,13 @@ func TestServiceFlags(t *testing.T) {
 	if !cfg.AllowUnpepperedHashes || !cfg.Recovery || !slices.Equal(cfg.Origins, []string{"https://chat.example.com"}) ||
 		len(cfg.TrustedProxies) != 2 || cfg.TrustedProxies[0] != netip.MustParsePrefix("10.0.0.0/8") {
 		t.Fatalf("with every flag: %+v", cfg)
+	}
+	if cfg := parse("--forget-journal", "/var/lib/ward/forgets"); cfg.ForgetJournal != "/var/lib/ward/forgets" || def.ForgetJournal != "" {
+		t.Fatalf("--forget-journal: %q, default %q", cfg.ForgetJournal, def.ForgetJournal)
+	}
+	t.Setenv("WARD_FORGET_JOURNAL", "/srv/forgets")
+	if cfg := parse(); cfg.ForgetJournal != "/srv/forgets" {
+		t.Fatalf("WARD_FORGET_JOURNAL: %q", cfg.ForgetJournal)
 	}
 	var o options
 	root := newRoot(&o, io.Discard)

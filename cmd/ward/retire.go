@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/internal/dburl"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/lifecycle"
+	"github.com/wardlab/ward/replication"
+)
+
+// newKeyringRetireCmd removes a key's material for good, after a census
+// of every database finds nothing under it.
+func (a *app) newKeyringRetireCmd() *cobra.Command {
+	var replicas []string
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "retire KEY-ID --db URL... [--replica URL...]",
+		Short: "Remove a key from the keyring for good, once nothing references it",
+		Long: `Retire a key: check every database given with --db — each column its ledger
+records (values under the key), each password-hash column it records
+(hashes peppered with the key) and every subject key (wrapped under the
+key) — and refuse while anything still references it, naming what and how
+to move it ('ward keyring rotate --db', 'ward reseal', 'ward subject
+rewrap', users logging in). Then record the key as retired in every ledger
+and remove its material from the keyring file. Values and subject keys in
+database backups taken before and still under the key no longer open with
+this keyring file; copies of the keyring file saved before still hold the
+key: destroy them (SECURITY.md).
+
+Applications that read ciphertexts from replicas name each with --replica:
+retire first waits (up to --replica-wait) until every one has replayed its
+primary's writes, so that none still serves a value under the key, and
+refuses if one has not.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			id, err := keyring.ParseKeyID(args[0])
+			if err != nil {
+				return cli.Usage(err, "see 'ward keyring list' for key IDs")
+			}
+			if len(a.dbs) == 0 {
+				return cli.Usage(errors.New("--db is required"), "name every database this keyring serves: retiring is only safe once all of them are checked")
+			}
+			kr, err := a.loadKeyring(cmd)
+			if err != nil {
+				return err
+			}
+			ls, err := openCheckedLedgers(ctx, a.dbs, kr)
+			if err != nil {
+				return err
+			}
+			defer ls.close()
+			if err := a.awaitReplicas(ctx, ls, replicas, wait); err != nil {
+				return err
+			}
+			err = lifecycle.Retire(ctx, kr, ls.databases(), id)
+			var refs *lifecycle.ReferencedError
+			switch {
+			case errors.Is(err, keyring.ErrUnknownKey):
+				return cli.Usage(err, "see 'ward keyring list'")
+			case errors.Is(err, lifecycle.ErrPrimary):
+				return cli.Usage(err, "rotate first: 'ward keyring rotate --db URL'")
+			case errors.As(err, &refs):
+				for _, r := range refs.References {
+					fmt.Fprintln(a.stderr, "ward: "+r.DB+": "+r.What)
+				}
+				return cli.Failed(err, "move them first: 'ward reseal' for columns, 'ward subject rewrap' for subject keys; password hashes move when their users log in")
+			case err != nil:
+				return saveError(err)
+			}
+			fmt.Fprintf(a.stdout, "key %v retired: removed from %s and recorded in %d ledgers; copies of the keyring file saved before still hold it — destroy them\n", id, kr.Path(), len(ls.l))
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&replicas, "replica", nil, "a streaming replica applications read ciphertexts from (repeatable): wait until it has replayed its primary's writes")
+	cmd.Flags().DurationVar(&wait, "replica-wait", time.Minute, "how long to wait for the replicas before refusing")
+	return cmd
+}
+
+// awaitReplicas waits until each replica has replayed what its primary
+// (the --db database with the same system identifier) has written.
+func (a *app) awaitReplicas(ctx context.Context, ls *ledgers, replicas []string, wait time.Duration) error {
+	for _, url := range replicas {
+		rdb, _, err := openDB(url)
+		if err != nil {
+			return err
+		}
+		defer rdb.Close()
+		primary, err := primaryOf(ctx, ls, rdb)
+		if err != nil {
+			return cli.Usage(fmt.Errorf("--replica %s: %w", dburl.Redact(url), err), "name a streaming replica of one of the --db databases")
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		err = replication.WaitReplayed(wctx, primary, rdb, 0)
+		cancel()
+		if err != nil {
+			return cli.Failed(fmt.Errorf("--replica %s: %w", dburl.Redact(url), err), "nothing was changed: wait for the replica to catch up (or stop reading from it), then retire again")
+		}
+		fmt.Fprintf(a.stderr, "ward: replica %s has replayed its primary's writes\n", dburl.Redact(url))
+	}
+	return nil
+}
+
+// primaryOf finds the --db database a replica streams from: the same
+// PostgreSQL system identifier (a physical replica's is its primary's).
+func primaryOf(ctx context.Context, ls *ledgers, replica *sql.DB) (*sql.DB, error) {
+	var id string
+	if err := replica.QueryRowContext(ctx, `SELECT system_identifier::text FROM pg_control_system()`).Scan(&id); err != nil {
+		return nil, fmt.Errorf("not a PostgreSQL server: %w", err)
+	}
+	for _, db := range ls.dbs {
+		var pid string
+		if db.QueryRowContext(ctx, `SELECT system_identifier::text FROM pg_control_system()`).Scan(&pid) == nil && pid == id {
+			return db, nil
+		}
+	}
+	return nil, errors.New("it replicates none of the --db databases (no --db has its system identifier)")
+}
