@@ -37,8 +37,8 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/keyproto"
-	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/internal/sqltable"
+	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
