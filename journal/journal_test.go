@@ -143,11 +143,9 @@ func TestVectors(t *testing.T) {
 	var v vectors
 	if *update {
 		v = vectors{HashKey: hex.EncodeToString(bytes.Repeat([]byte{1}, 32)), MACKey: hex.EncodeToString(bytes.Repeat([]byte{2}, 32))}
-		for _, e := range []vector{{Database: "db-0123456789abcdef", Namespace: "users", Subject: "alice", At: 1764547200},
+		v.Records = []vector{{Database: "db-0123456789abcdef", Namespace: "users", Subject: "alice", At: 1764547200},
 			{Database: "db-0123456789abcdef", Namespace: "tenants", Subject: "Ünïcode \x00 subject", At: 0},
-			{Database: "db-1", Namespace: "n", Subject: "", At: 4102444800}} {
-			v.Records = append(v.Records, e)
-		}
+			{Database: "db-1", Namespace: "n", Subject: "", At: 4102444800}}
 	} else {
 		b, err := os.ReadFile(path)
 		if err != nil {

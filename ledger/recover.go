@@ -198,9 +198,7 @@ func (l *Ledger) Recover(ctx context.Context, kr *keyring.Keyring, opts RecoverO
 		for name, n := range opts.Counters {
 			st.Counters[name] = max(st.Counters[name], n)
 		}
-		for _, c := range append(columnNames(st), a.Columns...) {
-			st.Recheck = append(st.Recheck, c)
-		}
+		st.Recheck = append(st.Recheck, append(columnNames(st), a.Columns...)...)
 		st.Recoveries = append(st.Recoveries, Recovery{At: time.Now().UTC().Truncate(time.Second), Found: found, Anchor: a.Counter, Summary: opts.Summary})
 		if n := len(st.Recoveries); n > maxRecoveries {
 			st.Recoveries = slices.Clone(st.Recoveries[n-maxRecoveries:])

@@ -1,0 +1,137 @@
+package replication_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/pgcluster"
+	"github.com/wardlab/ward/replication"
+)
+
+// TestSummary: what a service says at start, for each topology.
+func TestSummary(t *testing.T) {
+	for _, tc := range []struct {
+		r         replication.Report
+		journaled bool
+		warn      bool
+		says      string
+	}{
+		{replication.Report{Postgres: true}, false, true, "forgets in the commits a failover or restore loses come back"},
+		{replication.Report{Postgres: true}, true, false, "forget journal"},
+		{replication.Report{Postgres: true, SynchronousStandbyNames: "s1", Replicas: map[string]string{"s1": "sync"}}, false, false, "loses none"},
+		// Configured, but no standby streams as synchronous: not durable.
+		{replication.Report{Postgres: true, SynchronousStandbyNames: "s1", Replicas: map[string]string{"s1": "async"}}, false, true, "come back"},
+		{replication.Report{Postgres: true, Standby: true}, true, true, "standby"},
+		{replication.Report{}, false, true, "SQLite"},
+		{replication.Report{}, true, false, "forget journal"},
+	} {
+		line, warn := tc.r.Summary(tc.journaled)
+		if warn != tc.warn || !strings.Contains(line, tc.says) {
+			t.Errorf("%+v journaled %v: %q warn %v", tc.r, tc.journaled, line, warn)
+		}
+	}
+}
+
+// TestInspectSQLite: SQLite has no replication to read.
+func TestInspectSQLite(t *testing.T) {
+	db, err := sql.Open("sqlite", t.TempDir()+"/x.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r, err := replication.Inspect(context.Background(), db, field.SQLite)
+	if err != nil || r.Postgres || r.Synchronous() {
+		t.Fatalf("%+v %v", r, err)
+	}
+}
+
+// TestStandby: on a primary with a synchronous standby Inspect reports
+// it; on the standby, Standby; WaitReplayed waits for a paused replica
+// and ends with ErrNotReplayed, returns once it replays, and refuses a
+// server that is no standby.
+func TestStandby(t *testing.T) {
+	if !pgcluster.Available() {
+		if os.Getenv("WARD_CI") != "" {
+			t.Fatal(pgcluster.ErrNoPostgres)
+		}
+		t.Skip(pgcluster.ErrNoPostgres)
+	}
+	ctx := context.Background()
+	p, err := pgcluster.Start(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	s, err := p.Standby(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	pdb, sdb := open(t, p.URL), open(t, s.URL)
+	for _, q := range []string{`ALTER SYSTEM SET synchronous_standby_names = 's1'`, `SELECT pg_reload_conf()`} {
+		if _, err := pdb.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var r replication.Report
+	for range 100 {
+		if r, err = replication.Inspect(ctx, pdb, field.Postgres); err == nil && r.Synchronous() {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !r.Synchronous() || r.Standby || r.Replicas["s1"] != "sync" {
+		t.Fatalf("primary: %+v %v", r, err)
+	}
+	if r, err := replication.Inspect(ctx, sdb, field.Postgres); err != nil || !r.Standby {
+		t.Fatalf("standby: %+v %v", r, err)
+	}
+	if err := replication.WaitReplayed(ctx, pdb, sdb, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// Asynchronous again, replay paused, one more write: the replica lags.
+	for _, q := range []string{`ALTER SYSTEM SET synchronous_standby_names = ''`, `SELECT pg_reload_conf()`} {
+		if _, err := pdb.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sdb.Exec(`SELECT pg_wal_replay_pause()`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pdb.Exec(`CREATE TABLE lag (x int)`); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	if err := replication.WaitReplayed(wctx, pdb, sdb, 10*time.Millisecond); !errors.Is(err, replication.ErrNotReplayed) {
+		t.Fatalf("a paused replica: %v", err)
+	}
+	if _, err := sdb.Exec(`SELECT pg_wal_replay_resume()`); err != nil {
+		t.Fatal(err)
+	}
+	if err := replication.WaitReplayed(ctx, pdb, sdb, 10*time.Millisecond); err != nil {
+		t.Fatalf("a resumed replica: %v", err)
+	}
+	if err := replication.WaitReplayed(ctx, pdb, pdb, 0); err == nil || !strings.Contains(err.Error(), "not a standby") {
+		t.Fatalf("the primary as its own replica: %v", err)
+	}
+}
+
+func open(t *testing.T, url string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
