@@ -66,6 +66,12 @@ type Ledger struct {
 
 	created atomic.Bool // the table exists: create once per Ledger
 	primary atomic.Bool // the database was found to be a primary
+
+	// tx, when set (CountTx), carries every read and write of the ledger
+	// in the caller's transaction; the state it wrote waits in pending
+	// for the anchor, saved once tx has committed.
+	tx      *sql.Tx
+	pending *State
 }
 
 // ErrStandby means the ledger's database is a PostgreSQL standby: ward
@@ -292,7 +298,11 @@ func (l *Ledger) read(ctx context.Context) (*stored, error) {
 	body, tag := sqltable.Bound{Col: "body", Max: maxBody}, sqltable.Bound{Col: "mac", Max: 256}
 	var size int64
 	var tooLong bool
-	err = l.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT counter, octet_length(body), %s, %s, %s FROM %s WHERE id = 1`,
+	q := l.DB.QueryRowContext
+	if l.tx != nil {
+		q = l.tx.QueryRowContext
+	}
+	err = q(ctx, fmt.Sprintf(`SELECT counter, octet_length(body), %s, %s, %s FROM %s WHERE id = 1`,
 		body.Value(), tag.Value(), sqltable.TooLong(body, tag), t)).Scan(&s.counter, &size, &s.body, &s.mac, &tooLong)
 	if errors.Is(err, sql.ErrNoRows) || sqltable.Missing(err) {
 		return nil, nil
@@ -457,6 +467,31 @@ func (l *Ledger) Count(ctx context.Context, kr *keyring.Keyring, name string, de
 		n = st.Counters[name]
 	})
 	return n, err
+}
+
+// CountTx is Count within tx, the caller's transaction, so that what is
+// counted (a forget's tombstone) and the count commit together or not at
+// all: no crash leaves one without the other, and a retry that finds its
+// work done counts nothing. Every read and write of the ledger goes
+// through tx; the ledger's table must exist (a first [Ledger.Record]
+// creates it). After tx commits, call anchor to save the new state in the
+// keyring file: until then (or when it fails with [ErrAnchorNotSaved]) the
+// anchor lags, which the next write catches up, as with a service that
+// cannot write the keyring file.
+func (l *Ledger) CountTx(ctx context.Context, tx *sql.Tx, kr *keyring.Keyring, name string, delta uint64) (anchor func(context.Context) error, err error) {
+	in := &Ledger{DB: l.DB, Dialect: l.Dialect, Table: l.Table, tx: tx}
+	in.created.Store(true)
+	in.primary.Store(l.primary.Load())
+	if _, err := in.Count(ctx, kr, name, delta); err != nil {
+		return nil, err
+	}
+	st := in.pending
+	return func(ctx context.Context) error {
+		if st == nil {
+			return nil
+		}
+		return l.anchor(ctx, kr, st)
+	}, nil
 }
 
 // Retire records that a key was retired: its material is removed from the
@@ -690,7 +725,7 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, m mode, change
 		change(&next)
 		normalise(&next, kr)
 		if cur != nil && m != recovering && unchanged(cur, &next, kr) {
-			return l.anchor(ctx, kr, cur) // unchanged: let the anchor catch up
+			return l.anchorNow(ctx, kr, cur) // unchanged: let the anchor catch up
 		}
 		next.Counter++
 		if a, ok := keyproto.Anchor(kr, next.Database); ok && m == recovering {
@@ -716,7 +751,7 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, m mode, change
 			}
 			continue // another writer won: read again and merge
 		}
-		return l.anchor(ctx, kr, &next)
+		return l.anchorNow(ctx, kr, &next)
 	}
 	return errors.New("ledger: the ledger kept changing under concurrent writers")
 }
@@ -726,14 +761,18 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, m mode, change
 // synchronous standby, the commit waits until it has applied the state),
 // and reports whether it won.
 func (l *Ledger) write(ctx context.Context, t string, cur, next *State, body, mac string) (bool, error) {
-	tx, err := l.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return false, fmt.Errorf("ledger: writing the ledger: %w", err)
+	tx := l.tx
+	if tx == nil {
+		var err error
+		if tx, err = l.DB.BeginTx(ctx, nil); err != nil {
+			return false, fmt.Errorf("ledger: writing the ledger: %w", err)
+		}
+		defer tx.Rollback()
 	}
-	defer tx.Rollback()
 	if err := sqltable.Durable(ctx, tx, l.Dialect == field.Postgres); err != nil {
 		return false, fmt.Errorf("ledger: %w", err)
 	}
+	var err error
 	p := l.Dialect.Placeholder
 	var res sql.Result
 	if cur == nil {
@@ -753,10 +792,23 @@ func (l *Ledger) write(ctx context.Context, t string, cur, next *State, body, ma
 	if n == 0 {
 		return false, nil
 	}
+	if l.tx != nil {
+		return true, nil // the caller commits
+	}
 	if err := tx.Commit(); err != nil {
 		return false, fmt.Errorf("ledger: writing the ledger: %w", err)
 	}
 	return true, nil
+}
+
+// anchorNow anchors st, or in a caller's transaction keeps it for after
+// the commit (CountTx).
+func (l *Ledger) anchorNow(ctx context.Context, kr *keyring.Keyring, st *State) error {
+	if l.tx != nil {
+		l.pending = st
+		return nil
+	}
+	return l.anchor(ctx, kr, st)
 }
 
 // anchor records st in the keyring file.

@@ -3,13 +3,16 @@ package subject
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/dbtest"
+	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // BenchmarkSeal500 compares sealing 500 B under a keyring key and under a
@@ -57,4 +60,39 @@ func benchDB(b *testing.B) (*sql.DB, field.Dialect) {
 	}
 	b.Cleanup(func() { db.Close() })
 	return db, field.SQLite
+}
+
+// BenchmarkForget compares a forget without and with a forget journal
+// (one more append and fsync, before the commit), interleaved in one run.
+func BenchmarkForget(b *testing.B) {
+	ctx := context.Background()
+	db, d := benchDB(b)
+	kr, _ := keyring.New(keyring.AES256GCM)
+	lg := &ledger.Ledger{DB: db, Dialect: d}
+	if err := lg.Record(ctx, kr); err != nil {
+		b.Fatal(err)
+	}
+	j, err := journal.Open(b.TempDir(), kr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	for _, c := range []struct {
+		name string
+		j    *journal.Journal
+	}{{"plain", nil}, {"journaled", j}} {
+		st, err := Open(ctx, Config{DB: db, Dialect: d, Keyring: kr, Ledger: lg, Namespace: "bench-" + c.name, Journal: c.j})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				i++
+				if err := st.Forget(ctx, fmt.Sprint("u", i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

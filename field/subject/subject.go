@@ -571,8 +571,9 @@ func (s *Store) counterName() string { return ForgetCounter(s.cfg.Namespace) }
 func ForgetCounter(namespace string) string { return forgetCounterPrefix + namespace }
 
 // Forget erases a subject: in one transaction it writes an authenticated
-// tombstone and deletes every key of the subject, then counts the forget
-// in the ledger and drops the subject from this process's cache. Other
+// tombstone, deletes every key of the subject and counts the forget in
+// the ledger (so a forget is counted exactly once, whatever the crash
+// point), then drops the subject from this process's cache. Other
 // processes see it within their cache TTL. Rows sealed under the deleted
 // keys may stay (they no longer open) and be deleted lazily. Forgetting a
 // subject twice is not an error; a subject never seen is forgotten too
@@ -605,7 +606,14 @@ func (s *Store) ForgetKeys(ctx context.Context, subject string) (int64, error) {
 	}
 	s.Purge(subject)
 	at := time.Now()
-	added, keys, err := s.forget(ctx, subject, at, func() error {
+	var anchor func(context.Context) error
+	_, keys, err := s.forget(ctx, subject, at, func(tx *sql.Tx, added int64) error {
+		if added > 0 { // counted in the same transaction: never one without the other
+			var err error
+			if anchor, err = s.cfg.Ledger.CountTx(ctx, tx, s.cfg.Keyring, s.counterName(), 1); err != nil {
+				return fmt.Errorf("subject: counting the forget of %s/%s: %w", s.cfg.Namespace, subject, err)
+			}
+		}
 		if s.cfg.Journal == nil {
 			return nil
 		}
@@ -626,19 +634,22 @@ func (s *Store) ForgetKeys(ctx context.Context, subject string) (int64, error) {
 	}
 	s.forgotten[subject] = time.Now()
 	s.mu.Unlock()
-	if added > 0 {
-		if _, err := s.cfg.Ledger.Count(ctx, s.cfg.Keyring, s.counterName(), 1); err != nil {
-			return keys, fmt.Errorf("subject: %s/%s is forgotten, but the ledger did not count it (run 'ward subject audit'): %w", s.cfg.Namespace, subject, err)
+	if anchor != nil {
+		// A keyring file this process cannot write leaves the anchor
+		// behind; the next process that can brings it up to date.
+		if err := anchor(ctx); err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
+			return keys, fmt.Errorf("subject: %s/%s is forgotten and counted, but the keyring file's anchor was not updated: %w", s.cfg.Namespace, subject, err)
 		}
 	}
 	return keys, nil
 }
 
 // forget writes the tombstone and deletes the subject's keys and sessions
-// in one durable transaction; before it commits, it calls before (the
-// journal). It returns whether the tombstone is new and how many key
-// versions it deleted.
-func (s *Store) forget(ctx context.Context, subject string, at time.Time, before func() error) (added, keys int64, err error) {
+// in one durable transaction; before it commits, it calls before with the
+// transaction and whether the tombstone is new (the count, the journal).
+// It returns whether the tombstone is new and how many key versions it
+// deleted.
+func (s *Store) forget(ctx context.Context, subject string, at time.Time, before func(tx *sql.Tx, added int64) error) (added, keys int64, err error) {
 	epoch, mac := keyproto.StateMAC(s.cfg.Keyring, s.tombstoneMessage(subject, at.Unix()))
 	tx, err := s.cfg.DB.BeginTx(ctx, nil)
 	if err != nil {
@@ -667,7 +678,7 @@ func (s *Store) forget(ctx context.Context, subject string, at time.Time, before
 		}
 	}
 	if before != nil {
-		if err := before(); err != nil {
+		if err := before(tx, added); err != nil {
 			return 0, 0, err
 		}
 	}

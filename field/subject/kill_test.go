@@ -1,0 +1,168 @@
+package subject
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/dbtest"
+	"github.com/wardlab/ward/journal"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/ledger"
+)
+
+// forgetChildEnv makes the test binary run TestForgetChild's loop.
+const forgetChildEnv = "WARD_FORGET_CHILD"
+
+// TestForgetKilled: a process forgets users one after another, with a
+// forget journal, and is killed with SIGKILL at a random moment, 15
+// times; after each kill the valid tombstones equal the ledger's count
+// (a forget is counted exactly once, whatever the crash point), every
+// tombstone's subject has no key left, every tombstoned subject is in the
+// journal, and the next process's retry of the forget it was in finishes
+// it, counting nothing twice.
+func TestForgetKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		ctx := context.Background()
+		dialect, _ := field.ParseDialect(d.Driver)
+		dir := t.TempDir()
+		mk := local.Generate()
+		kr, err := keyring.Create(ctx, filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := []string{d.Table(t, "ledger"), d.Table(t, "keys"), d.Table(t, "tombs"), d.Table(t, "sessions")}
+		cfg := Config{DB: d.DB, Dialect: dialect, Keyring: kr, Ledger: &ledger.Ledger{DB: d.DB, Dialect: dialect, Table: names[0]},
+			Namespace: "users", KeysTable: names[1], TombstonesTable: names[2], SessionsTable: names[3]}
+		s, err := Open(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const users = 400
+		if _, err := s.Provision(ctx, subjects(users)); err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.Ledger.Record(ctx, kr); err != nil {
+			t.Fatal(err)
+		}
+		jdir := filepath.Join(dir, "journal")
+		for kill := range 15 {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestForgetChild$")
+			cmd.Env = append(os.Environ(), forgetChildEnv+"=1", local.EnvVar+"="+mk.Encode(), "CHILD_DRIVER="+d.Driver, "CHILD_DSN="+d.DSN,
+				"CHILD_KEYRING="+kr.Path(), "CHILD_JOURNAL="+jdir, "CHILD_TABLES="+fmt.Sprint(names), "CHILD_USERS="+strconv.Itoa(users))
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Duration(20+rand.IntN(150)) * time.Millisecond)
+			cmd.Process.Kill()
+			cmd.Wait()
+			checkForgets(t, ctx, s, kr, jdir, kill)
+		}
+	})
+}
+
+func subjects(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprint("u", i)
+	}
+	return out
+}
+
+// checkForgets checks the invariants after a kill.
+func checkForgets(t *testing.T, ctx context.Context, s *Store, kr *keyring.Keyring, jdir string, kill int) {
+	t.Helper()
+	if err := kr.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	valid, counted, err := s.Audit(ctx)
+	if err != nil || uint64(valid) != counted {
+		t.Fatalf("after kill %d: %d valid tombstones, %d counted: %v", kill, valid, counted, err)
+	}
+	tombstoned, _, err := s.Tombstoned(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.cfg.Ledger.Verified(ctx, kr)
+	if err != nil {
+		t.Fatalf("after kill %d: %v", kill, err)
+	}
+	var r *journal.Records
+	if len(tombstoned) > 0 {
+		if r, err = journal.Read(kr, st.Database, jdir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holders, err := s.Subjects(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, h := range holders {
+		have[h] = true
+	}
+	for _, sub := range tombstoned {
+		if have[sub] {
+			t.Fatalf("after kill %d: %s has a tombstone and a key", kill, sub)
+		}
+		if _, ok := r.Forgotten("users", sub); !ok {
+			t.Fatalf("after kill %d: %s is forgotten but not journaled", kill, sub)
+		}
+	}
+	t.Logf("kill %d: %d forgotten, counted %d, journal %d (+%d torn)", kill, valid, counted, r.Count("users"), r.Invalid)
+}
+
+// TestForgetChild is the child of TestForgetKilled: it forgets the users
+// in order, the first again (a retry of a forget a kill may have cut),
+// until killed.
+func TestForgetChild(t *testing.T) {
+	if os.Getenv(forgetChildEnv) == "" {
+		t.Skip("run by TestForgetKilled")
+	}
+	ctx := context.Background()
+	db, err := sql.Open(os.Getenv("CHILD_DRIVER"), os.Getenv("CHILD_DSN"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialect, _ := field.ParseDialect(os.Getenv("CHILD_DRIVER"))
+	mk, err := local.Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := keyring.Load(ctx, os.Getenv("CHILD_KEYRING"), mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names [4]string
+	fmt.Sscanf(os.Getenv("CHILD_TABLES"), "[%s %s %s %s]", &names[0], &names[1], &names[2], &names[3])
+	names[3] = names[3][:len(names[3])-1]
+	j, err := journal.Open(os.Getenv("CHILD_JOURNAL"), kr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, Config{DB: db, Dialect: dialect, Keyring: kr, Ledger: &ledger.Ledger{DB: db, Dialect: dialect, Table: names[0]},
+		Namespace: "users", KeysTable: names[1], TombstonesTable: names[2], SessionsTable: names[3], Journal: j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, _ := strconv.Atoi(os.Getenv("CHILD_USERS"))
+	tombstoned, _, _ := s.Tombstoned(ctx)
+	for i := max(len(tombstoned)-1, 0); i < users; i++ {
+		if err := s.Forget(ctx, fmt.Sprint("u", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {} // wait for the kill
+}
