@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
@@ -56,6 +57,11 @@ type RecoveryPlan struct {
 	// before the values moved off it). Those values cannot open again;
 	// Recover refuses unless AcceptLoss.
 	Unopenable []Reference `json:"unopenable,omitempty"`
+	// JobLocks is how many job locks the database holds: those of jobs
+	// that ran against the copy it went back from (no job starts on a
+	// database its ledger refuses). The recovery releases them, so the
+	// jobs can be run again at once.
+	JobLocks int `json:"job_locks"`
 	// JournalFiles, JournalInvalid and JournalOther describe the journals
 	// read: files, records refused (torn or failing their MAC), and valid
 	// records of other databases.
@@ -152,6 +158,9 @@ func Recover(ctx context.Context, kr *keyring.Keyring, d Database, opts RecoverO
 		plan.Namespaces = append(plan.Namespaces, np)
 	}
 	plan.Recheck = recheck(in)
+	if plan.JobLocks, err = reseal.HeldLocks(ctx, d.DB); err != nil {
+		return Recovered{}, inDB(d.Name, err)
+	}
 	for _, id := range in.Behind.Retired {
 		refs, err := referencesIn(ctx, kr, d, in.State, id)
 		if err != nil {
@@ -180,7 +189,10 @@ func Recover(ctx context.Context, kr *keyring.Keyring, d Database, opts RecoverO
 		}
 		counters[subject.ForgetCounter(np.Namespace)] = uint64(np.tombstoned)
 	}
-	out.State, err = lg.Recover(ctx, kr, ledger.RecoverOptions{Counters: counters, Summary: summary(plan)})
+	if out.State, err = lg.Recover(ctx, kr, ledger.RecoverOptions{Counters: counters, Summary: summary(plan)}); err != nil {
+		return out, inDB(d.Name, err)
+	}
+	_, err = reseal.ReleaseLocks(ctx, d.DB)
 	return out, inDB(d.Name, err)
 }
 

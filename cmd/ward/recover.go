@@ -141,6 +141,9 @@ func (a *app) printPlan(name string, p lifecycle.RecoveryPlan) {
 		fmt.Fprintf(w, "  %s: the anchor counts %d forgets, the ledger %d; %d tombstones; %d journaled; %d to forget again; %d lost\n",
 			ns.Namespace, ns.Anchored, ns.Counted, ns.Tombstones, ns.Journaled, ns.Reapply, ns.Lost)
 	}
+	if p.JobLocks > 0 {
+		fmt.Fprintf(w, "  %d job locks from before (jobs that ran against the lost copy): released, so the jobs can run again\n", p.JobLocks)
+	}
 	for _, r := range p.Unopenable {
 		fmt.Fprintf(w, "  cannot open again: %s\n", r.What)
 	}

@@ -2,6 +2,7 @@ package reseal
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -121,4 +122,34 @@ func (l *jobLock) renew(ctx context.Context) error {
 func (l *jobLock) release() {
 	p := l.r.Dialect.Placeholder
 	l.r.DB.ExecContext(context.Background(), fmt.Sprintf(`DELETE FROM %s WHERE name = %s AND holder = %s`, LockTable, p(1), p(2)), l.name, l.holder)
+}
+
+// HeldLocks counts the job locks in db whose lease has not ended, read
+// without creating the table (none when it is missing).
+func HeldLocks(ctx context.Context, db *sql.DB) (int, error) {
+	var n int
+	err := db.QueryRowContext(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM %s WHERE expires >= %d`, LockTable, time.Now().UnixMilli())).Scan(&n)
+	if sqltable.Missing(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reseal: reading the job locks: %w", err)
+	}
+	return n, nil
+}
+
+// ReleaseLocks deletes every job lock in db: for a recovery after the
+// database went back in time, when the locks it holds are those of jobs
+// that ran against the lost copy (ward's jobs — the CLI's, package
+// lifecycle's — check the ledger before they take a lock, and the ledger
+// refuses the database until the recovery ends).
+func ReleaseLocks(ctx context.Context, db *sql.DB) (int64, error) {
+	res, err := db.ExecContext(ctx, `DELETE FROM `+LockTable)
+	if sqltable.Missing(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reseal: releasing the job locks: %w", err)
+	}
+	return res.RowsAffected()
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/kms/kmsurl"
 	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/ledger"
 )
 
 func main() {
@@ -205,6 +206,10 @@ func (o *options) open(ctx context.Context) (*chat.Service, error) {
 		return nil, &hinted{err, "create the keyring with 'ward-chat init', or check --keyring"}
 	case errors.Is(err, chat.ErrNoDatabase):
 		return nil, &hinted{err, "create the database with 'ward-chat init', or check --db: nothing was created"}
+	case errors.Is(err, ledger.ErrReplayed):
+		return nil, &hinted{err, "the database went back in time: a failover that lost its last commits or a restore (run 'ward ledger recover --db URL --forget-journal DIR', docs/OPERATIONS.md), or a database writer's rollback (find out who; the same command recovers)"}
+	case errors.Is(err, ledger.ErrStandby):
+		return nil, &hinted{err, "point --db at the primary"}
 	case errors.Is(err, keyring.ErrRollback), errors.Is(err, keyring.ErrWrongKeyring), errors.Is(err, keyring.ErrUnknownKey):
 		return nil, &hinted{err, "the keyring file does not match what the database holds: use the current copy of its keyring"}
 	}
