@@ -63,6 +63,8 @@ type snapshot struct {
 	generation uint64            // incremented by every saved change
 	stateKeys  []stateKey        // by epoch, oldest first; see anchor.go
 	anchors    map[string]Anchor // by database ID; see anchor.go
+	removed    []KeyID           // keys removed for good; see retained.go
+	retained   []retained        // derivations kept for removed keys
 }
 
 // New creates a keyring that lives in memory only, with one fresh primary
@@ -207,6 +209,7 @@ func (kr *Keyring) Remove(ctx context.Context, id KeyID) error {
 		}
 		next.keys = slices.DeleteFunc(next.keys, func(x *key) bool { return x.ID == id })
 		delete(next.byID, id)
+		next.removed = append(slices.Clip(next.removed), id)
 		return nil
 	})
 }
@@ -242,7 +245,7 @@ func (s *snapshot) add(alg Algorithm, st State, created time.Time) (KeyID, error
 	material := make([]byte, alg.KeySize())
 	rand.Read(material)
 	var id KeyID
-	for id == 0 || s.byID[id] != nil {
+	for id == 0 || s.byID[id] != nil || slices.Contains(s.removed, id) { // a removed key's ID is never reused
 		var b [4]byte
 		rand.Read(b[:])
 		id = KeyID(binary.BigEndian.Uint32(b[:]))
@@ -291,7 +294,7 @@ func (s *snapshot) setState(id KeyID, st State) error {
 
 func (s *snapshot) clone() *snapshot {
 	n := &snapshot{keys: slices.Clone(s.keys), byID: make(map[KeyID]*key, len(s.byID)+1), primary: s.primary, generation: s.generation,
-		stateKeys: slices.Clip(s.stateKeys), anchors: maps.Clone(s.anchors)}
+		stateKeys: slices.Clip(s.stateKeys), anchors: maps.Clone(s.anchors), removed: slices.Clip(s.removed), retained: slices.Clip(s.retained)}
 	if n.anchors == nil {
 		n.anchors = map[string]Anchor{}
 	}
@@ -316,12 +319,13 @@ func (kr *Keyring) Derive(purpose string, length int) ([]byte, error) {
 // uses it for peppers). Disabled keys return [ErrKeyDisabled]. The result
 // is secret.
 func (kr *Keyring) DeriveFromKey(id KeyID, purpose string, length int) ([]byte, error) {
-	k, ok := kr.load().byID[id]
+	s := kr.load()
+	k, ok := s.byID[id]
 	if !ok {
-		return nil, &KeyError{ID: id, Err: ErrUnknownKey}
+		return s.retainedFor(id, purpose, length)
 	}
 	if k.State == Disabled {
 		return nil, &KeyError{ID: id, Err: ErrKeyDisabled}
 	}
-	return hkdf.Key(sha256.New, k.material, nil, "ward keyring key-derive v1\x00"+purpose, length)
+	return derive(k.material, purpose, length)
 }

@@ -52,6 +52,10 @@ type payload struct {
 	// before them.
 	StateKeys []payloadStateKey `json:"state_keys,omitempty"`
 	Anchors   map[string]Anchor `json:"anchors,omitempty"`
+	// Removed and Retained: see retained.go. Absent in files written
+	// before them.
+	Removed  []uint32          `json:"removed,omitempty"`
+	Retained []payloadRetained `json:"retained,omitempty"`
 }
 
 type payloadStateKey struct {
@@ -85,6 +89,7 @@ func (kr *Keyring) marshal(ctx context.Context, s *snapshot, ks kms.KeyService) 
 	if len(s.anchors) > 0 {
 		p.Anchors = s.anchors
 	}
+	s.marshalRetained(&p)
 	plain, err := json.Marshal(p)
 	if err != nil {
 		return nil, fmt.Errorf("keyring: encoding: %w", err)
@@ -247,6 +252,9 @@ func fromPayload(p *payload) (*Keyring, error) {
 	}
 	if s.primary == nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptKeyring, ErrNoPrimary)
+	}
+	if err := s.loadRetained(p); err != nil {
+		return nil, err
 	}
 	kr.snap.Store(s)
 	return kr, nil

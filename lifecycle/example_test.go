@@ -47,8 +47,9 @@ func ExampleRotate() {
 		log.Fatal(err)
 	}
 	fmt.Println("re-sealed:", r.Columns[0].Stats.Reencrypted)
-	fmt.Println("retire:", lifecycle.Retire(ctx, kr, []lifecycle.Database{app}, old))
+	kept, err := lifecycle.Retire(ctx, kr, []lifecycle.Database{app}, old)
+	fmt.Println("retire:", len(kept), err)
 	// Output:
 	// re-sealed: 1
-	// retire: <nil>
+	// retire: 0 <nil>
 }

@@ -122,7 +122,7 @@ func TestRotateAndRetire(t *testing.T) {
 			t.Fatalf("rotate: %+v %v", r, err)
 		}
 		var refs *lifecycle.ReferencedError
-		if err := lifecycle.Retire(ctx, a.kr, []lifecycle.Database{a.db}, old); !errors.As(err, &refs) || len(refs.References) != 1 {
+		if _, err := lifecycle.Retire(ctx, a.kr, []lifecycle.Database{a.db}, old); !errors.As(err, &refs) || len(refs.References) != 1 {
 			t.Fatalf("retire with 30 values under the key: %v", err)
 		}
 		if got := a.keysOf(t); got[old] != 30 {
@@ -140,13 +140,13 @@ func TestRotateAndRetire(t *testing.T) {
 		if fmt.Sprint(steps) != want {
 			t.Fatalf("steps %v, want %s", steps, want)
 		}
-		if err := lifecycle.Retire(ctx, a.kr, []lifecycle.Database{a.db}, old); err != nil {
+		if _, err := lifecycle.Retire(ctx, a.kr, []lifecycle.Database{a.db}, old); err != nil {
 			t.Fatalf("retire: %v", err)
 		}
 		if _, ok := a.kr.Lookup(old); ok {
 			t.Fatal("the retired key is still in the keyring")
 		}
-		if err := lifecycle.Retire(ctx, a.kr, []lifecycle.Database{a.db}, a.kr.Primary().ID); !errors.Is(err, lifecycle.ErrPrimary) {
+		if _, err := lifecycle.Retire(ctx, a.kr, []lifecycle.Database{a.db}, a.kr.Primary().ID); !errors.Is(err, lifecycle.ErrPrimary) {
 			t.Fatalf("retiring the primary: %v", err)
 		}
 	})

@@ -86,7 +86,7 @@ func TestRecoverRollback(t *testing.T) {
 		snap := takeSnapshot(t, d, a.db.Ledger.Table, subject.DefaultKeysTable, subject.DefaultTombstonesTable, subject.DefaultSessionsTable, a.col.Table())
 
 		// The part the database loses: a retire, four forgets.
-		if err := lifecycle.Retire(ctx, a.kr, []lifecycle.Database{a.db}, old); err != nil {
+		if _, err := lifecycle.Retire(ctx, a.kr, []lifecycle.Database{a.db}, old); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := users.SealingKey("u6"); err != nil {

@@ -18,6 +18,11 @@ type Reference struct {
 	// What says where, in words ("12 values in notes.body are sealed
 	// under it").
 	What string
+	// Kept is true for a reference that keeps working after the key is
+	// retired: password hashes peppered with it (their pepper key, a
+	// one-way derivation, is kept; password.PepperPurpose). It does not
+	// hold a retirement back.
+	Kept bool
 }
 
 // ReferencedError is Retire's refusal: the key is still referenced, and
@@ -35,42 +40,51 @@ func (e *ReferencedError) Error() string {
 var ErrPrimary = errors.New("lifecycle: the primary key cannot be retired: rotate first")
 
 // Retire removes key id from kr for good, once nothing in any of dbs
-// references it: no value of a column a ledger records is sealed under it,
-// no password hash of a recorded password-hash column is peppered with
-// it, and no subject key is wrapped under it. Otherwise it returns a
-// *ReferencedError naming each place and changes nothing. It records the
-// key as retired in every ledger, then removes its material from the
-// keyring file. Every database the keyring serves must be given.
-func Retire(ctx context.Context, kr *keyring.Keyring, dbs []Database, id keyring.KeyID) error {
+// needs its material: no value of a column a ledger records is sealed
+// under it and no subject key is wrapped under it. Otherwise it returns a
+// *ReferencedError naming each place and changes nothing. Password hashes
+// peppered with it do not hold it back: retiring keeps the key's pepper
+// key (HKDF output, which opens no value and unwraps no subject key), so
+// they keep verifying, and users who never log in again do not keep a key
+// alive; Retire returns those references (Kept). It records the key as
+// retired in every ledger, then removes its material from the keyring
+// file. Every database the keyring serves must be given.
+func Retire(ctx context.Context, kr *keyring.Keyring, dbs []Database, id keyring.KeyID) (kept []Reference, err error) {
 	if _, ok := kr.Lookup(id); !ok {
-		return &keyring.KeyError{ID: id, Err: keyring.ErrUnknownKey}
+		return nil, &keyring.KeyError{ID: id, Err: keyring.ErrUnknownKey}
 	}
 	if kr.Primary().ID == id {
-		return ErrPrimary
+		return nil, ErrPrimary
 	}
 	if err := check(ctx, kr, dbs); err != nil {
-		return err
+		return nil, err
 	}
 	var refs []Reference
 	for _, d := range dbs {
 		found, err := References(ctx, kr, d, id)
 		if err != nil {
-			return inDB(d.Name, err)
+			return nil, inDB(d.Name, err)
 		}
-		refs = append(refs, found...)
+		for _, r := range found {
+			if r.Kept {
+				kept = append(kept, r)
+			} else {
+				refs = append(refs, r)
+			}
+		}
 	}
 	if len(refs) > 0 {
-		return &ReferencedError{ID: id, References: refs}
+		return nil, &ReferencedError{ID: id, References: refs}
 	}
 	for _, d := range dbs {
 		if err := d.ledger().Retire(ctx, kr, id); err != nil {
-			return inDB(d.Name, fmt.Errorf("recording the retirement: %w", err))
+			return nil, inDB(d.Name, fmt.Errorf("recording the retirement: %w", err))
 		}
 	}
-	if err := kr.Remove(ctx, id); err != nil {
-		return fmt.Errorf("lifecycle: removing %v from the keyring: %w", id, err)
+	if err := kr.RemoveKeeping(ctx, id, password.PepperPurpose); err != nil {
+		return nil, fmt.Errorf("lifecycle: removing %v from the keyring: %w", id, err)
 	}
-	return nil
+	return kept, nil
 }
 
 // References lists what in d still uses keyring key id: values of
@@ -99,6 +113,7 @@ func referencesIn(ctx context.Context, kr *keyring.Keyring, d Database, st *ledg
 			switch {
 			case n > 0 && c.Kind == ledger.KindPasswordHash:
 				add("%d password hashes in %s.%s are peppered with it", n, c.Table, c.Column)
+				out[len(out)-1].Kept = true
 			case n > 0:
 				add("%d values in %s.%s are sealed under it", n, c.Table, c.Column)
 			}

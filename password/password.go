@@ -279,8 +279,14 @@ func (h *Hasher) VerifyAndUpgrade(ctx context.Context, password []byte, encoded 
 
 // pepper returns base64(HMAC-SHA-256(K, password)) with K derived from the
 // keyring key id. The base64 keeps the input printable for every scheme.
+// PepperPurpose names the derivation of a keyring key that peppers
+// passwords (keyring.Keyring.DeriveFromKey): retiring a key keeps it
+// (keyring.Keyring.RemoveKeeping, lifecycle.Retire), so that hashes
+// peppered with the key keep verifying while its material is gone.
+const PepperPurpose = "password-pepper"
+
 func (h *Hasher) pepper(id keyring.KeyID, pw []byte) ([]byte, error) {
-	k, err := h.policy.Pepper.DeriveFromKey(id, "password-pepper", 32)
+	k, err := h.policy.Pepper.DeriveFromKey(id, PepperPurpose, 32)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPepper, err)
 	}

@@ -25,12 +25,15 @@ func (a *app) newKeyringRetireCmd() *cobra.Command {
 		Use:   "retire KEY-ID --db URL... [--replica URL...]",
 		Short: "Remove a key from the keyring for good, once nothing references it",
 		Long: `Retire a key: check every database given with --db — each column its ledger
-records (values under the key), each password-hash column it records
-(hashes peppered with the key) and every subject key (wrapped under the
-key) — and refuse while anything still references it, naming what and how
-to move it ('ward keyring rotate --db', 'ward reseal', 'ward subject
-rewrap', users logging in). Then record the key as retired in every ledger
-and remove its material from the keyring file. Values and subject keys in
+records (values under the key) and every subject key (wrapped under the
+key) — and refuse while anything still uses its material, naming what and
+how to move it ('ward keyring rotate --db', 'ward reseal', 'ward subject
+rewrap'). Password hashes peppered with the key do not hold it back: its
+pepper key (a one-way derivation, which opens no value and unwraps no
+subject key) is kept in the keyring file, so they keep verifying, and
+users who never log in again do not keep the key alive. Then record the
+key as retired in every ledger and remove its material from the keyring
+file. Values and subject keys in
 database backups taken before and still under the key no longer open with
 this keyring file; copies of the keyring file saved before still hold the
 key: destroy them (SECURITY.md).
@@ -61,7 +64,7 @@ refuses if one has not.`,
 			if err := a.awaitReplicas(ctx, ls, replicas, wait); err != nil {
 				return err
 			}
-			err = lifecycle.Retire(ctx, kr, ls.databases(), id)
+			kept, err := lifecycle.Retire(ctx, kr, ls.databases(), id)
 			var refs *lifecycle.ReferencedError
 			switch {
 			case errors.Is(err, keyring.ErrUnknownKey):
@@ -72,9 +75,12 @@ refuses if one has not.`,
 				for _, r := range refs.References {
 					fmt.Fprintln(a.stderr, "ward: "+r.DB+": "+r.What)
 				}
-				return cli.Failed(err, "move them first: 'ward reseal' for columns, 'ward subject rewrap' for subject keys; password hashes move when their users log in")
+				return cli.Failed(err, "move them first: 'ward reseal' for columns, 'ward subject rewrap' for subject keys")
 			case err != nil:
 				return saveError(err)
+			}
+			for _, r := range kept {
+				fmt.Fprintf(a.stdout, "%s: %s: they keep verifying (the key's pepper key is kept; its material is gone) and move to the current pepper at their users' next log-in\n", r.DB, r.What)
 			}
 			fmt.Fprintf(a.stdout, "key %v retired: removed from %s and recorded in %d ledgers; copies of the keyring file saved before still hold it — destroy them\n", id, kr.Path(), len(ls.l))
 			return nil

@@ -295,7 +295,7 @@ func Run(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring, 
 	step(8, fmt.Sprintf("rotate across the fleet (lifecycle.Rotate, as ward keyring rotate --db): %d re-encrypted under %v", r.Columns[0].Stats.Reencrypted, kr.Primary().ID))
 	// Nothing references the old key any more: retire it, so that a
 	// backup's values under it no longer open with this keyring.
-	if err := lifecycle.Retire(ctx, kr, dbs, r.Old); err != nil {
+	if _, err := lifecycle.Retire(ctx, kr, dbs, r.Old); err != nil {
 		return err
 	}
 	step(9, fmt.Sprintf("retire the old key (lifecycle.Retire, as ward keyring retire): %v removed from the keyring", r.Old))
