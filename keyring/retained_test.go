@@ -3,7 +3,11 @@ package keyring
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"flag"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -68,4 +72,76 @@ func mustLoad(t *testing.T, path string, mk *local.MasterKey) *Keyring {
 		t.Fatal(err)
 	}
 	return kr
+}
+
+var updateRetained = flag.Bool("update-retained", false, "write testdata/retained-v1.json (only when the fields it shows are added)")
+
+// retainedGolden is a keyring file with a removed key, its kept pepper
+// derivation and an anchor with counters and columns, and what reading it
+// must give.
+type retainedGolden struct {
+	Comment   string          `json:"comment"`
+	MasterKey string          `json:"master_key"`
+	Keyring   json.RawMessage `json:"keyring"`
+	Removed   uint32          `json:"removed"`
+	Pepper    string          `json:"pepper_hex"`
+	Database  string          `json:"database"`
+	Anchor    Anchor          `json:"anchor"`
+}
+
+// TestGoldenRetained reads testdata/retained-v1.json: the removed key is
+// listed, its kept derivation is the recorded bytes, its material is gone,
+// and the anchor carries its counters and columns.
+func TestGoldenRetained(t *testing.T) {
+	ctx := context.Background()
+	const path = "testdata/retained-v1.json"
+	if *updateRetained {
+		mk := local.Generate()
+		kr, _ := New(AES256GCM)
+		old := kr.Primary().ID
+		pepper, _ := kr.DeriveFromKey(old, "password-pepper", 32)
+		kr.Rotate(ctx, AES256GCM)
+		if err := kr.RemoveKeeping(ctx, old, "password-pepper"); err != nil {
+			t.Fatal(err)
+		}
+		a := Anchor{Counter: 7, Epoch: kr.stateEpoch(), Marks: []string{"m"}, Counters: map[string]uint64{"subject.forgotten:users": 3}, Columns: []string{"notes.body"}}
+		if err := kr.saveAnchor(ctx, "db-0123456789abcdef", a); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := kr.Marshal(ctx, mk)
+		g := retainedGolden{Comment: "a keyring file (v2) with a removed key, its kept pepper derivation, and an anchor with counters and columns; written once with -update-retained",
+			MasterKey: mk.Encode(), Keyring: data, Removed: uint32(old), Pepper: hex.EncodeToString(pepper), Database: "db-0123456789abcdef", Anchor: a}
+		b, _ := json.MarshalIndent(g, "", "  ")
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g retainedGolden
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	mk, err := local.Parse(g.MasterKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := Unmarshal(ctx, g.Keyring, mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := KeyID(g.Removed)
+	got, err := kr.DeriveFromKey(id, "password-pepper", 32)
+	if err != nil || hex.EncodeToString(got) != g.Pepper {
+		t.Fatalf("the kept pepper: %x %v", got, err)
+	}
+	if _, ok := kr.Lookup(id); ok || len(kr.Removed()) != 1 || kr.Removed()[0] != id {
+		t.Fatalf("removed: %v", kr.Removed())
+	}
+	a, ok := kr.anchorOf(g.Database)
+	if !ok || !a.equal(g.Anchor) {
+		t.Fatalf("anchor %+v, want %+v", a, g.Anchor)
+	}
 }
