@@ -151,6 +151,9 @@ func (j *Journal) create() error {
 	var b [12]byte
 	rand.Read(b[:])
 	name := filepath.Join(j.dir, "forgets-"+hex.EncodeToString(b[:])+Ext)
+	if err := os.MkdirAll(j.dir, 0o700); err != nil { // a folder removed since Open
+		return fmt.Errorf("journal: %w", err)
+	}
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)

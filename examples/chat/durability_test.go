@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -78,5 +79,60 @@ func TestForgetJournal(t *testing.T) {
 		if _, ok := r.Forgotten(subjectNamespace, fmt.Sprint(uid)); !ok || r.Count(subjectNamespace) != 1 {
 			t.Fatalf("the journal does not record the deletion: %+v", r)
 		}
+	})
+}
+
+// TestAccountDeletionAtomic: a deletion that fails after the forget's
+// statements (here: the forget journal cannot be written) leaves the
+// account whole — it logs in and reads its messages — and a retry
+// deletes it; an account left behind by a deletion that crashed between
+// the forget and the account row (as earlier releases could) is deleted
+// by the sweep, and its address can sign up again.
+func TestAccountDeletionAtomic(t *testing.T) {
+	forEachURL(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		jdir := filepath.Join(dir, "forgets")
+		ta := newTestApp(t, Config{DB: url, KeyringPath: filepath.Join(dir, "kr.json"), KeyService: local.Generate(), Limits: testLimits, ForgetJournal: jdir})
+		alice := ta.client(t)
+		conv := alice.signup("alice@example.com")
+		if code := alice.do("POST", fmt.Sprintf("/api/conversations/%d/messages", conv.ID), map[string]string{"body": "hello"}, nil); code != 201 {
+			t.Fatalf("send: %d", code)
+		}
+		// The journal's folder is replaced by a file: its append fails.
+		if err := os.RemoveAll(jdir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(jdir, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ta.app.journal.Close() // drop its open file: the next forget creates one
+		if c := alice.do("POST", "/api/account/delete", map[string]string{"password": "correct horse"}, nil); c != 500 {
+			t.Fatalf("a deletion whose journal fails: %d", c)
+		}
+		if ms := alice.messages(conv.ID); len(ms) != 2 || ms[0].Body != "hello" {
+			t.Fatalf("after a failed deletion: %+v", ms)
+		}
+		os.Remove(jdir)
+		if c := alice.do("POST", "/api/account/delete", map[string]string{"password": "correct horse"}, nil); c != 200 {
+			t.Fatalf("the retried deletion: %d", c)
+		}
+
+		// A zombie, as a crash between forget and deletion left them.
+		bob := ta.client(t)
+		bob.signup("bob@example.com")
+		uid := userID(t, ta, "bob@example.com")
+		if err := ta.app.store.subjects.Forget(ctx, fmt.Sprint(uid)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ta.app.SweepSessions(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		ta.db.QueryRow(ta.app.store.q(`SELECT COUNT(*) FROM users WHERE id = ?`), uid).Scan(&n)
+		if n != 0 {
+			t.Fatal("the sweep left a forgotten user's account")
+		}
+		ta.client(t).signup("bob@example.com") // the address is free again
 	})
 }

@@ -311,9 +311,10 @@ func (s *server) changePassword(w http.ResponseWriter, r *http.Request, user int
 }
 
 // deleteAccount answers POST /api/account/delete {"password": "…"}: the
-// user's key is forgotten (an authenticated tombstone in the ledger's
-// state), then the account and its sessions are deleted; titles and
-// messages no longer open anywhere and are deleted by the sweep.
+// user's key is forgotten (an authenticated tombstone, counted in the
+// ledger) and the account and its sessions are deleted, in one
+// transaction; titles and messages no longer open anywhere and are
+// deleted by the sweep.
 func (s *server) deleteAccount(w http.ResponseWriter, r *http.Request, user int64) {
 	var in struct {
 		Password string `json:"password"`
@@ -327,43 +328,54 @@ func (s *server) deleteAccount(w http.ResponseWriter, r *http.Request, user int6
 		s.failPassword(w, err)
 		return
 	}
-	if err := s.store.subjects.Forget(r.Context(), subjectOf(user)); err != nil {
-		s.log.Error("forgetting a user failed", "user", user, "err", err)
+	if err := s.store.deleteAccount(r.Context(), user); err != nil {
+		s.log.Error("deleting an account failed", "user", user, "err", err)
 		fail(w, http.StatusInternalServerError, "could not delete the account")
 		return
-	}
-	if err := s.store.deleteUser(r.Context(), user); err != nil {
-		s.log.Error("deleting a forgotten user's rows", "user", user, "err", err)
 	}
 	s.origins.setSession(w, "", -1)
 	writeJSON(w, http.StatusOK, map[string]string{"status": "deleted"})
 }
 
-// deleteUser deletes an account and its sessions; the sweep deletes its
-// conversations and messages, which no longer open.
-func (s *store) deleteUser(ctx context.Context, user int64) error {
+// deleteAccount forgets the user and deletes the account, its sessions
+// and reset links in one transaction: a crash leaves either everything
+// or nothing done (no account whose key is gone, no deleted account whose
+// key stays); the sweep deletes its conversations and messages, which no
+// longer open.
+func (s *store) deleteAccount(ctx context.Context, user int64) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	_, done, err := s.subjects.ForgetIn(ctx, tx, subjectOf(user))
+	if err != nil {
+		return err
+	}
 	for _, q := range []string{`DELETE FROM sessions WHERE user_id = ?`, `DELETE FROM resets WHERE user_id = ?`, `DELETE FROM users WHERE id = ?`} {
 		if _, err := tx.ExecContext(ctx, s.q(q), user); err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	return done(ctx)
 }
 
-// sweepForgotten deletes the conversations and messages of up to limit
-// users whose keys were forgotten, per table. A user counts as forgotten
-// only on a tombstone that verifies: a row a database writer planted in
-// the tombstones table deletes nobody's history.
+// sweepForgotten deletes the rows of up to limit users whose keys were
+// forgotten, per table: conversations and messages, and an account row
+// with its sessions and reset links should one remain (an account deleted
+// by an earlier release that crashed between the forget and the
+// deletion). A user counts as forgotten only on a tombstone that
+// verifies: a row a database writer planted in the tombstones table
+// deletes nobody's history.
 func (s *store) sweepForgotten(ctx context.Context, limit int) (int64, error) {
 	var total int64
-	for _, t := range []string{"messages", "conversations"} {
-		rows, err := s.db.QueryContext(ctx, s.q(fmt.Sprintf(`SELECT DISTINCT CAST(user_id AS TEXT) FROM %s WHERE CAST(user_id AS TEXT) IN
-			(SELECT subject FROM %s WHERE namespace = ?) LIMIT ?`, t, subject.DefaultTombstonesTable)), subjectNamespace, limit)
+	for _, tc := range [][2]string{{"messages", "user_id"}, {"conversations", "user_id"}, {"sessions", "user_id"}, {"resets", "user_id"}, {"users", "id"}} {
+		t, c := tc[0], tc[1]
+		rows, err := s.db.QueryContext(ctx, s.q(fmt.Sprintf(`SELECT DISTINCT CAST(%s AS TEXT) FROM %s WHERE CAST(%s AS TEXT) IN
+			(SELECT subject FROM %s WHERE namespace = ?) LIMIT ?`, c, t, c, subject.DefaultTombstonesTable)), subjectNamespace, limit)
 		if err != nil {
 			return total, err
 		}
@@ -381,7 +393,7 @@ func (s *store) sweepForgotten(ctx context.Context, limit int) (int64, error) {
 			if ok, err := s.subjects.IsForgotten(ctx, u); err != nil || !ok {
 				continue // no tombstone that verifies: nothing to delete (Audit reports the bad one)
 			}
-			res, err := s.db.ExecContext(ctx, s.q(fmt.Sprintf(`DELETE FROM %s WHERE CAST(user_id AS TEXT) = ?`, t)), u)
+			res, err := s.db.ExecContext(ctx, s.q(fmt.Sprintf(`DELETE FROM %s WHERE CAST(%s AS TEXT) = ?`, t, c)), u)
 			if err != nil {
 				return total, err
 			}

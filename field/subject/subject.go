@@ -587,11 +587,36 @@ func (s *Store) Forget(ctx context.Context, subject string) error {
 // 0 for a subject that never had a key (its tombstone is written all the
 // same, so that no key is created for it later).
 func (s *Store) ForgetKeys(ctx context.Context, subject string) (int64, error) {
-	if err := checkSubject(subject); err != nil {
+	tx, err := s.cfg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	defer tx.Rollback()
+	keys, done, err := s.ForgetIn(ctx, tx, subject)
+	if err != nil {
 		return 0, err
 	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	return keys, done(ctx)
+}
+
+// ForgetIn is Forget within tx, the caller's transaction: deleting an
+// account forgets its user and deletes its rows in one transaction, so a
+// crash leaves neither a forgotten user with an account nor an account
+// deleted without the forget. The tombstone, the key deletion, the count
+// in the ledger and (before the commit) the journal record all happen in
+// tx. After tx commits, call done: it drops the subject from this
+// process's cache and brings the keyring file's anchor up to date. If tx
+// does not commit, nothing happened (a journal record may remain: a
+// recovery then forgets the subject, as was asked).
+func (s *Store) ForgetIn(ctx context.Context, tx *sql.Tx, subject string) (keys int64, done func(context.Context) error, err error) {
+	if err := checkSubject(subject); err != nil {
+		return 0, nil, err
+	}
 	if s.cfg.Ledger == nil {
-		return 0, errors.New("subject: Forget needs Config.Ledger")
+		return 0, nil, errors.New("subject: Forget needs Config.Ledger")
 	}
 	// Verify the ledger first: a forget under another database's keyring
 	// would write a tombstone nobody can verify.
@@ -602,12 +627,12 @@ func (s *Store) ForgetKeys(ctx context.Context, subject string) (int64, error) {
 		}
 	}
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	s.Purge(subject)
 	at := time.Now()
 	var anchor func(context.Context) error
-	_, keys, err := s.forget(ctx, subject, at, func(tx *sql.Tx, added int64) error {
+	_, keys, err = s.forget(ctx, tx, subject, at, func(added int64) error {
 		if added > 0 { // counted in the same transaction: never one without the other
 			var err error
 			if anchor, err = s.cfg.Ledger.CountTx(ctx, tx, s.cfg.Keyring, s.counterName(), 1); err != nil {
@@ -625,8 +650,14 @@ func (s *Store) ForgetKeys(ctx context.Context, subject string) (int64, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	return keys, func(ctx context.Context) error { return s.forgotNow(ctx, subject, anchor) }, nil
+}
+
+// forgotNow is what follows a forget's commit: the cache, the process's
+// list of subjects it forgot, and the anchor.
+func (s *Store) forgotNow(ctx context.Context, subject string, anchor func(context.Context) error) error {
 	s.Purge(subject) // a seal may have refilled it meanwhile
 	s.mu.Lock()
 	if len(s.forgotten) >= s.cfg.MaxEntries {
@@ -634,28 +665,23 @@ func (s *Store) ForgetKeys(ctx context.Context, subject string) (int64, error) {
 	}
 	s.forgotten[subject] = time.Now()
 	s.mu.Unlock()
-	if anchor != nil {
-		// A keyring file this process cannot write leaves the anchor
-		// behind; the next process that can brings it up to date.
-		if err := anchor(ctx); err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
-			return keys, fmt.Errorf("subject: %s/%s is forgotten and counted, but the keyring file's anchor was not updated: %w", s.cfg.Namespace, subject, err)
-		}
+	if anchor == nil {
+		return nil
 	}
-	return keys, nil
+	// A keyring file this process cannot write leaves the anchor behind;
+	// the next process that can brings it up to date.
+	if err := anchor(ctx); err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
+		return fmt.Errorf("subject: %s/%s is forgotten and counted, but the keyring file's anchor was not updated: %w", s.cfg.Namespace, subject, err)
+	}
+	return nil
 }
 
 // forget writes the tombstone and deletes the subject's keys and sessions
-// in one durable transaction; before it commits, it calls before with the
-// transaction and whether the tombstone is new (the count, the journal).
-// It returns whether the tombstone is new and how many key versions it
-// deleted.
-func (s *Store) forget(ctx context.Context, subject string, at time.Time, before func(tx *sql.Tx, added int64) error) (added, keys int64, err error) {
+// in tx, made durable; then it calls before with whether the tombstone is
+// new (the count, the journal). It returns whether the tombstone is new
+// and how many key versions it deleted.
+func (s *Store) forget(ctx context.Context, tx *sql.Tx, subject string, at time.Time, before func(added int64) error) (added, keys int64, err error) {
 	epoch, mac := keyproto.StateMAC(s.cfg.Keyring, s.tombstoneMessage(subject, at.Unix()))
-	tx, err := s.cfg.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, 0, fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
-	}
-	defer tx.Rollback()
 	if err := s.durable(ctx, tx); err != nil {
 		return 0, 0, err
 	}
@@ -678,12 +704,9 @@ func (s *Store) forget(ctx context.Context, subject string, at time.Time, before
 		}
 	}
 	if before != nil {
-		if err := before(tx, added); err != nil {
+		if err := before(added); err != nil {
 			return 0, 0, err
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, 0, fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
 	return added, keys, nil
 }
@@ -726,8 +749,19 @@ func (s *Store) Reapply(ctx context.Context, subject string, at time.Time) (adde
 		return false, 0, err
 	}
 	s.Purge(subject)
-	n, keys, err := s.forget(ctx, subject, at, nil)
-	return n > 0, keys, err
+	tx, err := s.cfg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return false, 0, fmt.Errorf("subject: forgetting %s/%s again: %w", s.cfg.Namespace, subject, err)
+	}
+	defer tx.Rollback()
+	n, keys, err := s.forget(ctx, tx, subject, at, nil)
+	if err == nil {
+		err = tx.Commit()
+	}
+	if err != nil {
+		return false, 0, fmt.Errorf("subject: forgetting %s/%s again: %w", s.cfg.Namespace, subject, err)
+	}
+	return n > 0, keys, nil
 }
 
 // Subjects lists the subjects of the namespace that hold a key or a
