@@ -62,15 +62,34 @@ func TestForgetKilled(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestForgetChild$")
 			cmd.Env = append(os.Environ(), forgetChildEnv+"=1", local.EnvVar+"="+mk.Encode(), "CHILD_DRIVER="+d.Driver, "CHILD_DSN="+d.DSN,
 				"CHILD_KEYRING="+kr.Path(), "CHILD_JOURNAL="+jdir, "CHILD_TABLES="+fmt.Sprint(names), "CHILD_USERS="+strconv.Itoa(users))
+			before := forgottenCount(t, s)
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(time.Duration(20+rand.IntN(150)) * time.Millisecond)
+			// Once the child has made progress (it may be slow to start on
+			// a busy machine), a random moment later.
+			for deadline := time.Now().Add(60 * time.Second); forgottenCount(t, s) == before; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatal("the child forgot nobody in 60 s")
+				}
+			}
+			time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
 			cmd.Process.Kill()
 			cmd.Wait()
 			checkForgets(t, ctx, s, kr, jdir, kill)
 		}
 	})
+}
+
+// forgottenCount counts the tombstones.
+func forgottenCount(t *testing.T, s *Store) int {
+	t.Helper()
+	valid, _, err := s.Tombstoned(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(valid)
 }
 
 func subjects(n int) []string {
@@ -99,11 +118,9 @@ func checkForgets(t *testing.T, ctx context.Context, s *Store, kr *keyring.Keyri
 	if err != nil {
 		t.Fatalf("after kill %d: %v", kill, err)
 	}
-	var r *journal.Records
-	if len(tombstoned) > 0 {
-		if r, err = journal.Read(kr, st.Database, jdir); err != nil {
-			t.Fatal(err)
-		}
+	r, err := journal.Read(kr, st.Database, jdir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	holders, err := s.Subjects(ctx)
 	if err != nil {
