@@ -193,7 +193,41 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 		}
 		return a.rechecked(cmd.Context(), kr, lg, o.table+"."+o.column)
 	}
+	if err := refuseMerges(cmd.Context(), db, dialect, job, o); err != nil {
+		return err
+	}
 	return a.runJob(cmd.Context(), kr, lg, job, o)
+}
+
+// refuseMerges refuses, before anything is written, a blind index whose
+// normalisation would merge values a unique index of the table keeps
+// apart (case folding on a case-sensitive UNIQUE e-mail column): the
+// migration would succeed, and a unique index on the blind index fail
+// later, or lookups find the wrong row.
+func refuseMerges(ctx context.Context, db *sql.DB, dialect field.Dialect, job *reseal.Job, o *rotateOptions) error {
+	if job.Index == nil {
+		return nil
+	}
+	uniq, err := sqltable.UniqueIndexes(ctx, db, dialect == field.Postgres, o.table)
+	if err != nil {
+		return err
+	}
+	var keeping []string
+	for _, u := range uniq {
+		if slices.Contains(u.Columns, o.column) || slices.Contains(u.Columns, o.index) {
+			keeping = append(keeping, u.Name)
+		}
+	}
+	if len(keeping) == 0 {
+		return nil
+	}
+	m, err := job.IndexMerges(ctx)
+	if err != nil || m.Groups == 0 {
+		return err
+	}
+	return cli.Failed(fmt.Errorf("--index-normalize %s would give %d groups of distinct values in %s.%s (%d rows) the same blind index, which unique index %s keeps apart; nothing was written",
+		o.indexNormalize, m.Groups, o.table, o.column, m.Rows, strings.Join(keeping, ", ")),
+		"use the normalisation the application's lookups use (nfc keeps them apart); to fold, merge or rename those rows first")
 }
 
 // rechecked takes a column that passed --check off the list a recovery

@@ -247,3 +247,41 @@ func TestMissing(t *testing.T) {
 		}
 	})
 }
+
+// TestUniqueIndexes: a UNIQUE column, a unique index over two columns and
+// the primary key are listed with their columns; a plain index is not.
+func TestUniqueIndexes(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		table := d.Table(t, "users")
+		for _, q := range []string{
+			fmt.Sprintf(`CREATE TABLE %s (id INTEGER PRIMARY KEY, email TEXT UNIQUE, a TEXT, b TEXT, c TEXT)`, table),
+			fmt.Sprintf(`CREATE UNIQUE INDEX %s_ab ON %s (a, b)`, table, table),
+			fmt.Sprintf(`CREATE INDEX %s_c ON %s (c)`, table, table),
+		} {
+			if _, err := d.DB.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := UniqueIndexes(context.Background(), d.DB, d.Name == "postgres", table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cols []string
+		for _, u := range got {
+			cols = append(cols, strings.Join(u.Columns, "+"))
+		}
+		want := map[string]bool{"email": true, "a+b": true}
+		n := 0
+		for _, c := range cols {
+			if c == "c" {
+				t.Fatalf("a plain index listed: %v", cols)
+			}
+			if want[c] {
+				n++
+			}
+		}
+		if n != 2 {
+			t.Fatalf("unique indexes of %s: %v", table, cols)
+		}
+	})
+}
