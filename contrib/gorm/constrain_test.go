@@ -31,11 +31,15 @@ func TestConstrainWithoutGuard(t *testing.T) {
 				t.Fatalf("a struct create: %v", err)
 			}
 			for what, write := range map[string]func() error{
-				"Update":         func() error { return db.Model(&n).Update("body", "plain").Error },
-				"Updates(map)":   func() error { return db.Model(&n).Updates(map[string]any{"body": "plain"}).Error },
-				"UpdateColumn":   func() error { return db.Model(&n).UpdateColumn("body", "plain").Error },
-				"Create(map)":    func() error { return db.Model(&Note{}).Create(map[string]any{"id": "n2", "user_id": 1, "body": "plain", "email": "x"}).Error },
-				"upsert":         func() error { return db.Clauses(clause.OnConflict{DoUpdates: clause.Assignments(map[string]any{"body": "plain"})}).Create(&Note{ID: "n1", UserID: 1, Body: "x", Email: "y"}).Error },
+				"Update":       func() error { return db.Model(&n).Update("body", "plain").Error },
+				"Updates(map)": func() error { return db.Model(&n).Updates(map[string]any{"body": "plain"}).Error },
+				"UpdateColumn": func() error { return db.Model(&n).UpdateColumn("body", "plain").Error },
+				"Create(map)": func() error {
+					return db.Model(&Note{}).Create(map[string]any{"id": "n2", "user_id": 1, "body": "plain", "email": "x"}).Error
+				},
+				"upsert": func() error {
+					return db.Clauses(clause.OnConflict{DoUpdates: clause.Assignments(map[string]any{"body": "plain"})}).Create(&Note{ID: "n1", UserID: 1, Body: "x", Email: "y"}).Error
+				},
 				"Table() update": func() error { return db.Table("notes").Where("id = ?", "n1").Update("email", "plain").Error },
 			} {
 				if err := write(); err == nil {
