@@ -1,0 +1,277 @@
+package subject
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/dbtest"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/ledger"
+)
+
+// faultChildEnv makes the test binary run TestFaultChild's loop.
+const faultChildEnv = "WARD_FAULT_CHILD"
+
+// faultUsers is how many subjects the fault loops work on.
+const faultUsers = 40
+
+// secretOf is a subject's key-bearing secret (old or new).
+func secretOf(sub, which string) []byte {
+	h := sha256.Sum256([]byte(which + "\x00" + sub))
+	return h[:]
+}
+
+// faultEnv is the database, keyring file and column the loops share with
+// their child processes.
+type faultEnv struct {
+	d      dbtest.DB
+	kr     *keyring.Keyring
+	mk     *local.MasterKey
+	tables []string // ledger, keys, tombstones, sessions, messages
+}
+
+func (f *faultEnv) config(db *sql.DB, kr *keyring.Keyring) Config {
+	dialect, _ := field.ParseDialect(f.d.Driver)
+	return Config{DB: db, Dialect: dialect, Keyring: kr, Ledger: &ledger.Ledger{DB: db, Dialect: dialect, Table: f.tables[0]},
+		Namespace: "users", KeysTable: f.tables[1], TombstonesTable: f.tables[2], SessionsTable: f.tables[3], TTL: time.Nanosecond}
+}
+
+func column(t testing.TB, kr *keyring.Keyring, s *Store, table string) *field.Column {
+	t.Helper()
+	c, err := field.NewColumn(kr, table, "body", field.Bind("user_id"), field.PerSubject(s, "user_id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestFaultLoops: going private, a password change, a re-wrap under a new
+// keyring key and a rotation of every subject's key are each run by a
+// child process killed with SIGKILL at random moments (10 kills each,
+// after progress); after every kill each subject's value opens — with the
+// secret its state says it holds (old or new, never neither), under
+// whichever keyring key wraps it — so nothing is lost and no operation is
+// left half done.
+func TestFaultLoops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		ctx := context.Background()
+		f := &faultEnv{d: d, mk: local.Generate()}
+		var err error
+		if f.kr, err = keyring.Create(ctx, filepath.Join(t.TempDir(), "kr.json"), f.mk, keyring.AES256GCM); err != nil {
+			t.Fatal(err)
+		}
+		f.tables = []string{d.Table(t, "ledger"), d.Table(t, "keys"), d.Table(t, "tombs"), d.Table(t, "sessions"), d.Table(t, "messages")}
+		if _, err := d.DB.Exec(fmt.Sprintf(`CREATE TABLE %s (id BIGINT PRIMARY KEY, user_id TEXT NOT NULL, body %s NOT NULL)`, f.tables[4], d.Blob)); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(ctx, f.config(d.DB, f.kr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := column(t, f.kr, s, f.tables[4])
+		dialect, _ := field.ParseDialect(d.Driver)
+		for i := range faultUsers {
+			sub := fmt.Sprint("u", i)
+			ct, err := col.SealString(field.RowInt(int64(i)).With(sub), "note of "+sub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.DB.Exec(dialect.Rebind(`INSERT INTO `+f.tables[4]+` VALUES (?, ?, ?)`), i, sub, ct); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, op := range []string{"private", "change", "rewrap", "rotate"} {
+			if op == "rewrap" { // a new keyring key to re-wrap under
+				if _, err := f.kr.Rotate(ctx, keyring.AES256GCM); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.loop(t, op, 10)
+		}
+	})
+}
+
+// loop runs op in children killed kills times, checking after each.
+func (f *faultEnv) loop(t *testing.T, op string, kills int) {
+	t.Helper()
+	progress := filepath.Join(t.TempDir(), op+".progress")
+	for kill := range kills {
+		os.Remove(progress)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFaultChild$")
+		cmd.Env = append(os.Environ(), faultChildEnv+"="+op, local.EnvVar+"="+f.mk.Encode(), "CHILD_DRIVER="+f.d.Driver, "CHILD_DSN="+f.d.DSN,
+			"CHILD_KEYRING="+f.kr.Path(), "CHILD_TABLES="+strings.Join(f.tables, ","), "CHILD_PROGRESS="+progress)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(progress); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("%s: the child made no progress in 60 s: %s", op, out.String())
+			}
+		}
+		time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond)
+		cmd.Process.Kill()
+		cmd.Wait()
+		f.check(t, op, kill)
+	}
+	// Then to the end, and every value still opens.
+	ctx := context.Background()
+	s, err := Open(ctx, f.config(f.d.DB, f.kr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runFaultOp(ctx, s, f.d.DB, op, func() {}); err != nil {
+		t.Fatalf("%s, finishing: %v", op, err)
+	}
+	f.check(t, op, kills)
+	if op == "rewrap" { // nothing left under the older keyring key
+		c, err := s.Census(ctx)
+		if err != nil || len(c.ByKey) != 1 || c.ByKey[f.kr.Primary().ID] != faultUsers/2 {
+			t.Fatalf("after the re-wrap: %+v %v", c, err)
+		}
+	}
+}
+
+// check opens every subject's value as its state says it must open.
+func (f *faultEnv) check(t *testing.T, op string, kill int) {
+	t.Helper()
+	ctx := context.Background()
+	if err := f.kr.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, f.config(f.d.DB, f.kr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := column(t, f.kr, s, f.tables[4])
+	dialect, _ := field.ParseDialect(f.d.Driver)
+	for i := range faultUsers {
+		sub := fmt.Sprint("u", i)
+		var ct field.Ciphertext
+		if err := f.d.DB.QueryRow(dialect.Rebind(`SELECT body FROM `+f.tables[4]+` WHERE id = ?`), i).Scan(&ct); err != nil {
+			t.Fatal(err)
+		}
+		c := col
+		if private, err := s.Private(ctx, sub); err != nil {
+			t.Fatal(err)
+		} else if private {
+			u, err := s.Unlock(ctx, sub, secretOf(sub, "old"))
+			if errors.Is(err, ErrWrongSecret) {
+				u, err = s.Unlock(ctx, sub, secretOf(sub, "new"))
+			}
+			if err != nil {
+				t.Fatalf("%s, kill %d: %s unlocks with neither secret: %v", op, kill, sub, err)
+			}
+			c = col.WithKeys(u)
+		}
+		if got, err := c.OpenString(field.RowInt(int64(i)).With(sub), ct); err != nil || got != "note of "+sub {
+			t.Fatalf("%s, kill %d: %s's value: %q %v", op, kill, sub, got, err)
+		}
+	}
+}
+
+// TestFaultChild is the child of TestFaultLoops: it runs one operation
+// over every subject, writing the progress file after its first step,
+// until done; then it waits for the kill.
+func TestFaultChild(t *testing.T) {
+	op := os.Getenv(faultChildEnv)
+	if op == "" {
+		t.Skip("run by TestFaultLoops")
+	}
+	ctx := context.Background()
+	db, err := sql.Open(os.Getenv("CHILD_DRIVER"), os.Getenv("CHILD_DSN"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, err := local.Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := keyring.Load(ctx, os.Getenv("CHILD_KEYRING"), mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &faultEnv{d: dbtest.DB{Driver: os.Getenv("CHILD_DRIVER")}, tables: strings.Split(os.Getenv("CHILD_TABLES"), ",")}
+	s, err := Open(ctx, f.config(db, kr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	progressed := func() { os.WriteFile(os.Getenv("CHILD_PROGRESS"), []byte(strconv.Itoa(os.Getpid())), 0o600) }
+	if err := runFaultOp(ctx, s, db, op, progressed); err != nil {
+		t.Fatal(err)
+	}
+	progressed()
+	select {}
+}
+
+// runFaultOp runs one operation over every subject (each step idempotent,
+// so a child after a kill continues).
+func runFaultOp(ctx context.Context, s *Store, db *sql.DB, op string, progressed func()) error {
+	switch op {
+	case "rewrap":
+		_, err := s.Rewrap(ctx, RewrapOptions{Batch: 3, Progress: func(RewrapStats) { progressed() }})
+		return err
+	case "rotate":
+		_, err := s.RotateAll(ctx)
+		return err
+	}
+	for i := range faultUsers {
+		sub := fmt.Sprint("u", i)
+		var err error
+		switch op {
+		case "private": // the even subjects; the odd ones stay keyring-wrapped
+			if private, perr := s.Private(ctx, sub); i%2 == 1 || perr != nil || private {
+				err = perr
+				break
+			}
+			_, _, err = s.MakePrivate(ctx, sub, secretOf(sub, "old"), PrivateOptions{})
+		case "change":
+			if i%2 == 0 {
+				err = changeSecret(ctx, s, db, sub)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", op, sub, err)
+		}
+		progressed()
+	}
+	return nil
+}
+
+// changeSecret moves a private subject from its old secret to its new
+// one, in a transaction as a password change stores its new hash.
+func changeSecret(ctx context.Context, s *Store, db *sql.DB, sub string) error {
+	if _, err := s.Unlock(ctx, sub, secretOf(sub, "new")); err == nil {
+		return nil // done before a kill
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := s.ChangeSecret(ctx, tx, sub, secretOf(sub, "old"), secretOf(sub, "new")); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
