@@ -15,6 +15,7 @@ import (
 	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
+	"github.com/wardlab/ward/replication"
 )
 
 // ledgers are the keyring ledgers of the databases a command was given
@@ -130,6 +131,9 @@ type ledgerReport struct {
 	Ledger *ledger.State   `json:"ledger"`
 	Anchor *keyring.Anchor `json:"anchor,omitempty"`
 	Check  string          `json:"check,omitempty"`
+	// Durability says what the database's replication gives ward's
+	// promises (package replication), as a service says it at start.
+	Durability string `json:"durability,omitempty"`
 }
 
 func (a *app) newLedgerCmd() *cobra.Command {
@@ -165,7 +169,7 @@ database accepts it. Exit 1 if a database refuses the keyring.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&dbs, "db", nil, "a database (repeatable)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{db, ledger: {database, keyring, keys: [{id, state}], generation, counter, epoch, marks}, anchor: {counter, epoch, marks}, check}]")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{db, ledger: {database, keyring, keys: [{id, state}], generation, counter, epoch, marks, columns, counters, recheck, recoveries}, anchor: {counter, epoch, marks, counters, columns}, check, durability}]")
 	cmd.AddCommand(a.newLedgerAdoptCmd(), a.newLedgerRecoverCmd())
 	return cmd
 }
@@ -195,6 +199,9 @@ func (a *app) ledgerReports(cmd *cobra.Command, dbs []string) (out []ledgerRepor
 			if a, ok := keyproto.Anchor(kr, st.Database); ok {
 				r.Anchor = &a
 			}
+		}
+		if rep, err := replication.Inspect(cmd.Context(), ls.dbs[i], l.Dialect); err == nil {
+			r.Durability, _ = rep.Summary(false)
 		}
 		if kr != nil {
 			r.Check = "accepts " + kr.ID()
@@ -232,6 +239,9 @@ func (a *app) printLedgers(out []ledgerReport) {
 		}
 		if r.Check != "" {
 			fmt.Fprintf(a.stdout, "  %s\n", r.Check)
+		}
+		if r.Durability != "" {
+			fmt.Fprintf(a.stdout, "  durability: %s\n", r.Durability)
 		}
 	}
 }

@@ -87,7 +87,7 @@ func TestLedgerRecoverCommand(t *testing.T) {
 			t.Fatalf("%s after the recovery: %v %v", u, gone, err)
 		}
 	}
-	if code, out, e := c.run("ledger", "--db", url); code != 0 || !strings.Contains(out, "msgs.body may hold older values since a recovery") || !strings.Contains(out, "recovered ") {
+	if code, out, e := c.run("ledger", "--db", url); code != 0 || !strings.Contains(out, "msgs.body may hold older values since a recovery") || !strings.Contains(out, "recovered ") || !strings.Contains(out, "durability: SQLite: no replication") {
 		t.Fatalf("ledger after the recovery: %d %q %q", code, out, e)
 	}
 	if code, _, e := c.run("reseal", "--db", url, "--table", "msgs", "--column", "body", "--text", "--key", "id", "--bind", "user_id", "--check"); code != 0 || !strings.Contains(e, "taken off the ledger's list") {
