@@ -44,8 +44,12 @@ import (
 // Ext is the extension of a journal file.
 const Ext = ".wfj"
 
-// version opens every record.
-const version = "ward-forget-v1"
+// version opens every forget record; privateVersion every record of a
+// subject going private.
+const (
+	version        = "ward-forget-v1"
+	privateVersion = "ward-private-v1"
+)
 
 // maxLine bounds a record's line when reading: a longer one is a
 // writer's, and is counted invalid without being kept.
@@ -64,6 +68,11 @@ type Entry struct {
 	Namespace, Subject string
 	// At is when (default now).
 	At time.Time
+	// Private records that the subject went private (its keys held by the
+	// user only) instead of a forget: a store then never creates a
+	// keyring-wrapped key for it, whatever the database says
+	// (field/subject).
+	Private bool
 }
 
 // Journal appends a process's forgets to a file of its own in a folder.
@@ -75,6 +84,8 @@ type Journal struct {
 	mu   sync.Mutex
 	f    *os.File
 	name string
+
+	live live // what Private reads
 }
 
 // keys derives the journal's hash and MAC keys from the keyring's root,
@@ -202,7 +213,11 @@ func subjectHash(key []byte, namespace, subject string) []byte {
 // record is an entry's line: version, database, namespace (hex),
 // subject hash (hex), Unix time, MAC (hex) over all before it.
 func (j *Journal) record(e Entry) []byte {
-	body := fmt.Sprintf("%s %s %s %s %d", version, e.Database, hex.EncodeToString([]byte(e.Namespace)),
+	tag := version
+	if e.Private {
+		tag = privateVersion
+	}
+	body := fmt.Sprintf("%s %s %s %s %d", tag, e.Database, hex.EncodeToString([]byte(e.Namespace)),
 		hex.EncodeToString(subjectHash(j.hashKey, e.Namespace, e.Subject)), e.At.Unix())
 	m := hmac.New(sha256.New, j.mKey)
 	m.Write([]byte(body))
@@ -221,6 +236,7 @@ type Records struct {
 
 	hashKey []byte
 	byNS    map[string]map[string]time.Time // namespace → subject hash (hex) → when
+	private map[string]map[string]time.Time // the same, for subjects that went private
 }
 
 // Read reads every journal file in the folders given and returns the
@@ -230,7 +246,7 @@ func Read(kr *keyring.Keyring, database string, dirs ...string) (*Records, error
 	if err != nil {
 		return nil, err
 	}
-	r := &Records{hashKey: hashKey, byNS: map[string]map[string]time.Time{}}
+	r := newRecords(hashKey)
 	for _, dir := range dirs {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("journal: %s is not a journal folder: %w", dir, cmpErr(err))
@@ -247,6 +263,10 @@ func Read(kr *keyring.Keyring, database string, dirs ...string) (*Records, error
 		}
 	}
 	return r, nil
+}
+
+func newRecords(hashKey []byte) *Records {
+	return &Records{hashKey: hashKey, byNS: map[string]map[string]time.Time{}, private: map[string]map[string]time.Time{}}
 }
 
 func cmpErr(err error) error {
@@ -288,7 +308,7 @@ func (r *Records) readFile(name string, macKey []byte, database string) error {
 // newline (a crash mid-write), which is invalid.
 func (r *Records) add(line, macKey []byte, database string, complete bool) {
 	f := strings.Split(strings.TrimSuffix(string(line), "\n"), " ")
-	if !complete || len(f) != 6 || f[0] != version {
+	if !complete || len(f) != 6 || (f[0] != version && f[0] != privateVersion) {
 		r.Invalid++
 		return
 	}
@@ -306,11 +326,15 @@ func (r *Records) add(line, macKey []byte, database string, complete bool) {
 		r.Other++
 		return
 	}
-	if r.byNS[string(ns)] == nil {
-		r.byNS[string(ns)] = map[string]time.Time{}
+	into := r.byNS
+	if f[0] == privateVersion {
+		into = r.private
 	}
-	if prev, ok := r.byNS[string(ns)][f[3]]; !ok || time.Unix(at, 0).Before(prev) {
-		r.byNS[string(ns)][f[3]] = time.Unix(at, 0)
+	if into[string(ns)] == nil {
+		into[string(ns)] = map[string]time.Time{}
+	}
+	if prev, ok := into[string(ns)][f[3]]; !ok || time.Unix(at, 0).Before(prev) {
+		into[string(ns)][f[3]] = time.Unix(at, 0)
 	}
 }
 
@@ -327,4 +351,89 @@ func (r *Records) Count(namespace string) int { return len(r.byNS[namespace]) }
 func (r *Records) Forgotten(namespace, subject string) (time.Time, bool) {
 	at, ok := r.byNS[namespace][hex.EncodeToString(subjectHash(r.hashKey, namespace, subject))]
 	return at, ok
+}
+
+// Private reports whether the journal records that a subject went
+// private.
+func (r *Records) Private(namespace, subject string) bool {
+	_, ok := r.private[namespace][hex.EncodeToString(subjectHash(r.hashKey, namespace, subject))]
+	return ok
+}
+
+// live is a journal's index of the records every process has appended so
+// far, read incrementally (each file from where the last read stopped).
+type live struct {
+	mu       sync.Mutex
+	database string
+	records  *Records
+	offsets  map[string]int64
+}
+
+// Private reports whether any process's record in the journal says the
+// subject went private, in the database named: the journal is read anew
+// up to its end first (only what was appended since the last call). A
+// store asks before it creates a keyring-wrapped key, which a database
+// writer who deleted a private user's key rows would otherwise get.
+func (j *Journal) Private(database, namespace, subject string) (bool, error) {
+	j.live.mu.Lock()
+	defer j.live.mu.Unlock()
+	if err := j.refresh(database); err != nil {
+		return false, err
+	}
+	return j.live.records.Private(namespace, subject), nil
+}
+
+// refresh reads what was appended to the journal since the last call.
+func (j *Journal) refresh(database string) error {
+	l := &j.live
+	if l.records == nil || l.database != database {
+		l.records, l.offsets, l.database = newRecords(j.hashKey), map[string]int64{}, database
+	}
+	files, err := filepath.Glob(filepath.Join(j.dir, "*"+Ext))
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	for _, name := range files {
+		if err := l.readFrom(name, j.mKey); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readFrom reads a file's complete lines after the offset last read.
+func (l *live) readFrom(name string, macKey []byte) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	off := l.offsets[name]
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	br := bufio.NewReaderSize(f, maxLine+1)
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) { // an overlong line: a writer's, skipped
+			l.records.Invalid++
+			off += int64(len(line))
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				off += int64(len(line))
+			}
+			if err == nil {
+				continue
+			}
+		}
+		if err != nil { // EOF: a last line without its newline is read again next time
+			l.offsets[name] = off
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("journal: reading %s: %w", name, err)
+		}
+		l.records.add(line, macKey, l.database, true)
+		off += int64(len(line))
+	}
 }

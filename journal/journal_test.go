@@ -158,7 +158,7 @@ func TestVectors(t *testing.T) {
 	hk, _ := hex.DecodeString(v.HashKey)
 	mk, _ := hex.DecodeString(v.MACKey)
 	j := &Journal{hashKey: hk, mKey: mk}
-	r := &Records{hashKey: hk, byNS: map[string]map[string]time.Time{}}
+	r := newRecords(hk)
 	for i, e := range v.Records {
 		line := string(j.record(Entry{Database: e.Database, Namespace: e.Namespace, Subject: e.Subject, At: time.Unix(e.At, 0)}))
 		if *update {
@@ -190,10 +190,48 @@ func FuzzRecord(f *testing.F) {
 	f.Add([]byte("ward-forget-v1 db-1 7573657273 00 1 00\n"))
 	f.Add([]byte("\n"))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		r := &Records{hashKey: hk, byNS: map[string]map[string]time.Time{}}
+		r := newRecords(hk)
 		r.add(line, mk, "db-1", bytes.HasSuffix(line, []byte("\n")))
 		if r.Invalid == 0 && !bytes.Equal(line, good) {
 			t.Fatalf("accepted %q", line)
 		}
 	})
+}
+
+// TestPrivate: a private record appended by one journal (one process) is
+// seen by another's Private, read incrementally; a forget record, another
+// database's record or a line without the keyring's MAC makes nobody
+// private.
+func TestPrivate(t *testing.T) {
+	ctx := context.Background()
+	kr := newKeyring(t)
+	dir := t.TempDir()
+	a, _ := Open(dir, kr)
+	b, _ := Open(dir, kr)
+	defer a.Close()
+	defer b.Close()
+	if p, err := b.Private("db-1", "users", "alice"); err != nil || p {
+		t.Fatalf("before: %v %v", p, err)
+	}
+	for _, e := range []Entry{{Database: "db-1", Namespace: "users", Subject: "alice", Private: true},
+		{Database: "db-1", Namespace: "users", Subject: "bob"},
+		{Database: "db-2", Namespace: "users", Subject: "carol", Private: true}} {
+		if err := a.Append(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forged := string(a.record(Entry{Database: "db-1", Namespace: "users", Subject: "dave", Private: true, At: time.Unix(1, 0)}))
+	forged = forged[:len(forged)-3] + "00\n" // its MAC altered
+	os.WriteFile(filepath.Join(dir, "planted"+Ext), []byte(forged), 0o600)
+	for sub, want := range map[string]bool{"alice": true, "bob": false, "carol": false, "dave": false} {
+		if p, err := b.Private("db-1", "users", sub); err != nil || p != want {
+			t.Fatalf("%s: private %v, want %v (%v)", sub, p, want, err)
+		}
+	}
+	if err := a.Append(ctx, Entry{Database: "db-1", Namespace: "users", Subject: "erin", Private: true}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := b.Private("db-1", "users", "erin"); !p {
+		t.Fatal("a record appended since the last read was missed")
+	}
 }

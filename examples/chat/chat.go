@@ -88,8 +88,10 @@ type Config struct {
 	// ForgetJournal is a folder on storage that outlives the database's
 	// (package journal): every account deletion is also recorded there
 	// before it commits, so that 'ward ledger recover' re-applies it after
-	// a failover or restore lost it. Without it (and without a synchronous
-	// standby) the service warns at start.
+	// a failover or restore lost it, and so is every user turning private
+	// mode on, which a database writer then cannot turn off by deleting
+	// rows. Without it (and without a synchronous standby) the service
+	// warns at start.
 	ForgetJournal string
 }
 

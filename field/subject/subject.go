@@ -87,7 +87,10 @@ type Config struct {
 	// Journal, if set, records every forget outside the database before
 	// it commits, so that a recovery after the database went back in
 	// time re-applies it (package journal; docs/OPERATIONS.md). Without
-	// a synchronous standby, a forget without it can come back.
+	// a synchronous standby, a forget without it can come back. It also
+	// records each subject going private, and the store then never seals
+	// for that subject under a keyring-wrapped key ([ErrPrivateKeysChanged]),
+	// whatever a database writer does to its rows. It needs Ledger.
 	Journal *journal.Journal
 	// Namespace names the kind of subject ("users", "tenants"); it is
 	// bound into every wrapped key and tombstone.
@@ -279,6 +282,9 @@ func (s *Store) sealingKey(ctx context.Context, subject string) (*keyring.Subjec
 			if err := s.heldError(subject, h); err != nil {
 				return nil, err
 			}
+			if err := s.refuseKeyringKey(ctx, subject); err != nil {
+				return nil, err
+			}
 			return s.unwrapAndCache(subject, version, wrapped, true)
 		}
 		// No key: a first seal, unless the subject was forgotten (or its
@@ -286,6 +292,9 @@ func (s *Store) sealingKey(ctx context.Context, subject string) (*keyring.Subjec
 		// values can tell; the new key has a fresh random version, so
 		// older values report ErrSubjectKeyMissing, not a wrong key).
 		if err := s.checkNotForgotten(ctx, subject); err != nil {
+			return nil, err
+		}
+		if err := s.refuseKeyringKey(ctx, subject); err != nil {
 			return nil, err
 		}
 		if err := s.createFirst(ctx, subject); err != nil {

@@ -188,6 +188,9 @@ func (s *Store) makePrivate(ctx context.Context, tx *sql.Tx, subject string, kek
 	if err := s.durable(ctx, tx); err != nil {
 		return nil, err
 	}
+	if err := s.journalPrivate(ctx, subject); err != nil { // before the commit: never private in the database alone
+		return nil, err
+	}
 	rows, err := s.rowsOf(ctx, tx, subject)
 	if err != nil {
 		return nil, err
@@ -398,7 +401,12 @@ func (s *Store) Private(ctx context.Context, subject string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("subject: reading the keys of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
-	return n > 0, nil
+	if n > 0 {
+		return true, nil
+	}
+	// Rows a database writer deleted or put back do not make a subject
+	// the journal records as private an ordinary one.
+	return s.journaledPrivate(ctx, subject)
 }
 
 // HasRecovery reports whether a private subject's keys also have a
