@@ -134,6 +134,7 @@ type vector struct {
 	Namespace string `json:"namespace"`
 	Subject   string `json:"subject"`
 	At        int64  `json:"at"`
+	Private   bool   `json:"private,omitempty"`
 	Line      string `json:"line"`
 }
 
@@ -145,7 +146,8 @@ func TestVectors(t *testing.T) {
 		v = vectors{HashKey: hex.EncodeToString(bytes.Repeat([]byte{1}, 32)), MACKey: hex.EncodeToString(bytes.Repeat([]byte{2}, 32))}
 		v.Records = []vector{{Database: "db-0123456789abcdef", Namespace: "users", Subject: "alice", At: 1764547200},
 			{Database: "db-0123456789abcdef", Namespace: "tenants", Subject: "Ünïcode \x00 subject", At: 0},
-			{Database: "db-1", Namespace: "n", Subject: "", At: 4102444800}}
+			{Database: "db-1", Namespace: "n", Subject: "", At: 4102444800},
+			{Database: "db-0123456789abcdef", Namespace: "users", Subject: "bob", At: 1764547200, Private: true}}
 	} else {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -160,13 +162,19 @@ func TestVectors(t *testing.T) {
 	j := &Journal{hashKey: hk, mKey: mk}
 	r := newRecords(hk)
 	for i, e := range v.Records {
-		line := string(j.record(Entry{Database: e.Database, Namespace: e.Namespace, Subject: e.Subject, At: time.Unix(e.At, 0)}))
+		line := string(j.record(Entry{Database: e.Database, Namespace: e.Namespace, Subject: e.Subject, At: time.Unix(e.At, 0), Private: e.Private}))
 		if *update {
 			v.Records[i].Line = line
 		} else if line != e.Line {
 			t.Fatalf("record %d: %q, want %q", i, line, e.Line)
 		}
 		r.add([]byte(line), mk, e.Database, true)
+		if e.Private {
+			if !r.Private(e.Namespace, e.Subject) {
+				t.Fatalf("record %d does not read back as private", i)
+			}
+			continue
+		}
 		if at, ok := r.Forgotten(e.Namespace, e.Subject); !ok || at.Unix() != e.At {
 			t.Fatalf("record %d does not read back: %v %v", i, at, ok)
 		}
