@@ -109,3 +109,42 @@ func (e *env) restoreRows(t *testing.T, b backup, table, subject string) {
 		}
 	}
 }
+
+// TestPrivateFreshVersion: going private starts a fresh key version that
+// was never keyring-wrapped; what is written afterwards is sealed under
+// it, so the database's key rows from a backup taken before, opened with
+// the keyring, open the values from before (the stated window) but none
+// written after.
+func TestPrivateFreshVersion(t *testing.T) {
+	forEachDB(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		h := newHasher(t)
+		s := e.store(t, time.Nanosecond)
+		c := e.column(t, s)
+		e.insert(t, c, 1, "alice", "before private")
+		backup := e.backup(t, e.keys)
+		_, secret, err := h.HashWithKey(ctx, []byte("alice pw"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _, err := s.MakePrivate(ctx, "alice", secret, PrivateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.insert(t, c.WithKeys(u), 2, "alice", "after private")
+		if got, err := e.read(t, c.WithKeys(u), 2); err != nil || got != "after private" {
+			t.Fatalf("alice's new value with her keys: %q %v", got, err)
+		}
+		// The operator restores the key rows from the backup and opens
+		// with the keyring.
+		e.restore(t, backup, e.keys)
+		op := e.store(t, time.Nanosecond)
+		oc := e.column(t, op)
+		if got, err := e.read(t, oc, 1); err != nil || got != "before private" {
+			t.Fatalf("the value from before, with the backup's rows: %q %v", got, err)
+		}
+		if got, err := e.read(t, oc, 2); err == nil {
+			t.Fatalf("a value written after going private opened with the backup's rows: %q", got)
+		}
+	})
+}

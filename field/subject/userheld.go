@@ -201,10 +201,24 @@ func (s *Store) makePrivate(ctx context.Context, tx *sql.Tx, subject string, kek
 			return nil, err
 		}
 	}
+	var newest int64
+	keyringHeld := false
 	for _, r := range rows {
+		newest = max(newest, r.version)
+		keyringHeld = keyringHeld || r.held == heldByKeyring
 		if err := s.privateRow(ctx, tx, u, r, kek, rkek); err != nil {
 			return nil, err
 		}
+	}
+	if keyringHeld {
+		// A fresh version for what is written from now on, never wrapped by
+		// the keyring: a backup's keyring-wrapped copy of the older
+		// versions opens nothing written after this.
+		sk, err := s.freshUserKey(ctx, tx, subject, newest, kek, rkek)
+		if err != nil {
+			return nil, err
+		}
+		u.add(sk)
 	}
 	return u, nil
 }
@@ -528,9 +542,11 @@ func (s *Store) Reset(ctx context.Context, tx *sql.Tx, subject, code string, new
 		}
 	}
 	if rkek == nil {
-		if err := s.freshUserKey(ctx, tx, subject, newest, newKEK); err != nil {
+		sk, err := s.freshUserKey(ctx, tx, subject, newest, newKEK, nil)
+		if err != nil {
 			return lost, err
 		}
+		sk.Destroy()
 	}
 	// Sessions opened under the old keys end with the reset.
 	p := s.cfg.Dialect.Placeholder
@@ -542,9 +558,9 @@ func (s *Store) Reset(ctx context.Context, tx *sql.Tx, subject, code string, new
 
 // freshUserKey stores a new key version for a subject whose keys a reset
 // without recovery lost, wrapped under the new secret's KEK.
-func (s *Store) freshUserKey(ctx context.Context, tx *sql.Tx, subject string, newest int64, newKEK *keyring.SubjectKey) error {
+func (s *Store) freshUserKey(ctx context.Context, tx *sql.Tx, subject string, newest int64, newKEK, rkek *keyring.SubjectKey) (*keyring.SubjectKey, error) {
 	if newest >= 1<<32-1 {
-		return fmt.Errorf("subject: %s/%s has no key version left", s.cfg.Namespace, subject)
+		return nil, fmt.Errorf("subject: %s/%s has no key version left", s.cfg.Namespace, subject)
 	}
 	version := uint32(newest + 1)
 	if newest == 0 {
@@ -552,20 +568,25 @@ func (s *Store) freshUserKey(ctx context.Context, tx *sql.Tx, subject string, ne
 	}
 	sk, err := keyring.NewSubjectKey(s.cfg.Algorithm, version)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer sk.Destroy()
+	wc := s.wrapContext(subject, version)
+	var rec []byte
+	if rkek != nil {
+		rec = keyproto.WrapSubjectKeyWith(rkek, sk, wc)
+	}
 	p := s.cfg.Dialect.Placeholder
 	first := any(nil)
 	if newest == 0 {
 		first = 1
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, first, wrapped, created_at, held) VALUES (%s, %s, %s, %s, %s, %s, 1)`,
-		s.keys, p(1), p(2), p(3), p(4), p(5), p(6)), s.cfg.Namespace, subject, int64(version), first,
-		keyproto.WrapSubjectKeyWith(newKEK, sk, s.wrapContext(subject, version)), time.Now().Unix()); err != nil {
-		return fmt.Errorf("subject: storing the new key of %s/%s: %w", s.cfg.Namespace, subject, err)
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, first, wrapped, created_at, held, recovery) VALUES (%s, %s, %s, %s, %s, %s, 1, %s)`,
+		s.keys, p(1), p(2), p(3), p(4), p(5), p(6), p(7)), s.cfg.Namespace, subject, int64(version), first,
+		keyproto.WrapSubjectKeyWith(newKEK, sk, wc), time.Now().Unix(), rec); err != nil {
+		sk.Destroy()
+		return nil, fmt.Errorf("subject: storing the new key of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
-	return nil
+	return sk, nil
 }
 
 var recoveryEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
