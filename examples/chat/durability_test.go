@@ -136,3 +136,47 @@ func TestAccountDeletionAtomic(t *testing.T) {
 		ta.client(t).signup("bob@example.com") // the address is free again
 	})
 }
+
+// TestPrivateModeNotice: the log-in answer carries the account's mode
+// and, when the page last saw it private and it no longer is (here an
+// operator deleted the user's key rows, with no journal to refuse it), a
+// notice that says so; the same log-in from a page that saw it ordinary,
+// or saw nothing, carries none.
+func TestPrivateModeNotice(t *testing.T) {
+	forEachDB(t, func(t *testing.T, ta *testApp) {
+		alice := ta.client(t)
+		alice.signup("alice@example.com")
+		if code := alice.do("POST", "/api/private", map[string]any{"password": "correct horse"}, nil); code != 200 {
+			t.Fatalf("private: %d", code)
+		}
+		yes, no := true, false
+		var res map[string]any
+		login := func(seen *bool) map[string]any {
+			t.Helper()
+			res = nil
+			body := map[string]any{"email": "alice@example.com", "password": "correct horse"}
+			if seen != nil {
+				body["private_seen"] = *seen
+			}
+			if code := ta.client(t).do("POST", "/api/login", body, &res); code != 200 {
+				t.Fatalf("log-in: %d", code)
+			}
+			return res
+		}
+		if r := login(&yes); r["private"] != true || r["notice"] != nil {
+			t.Fatalf("log-in while private: %v", r)
+		}
+		uid := userID(t, ta, "alice@example.com")
+		if _, err := ta.db.Exec(ta.app.store.q(`DELETE FROM ward_subject_keys WHERE subject = ?`), fmt.Sprint(uid)); err != nil {
+			t.Fatal(err)
+		}
+		if r := login(&yes); r["private"] != false || !strings.Contains(fmt.Sprint(r["notice"]), "private mode was turned off") {
+			t.Fatalf("log-in after private mode was turned off: %v", r)
+		}
+		for _, seen := range []*bool{&no, nil} {
+			if r := login(seen); r["notice"] != nil {
+				t.Fatalf("log-in from a page that saw %v: %v", seen, r)
+			}
+		}
+	})
+}

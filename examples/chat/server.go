@@ -133,6 +133,28 @@ type credentials struct {
 	Password string `json:"password"`
 }
 
+// loginRequest is a log-in: credentials and whether the page last saw
+// the account in private mode (kept in the browser, not by the service),
+// so that the answer says when the mode changed without the user.
+type loginRequest struct {
+	credentials
+	PrivateSeen *bool `json:"private_seen,omitempty"`
+}
+
+// msgPrivateOff is the notice a log-in answers when the page last saw the
+// account private and it no longer is: only the operator, with every key,
+// can do that (SECURITY.md §7), and the user must hear of it.
+const msgPrivateOff = "private mode was turned off for this account since you last used it: what you write now can be read with the service's keys. Turn it on again under Account, and ask the service why."
+
+// modeNotice is the notice for a user whose mode differs from the one
+// their page last saw ("" when it does not, or the page saw none).
+func modeNotice(seen *bool, private bool) string {
+	if seen != nil && *seen && !private {
+		return msgPrivateOff
+	}
+	return ""
+}
+
 func (c credentials) valid() bool {
 	return strings.Contains(c.Email, "@") && len(c.Email) <= 254 && utf8.ValidString(c.Email)
 }
@@ -204,10 +226,11 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusTooManyRequests, msgTooManyIPs)
 		return
 	}
-	var c credentials
-	if !decode(w, r, &c) {
+	var in loginRequest
+	if !decode(w, r, &in) {
 		return
 	}
+	c := in.credentials
 	account := hex.EncodeToString(s.store.emailKey(c.Email))
 	key := s.attemptKey(r, account)
 	if !s.attempts.reserve(key, time.Now()) {
@@ -227,7 +250,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 			s.store.deleteSession(r.Context(), old)
 		}
 		s.devices.issue(w, account)
-		s.startSession(w, r, id, secret)
+		s.startSession(w, r, id, secret, in.PrivateSeen)
 	}
 }
 
@@ -286,7 +309,9 @@ func (s *server) checkPassword(ctx context.Context, c credentials) (int64, []byt
 	return id, secret, true, nil
 }
 
-func (s *server) startSession(w http.ResponseWriter, r *http.Request, user int64, secret []byte) {
+// startSession starts a session and answers the log-in with the account's
+// mode, and a notice if it is not the mode the page last saw.
+func (s *server) startSession(w http.ResponseWriter, r *http.Request, user int64, secret []byte, seen *bool) {
 	var b [32]byte
 	rand.Read(b[:])
 	token := base64.RawURLEncoding.EncodeToString(b[:])
@@ -300,7 +325,15 @@ func (s *server) startSession(w http.ResponseWriter, r *http.Request, user int64
 		}
 	}
 	s.origins.setSession(w, token, int(s.limits.SessionTTL.Seconds()))
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	private, err := s.store.subjects.Private(r.Context(), subjectOf(user))
+	if err != nil {
+		s.log.Error("reading whether an account is private", "user", user, "err", err)
+	}
+	out := map[string]any{"status": "ok", "private": private}
+	if n := modeNotice(seen, private); n != "" {
+		out["notice"] = n
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *server) logout(w http.ResponseWriter, r *http.Request) {
