@@ -89,3 +89,36 @@ func TestRetireWithInactivePepperedUsers(t *testing.T) {
 		}
 	})
 }
+
+// TestRetireResumes: a retirement that stopped after recording the key as
+// retired in the ledger and before removing it from the keyring file (a
+// kill between its two writes) leaves a database that checks, every value
+// opening, and running the retirement again finishes it.
+func TestRetireResumes(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		ctx := context.Background()
+		a := newApp(t, d, 5)
+		old := a.kr.Primary().ID
+		if _, err := lifecycle.Rotate(ctx, a.kr, []lifecycle.Database{a.db}, lifecycle.RotateOptions{Wait: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.db.Ledger.Retire(ctx, a.kr, old); err != nil { // the first write only
+			t.Fatal(err)
+		}
+		if err := a.db.Ledger.Check(ctx, a.kr); err != nil {
+			t.Fatalf("between the two writes: %v", err)
+		}
+		if got := a.keysOf(t); got[a.kr.Primary().ID] != 5 {
+			t.Fatalf("values between the two writes: %v", got)
+		}
+		if _, err := lifecycle.Retire(ctx, a.kr, []lifecycle.Database{a.db}, old); err != nil {
+			t.Fatalf("the retirement run again: %v", err)
+		}
+		if _, ok := a.kr.Lookup(old); ok {
+			t.Fatal("the key is still in the keyring")
+		}
+		if err := a.db.Ledger.Check(ctx, a.kr); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

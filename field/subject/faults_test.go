@@ -58,13 +58,14 @@ func column(t testing.TB, kr *keyring.Keyring, s *Store, table string) *field.Co
 	return c
 }
 
-// TestFaultLoops: going private, a password change, a re-wrap under a new
-// keyring key and a rotation of every subject's key are each run by a
-// child process killed with SIGKILL at random moments (10 kills each,
-// after progress); after every kill each subject's value opens — with the
-// secret its state says it holds (old or new, never neither), under
-// whichever keyring key wraps it — so nothing is lost and no operation is
-// left half done.
+// TestFaultLoops: going private, a password change, a password reset
+// without a recovery code, a re-wrap under a new keyring key and a
+// rotation of every subject's key are each run by a child process killed
+// with SIGKILL at random moments (10 kills each, after progress, then to
+// the end); after every kill each subject's value opens — with the one
+// secret its state says it holds, under whichever keyring key wraps it —
+// or, after a reset without a code, says it is lost: nothing else is lost
+// and no operation is left half done.
 func TestFaultLoops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
@@ -96,7 +97,7 @@ func TestFaultLoops(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for _, op := range []string{"private", "change", "rewrap", "rotate"} {
+		for _, op := range []string{"private", "change", "reset", "rewrap", "rotate"} {
 			if op == "rewrap" { // a new keyring key to re-wrap under
 				if _, err := f.kr.Rotate(ctx, keyring.AES256GCM); err != nil {
 					t.Fatal(err)
@@ -176,19 +177,41 @@ func (f *faultEnv) check(t *testing.T, op string, kill int) {
 		if private, err := s.Private(ctx, sub); err != nil {
 			t.Fatal(err)
 		} else if private {
-			u, err := s.Unlock(ctx, sub, secretOf(sub, "old"))
-			if errors.Is(err, ErrWrongSecret) {
-				u, err = s.Unlock(ctx, sub, secretOf(sub, "new"))
-			}
+			u, which, err := unlockAny(ctx, s, sub)
 			if err != nil {
-				t.Fatalf("%s, kill %d: %s unlocks with neither secret: %v", op, kill, sub, err)
+				t.Fatalf("%s, kill %d: %s unlocks with no secret: %v", op, kill, sub, err)
 			}
 			c = col.WithKeys(u)
+			if which == "reset" { // a reset without a code: the earlier value is lost, and says so
+				if _, err := c.OpenString(field.RowInt(int64(i)).With(sub), ct); !errors.Is(err, field.ErrSubjectKeyLost) {
+					t.Fatalf("%s, kill %d: %s's value after a reset: %v", op, kill, sub, err)
+				}
+				continue
+			}
 		}
 		if got, err := c.OpenString(field.RowInt(int64(i)).With(sub), ct); err != nil || got != "note of "+sub {
 			t.Fatalf("%s, kill %d: %s's value: %q %v", op, kill, sub, got, err)
 		}
 	}
+}
+
+// unlockAny unlocks a private subject with whichever of its secrets
+// opens it: exactly one must.
+func unlockAny(ctx context.Context, s *Store, sub string) (*Unlocked, string, error) {
+	var opened []string
+	var u *Unlocked
+	for _, which := range []string{"old", "new", "reset"} {
+		if got, err := s.Unlock(ctx, sub, secretOf(sub, which)); err == nil {
+			u = got
+			opened = append(opened, which)
+		} else if !errors.Is(err, ErrWrongSecret) {
+			return nil, "", err
+		}
+	}
+	if len(opened) != 1 {
+		return nil, "", fmt.Errorf("opened by %v (exactly one secret must open it)", opened)
+	}
+	return u, opened[0], nil
 }
 
 // TestFaultChild is the child of TestFaultLoops: it runs one operation
@@ -250,6 +273,10 @@ func runFaultOp(ctx context.Context, s *Store, db *sql.DB, op string, progressed
 			if i%2 == 0 {
 				err = changeSecret(ctx, s, db, sub)
 			}
+		case "reset": // every fourth subject forgets their password, without a recovery code
+			if i%4 == 0 {
+				err = resetSecret(ctx, s, db, sub)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", op, sub, err)
@@ -257,6 +284,23 @@ func runFaultOp(ctx context.Context, s *Store, db *sql.DB, op string, progressed
 		progressed()
 	}
 	return nil
+}
+
+// resetSecret resets a private subject's password without a recovery
+// code (its earlier values are lost, by design), in a transaction.
+func resetSecret(ctx context.Context, s *Store, db *sql.DB, sub string) error {
+	if _, err := s.Unlock(ctx, sub, secretOf(sub, "reset")); err == nil {
+		return nil // done before a kill
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := s.Reset(ctx, tx, sub, "", secretOf(sub, "reset")); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // changeSecret moves a private subject from its old secret to its new
