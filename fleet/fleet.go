@@ -86,7 +86,7 @@ type Registry struct {
 	Table string
 
 	created atomic.Bool
-	primary atomic.Bool // the database was found to be a primary // the table exists: heartbeats and waits skip the DDL
+	primary sqltable.PrimaryOnce // the table exists: heartbeats and waits skip the DDL
 }
 
 // Process is one registered process, as its latest heartbeat says.
@@ -159,17 +159,13 @@ func (r *Registry) table(ctx context.Context) (string, error) {
 }
 
 // onPrimary returns an error matching sqltable.ErrStandby (and
-// ledger.ErrStandby) when r.DB reaches a PostgreSQL standby, asking once
+// ledger.ErrStandby) when r.DB reaches a PostgreSQL standby, asked once
 // per Registry: a lagging registry would name processes that left and miss
 // those that joined.
 func (r *Registry) onPrimary(ctx context.Context) error {
-	if r.primary.Load() {
-		return nil
-	}
-	if err := sqltable.RequirePrimary(ctx, r.DB, r.Dialect == field.Postgres); err != nil {
+	if err := r.primary.Check(ctx, r.DB, r.Dialect == field.Postgres); err != nil {
 		return fmt.Errorf("fleet: %w", err)
 	}
-	r.primary.Store(true)
 	return nil
 }
 

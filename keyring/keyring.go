@@ -199,19 +199,7 @@ func (kr *Keyring) Enable(ctx context.Context, id KeyID) error {
 // Copies of the file saved before still hold the key: SECURITY.md states
 // that window.
 func (kr *Keyring) Remove(ctx context.Context, id KeyID) error {
-	return kr.update(ctx, func(next *snapshot) error {
-		k, ok := next.byID[id]
-		if !ok {
-			return &KeyError{ID: id, Err: ErrUnknownKey}
-		}
-		if k.State == Primary {
-			return &KeyError{ID: id, Err: ErrPrimaryKey}
-		}
-		next.keys = slices.DeleteFunc(next.keys, func(x *key) bool { return x.ID == id })
-		delete(next.byID, id)
-		next.removed = append(slices.Clip(next.removed), id)
-		return nil
-	})
+	return kr.RemoveKeeping(ctx, id)
 }
 
 // update applies change to a copy of the current state and publishes the

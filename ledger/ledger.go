@@ -65,7 +65,7 @@ type Ledger struct {
 	Table string
 
 	created atomic.Bool // the table exists: create once per Ledger
-	primary atomic.Bool // the database was found to be a primary
+	primary sqltable.PrimaryOnce
 
 	// tx, when set (CountTx), carries every read and write of the ledger
 	// in the caller's transaction; the state it wrote waits in pending
@@ -80,17 +80,11 @@ type Ledger struct {
 var ErrStandby = sqltable.ErrStandby
 
 // onPrimary returns an error matching [ErrStandby] when l.DB reaches a
-// standby. It asks once per Ledger: a server does not become a standby
-// without a restart, which a long-lived pool of a failed-over address
-// meets as broken connections.
+// standby (asked once per Ledger).
 func (l *Ledger) onPrimary(ctx context.Context) error {
-	if l.primary.Load() {
-		return nil
-	}
-	if err := sqltable.RequirePrimary(ctx, l.DB, l.Dialect == field.Postgres); err != nil {
+	if err := l.primary.Check(ctx, l.DB, l.Dialect == field.Postgres); err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
-	l.primary.Store(true)
 	return nil
 }
 
@@ -481,7 +475,7 @@ func (l *Ledger) Count(ctx context.Context, kr *keyring.Keyring, name string, de
 func (l *Ledger) CountTx(ctx context.Context, tx *sql.Tx, kr *keyring.Keyring, name string, delta uint64) (anchor func(context.Context) error, err error) {
 	in := &Ledger{DB: l.DB, Dialect: l.Dialect, Table: l.Table, tx: tx}
 	in.created.Store(true)
-	in.primary.Store(l.primary.Load())
+	in.primary.Inherit(&l.primary)
 	if _, err := in.Count(ctx, kr, name, delta); err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -59,30 +58,16 @@ func TestInspectSQLite(t *testing.T) {
 // and ends with ErrNotReplayed, returns once it replays, and refuses a
 // server that is no standby.
 func TestStandby(t *testing.T) {
-	if !pgcluster.Available() {
-		if os.Getenv("WARD_CI") != "" {
-			t.Fatal(pgcluster.ErrNoPostgres)
-		}
-		t.Skip(pgcluster.ErrNoPostgres)
-	}
 	ctx := context.Background()
-	p, err := pgcluster.Start(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop()
-	s, err := p.Standby(ctx, "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	pdb, sdb := open(t, p.URL), open(t, s.URL)
+	p, s := pgcluster.PairForTest(t, "s1")
+	pdb, sdb := p.OpenForTest(t), s.OpenForTest(t)
 	for _, q := range []string{`ALTER SYSTEM SET synchronous_standby_names = 's1'`, `SELECT pg_reload_conf()`} {
 		if _, err := pdb.Exec(q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var r replication.Report
+	var err error
 	for range 100 {
 		if r, err = replication.Inspect(ctx, pdb, field.Postgres); err == nil && r.Synchronous() {
 			break
@@ -124,14 +109,4 @@ func TestStandby(t *testing.T) {
 	if err := replication.WaitReplayed(ctx, pdb, pdb, 0); err == nil || !strings.Contains(err.Error(), "not a standby") {
 		t.Fatalf("the primary as its own replica: %v", err)
 	}
-}
-
-func open(t *testing.T, url string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }

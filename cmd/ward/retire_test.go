@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -14,28 +12,8 @@ import (
 // changes nothing; once the replica replays, the same command retires.
 // A --replica that replicates none of the --db databases is refused.
 func TestRetireWaitsForReplicas(t *testing.T) {
-	if !pgcluster.Available() {
-		if os.Getenv("WARD_CI") != "" {
-			t.Fatal(pgcluster.ErrNoPostgres)
-		}
-		t.Skip(pgcluster.ErrNoPostgres)
-	}
-	ctx := context.Background()
-	p, err := pgcluster.Start(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop()
-	s, err := p.Standby(ctx, "ward_replica")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	other, err := pgcluster.Start(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Stop()
+	p, s := pgcluster.PairForTest(t, "ward_replica")
+	other := pgcluster.ForTest(t)
 	c := newCLI(t)
 	c.newKeyring(t)
 	if code, _, e := c.run("keyring", "add", "--db", p.URL); code != 0 {

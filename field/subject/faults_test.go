@@ -223,18 +223,7 @@ func TestFaultChild(t *testing.T) {
 		t.Skip("run by TestFaultLoops")
 	}
 	ctx := context.Background()
-	db, err := sql.Open(os.Getenv("CHILD_DRIVER"), os.Getenv("CHILD_DSN"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mk, err := local.Load("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kr, err := keyring.Load(ctx, os.Getenv("CHILD_KEYRING"), mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, kr := childOpen(t)
 	f := &faultEnv{d: dbtest.DB{Driver: os.Getenv("CHILD_DRIVER")}, tables: strings.Split(os.Getenv("CHILD_TABLES"), ",")}
 	s, err := Open(ctx, f.config(db, kr))
 	if err != nil {

@@ -149,19 +149,8 @@ func TestForgetChild(t *testing.T) {
 		t.Skip("run by TestForgetKilled")
 	}
 	ctx := context.Background()
-	db, err := sql.Open(os.Getenv("CHILD_DRIVER"), os.Getenv("CHILD_DSN"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, kr := childOpen(t)
 	dialect, _ := field.ParseDialect(os.Getenv("CHILD_DRIVER"))
-	mk, err := local.Load("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kr, err := keyring.Load(ctx, os.Getenv("CHILD_KEYRING"), mk)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var names [4]string
 	fmt.Sscanf(os.Getenv("CHILD_TABLES"), "[%s %s %s %s]", &names[0], &names[1], &names[2], &names[3])
 	names[3] = names[3][:len(names[3])-1]
@@ -182,4 +171,24 @@ func TestForgetChild(t *testing.T) {
 		}
 	}
 	select {} // wait for the kill
+}
+
+// childOpen opens, in a child process, the database and keyring file its
+// parent named (CHILD_DRIVER, CHILD_DSN, CHILD_KEYRING; the master key in
+// the environment).
+func childOpen(t *testing.T) (*sql.DB, *keyring.Keyring) {
+	t.Helper()
+	db, err := sql.Open(os.Getenv("CHILD_DRIVER"), os.Getenv("CHILD_DSN"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, err := local.Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := keyring.Load(context.Background(), os.Getenv("CHILD_KEYRING"), mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, kr
 }

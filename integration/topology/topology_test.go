@@ -10,7 +10,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,24 +36,8 @@ type pair struct {
 
 func startPair(t *testing.T, synchronous bool) *pair {
 	t.Helper()
-	if !pgcluster.Available() {
-		if os.Getenv("WARD_CI") != "" {
-			t.Fatal(pgcluster.ErrNoPostgres)
-		}
-		t.Skip(pgcluster.ErrNoPostgres)
-	}
-	ctx := context.Background()
-	p, err := pgcluster.Start(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Stop() })
-	s, err := p.Standby(ctx, "ward_standby")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Stop() })
-	pr := &pair{primary: p, standby: s, pdb: open(t, p.URL), sdb: open(t, s.URL)}
+	p, s := pgcluster.PairForTest(t, "ward_standby")
+	pr := &pair{primary: p, standby: s, pdb: p.OpenForTest(t), sdb: s.OpenForTest(t)}
 	if synchronous {
 		// Application transactions commit locally; ward's own wait for
 		// the standby to apply them (sqltable.Durable).
@@ -63,16 +46,6 @@ func startPair(t *testing.T, synchronous bool) *pair {
 		pr.waitFor(t, pr.pdb, `SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync'`)
 	}
 	return pr
-}
-
-func open(t *testing.T, url string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }
 
 func (pr *pair) exec(t *testing.T, db *sql.DB, stmts ...string) {

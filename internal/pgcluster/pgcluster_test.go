@@ -47,24 +47,9 @@ func TestCluster(t *testing.T) {
 // then crashes the primary and promotes the standby, which then takes
 // writes.
 func TestStandby(t *testing.T) {
-	if !Available() {
-		if os.Getenv("WARD_CI") != "" {
-			t.Fatal(ErrNoPostgres)
-		}
-		t.Skip(ErrNoPostgres)
-	}
 	ctx := context.Background()
-	p, err := Start(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Stop()
-	s, err := p.Standby(ctx, "ward_standby")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	pdb, sdb := open(t, p.URL), open(t, s.URL)
+	p, s := PairForTest(t, "ward_standby")
+	pdb, sdb := p.OpenForTest(t), s.OpenForTest(t)
 	var standby bool
 	if err := sdb.QueryRow("SELECT pg_is_in_recovery()").Scan(&standby); err != nil || !standby {
 		t.Fatalf("standby: in recovery %v, %v", standby, err)
@@ -82,14 +67,4 @@ func TestStandby(t *testing.T) {
 	if _, err := sdb.Exec("CREATE TABLE after_failover (x int)"); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func open(t *testing.T, url string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -102,6 +103,32 @@ func RequirePrimary(ctx context.Context, db *sql.DB, postgres bool) error {
 		return ErrStandby
 	}
 	return nil
+}
+
+// PrimaryOnce remembers that a database was found to be a primary, so
+// that a Ledger or Registry asks once: a server does not become a standby
+// without a restart, which a long-lived pool of a failed-over address
+// meets as broken connections.
+type PrimaryOnce struct{ ok atomic.Bool }
+
+// Check is RequirePrimary, asked until it once succeeds.
+func (p *PrimaryOnce) Check(ctx context.Context, db *sql.DB, postgres bool) error {
+	if p.ok.Load() {
+		return nil
+	}
+	if err := RequirePrimary(ctx, db, postgres); err != nil {
+		return err
+	}
+	p.ok.Store(true)
+	return nil
+}
+
+// Inherit takes what o found: a copy of a Ledger working in a caller's
+// transaction asks nothing its original already knows.
+func (p *PrimaryOnce) Inherit(o *PrimaryOnce) {
+	if o.ok.Load() {
+		p.ok.Store(true)
+	}
 }
 
 // Durable makes tx's commit wait until every synchronous standby has
