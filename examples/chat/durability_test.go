@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -177,6 +178,53 @@ func TestPrivateModeNotice(t *testing.T) {
 			if r := login(seen); r["notice"] != nil {
 				t.Fatalf("log-in from a page that saw %v: %v", seen, r)
 			}
+		}
+	})
+}
+
+// TestPrivatePending: a private user's message under a keyring key (as
+// an earlier release sealed it, found by a migration after she went
+// private) is counted as pending in /api/me, and her next log-in seals it
+// under her own key: pending 0, and it no longer opens with the keyring
+// alone.
+func TestPrivatePending(t *testing.T) {
+	forEachDB(t, func(t *testing.T, ta *testApp) {
+		alice := ta.client(t)
+		conv := alice.signup("alice@example.com")
+		if code := alice.do("POST", fmt.Sprintf("/api/conversations/%d/messages", conv.ID), map[string]string{"body": "old"}, nil); code != 201 {
+			t.Fatalf("send: %d", code)
+		}
+		if code := alice.do("POST", "/api/private", map[string]any{"password": "correct horse"}, nil); code != 200 {
+			t.Fatalf("private: %d", code)
+		}
+		uid := userID(t, ta, "alice@example.com")
+		// Her first message as an earlier release sealed it: under a
+		// keyring key, bound to its row and owners.
+		old, err := field.NewColumn(ta.app.kr, "messages", "body", field.Bind("conversation_id", "user_id", "role"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		ta.db.QueryRow(ta.app.store.q(`SELECT MIN(id) FROM messages WHERE user_id = ?`), uid).Scan(&id)
+		ct, _ := old.SealString(field.RowInt(id).With(conv.ID, uid, "user"), "old")
+		ta.db.Exec(ta.app.store.q(`UPDATE messages SET body = ? WHERE id = ?`), ct, id)
+		var me map[string]any
+		alice.do("GET", "/api/me", nil, &me)
+		if me["private"] != true || me["pending"] != float64(1) {
+			t.Fatalf("me before the next log-in: %v", me)
+		}
+		again := ta.client(t)
+		if code := again.do("POST", "/api/login", credentials{"alice@example.com", "correct horse"}, nil); code != 200 {
+			t.Fatalf("log-in: %d", code)
+		}
+		again.do("GET", "/api/me", nil, &me)
+		if me["pending"] != float64(0) {
+			t.Fatalf("me after the log-in: %v", me)
+		}
+		var now field.Ciphertext
+		ta.db.QueryRow(ta.app.store.q(`SELECT body FROM messages WHERE id = ?`), id).Scan(&now)
+		if _, err := ta.app.store.cols.body.OpenString(field.RowInt(id).With(conv.ID, uid, "user"), now); err == nil {
+			t.Fatal("the message still opens with the keyring alone")
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/password"
@@ -226,7 +227,31 @@ func (s *server) me(w http.ResponseWriter, r *http.Request, user int64) {
 		return
 	}
 	recovery, _ := s.store.subjects.HasRecovery(r.Context(), subjectOf(user))
-	writeJSON(w, http.StatusOK, map[string]bool{"private": private, "unlocked": !private || state(r).keys != nil, "recovery": recovery})
+	out := map[string]any{"private": private, "unlocked": !private || state(r).keys != nil, "recovery": recovery}
+	if private {
+		// Values still under keyring keys (from before private mode): the
+		// next log-in seals them under the user's key.
+		n, err := s.store.pending(r.Context(), user)
+		if err != nil {
+			s.log.Error("counting a private user's pending values", "user", user, "err", err)
+		}
+		out["pending"] = n
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// pending counts a user's titles and messages not yet under their own key
+// (a census of their rows: reseal.Job with Subject).
+func (s *store) pending(ctx context.Context, user int64) (int, error) {
+	n := 0
+	for _, c := range []*field.Column{s.cols.title, s.cols.body} {
+		census, err := (&reseal.Job{DB: s.db, Dialect: s.dialect, Column: c, Key: "id", Subject: subjectOf(user)}).Count(ctx)
+		if err != nil {
+			return n, err
+		}
+		n += census.Rows - census.Null - census.SubjectSealed // under keyring keys (or plaintext)
+	}
+	return n, nil
 }
 
 // makePrivate turns private mode on: POST /api/private {"password": "…",

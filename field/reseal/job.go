@@ -73,6 +73,11 @@ type Job struct {
 	// given its index (a backfill).
 	Index       *field.BlindIndex
 	IndexColumn string
+	// Subject, when set, restricts the job to the rows of one subject of a
+	// column sealed per subject (its subject column equal to Subject): a
+	// private user's values, moved with their keys while they are logged
+	// in (Column.WithKeys). It cannot be combined with shards.
+	Subject string
 
 	lease *jobLock // held while Run runs (LockTable)
 }

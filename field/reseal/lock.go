@@ -42,6 +42,9 @@ func (r *Job) lockName() string {
 	if r.Shards > 1 {
 		n += fmt.Sprintf("#%d/%d", r.Shard, r.Shards)
 	}
+	if r.Subject != "" {
+		n += "@" + r.Subject
+	}
 	return n
 }
 

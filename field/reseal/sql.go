@@ -24,6 +24,9 @@ type queries struct {
 	// bucket, when set, keeps only rows of this job's hash bucket (shards
 	// of a table with text keys).
 	bucket func(key any) bool
+	// subjectArg, when set, is appended to every read's arguments
+	// (Job.Subject).
+	subjectArg any
 }
 
 func (r *Job) columns() (table, col, key, cols string, err error) {
@@ -90,10 +93,38 @@ func (r *Job) queries(ctx context.Context) (queries, error) {
 	}
 	q.cas = func(n int) string { return casSQL(r.Dialect, t, c, k, keyType, colType, ix, n) }
 	q.index = r.Index != nil
+	if r.Subject != "" {
+		return r.onlySubject(q, t, k, cols)
+	}
 	if r.Shards <= 1 {
 		return q, nil
 	}
 	return r.shard(ctx, q, t, k, cols)
+}
+
+// onlySubject restricts the queries to Job.Subject's rows: the subject's
+// value is the last argument of each (after the key and the limit).
+func (r *Job) onlySubject(q queries, t, k, cols string) (queries, error) {
+	if r.Shards > 1 {
+		return q, errors.New("reseal: a job of one Subject takes no shards")
+	}
+	sc, err := field.QuoteIdent(r.Column.SubjectColumn())
+	if err != nil || r.Column.SubjectColumn() == "" {
+		return q, errors.New("reseal: Job.Subject needs a column sealed per subject (field.PerSubject)")
+	}
+	// Numbered on both dialects (SQLite's ?NNN): the subject comes after
+	// the key and the limit, whatever order the SQL names them in.
+	p := func(n int) string {
+		if r.Dialect == field.Postgres {
+			return fmt.Sprintf("$%d", n)
+		}
+		return fmt.Sprintf("?%d", n)
+	}
+	q.count = fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE CAST(%s AS TEXT) = %s", t, sc, p(1))
+	q.first = fmt.Sprintf("SELECT %s FROM %s WHERE CAST(%s AS TEXT) = %s ORDER BY %s LIMIT %s", cols, t, sc, p(2), k, p(1))
+	q.next = fmt.Sprintf("SELECT %s FROM %s WHERE %s > %s AND CAST(%s AS TEXT) = %s ORDER BY %s LIMIT %s", cols, t, k, p(1), sc, p(3), k, p(2))
+	q.countArgs, q.subjectArg = []any{r.Subject}, r.Subject
+	return q, nil
 }
 
 // checkColumns names the table and every column the job uses before any
@@ -331,6 +362,9 @@ func (r *Job) readBatch(ctx context.Context, q queries, last any) ([]dbRow, erro
 	query := q.next
 	if last == nil {
 		query = q.first
+	}
+	if q.subjectArg != nil {
+		args = append(args, q.subjectArg)
 	}
 	rows, err := r.DB.QueryContext(ctx, query, args...)
 	if err != nil {

@@ -173,3 +173,63 @@ func TestSubjectKeyRotation(t *testing.T) {
 		}
 	})
 }
+
+// TestPrivateSubjectJob: carol went private while her values were still
+// under keyring keys, which the table-wide job skips (it cannot seal for
+// her). A job of her rows alone, with her unlocked keys, moves them under
+// her own key: afterwards none of her values opens with the keyring
+// alone, every one opens with her keys, and nobody else's row changed.
+func TestPrivateSubjectJob(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		ctx := context.Background()
+		kr, store, table := subjectSetup(t, d)
+		before := mustColumn(t, kr, table, "body", field.Bind("user_id"))
+		if _, err := d.db.Exec(fmt.Sprintf(`CREATE TABLE %s (id BIGINT PRIMARY KEY, user_id TEXT NOT NULL, body %s)`, table, d.blob)); err != nil {
+			t.Fatal(err)
+		}
+		users := []string{"alice", "carol"}
+		const n = 40
+		for i := int64(1); i <= n; i++ {
+			u := users[i%2]
+			ct, _ := before.SealString(field.RowInt(i).With(u), fmt.Sprintf("m%d", i))
+			if _, err := d.db.Exec(d.q(fmt.Sprintf(`INSERT INTO %s (id, user_id, body) VALUES (?, ?, ?)`, table)), i, u, ct); err != nil {
+				t.Fatal(err)
+			}
+		}
+		secret := make([]byte, 32)
+		u, _, err := store.MakePrivate(ctx, "carol", secret, subject.PrivateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := mustColumn(t, kr, table, "body", field.Bind("user_id"), field.PerSubject(store, "user_id"))
+		job := &Job{DB: d.db, Dialect: d.dialect, Column: col.WithKeys(u), Key: "id", BatchSize: 7, Subject: "carol"}
+		c, err := job.Count(ctx)
+		if err != nil || c.Rows != n/2 || c.Current != 0 {
+			t.Fatalf("carol's census before: %+v %v", c, err)
+		}
+		st, err := job.Run(ctx)
+		if err != nil || st.Reencrypted != n/2 || st.Scanned != n/2 {
+			t.Fatalf("carol's job: %+v %v", st, err)
+		}
+		if c, err := job.Count(ctx); err != nil || c.Current != n/2 {
+			t.Fatalf("carol's census after: %+v %v", c, err)
+		}
+		for i := int64(1); i <= n; i++ {
+			who := users[i%2]
+			var ct field.Ciphertext
+			d.db.QueryRow(d.q(fmt.Sprintf(`SELECT body FROM %s WHERE id = ?`, table)), i).Scan(&ct)
+			_, subjectSealed := keyproto.SubjectKeyVersion(ct.Bytes())
+			_, plainErr := col.OpenString(field.RowInt(i).With(who), ct)
+			got, err := col.WithKeys(u).OpenString(field.RowInt(i).With(who), ct)
+			switch {
+			case who == "carol" && (!subjectSealed || plainErr == nil || err != nil || got != fmt.Sprintf("m%d", i)):
+				t.Fatalf("carol's row %d: subject-sealed %v, keyring open %v, her open %q %v", i, subjectSealed, plainErr, got, err)
+			case who == "alice" && (subjectSealed || plainErr != nil):
+				t.Fatalf("alice's row %d changed: %v %v", i, subjectSealed, plainErr)
+			}
+		}
+		if _, err := (&Job{DB: d.db, Dialect: d.dialect, Column: before, Key: "id", Subject: "carol"}).Count(ctx); err == nil {
+			t.Fatal("a Subject job over a column not sealed per subject")
+		}
+	})
+}
