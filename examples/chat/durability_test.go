@@ -205,7 +205,7 @@ func TestPrivatePending(t *testing.T) {
 			t.Fatal(err)
 		}
 		var id int64
-		ta.db.QueryRow(ta.app.store.q(`SELECT MIN(id) FROM messages WHERE user_id = ?`), uid).Scan(&id)
+		ta.db.QueryRow(ta.app.store.q(`SELECT id FROM messages WHERE user_id = ? AND role = 'user'`), uid).Scan(&id)
 		ct, _ := old.SealString(field.RowInt(id).With(conv.ID, uid, "user"), "old")
 		ta.db.Exec(ta.app.store.q(`UPDATE messages SET body = ? WHERE id = ?`), ct, id)
 		var me map[string]any

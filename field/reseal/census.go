@@ -111,7 +111,24 @@ func (r *Job) olderThanSubject(row dbRow, version uint32) bool {
 		return false
 	}
 	cur, err := cv.CurrentVersion(subject)
-	return err == nil && cur > version
+	if err != nil || cur <= version {
+		return false
+	}
+	// A private subject's older versions are theirs too: only their own
+	// log-in can move those values (Job.Subject with their keys), so a
+	// table-wide job counts them as they are, not as work left.
+	if uh, ok := r.Column.SubjectKeys().(userHeldChecker); ok {
+		if held, err := uh.UserHeld(subject); err != nil || held {
+			return false
+		}
+	}
+	return true
+}
+
+// userHeldChecker is what a subject-key store tells a job: whether a
+// subject's keys are held by the user (field/subject.Store).
+type userHeldChecker interface {
+	UserHeld(subject string) (bool, error)
 }
 
 // bindingMatches reports whether the value's context check matches the

@@ -32,15 +32,34 @@ func (s *Store) journaledPrivate(ctx context.Context, subject string) (bool, err
 	if s.cfg.Journal == nil || s.cfg.Ledger == nil {
 		return false, nil
 	}
-	st, err := s.cfg.Ledger.Verified(ctx, s.cfg.Keyring)
-	if err != nil || st == nil {
+	db, err := s.databaseID(ctx)
+	if err != nil || db == "" {
 		return false, err
 	}
-	p, err := s.cfg.Journal.Private(st.Database, s.cfg.Namespace, subject)
+	p, err := s.cfg.Journal.Private(db, s.cfg.Namespace, subject)
 	if err != nil {
 		return false, fmt.Errorf("subject: reading the journal: %w", err)
 	}
 	return p, nil
+}
+
+// databaseID is the ledger's database ID, read from a verified ledger
+// once per Store (it never changes; "" while the database has no ledger).
+func (s *Store) databaseID(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	db := s.dbID
+	s.mu.Unlock()
+	if db != "" {
+		return db, nil
+	}
+	st, err := s.cfg.Ledger.Verified(ctx, s.cfg.Keyring)
+	if err != nil || st == nil {
+		return "", err
+	}
+	s.mu.Lock()
+	s.dbID = st.Database
+	s.mu.Unlock()
+	return st.Database, nil
 }
 
 // refuseKeyringKey refuses a keyring-wrapped key for a subject the

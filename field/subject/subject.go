@@ -122,6 +122,7 @@ type Store struct {
 	forgotten        map[string]time.Time // subjects this process forgot: Unlocked keys stop at once
 	private          map[string]privateEntry
 	clock            *clock
+	dbID             string // the ledger's database ID, once verified (anchored.go)
 }
 
 // cached are a subject's unwrapped keys. The entry lives at most the TTL

@@ -385,6 +385,15 @@ type privateEntry struct {
 // isPrivate is Private through the cache: a request of a subject that is
 // not private costs no query while the answer is fresh (at most the TTL;
 // MakePrivate, Reset and Forget in this process refresh it at once).
+// UserHeld reports whether the subject is private (its keys held by the
+// user), as Private does, through the store's cache (within its TTL): a
+// re-sealing job asks it of every value under an older key version.
+func (s *Store) UserHeld(subject string) (bool, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	return s.isPrivate(ctx, subject)
+}
+
 func (s *Store) isPrivate(ctx context.Context, subject string) (bool, error) {
 	now := time.Now()
 	s.mu.Lock()
