@@ -3,9 +3,7 @@ package chat
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field/subject"
+	"github.com/wardlab/ward/internal/killtest"
 	"github.com/wardlab/ward/kms/local"
 )
 
@@ -42,27 +41,9 @@ func TestAccountDeletionKilled(t *testing.T) {
 			ta.client(t).signup(email)
 			ids = append(ids, userID(t, ta, email))
 		}
-		progress := filepath.Join(t.TempDir(), "progress")
 		for kill := range 12 {
-			os.Remove(progress)
-			cmd := exec.Command(os.Args[0], "-test.run=^TestDeleteChild$")
-			cmd.Env = append(os.Environ(), deleteChildEnv+"=1", local.EnvVar+"="+mk.Encode(), "CHILD_DB="+url, "CHILD_KEYRING="+cfg.KeyringPath,
-				"CHILD_IDS="+strings.Trim(fmt.Sprint(ids), "[]"), "CHILD_PROGRESS="+progress)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-				if _, err := os.Stat(progress); err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					t.Fatal("the child deleted nobody in 60 s")
-				}
-			}
-			time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
-			cmd.Process.Kill()
-			cmd.Wait()
+			killtest.KillAfter(t, "TestDeleteChild", "account deletion", 30*time.Millisecond, deleteChildEnv+"=1", local.EnvVar+"="+mk.Encode(),
+				"CHILD_DB="+url, "CHILD_KEYRING="+cfg.KeyringPath, "CHILD_IDS="+strings.Trim(fmt.Sprint(ids), "[]"))
 			checkAccounts(t, ctx, ta, ids, kill)
 		}
 		for _, id := range ids { // the last run, to the end
@@ -135,7 +116,7 @@ func TestDeleteChild(t *testing.T) {
 		if err := app.store.deleteAccountIfAny(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(os.Getenv("CHILD_PROGRESS"), []byte("1"), 0o600)
+		killtest.Progressed()
 	}
 	select {}
 }

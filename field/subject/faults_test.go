@@ -6,17 +6,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/dbtest"
+	"github.com/wardlab/ward/internal/killtest"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"
@@ -111,29 +109,9 @@ func TestFaultLoops(t *testing.T) {
 // loop runs op in children killed kills times, checking after each.
 func (f *faultEnv) loop(t *testing.T, op string, kills int) {
 	t.Helper()
-	progress := filepath.Join(t.TempDir(), op+".progress")
 	for kill := range kills {
-		os.Remove(progress)
-		cmd := exec.Command(os.Args[0], "-test.run=^TestFaultChild$")
-		cmd.Env = append(os.Environ(), faultChildEnv+"="+op, local.EnvVar+"="+f.mk.Encode(), "CHILD_DRIVER="+f.d.Driver, "CHILD_DSN="+f.d.DSN,
-			"CHILD_KEYRING="+f.kr.Path(), "CHILD_TABLES="+strings.Join(f.tables, ","), "CHILD_PROGRESS="+progress)
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			if _, err := os.Stat(progress); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				t.Fatalf("%s: the child made no progress in 60 s: %s", op, out.String())
-			}
-		}
-		time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond)
-		cmd.Process.Kill()
-		cmd.Wait()
+		killtest.KillAfter(t, "TestFaultChild", op, 40*time.Millisecond, faultChildEnv+"="+op, local.EnvVar+"="+f.mk.Encode(),
+			"CHILD_DRIVER="+f.d.Driver, "CHILD_DSN="+f.d.DSN, "CHILD_KEYRING="+f.kr.Path(), "CHILD_TABLES="+strings.Join(f.tables, ","))
 		f.check(t, op, kill)
 	}
 	// Then to the end, and every value still opens.
@@ -229,11 +207,10 @@ func TestFaultChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	progressed := func() { os.WriteFile(os.Getenv("CHILD_PROGRESS"), []byte(strconv.Itoa(os.Getpid())), 0o600) }
-	if err := runFaultOp(ctx, s, db, op, progressed); err != nil {
+	if err := runFaultOp(ctx, s, db, op, killtest.Progressed); err != nil {
 		t.Fatal(err)
 	}
-	progressed()
+	killtest.Progressed()
 	select {}
 }
 

@@ -135,6 +135,7 @@ var Plumbing = []string{
 	Module + "/internal/conncap",
 	Module + "/internal/dbtest",
 	Module + "/internal/dburl",
+	Module + "/internal/killtest",
 	Module + "/internal/pgcluster",
 	Module + "/internal/pgtest",
 	Module + "/internal/walls",
