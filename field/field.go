@@ -22,6 +22,7 @@
 package field
 
 import (
+	"bytes"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
@@ -30,6 +31,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/keyring"
 )
@@ -69,6 +71,9 @@ type Column struct {
 	subjects      SubjectKeys  // PerSubject: where subjects' own keys are
 	subjectCol    string       // the bound column naming the subject
 	subjectIdx    int          // its index in bind
+	gate          *forms.Gate  // WithForms: which forms the fleet reads
+	sealedForm    forms.Form   // forms.Sealed(table, column)
+	subjectForm   forms.Form   // forms.Subject(table, column)
 }
 
 // ColumnOption configures a Column.
@@ -122,6 +127,26 @@ func RefuseLegacyForms() ColumnOption { return func(c *Column) { c.currentOnly =
 // plaintext is left), then off: while it is on, a database writer can
 // plant plaintext that the application will show (SECURITY.md).
 func AcceptPlaintext() ColumnOption { return func(c *Column) { c.mixed = true } }
+
+// WithForms makes the column write only forms that every process of the
+// fleet reads (package forms; the gate's fleet member opens them). The
+// column declares that it reads ciphertexts (forms.Sealed), ciphertext v3
+// and, with [PerSubject], subject-sealed values (forms.Subject), and asks
+// for them to open. Until the fleet opens them:
+//
+//   - a column in mixed mode ([AcceptPlaintext]) writes plaintext: Seal
+//     returns a [Ciphertext] whose Value is the plaintext (IsPlaintext),
+//     so that a process still reading the column as plaintext reads what
+//     this one wrote; a plaintext that would read as a ciphertext is
+//     refused with an error matching [forms.ErrNotOpen];
+//   - a [PerSubject] column seals under keyring keys, which every process
+//     opens, instead of subjects' keys.
+//
+// [Column.AppendSeal], the batch form for jobs, always seals. A column
+// without mixed mode always seals too: it records that the database
+// depends on ciphertexts, so that a process that cannot read them refuses
+// to start.
+func WithForms(g *forms.Gate) ColumnOption { return func(c *Column) { c.gate = g } }
 
 // SubjectKeys finds subjects' own data keys for a column declared with
 // [PerSubject]. Package field/subject implements it over a table of
@@ -215,6 +240,11 @@ func NewColumn(kr *keyring.Keyring, table, column string, opts ...ColumnOption) 
 		c.prefixV2 = appendContextPrefix(nil, contextDomainV2, table, column, c.bind)
 	}
 	c.ads = &sync.Pool{New: c.newAD}
+	c.sealedForm, c.subjectForm = forms.Sealed(table, column), forms.Subject(table, column)
+	c.gate.Want(c.sealedForm, forms.Ciphertext(int(keyring.CurrentVersion)))
+	if c.subjects != nil {
+		c.gate.Want(c.subjectForm)
+	}
 	return c, nil
 }
 
@@ -250,8 +280,13 @@ func (c *Column) PlaintextReads() uint64 { return c.stats.plainReads.Load() }
 // tools that seal outside this package (ward decrypt --table).
 func (c *Column) Context(row RowKey) ([]byte, error) { return c.context(nil, &row) }
 
-// Seal encrypts plaintext for row.
+// Seal encrypts plaintext for row (or, for a column in mixed mode whose
+// fleet does not read ciphertexts yet, returns it as plaintext:
+// [WithForms]).
 func (c *Column) Seal(row RowKey, plaintext []byte) (Ciphertext, error) {
+	if c.mixed && !c.gate.Allows(c.sealedForm) {
+		return c.plainForm(plaintext)
+	}
 	ct, err := c.AppendSeal(nil, row, plaintext)
 	if err != nil {
 		return Ciphertext{}, err
@@ -269,7 +304,7 @@ func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, e
 			ad = slices.Grow(ad, sealWork) // kept: the pool gets it back
 		}
 		var out []byte
-		if c.subjects != nil {
+		if c.subjects != nil && c.gate.Allows(c.subjectForm) {
 			var sk *keyring.SubjectKey
 			if sk, err = c.sealingKey(&row); err == nil {
 				out, err = sk.AppendSealAD(dst, plaintext, ad)
@@ -506,7 +541,7 @@ func (c *Column) Open(row RowKey, ct Ciphertext) ([]byte, error) {
 		return nil, ErrNull
 	}
 	if ct.plain != nil {
-		if !c.mixed {
+		if !c.mixed || ct.Newer() { // a newer release's ciphertext is never plaintext
 			return nil, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: &plaintextError{ct.plain}}
 		}
 		c.stats.plainReads.Add(1)
@@ -610,7 +645,41 @@ type Ciphertext struct {
 	valid bool
 	text  bool  // store as text
 	plain error // not nil: the stored value is not a ward ciphertext, and why
+	raw   bool  // a plaintext to store as it is (mixed mode before forms.Sealed opens)
 }
+
+// errPlainForm is why a value a column writes as plaintext (before the
+// fleet reads ciphertexts: WithForms) is not a ciphertext.
+var errPlainForm = errors.New("field: written as plaintext until every process reads ciphertexts")
+
+// plainForm returns plaintext to be written as it is, unless it would read
+// back as a ciphertext (or a newer release's).
+func (c *Column) plainForm(plaintext []byte) (Ciphertext, error) {
+	var probe Ciphertext
+	if c.enc == Text {
+		probe.Scan(string(plaintext))
+	} else {
+		probe.Scan(plaintext)
+	}
+	if probe.plain == nil || probe.Newer() {
+		return Ciphertext{}, fmt.Errorf("field: %s.%s: the value reads as a ward ciphertext, and cannot be written as plaintext: %w", c.table, c.name, forms.ErrNotOpen)
+	}
+	return Ciphertext{data: bytes.Clone(plaintext), valid: true, text: c.enc == Text, plain: errPlainForm, raw: true}, nil
+}
+
+// Newer reports whether a scanned value is a ward ciphertext in a version
+// this release does not know ("w4:…", or a binary value whose first byte,
+// below 0x20, names no known version): a newer release's value, which a
+// column in mixed mode refuses rather than show as plaintext, and which no
+// job takes for plaintext.
+func (c Ciphertext) Newer() bool {
+	var v *keyring.VersionError
+	return c.plain != nil && errors.As(c.plain, &v) && len(c.data) > 0 && (c.text || c.data[0] < 0x20)
+}
+
+// IsPlaintext reports whether c is a value a column in mixed mode writes
+// as plaintext ([WithForms]) or a scanned value that is not a ciphertext.
+func (c Ciphertext) IsPlaintext() bool { return c.valid && c.plain != nil }
 
 var (
 	_ driver.Valuer = Ciphertext{}
@@ -675,6 +744,12 @@ func (c Ciphertext) Version() uint8 {
 func (c Ciphertext) Value() (driver.Value, error) {
 	if !c.valid {
 		return nil, nil
+	}
+	if c.raw {
+		if c.text {
+			return string(c.data), nil
+		}
+		return c.data, nil
 	}
 	if c.plain != nil {
 		return nil, &plaintextError{c.plain}

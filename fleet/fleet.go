@@ -39,8 +39,10 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // DefaultTable is the registry's table when none is named.
@@ -67,8 +69,9 @@ const (
 var listColumns = func() string {
 	id, host, kr := sqltable.Bound{Col: "id", Max: maxText}, sqltable.Bound{Col: "host", Max: maxText}, sqltable.Bound{Col: "keyring", Max: maxText}
 	keys, tag := sqltable.Bound{Col: "keys", Max: maxKeysText}, sqltable.Bound{Col: "mac", Max: macText}
-	return fmt.Sprintf("%s, %s, pid, %s, generation, %s, started, seen, exited, %s, %s",
-		id.Value(), host.Value(), kr.Value(), keys.Value(), tag.Value(), sqltable.TooLong(id, host, kr, keys, tag))
+	caps := sqltable.Bound{Col: "caps", Max: maxKeysText}
+	return fmt.Sprintf("%s, %s, pid, %s, generation, %s, started, seen, exited, %s, %s, %s",
+		id.Value(), host.Value(), kr.Value(), keys.Value(), tag.Value(), caps.Value(), sqltable.TooLong(id, host, kr, keys, tag, caps))
 }()
 
 // maxListBytes bounds the text one read of the registry holds in memory
@@ -84,9 +87,18 @@ type Registry struct {
 	// Table is the registry table (default DefaultTable), created if
 	// missing.
 	Table string
+	// Gate, if set, is this process's forms gate (package forms): Join
+	// registers the forms it reads, refuses to join when the database
+	// depends on a form it lacks, and every heartbeat advances the forms
+	// it wants to write (see [Member]).
+	Gate *forms.Gate
+	// Ledger is the ledger that records forms (default: the default
+	// ledger table of DB).
+	Ledger *ledger.Ledger
 
-	created atomic.Bool
-	primary sqltable.PrimaryOnce // the table exists: heartbeats and waits skip the DDL
+	created  atomic.Bool
+	migrated atomic.Bool          // the caps column exists
+	primary  sqltable.PrimaryOnce // the table exists: heartbeats and waits skip the DDL
 }
 
 // Process is one registered process, as its latest heartbeat says.
@@ -100,10 +112,16 @@ type Process struct {
 	Started    time.Time       `json:"started"`
 	Seen       time.Time       `json:"seen"`
 	Exited     bool            `json:"exited"`
+	// Forms are the forms (package forms) the process reads; none for a
+	// process of a release from before forms.
+	Forms []forms.Form `json:"forms,omitempty"`
 	// Tampered is set for a row that fails its MAC: what it says is not
 	// what a process wrote.
 	Tampered bool `json:"tampered,omitempty"`
 }
+
+// Can reports whether the process reads form f.
+func (p Process) Can(f forms.Form) bool { return slices.Contains(p.Forms, f) }
 
 // Has reports whether the process holds key id.
 func (p Process) Has(id keyring.KeyID) bool { return slices.Contains(p.Keys, id) }
@@ -151,8 +169,11 @@ func (r *Registry) table(ctx context.Context) (string, error) {
 	if err := sqltable.Create(ctx, r.DB, t, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 		id TEXT PRIMARY KEY, host TEXT NOT NULL, pid BIGINT NOT NULL, keyring TEXT NOT NULL,
 		generation BIGINT NOT NULL, keys TEXT NOT NULL, started BIGINT NOT NULL, seen BIGINT NOT NULL,
-		exited INTEGER NOT NULL, mac TEXT NOT NULL)`, t)); err != nil {
+		exited INTEGER NOT NULL, mac TEXT NOT NULL, caps TEXT NOT NULL DEFAULT '')`, t)); err != nil {
 		return "", fmt.Errorf("fleet: creating the registry: %w", err)
+	}
+	if err := r.migrate(ctx, t); err != nil {
+		return "", err
 	}
 	r.created.Store(true)
 	return t, nil
@@ -197,6 +218,11 @@ func mac(key []byte, p *Process) []byte {
 		b = append(b, 1)
 	} else {
 		b = append(b, 0)
+	}
+	if len(p.Forms) > 0 { // a row of a release from before forms has none, and its MAC as then
+		c := formsText(p.Forms)
+		b = binary.AppendUvarint(b, uint64(len(c)))
+		b = append(b, c...)
 	}
 	h.Write(b)
 	return h.Sum(nil)
@@ -260,11 +286,15 @@ func (r *Registry) Join(ctx context.Context, kr *keyring.Keyring, heartbeat time
 		p: Process{ID: "p-" + hex.EncodeToString(b[:]), Host: host, PID: os.Getpid(), Keyring: kr.ID(), Started: now, Seen: now}}
 	m.fill()
 	p := m.p
-	_, err = r.DB.ExecContext(ctx, r.Dialect.Rebind(fmt.Sprintf(`INSERT INTO %s (id, host, pid, keyring, generation, keys, started, seen, exited, mac)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`, t)), p.ID, p.Host, p.PID, p.Keyring, int64(p.Generation), keysText(p.Keys),
-		p.Started.UnixMilli(), p.Seen.UnixMilli(), hex.EncodeToString(mac(key, &p)))
+	_, err = r.DB.ExecContext(ctx, r.Dialect.Rebind(fmt.Sprintf(`INSERT INTO %s (id, host, pid, keyring, generation, keys, started, seen, exited, mac, caps)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`, t)), p.ID, p.Host, p.PID, p.Keyring, int64(p.Generation), keysText(p.Keys),
+		p.Started.UnixMilli(), p.Seen.UnixMilli(), hex.EncodeToString(mac(key, &p)), formsText(p.Forms))
 	if err != nil {
 		return nil, fmt.Errorf("fleet: registering: %w", err)
+	}
+	if err := m.joinForms(ctx); err != nil {
+		m.write(context.WithoutCancel(ctx), true) // leave at once: it never served
+		return nil, err
 	}
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.stop = cancel
@@ -274,6 +304,7 @@ func (r *Registry) Join(ctx context.Context, kr *keyring.Keyring, heartbeat time
 
 // fill copies what the keyring holds into m.p.
 func (m *Member) fill() {
+	m.p.Forms = m.r.Gate.Declared()
 	m.p.Generation = m.kr.Generation()
 	m.p.Keys = m.p.Keys[:0]
 	for _, k := range m.kr.Keys() {
@@ -302,9 +333,15 @@ func (m *Member) loop(ctx context.Context, every time.Duration) {
 // ID returns the member's process ID in the registry.
 func (m *Member) ID() string { return m.p.ID }
 
-// Beat reports now what the keyring holds (the heartbeat does it on its
+// Beat reports now what the keyring holds and the forms the process reads,
+// then advances the forms its gate wants (the heartbeat does it on its
 // own; call Beat after a reload to be counted at once).
-func (m *Member) Beat(ctx context.Context) error { return m.write(ctx, false) }
+func (m *Member) Beat(ctx context.Context) error {
+	if err := m.write(ctx, false); err != nil {
+		return err
+	}
+	return m.advance(ctx)
+}
 
 func (m *Member) write(ctx context.Context, exited bool) error {
 	m.mu.Lock()
@@ -317,8 +354,8 @@ func (m *Member) write(ctx context.Context, exited bool) error {
 	m.p.Seen = time.Now().Truncate(time.Millisecond)
 	m.p.Exited = exited
 	p := m.p
-	_, err = m.r.DB.ExecContext(ctx, m.r.Dialect.Rebind(fmt.Sprintf(`UPDATE %s SET generation = ?, keys = ?, seen = ?, exited = ?, mac = ? WHERE id = ?`, t)),
-		int64(p.Generation), keysText(p.Keys), p.Seen.UnixMilli(), boolInt(exited), hex.EncodeToString(mac(m.key, &p)), p.ID)
+	_, err = m.r.DB.ExecContext(ctx, m.r.Dialect.Rebind(fmt.Sprintf(`UPDATE %s SET generation = ?, keys = ?, seen = ?, exited = ?, mac = ?, caps = ? WHERE id = ?`, t)),
+		int64(p.Generation), keysText(p.Keys), p.Seen.UnixMilli(), boolInt(exited), hex.EncodeToString(mac(m.key, &p)), formsText(p.Forms), p.ID)
 	if err != nil {
 		return fmt.Errorf("fleet: heartbeat: %w", err)
 	}
@@ -351,6 +388,9 @@ func (r *Registry) List(ctx context.Context, kr *keyring.Keyring) ([]Process, er
 	if err := r.onPrimary(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.migrate(ctx, t); err != nil {
+		return nil, err
+	}
 	key, err := macKey(kr)
 	if err != nil {
 		return nil, err
@@ -369,18 +409,21 @@ func (r *Registry) List(ctx context.Context, kr *keyring.Keyring) ([]Process, er
 		var p Process
 		var pid, gen, started, seen int64
 		var exited int
-		var keys, tag string
+		var keys, tag, caps string
 		var tooLong bool
-		if err := rows.Scan(&p.ID, &p.Host, &pid, &p.Keyring, &gen, &keys, &started, &seen, &exited, &tag, &tooLong); err != nil {
+		if err := rows.Scan(&p.ID, &p.Host, &pid, &p.Keyring, &gen, &keys, &started, &seen, &exited, &tag, &caps, &tooLong); err != nil {
 			return nil, fmt.Errorf("fleet: reading the registry: %w", err)
 		}
-		if total += len(p.ID) + len(p.Host) + len(p.Keyring) + len(keys) + len(tag); total > maxListBytes {
+		if total += len(p.ID) + len(p.Host) + len(p.Keyring) + len(keys) + len(tag) + len(caps); total > maxListBytes {
 			return nil, fmt.Errorf("fleet: the registry's rows hold more text than one read takes (%d bytes)", maxListBytes)
 		}
 		p.PID, p.Generation, p.Exited = int(pid), uint64(max(gen, 0)), exited != 0
 		p.Started, p.Seen = time.UnixMilli(started), time.UnixMilli(seen)
 		ks, kerr := parseKeys(keys)
 		p.Keys = ks
+		fs, ferr := parseForms(caps)
+		p.Forms = fs
+		kerr = errors.Join(kerr, ferr)
 		want, _ := hex.DecodeString(tag)
 		p.Tampered = tooLong || kerr != nil || !hmac.Equal(mac(key, &p), want)
 		out = append(out, p)

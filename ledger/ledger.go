@@ -123,6 +123,10 @@ type State struct {
 	// Recoveries record each recovery after the database went back in
 	// time, the newest last (at most maxRecoveries).
 	Recoveries []Recovery `json:"recoveries,omitempty"`
+	// Forms are the forms of stored values (package forms) whose writing
+	// waits for, or was opened by, the fleet ([Ledger.ChangeForms]),
+	// sorted by name.
+	Forms []Form `json:"forms,omitempty"`
 }
 
 // RetiredState is the state a ledger records for a retired key
@@ -669,6 +673,7 @@ func successor(cur *State, kr *keyring.Keyring) State {
 	next.Counters = maps.Clone(cur.Counters)
 	next.Recheck = slices.Clone(cur.Recheck)
 	next.Recoveries = slices.Clone(cur.Recoveries)
+	next.Forms = cloneForms(cur.Forms)
 	return next
 }
 
@@ -687,6 +692,7 @@ func normalise(next *State, kr *keyring.Keyring) {
 	slices.Sort(next.Marks)
 	slices.Sort(next.Recheck)
 	next.Recheck = slices.Compact(next.Recheck)
+	next.Forms = sortForms(next.Forms)
 	slices.SortFunc(next.Columns, func(a, b Column) int {
 		return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.Column, b.Column))
 	})
@@ -698,7 +704,7 @@ func unchanged(cur, next *State, kr *keyring.Keyring) bool {
 	return slices.Equal(cur.Keys, next.Keys) && slices.Equal(cur.Marks, next.Marks) &&
 		slices.EqualFunc(cur.Columns, next.Columns, Column.equal) && maps.Equal(cur.Counters, next.Counters) &&
 		slices.Equal(cur.Recheck, next.Recheck) && len(cur.Recoveries) == len(next.Recoveries) &&
-		cur.Epoch == keyproto.StateEpoch(kr)
+		slices.EqualFunc(cur.Forms, next.Forms, Form.equal) && cur.Epoch == keyproto.StateEpoch(kr)
 }
 
 // update reads the ledger (as m says), applies change to a copy,

@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/password/internal/argon2"
 )
@@ -63,6 +64,18 @@ type Policy struct {
 	// ErrPepper: a database writer cannot then plant an unpeppered hash
 	// of a password they know. Leave it off while legacy hashes remain.
 	RequirePepper bool
+	// Forms, if set, makes Hash write the preferred scheme, and the
+	// pepper, only once every process of the fleet verifies them (package
+	// forms: the hasher declares the schemes it accepts, and the pepper if
+	// it has one, and asks for its preferred scheme and pepper to open).
+	// Until then Hash writes Fallback, and a log-in upgrades nothing that
+	// Fallback would not.
+	Forms *forms.Gate
+	// Fallback are the parameters Hash writes while the preferred scheme
+	// is not open: what the fleet's older processes write. Required with
+	// Forms (for a change of pepper only, the preferred parameters).
+	// Never peppered.
+	Fallback Params
 }
 
 // Result is what Verify learned besides the match.
@@ -118,6 +131,9 @@ func NewHasher(p Policy, limiter *Limiter) (*Hasher, error) {
 		return nil, fmt.Errorf("password: %s hashes cannot record a pepper key; prefer Argon2id", own.name())
 	}
 	h := &Hasher{policy: p, limits: p.Limits.withDefaults(), limiter: limiter}
+	if err := h.declareForms(); err != nil {
+		return nil, err
+	}
 	if err := impl.valid(p.Preferred); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrWeakParams, err)
 	}
@@ -153,7 +169,7 @@ func (h *Hasher) Hash(ctx context.Context, password []byte) (string, error) {
 	if err := h.checkPassword(password); err != nil {
 		return "", err
 	}
-	p := h.policy.Preferred
+	p, peppered := h.target()
 	own, ownOK := ownFormatOf(p.Scheme)
 	if ownOK && len(password) > own.maxPassword() {
 		return "", fmt.Errorf("%w: %s uses only the first %d bytes", ErrPasswordTooLong, own.name(), own.maxPassword())
@@ -161,7 +177,7 @@ func (h *Hasher) Hash(ctx context.Context, password []byte) (string, error) {
 	d := &decoded{params: p, salt: make([]byte, p.SaltLen)}
 	rand.Read(d.salt)
 	pw := password
-	if h.policy.Pepper != nil {
+	if peppered {
 		d.pepper = h.policy.Pepper.Primary().ID
 		var err error
 		if pw, err = h.pepper(d.pepper, password); err != nil {
@@ -224,8 +240,7 @@ func (h *Hasher) Verify(ctx context.Context, password []byte, encoded string) (R
 	if !match {
 		return res, ErrMismatch
 	}
-	res.NeedsRehash = d.params.weakerThan(h.policy.Preferred) ||
-		(h.policy.Pepper != nil && d.pepper != h.policy.Pepper.Primary().ID)
+	res.NeedsRehash = h.needsRehash(d)
 	return res, nil
 }
 

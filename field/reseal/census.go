@@ -17,7 +17,8 @@ type Census struct {
 	Plaintext int // values that do not parse as ward ciphertexts
 	// Suspect counts values that parse as ward ciphertexts but cannot be
 	// this column's: their key is not in the keyring, or their context
-	// check matches neither the current nor the v1 binding. Before a
+	// check matches neither the current nor the v1 binding, or they name
+	// a ciphertext version of a newer release ("w4:…"). Before a
 	// column holding plaintext is migrated, each is plaintext that happens
 	// to look like a ciphertext: fix those rows before turning on
 	// [field.AcceptPlaintext], which would refuse them rather than show them.
@@ -49,6 +50,7 @@ const (
 	stateCurrent            // up to date
 	stateStale              // to re-seal: old key, version or binding
 	statePlain              // not a ward ciphertext
+	stateNewer              // a ciphertext of a newer release: never taken for plaintext
 	stateIndex              // current, but its blind index is missing (Job.Index)
 )
 
@@ -59,6 +61,9 @@ func (r *Job) classify(row dbRow, primary keyring.KeyID) (valueState, field.Ciph
 	}
 	var ct field.Ciphertext
 	if err := ct.Scan(row.val); err != nil || ct.Err() != nil {
+		if ct.Newer() {
+			return stateNewer, ct, 0
+		}
 		return statePlain, ct, 0
 	}
 	id, _ := ct.KeyID()
@@ -166,6 +171,9 @@ func (r *Job) Count(ctx context.Context) (Census, error) {
 				continue
 			case statePlain:
 				c.Plaintext++
+				continue
+			case stateNewer:
+				c.Suspect++
 				continue
 			case stateCurrent:
 				c.Current++

@@ -267,6 +267,10 @@ func (r *Job) reseal(rows []dbRow, st *Stats) ([]update, error) {
 		if state == stateIndex {
 			st.Indexed++
 		}
+		if state == stateNewer { // written by a newer release: this one neither opens nor re-seals it
+			r.fail(st, &field.OpenError{Table: r.Column.Table(), Column: r.Column.Name(), Row: fmt.Sprint(row.key), Err: ct.Err()})
+			continue
+		}
 		rk, err := row.rowKey()
 		if err != nil {
 			r.fail(st, &field.OpenError{Table: r.Column.Table(), Column: r.Column.Name(), Row: fmt.Sprint(row.key), Err: err})

@@ -113,6 +113,7 @@ var Library = []string{
 	Module + "/ledger",
 	Module + "/field/reseal",
 	Module + "/fleet",
+	Module + "/forms",
 	Module + "/field/subject",
 	Module + "/lifecycle",
 	Module + "/journal",

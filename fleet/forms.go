@@ -1,0 +1,270 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/internal/sqltable"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
+)
+
+// A form (package forms) opens for a database in two steps, each a
+// compare-and-swap on its authenticated ledger, both taken by any member
+// that wants the form at a heartbeat:
+//
+//  1. the wait begins: the ledger records the form with the registered
+//     processes that do not read it (Waiting);
+//  2. at later heartbeats, a member reads the ledger, then the registry,
+//     then updates the record: a process leaves Waiting when it declares
+//     the form or left cleanly; every other live registration (a process
+//     that joined since, a stale one, a row that fails its MAC) joins it;
+//     a process whose registration vanished stays in it. When Waiting is
+//     empty (less those the operator skipped), the form opens — only if
+//     its record existed before the registry was read, so that a process
+//     that registered before the record was written is in that read.
+//
+// A process that joins while a form waits adds itself to Waiting if it
+// lacks the form (racing an opening by compare-and-swap), and refuses to
+// join if the form is open.
+
+// formsText is a registry row's caps column.
+func formsText(fs []forms.Form) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ",")
+}
+
+func parseForms(s string) ([]forms.Form, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []forms.Form
+	for _, f := range strings.Split(s, ",") {
+		if !forms.Form(f).Valid() {
+			return nil, fmt.Errorf("fleet: malformed form %.40q", f)
+		}
+		out = append(out, forms.Form(f))
+	}
+	return out, nil
+}
+
+// migrate adds the caps column to a registry created by a release from
+// before forms (a missing table is left missing).
+func (r *Registry) migrate(ctx context.Context, t string) error {
+	if r.migrated.Load() {
+		return nil
+	}
+	_, err := r.DB.ExecContext(ctx, fmt.Sprintf(`SELECT caps FROM %s WHERE 1 = 0`, t))
+	if err != nil && !sqltable.Missing(err) {
+		_, aerr := r.DB.ExecContext(ctx, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN caps TEXT NOT NULL DEFAULT ''`, t))
+		if _, again := r.DB.ExecContext(ctx, fmt.Sprintf(`SELECT caps FROM %s WHERE 1 = 0`, t)); again != nil {
+			return fmt.Errorf("fleet: adding the forms column to the registry: %w", errors.Join(aerr, again))
+		}
+		err = nil
+	}
+	if err == nil {
+		r.migrated.Store(true)
+	}
+	return nil
+}
+
+// ledger returns the ledger that records forms.
+func (r *Registry) ledger() *ledger.Ledger {
+	if r.Ledger == nil {
+		r.Ledger = &ledger.Ledger{DB: r.DB, Dialect: r.Dialect}
+	}
+	return r.Ledger
+}
+
+// joinForms runs once the member's row is in the registry: it adds the
+// process to the waits of forms it lacks, and fails with a
+// [*forms.MissingError] naming the opened forms it lacks.
+func (m *Member) joinForms(ctx context.Context) error {
+	if m.r.Gate == nil {
+		return nil // a process without a gate reads no form: it blocks every wait, and is not checked
+	}
+	can := m.r.Gate.Declared()
+	lg := m.r.ledger()
+	st, err := lg.Verified(ctx, m.kr)
+	if err != nil {
+		return fmt.Errorf("fleet: reading the database's forms: %w", err)
+	}
+	lacks := func(f ledger.Form) bool { return !f.IsOpen() && !slices.Contains(can, f.Name) }
+	var opened []forms.Opened
+	if st != nil && slices.ContainsFunc(st.Forms, lacks) {
+		err = lg.ChangeForms(ctx, m.kr, func(fs []ledger.Form) []ledger.Form {
+			for i := range fs {
+				if lacks(fs[i]) {
+					fs[i].Waiting = append(fs[i].Waiting, m.p.ID)
+				}
+			}
+			return fs
+		})
+		if err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
+			return fmt.Errorf("fleet: joining the waits of forms: %w", err)
+		}
+		if st, err = lg.Verified(ctx, m.kr); err != nil {
+			return fmt.Errorf("fleet: reading the database's forms: %w", err)
+		}
+	}
+	if st != nil {
+		for _, f := range st.Forms {
+			if f.IsOpen() {
+				opened = append(opened, f.OpenedAs())
+			}
+		}
+	}
+	if err := m.r.Gate.Missing(opened); err != nil {
+		return err
+	}
+	m.r.Gate.SetOpen(names(opened))
+	return nil
+}
+
+func names(os []forms.Opened) []forms.Form {
+	out := make([]forms.Form, len(os))
+	for i, o := range os {
+		out[i] = o.Form
+	}
+	return out
+}
+
+// advance takes one step towards opening each form the gate wants (see
+// the comment at the top of this file) and tells the gate what is open.
+func (m *Member) advance(ctx context.Context) error {
+	g := m.r.Gate
+	want := g.Wanted()
+	if len(want) == 0 {
+		return nil
+	}
+	lg := m.r.ledger()
+	st, err := lg.Verified(ctx, m.kr)
+	if err != nil {
+		return fmt.Errorf("fleet: reading the database's forms: %w", err)
+	}
+	var known []forms.Form // records that exist before the registry is read
+	if st != nil {
+		for _, f := range st.Forms {
+			known = append(known, f.Name)
+		}
+	}
+	ps, err := m.r.List(ctx, m.kr)
+	if err != nil {
+		return err
+	}
+	var opened []forms.Form
+	now := time.Now().UnixMilli()
+	err = lg.ChangeForms(ctx, m.kr, func(fs []ledger.Form) []ledger.Form {
+		for _, w := range want {
+			fs = step(fs, w, ps, m.kr.ID(), slices.Contains(known, w), now)
+		}
+		opened = opened[:0]
+		for _, f := range fs {
+			if f.IsOpen() {
+				opened = append(opened, f.Name)
+			}
+		}
+		return fs
+	})
+	if err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) { // written; the anchor catches up later
+		return fmt.Errorf("fleet: advancing forms: %w", err)
+	}
+	g.SetOpen(opened)
+	return nil
+}
+
+// step advances form w's record in fs by one read of the registry, ps.
+// mayOpen is false when w's record did not exist before ps was read.
+func step(fs []ledger.Form, w forms.Form, ps []Process, keyringID string, mayOpen bool, now int64) []ledger.Form {
+	i := slices.IndexFunc(fs, func(f ledger.Form) bool { return f.Name == w })
+	if i >= 0 && fs[i].IsOpen() {
+		return fs
+	}
+	if i < 0 {
+		fs = append(fs, ledger.Form{Name: w, Release: forms.ReleaseOf(w), Since: now})
+		i, mayOpen = len(fs)-1, false
+	}
+	f := &fs[i]
+	waiting := map[string]bool{}
+	for _, id := range f.Waiting {
+		waiting[id] = true
+	}
+	for _, p := range ps {
+		if p.Keyring != keyringID {
+			continue
+		}
+		switch {
+		case p.Tampered:
+			waiting[p.ID] = true
+		case p.Exited || p.Can(w):
+			delete(waiting, p.ID)
+		default:
+			waiting[p.ID] = true
+		}
+	}
+	f.Waiting = f.Waiting[:0]
+	for id := range waiting {
+		f.Waiting = append(f.Waiting, id)
+	}
+	slices.Sort(f.Waiting)
+	blocking := slices.DeleteFunc(slices.Clone(f.Waiting), func(id string) bool { return slices.Contains(f.Skipped, id) })
+	if mayOpen && len(blocking) == 0 {
+		f.Opened = now
+	}
+	return fs
+}
+
+// FormsState reads the database's form records from its verified ledger,
+// for an operator (ward fleet).
+func (r *Registry) FormsState(ctx context.Context, kr *keyring.Keyring) ([]ledger.Form, error) {
+	st, err := r.ledger().Verified(ctx, kr)
+	if err != nil || st == nil {
+		return nil, err
+	}
+	return st.Forms, nil
+}
+
+// SkipForms lets every form still waiting open without the named
+// processes (by ID, or "host:pid" of a registered process): the
+// operator's statement that they will never read a form again (killed,
+// their host gone). It returns the forms it changed.
+func (r *Registry) SkipForms(ctx context.Context, kr *keyring.Keyring, skip []string) ([]forms.Form, error) {
+	ps, err := r.List(ctx, kr)
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	for _, s := range skip {
+		ids[s] = true
+		for _, p := range ps {
+			if p.Host+":"+fmt.Sprint(p.PID) == s {
+				ids[p.ID] = true
+			}
+		}
+	}
+	var changed []forms.Form
+	err = r.ledger().ChangeForms(ctx, kr, func(fs []ledger.Form) []ledger.Form {
+		changed = changed[:0]
+		for i := range fs {
+			if fs[i].IsOpen() {
+				continue
+			}
+			for _, id := range fs[i].Waiting {
+				if ids[id] && !slices.Contains(fs[i].Skipped, id) {
+					fs[i].Skipped = append(fs[i].Skipped, id)
+					changed = append(changed, fs[i].Name)
+				}
+			}
+		}
+		return fs
+	})
+	return slices.Compact(changed), err
+}

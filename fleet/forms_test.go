@@ -1,0 +1,216 @@
+package fleet
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/internal/dbtest"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/ledger"
+)
+
+// formsFleet is a database, a keyring file and a registry with its own
+// ledger, for processes that each load the keyring and have a gate.
+type formsFleet struct {
+	t    *testing.T
+	ctx  context.Context
+	db   *sql.DB
+	d    field.Dialect
+	path string
+	mk   *local.MasterKey
+	reg  string
+	lg   string
+}
+
+func newFormsFleet(t *testing.T, db *sql.DB, d field.Dialect) *formsFleet {
+	ctx := context.Background()
+	f := &formsFleet{t: t, ctx: ctx, db: db, d: d, path: filepath.Join(t.TempDir(), "kr.json"), mk: local.Generate(),
+		reg: dbtest.DB{DB: db}.Table(t, "fleet"), lg: dbtest.DB{DB: db}.Table(t, "ledger")}
+	kr, err := keyring.Create(ctx, f.path, f.mk, keyring.AES256GCM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&ledger.Ledger{DB: db, Dialect: d, Table: f.lg}).Record(ctx, kr); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// process loads the keyring and returns a registry whose gate declares
+// can and wants want.
+func (f *formsFleet) process(can, want []forms.Form) (*Registry, *keyring.Keyring) {
+	kr, err := keyring.Load(f.ctx, f.path, f.mk)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	g := forms.New()
+	g.Declare(can...)
+	g.Want(want...)
+	return &Registry{DB: f.db, Dialect: f.d, Table: f.reg, Gate: g, Ledger: &ledger.Ledger{DB: f.db, Dialect: f.d, Table: f.lg}}, kr
+}
+
+func (f *formsFleet) join(r *Registry, kr *keyring.Keyring) *Member {
+	m, err := r.Join(f.ctx, kr, time.Hour, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return m
+}
+
+// beat beats every member, in order, n times.
+func (f *formsFleet) beat(n int, ms ...*Member) {
+	for range n {
+		for _, m := range ms {
+			if err := m.Beat(f.ctx); err != nil {
+				f.t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestFormOpensWhenEveryProcessReads: a form a process wants waits for a
+// registered process that does not read it, opens once that process left
+// cleanly, and never in the round that began the wait.
+func TestFormOpensWhenEveryProcessReads(t *testing.T) {
+	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
+		f := newFormsFleet(t, db, d)
+		w := forms.Sealed("users", "email")
+		oldR, oldK := f.process(nil, nil)
+		old := f.join(oldR, oldK)
+		newR, newK := f.process(nil, []forms.Form{w})
+		m := f.join(newR, newK)
+		f.beat(3, m, old)
+		if newR.Gate.Allows(w) {
+			t.Fatal("the form opened while a process that does not read it runs")
+		}
+		st, err := newR.FormsState(f.ctx, newK)
+		if err != nil || len(st) != 1 || !slices.Equal(st[0].Waiting, []string{old.ID()}) || st[0].Release != forms.Release {
+			t.Fatalf("the ledger's record of the wait: %+v %v", st, err)
+		}
+		if err := old.Leave(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		f.beat(1, m)
+		if !newR.Gate.Allows(w) {
+			st, _ := newR.FormsState(f.ctx, newK)
+			t.Fatalf("the form did not open once the other process left: %+v", st)
+		}
+		// A process that lacks it now refuses to join, naming the form.
+		lateR, lateK := f.process(nil, nil)
+		_, err = lateR.Join(f.ctx, lateK, time.Hour, nil)
+		var me *forms.MissingError
+		if !errors.As(err, &me) || len(me.Forms) != 1 || me.Forms[0].Form != w || me.Forms[0].Release != forms.Release {
+			t.Fatalf("a process lacking an opened form joined: %v", err)
+		}
+		// One that reads it joins, and its gate allows it at once.
+		okR, okK := f.process([]forms.Form{w}, nil)
+		f.join(okR, okK)
+		if !okR.Gate.Allows(w) {
+			t.Fatal("a joining process does not learn the opened forms")
+		}
+	})
+}
+
+// TestFormWaitSurvivesDeletion: a database writer who deletes the
+// registration of a process that does not read a form does not open it;
+// a process that joins during the wait without the form joins the wait;
+// the operator's skip does open it.
+func TestFormWaitSurvivesDeletion(t *testing.T) {
+	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
+		f := newFormsFleet(t, db, d)
+		w := forms.Pepper
+		oldR, oldK := f.process(nil, nil)
+		old := f.join(oldR, oldK)
+		newR, newK := f.process(nil, []forms.Form{w})
+		m := f.join(newR, newK)
+		f.beat(2, m)
+		name, _ := field.QuoteIdent(f.reg)
+		if _, err := db.Exec(d.Rebind(fmt.Sprintf(`DELETE FROM %s WHERE id = ?`, name)), old.ID()); err != nil {
+			t.Fatal(err)
+		}
+		lateR, lateK := f.process(nil, nil)
+		late := f.join(lateR, lateK)
+		f.beat(3, m)
+		st, _ := newR.FormsState(f.ctx, newK)
+		if newR.Gate.Allows(w) || len(st) != 1 || !slices.Contains(st[0].Waiting, old.ID()) || !slices.Contains(st[0].Waiting, late.ID()) {
+			t.Fatalf("a deleted registration or a late joiner let the form go: %+v", st)
+		}
+		late.Leave(f.ctx)
+		changed, err := newR.SkipForms(f.ctx, newK, []string{old.ID()})
+		if err != nil || !slices.Equal(changed, []forms.Form{w}) {
+			t.Fatalf("skip: %v %v", changed, err)
+		}
+		f.beat(1, m)
+		if !newR.Gate.Allows(w) {
+			st, _ := newR.FormsState(f.ctx, newK)
+			t.Fatalf("the form did not open after the operator skipped the vanished process: %+v", st)
+		}
+	})
+}
+
+// TestFormsRowMAC: a registry row whose forms a database writer changed
+// fails its MAC, and such a row blocks a wait.
+func TestFormsRowMAC(t *testing.T) {
+	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
+		f := newFormsFleet(t, db, d)
+		w := forms.Subject("notes", "body")
+		oldR, oldK := f.process(nil, nil)
+		old := f.join(oldR, oldK)
+		newR, newK := f.process(nil, []forms.Form{w})
+		m := f.join(newR, newK)
+		name, _ := field.QuoteIdent(f.reg)
+		if _, err := db.Exec(d.Rebind(fmt.Sprintf(`UPDATE %s SET caps = ? WHERE id = ?`, name)), string(w), old.ID()); err != nil {
+			t.Fatal(err)
+		}
+		ps, err := newR.List(f.ctx, newK)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(ps, func(p Process) bool { return p.ID == old.ID() })
+		if i < 0 || !ps[i].Tampered {
+			t.Fatalf("a row given a form by a writer passes its MAC: %+v", ps)
+		}
+		f.beat(3, m)
+		if newR.Gate.Allows(w) {
+			t.Fatal("a tampered row let the form open")
+		}
+	})
+}
+
+// TestRegistryMigratesForms: a registry table from a release before forms
+// gets its forms column, and its rows keep verifying.
+func TestRegistryMigratesForms(t *testing.T) {
+	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
+		f := newFormsFleet(t, db, d)
+		name, _ := field.QuoteIdent(f.reg)
+		if _, err := db.Exec(fmt.Sprintf(`CREATE TABLE %s (
+			id TEXT PRIMARY KEY, host TEXT NOT NULL, pid BIGINT NOT NULL, keyring TEXT NOT NULL,
+			generation BIGINT NOT NULL, keys TEXT NOT NULL, started BIGINT NOT NULL, seen BIGINT NOT NULL,
+			exited INTEGER NOT NULL, mac TEXT NOT NULL)`, name)); err != nil {
+			t.Fatal(err)
+		}
+		r, kr := f.process([]forms.Form{forms.Ciphertext(3)}, nil)
+		m := f.join(r, kr)
+		plain, pk := f.process(nil, nil)
+		plain.Gate = nil
+		pm := f.join(plain, pk)
+		ps, err := r.List(f.ctx, kr)
+		if err != nil || len(ps) != 2 || ps[0].Tampered || ps[1].Tampered {
+			t.Fatalf("after the migration: %+v %v", ps, err)
+		}
+		for _, p := range ps {
+			if p.ID == m.ID() && !p.Can(forms.Ciphertext(3)) || p.ID == pm.ID() && len(p.Forms) != 0 {
+				t.Fatalf("forms read back: %+v", p)
+			}
+		}
+	})
+}
