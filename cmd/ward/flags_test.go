@@ -46,6 +46,7 @@ var flagTests = map[string]string{
 	"ward encrypt-column --workers":            "TestJobFlags",
 	"ward fleet --db":                          "TestJSONFlags",
 	"ward fleet --json":                        "TestJSONFlags",
+	"ward fleet --skip-form":                   "TestFleetSkipForm",
 	"ward keyring --db":                        "TestRotateStaleAfter",
 	"ward keyring add --alg":                   "TestKeyringFlags",
 	"ward keyring add --promote":               "TestKeyringFlags",

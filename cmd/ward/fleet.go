@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/fleet"
+	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/internal/cli"
 	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
@@ -121,12 +122,21 @@ func processNames(ps []fleet.Process) string {
 	return strings.Join(names, ", ")
 }
 
+// fleetReport is one database's registry and forms, as ward fleet shows
+// them.
+type fleetReport struct {
+	DB        string          `json:"db"`
+	Processes []fleet.Process `json:"processes"`
+	Forms     []ledger.Form   `json:"forms,omitempty"`
+	Skipped   []forms.Form    `json:"skipped,omitempty"`
+}
+
 func (a *app) newFleetCmd() *cobra.Command {
-	var dbs []string
+	var dbs, skip []string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "fleet --db URL...",
-		Short: "List the processes registered in each database, and the keys each holds",
+		Short: "List the processes registered in each database, the keys each holds, and the forms the fleet waits for",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(dbs) == 0 {
@@ -136,43 +146,74 @@ func (a *app) newFleetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			type report struct {
-				DB        string          `json:"db"`
-				Processes []fleet.Process `json:"processes"`
-			}
-			var out []report
+			var out []fleetReport
 			for _, u := range dbs {
-				db, dialect, err := openDB(u)
+				r, err := readFleet(cmd.Context(), u, kr, skip)
 				if err != nil {
 					return err
 				}
-				ps, err := (&fleet.Registry{DB: db, Dialect: dialect}).List(cmd.Context(), kr)
-				db.Close()
-				if err != nil {
-					return err
-				}
-				out = append(out, report{DB: dburl.Redact(u), Processes: ps})
+				out = append(out, r)
 			}
 			if asJSON {
 				return a.writeJSON(out)
 			}
 			for _, r := range out {
-				fmt.Fprintf(a.stdout, "%s:\n", r.DB)
-				for _, p := range r.Processes {
-					state := "running"
-					switch {
-					case p.Tampered:
-						state = "ROW FAILS ITS MAC"
-					case p.Exited:
-						state = "exited"
-					}
-					fmt.Fprintf(a.stdout, "  %v generation %d keys %v, seen %v ago, %s\n", p, p.Generation, p.Keys, time.Since(p.Seen).Round(time.Second), state)
-				}
+				a.printFleet(r)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringArrayVar(&dbs, "db", nil, "a database (repeatable)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{db, processes: [{id, host, pid, keyring, generation, keys, started, seen, exited, tampered}]}]")
+	cmd.Flags().StringArrayVar(&skip, "skip-form", nil, "let every form still waiting open without this process (ID or host:pid; repeatable): it will never read one again (killed, host gone)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{db, processes: [{id, host, pid, keyring, generation, keys, started, seen, exited, tampered, forms}], forms: [{name, release, since, waiting, skipped, opened}], skipped}]")
 	return cmd
+}
+
+// readFleet reads one database's registry and forms, first letting the
+// forms waiting for the processes in skip go without them.
+func readFleet(ctx context.Context, u string, kr *keyring.Keyring, skip []string) (fleetReport, error) {
+	db, dialect, err := openDB(u)
+	if err != nil {
+		return fleetReport{}, err
+	}
+	defer db.Close()
+	reg := &fleet.Registry{DB: db, Dialect: dialect}
+	r := fleetReport{DB: dburl.Redact(u)}
+	if len(skip) > 0 {
+		if r.Skipped, err = reg.SkipForms(ctx, kr, skip); err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
+			return r, err
+		}
+	}
+	if r.Processes, err = reg.List(ctx, kr); err != nil {
+		return r, err
+	}
+	r.Forms, err = reg.FormsState(ctx, kr)
+	return r, err
+}
+
+// printFleet writes one database's report for a person.
+func (a *app) printFleet(r fleetReport) {
+	fmt.Fprintf(a.stdout, "%s:\n", r.DB)
+	for _, p := range r.Processes {
+		state := "running"
+		switch {
+		case p.Tampered:
+			state = "ROW FAILS ITS MAC"
+		case p.Exited:
+			state = "exited"
+		}
+		fmt.Fprintf(a.stdout, "  %v generation %d keys %v, reads %d forms, seen %v ago, %s\n", p, p.Generation, p.Keys, len(p.Forms), time.Since(p.Seen).Round(time.Second), state)
+	}
+	for _, f := range r.Skipped {
+		fmt.Fprintf(a.stdout, "  form %s: the named processes skipped\n", f)
+	}
+	for _, f := range r.Forms {
+		switch {
+		case f.IsOpen():
+			fmt.Fprintf(a.stdout, "  form %s: open since %s (introduced in %s)\n", f.Name, time.UnixMilli(f.Opened).UTC().Format(time.RFC3339), f.Release)
+		default:
+			fmt.Fprintf(a.stdout, "  form %s: waiting since %s for %s (skipped: %s)\n", f.Name, time.UnixMilli(f.Since).UTC().Format(time.RFC3339),
+				strings.Join(f.Waiting, ", "), strings.Join(f.Skipped, ", "))
+		}
+	}
 }

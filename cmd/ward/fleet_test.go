@@ -11,7 +11,9 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/fleet"
+	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // TestFleetRotation: two application processes (keyrings loaded from the
@@ -99,4 +101,50 @@ func TestFleetRotation(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
+}
+
+// TestFleetSkipForm: 'ward fleet' shows a form waiting for a process whose
+// registration a database writer deleted; 'ward fleet --skip-form ID'
+// lets it open without that process, and 'ward fleet' then shows it open.
+func TestFleetSkipForm(t *testing.T) {
+	c := newCLI(t)
+	dbURL, db := c.sqlite(t, "app.db")
+	c.newKeyring(t)
+	ctx := context.Background()
+	load := func() *keyring.Keyring {
+		kr, err := keyring.Load(ctx, c.krPath, c.mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kr
+	}
+	if err := (&ledger.Ledger{DB: db, Dialect: field.SQLite}).Record(ctx, load()); err != nil {
+		t.Fatal(err)
+	}
+	old, err := (&fleet.Registry{DB: db, Dialect: field.SQLite}).Join(ctx, load(), time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := forms.New()
+	g.Want(forms.Sealed("notes", "body"))
+	m, err := (&fleet.Registry{DB: db, Dialect: field.SQLite, Gate: g}).Join(ctx, load(), time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		m.Beat(ctx)
+	}
+	db.Exec(`DELETE FROM ward_fleet WHERE id = ?`, old.ID())
+	m.Beat(ctx)
+	code, out, e := c.run("fleet", "--db", dbURL)
+	if code != 0 || !strings.Contains(out, "form sealed:notes.body: waiting since") || !strings.Contains(out, old.ID()) || g.Allows(forms.Sealed("notes", "body")) {
+		t.Fatalf("ward fleet with a vanished process: %d %q %q", code, out, e)
+	}
+	if code, out, e := c.run("fleet", "--db", dbURL, "--skip-form", old.ID()); code != 0 || !strings.Contains(out, "form sealed:notes.body: the named processes skipped") {
+		t.Fatalf("ward fleet --skip-form: %d %q %q", code, out, e)
+	}
+	m.Beat(ctx)
+	if code, out, _ := c.run("fleet", "--db", dbURL); !g.Allows(forms.Sealed("notes", "body")) || !strings.Contains(out, "form sealed:notes.body: open since") || code != 0 {
+		t.Fatalf("after the skip: %q", out)
+	}
 }

@@ -108,21 +108,22 @@ func (a *App) AddUser(ctx context.Context, email, name string) (int64, error) {
 		}
 		return id, tx.Commit()
 	}
-	// In mixed mode uniqueness is checked by hand, through the index and
-	// the plaintext of rows the migration has not reached; afterwards the
-	// UNIQUE index on email_index refuses a duplicate by itself (and the
-	// transaction writes first, so that SQLite never has to upgrade a read
-	// lock held by several processes).
+	// The transaction writes first, so that SQLite never has to upgrade a
+	// read lock held by several processes. In mixed mode uniqueness is
+	// then checked by hand, through the index and the plaintext of rows
+	// the migration has not reached (the new row has neither yet);
+	// afterwards the UNIQUE index on email_index refuses a duplicate by
+	// itself.
+	id, err := insertReturning(ctx, tx, a.Dialect, `INSERT INTO users (name) VALUES (?)`, name)
+	if err != nil {
+		return 0, err
+	}
 	if a.Mixed {
 		if _, ok, err := a.find(ctx, tx, email); err != nil {
 			return 0, err
 		} else if ok {
 			return 0, ErrTaken
 		}
-	}
-	id, err := insertReturning(ctx, tx, a.Dialect, `INSERT INTO users (name) VALUES (?)`, name)
-	if err != nil {
-		return 0, err
 	}
 	ct, err := a.Email.SealString(field.RowInt(id), email)
 	if err != nil {
@@ -177,6 +178,22 @@ func (a *App) FindByEmail(ctx context.Context, email string) (int64, string, err
 	}
 	stored, err := a.Email.OpenString(field.RowInt(id), ct)
 	return id, stored, err
+}
+
+// EmailOf returns the stored address of user id, opened (before adoption,
+// whatever the column holds).
+func (a *App) EmailOf(ctx context.Context, id int64) (string, error) {
+	q := a.Dialect.Rebind(`SELECT email FROM users WHERE id = ?`)
+	if a.Email == nil {
+		var plain string
+		err := a.DB.QueryRowContext(ctx, q, id).Scan(&plain)
+		return plain, err
+	}
+	var ct field.Ciphertext
+	if err := a.DB.QueryRowContext(ctx, q, id).Scan(&ct); err != nil {
+		return "", err
+	}
+	return a.Email.OpenString(field.RowInt(id), ct)
 }
 
 func (a *App) find(ctx context.Context, tx *sql.Tx, email string) (int64, bool, error) {

@@ -3,9 +3,13 @@
 // table, printing each step; with serve, as one process of the adopted
 // application's fleet:
 //
-//	adopt serve --db URL --keyring FILE [--listen 127.0.0.1:0]
+//	adopt serve --db URL --keyring FILE [--listen 127.0.0.1:0] [--stage NAME]
 //
 // (the master key in WARD_MASTER_KEY; the database already adopted).
+// --stage runs one release of a rolling adoption instead (plain, reader,
+// mixed, encrypted, argon2, subject: docs/ADOPTING.md's deploy plans), on
+// a database prepared for it (adopt.PrepareStages); SIGTERM drains the
+// requests under way and leaves the fleet.
 package main
 
 import (
@@ -66,14 +70,14 @@ func serve(args []string) error {
 	dbURL := fs.String("db", "", "database URL (sqlite:PATH or postgres://…)")
 	krPath := fs.String("keyring", "keyring.json", "keyring file")
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	stageName := fs.String("stage", "", "serve one stage of a rolling adoption (plain, reader, mixed, encrypted, argon2, subject)")
 	fs.Parse(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	mk, err := local.Load("", nil)
-	if err != nil {
-		return err
+	if *stageName != "" {
+		return serveStage(ctx, *dbURL, *krPath, *listen, *stageName)
 	}
-	kr, err := keyring.Load(ctx, *krPath, mk)
+	kr, err := loadKeyring(ctx, *krPath)
 	if err != nil {
 		return err
 	}
@@ -91,4 +95,41 @@ func serve(args []string) error {
 		return err
 	}
 	return adopt.Serve(ctx, db, d, kr, ln, os.Stdout)
+}
+
+func loadKeyring(ctx context.Context, path string) (*keyring.Keyring, error) {
+	mk, err := local.Load("", nil)
+	if err != nil {
+		return nil, err
+	}
+	return keyring.Load(ctx, path, mk)
+}
+
+// serveStage serves one stage of a rolling adoption (the keyring is not
+// loaded at the stage before ward).
+func serveStage(ctx context.Context, dbURL, krPath, listen, name string) error {
+	st, err := adopt.ParseStage(name)
+	if err != nil {
+		return err
+	}
+	o := adopt.StageOptions{Stage: st}
+	if st != adopt.StagePlain {
+		if o.Keyring, err = loadKeyring(ctx, krPath); err != nil {
+			return err
+		}
+	}
+	db, driver, err := dburl.Open(dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if o.Dialect, err = field.ParseDialect(driver); err != nil {
+		return err
+	}
+	o.DB = db
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	return adopt.ServeStage(ctx, o, ln, os.Stdout)
 }
