@@ -151,7 +151,9 @@ func (m *Member) advance(ctx context.Context) error {
 		return fmt.Errorf("fleet: reading the database's forms: %w", err)
 	}
 	var known []forms.Form // records that exist before the registry is read
+	expect := 0
 	if st != nil {
+		expect = st.Expect
 		for _, f := range st.Forms {
 			known = append(known, f.Name)
 		}
@@ -164,7 +166,7 @@ func (m *Member) advance(ctx context.Context) error {
 	now := time.Now().UnixMilli()
 	err = lg.ChangeForms(ctx, m.kr, func(fs []ledger.Form) []ledger.Form {
 		for _, w := range want {
-			fs = step(fs, w, ps, m.kr.ID(), slices.Contains(known, w), now)
+			fs = step(fs, w, ps, m.kr.ID(), slices.Contains(known, w) && enough(ps, w, m.kr.ID(), expect), now)
 		}
 		opened = opened[:0]
 		for _, f := range fs {
@@ -180,6 +182,23 @@ func (m *Member) advance(ctx context.Context) error {
 	g.SetOpen(opened)
 	return nil
 }
+
+// enough reports whether at least expect live registered processes read
+// w (always, when expect is 0): the operator's count of a fleet whose
+// older processes never registered.
+func enough(ps []Process, w forms.Form, keyringID string, expect int) bool {
+	n := 0
+	for _, p := range ps {
+		if p.Keyring == keyringID && !p.Exited && !p.Tampered && p.Can(w) && time.Since(p.Seen) < ExpectFresh {
+			n++
+		}
+	}
+	return n >= expect
+}
+
+// ExpectFresh is how recent a heartbeat must be for its process to count
+// towards the fleet size the operator expects (ward fleet --expect).
+const ExpectFresh = time.Minute
 
 // step advances form w's record in fs by one read of the registry, ps.
 // mayOpen is false when w's record did not exist before ps was read.
@@ -267,4 +286,61 @@ func (r *Registry) SkipForms(ctx context.Context, kr *keyring.Keyring, skip []st
 		return fs
 	})
 	return slices.Compact(changed), err
+}
+
+// FormNotReadyError means an operator's job would write a form that not
+// every registered process reads yet.
+type FormNotReadyError struct {
+	Form forms.Form
+	// Waiting are the processes that do not read it (IDs, or as
+	// Process.String for live registrations).
+	Waiting []string
+}
+
+func (e *FormNotReadyError) Error() string {
+	return fmt.Sprintf("fleet: not every process reads %s yet (waiting for %s): deploy a release that reads it everywhere, wait until 'ward fleet' says it is open, or name a process that will never read it with 'ward fleet --skip-form'",
+		e.Form, strings.Join(e.Waiting, ", "))
+}
+
+// Ready reports whether a job may write form f into the database: nil when
+// the ledger records f open, or when no form-aware registered process
+// (one that declares any form) lacks it and no wait for f is under way; a
+// [*FormNotReadyError] otherwise. It also returns the live registered
+// processes that declare no form at all (from a release before forms, or
+// without a gate), of which ward cannot tell what they read.
+func (r *Registry) Ready(ctx context.Context, kr *keyring.Keyring, f forms.Form) (unknown []Process, err error) {
+	st, err := r.ledger().Verified(ctx, kr)
+	if err != nil {
+		return nil, err
+	}
+	if st != nil {
+		for _, rec := range st.Forms {
+			if rec.Name == f && rec.IsOpen() {
+				return nil, nil
+			}
+			if rec.Name == f {
+				return nil, &FormNotReadyError{Form: f, Waiting: rec.Waiting}
+			}
+		}
+	}
+	ps, err := r.List(ctx, kr)
+	if err != nil {
+		return nil, err
+	}
+	var lacking []string
+	for _, p := range ps {
+		switch {
+		case p.Keyring != kr.ID() || p.Exited:
+		case p.Tampered:
+			lacking = append(lacking, p.String()+" (its row fails its MAC)")
+		case len(p.Forms) == 0:
+			unknown = append(unknown, p)
+		case !p.Can(f):
+			lacking = append(lacking, p.String())
+		}
+	}
+	if lacking != nil {
+		return unknown, &FormNotReadyError{Form: f, Waiting: lacking}
+	}
+	return unknown, nil
 }

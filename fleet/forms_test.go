@@ -214,3 +214,30 @@ func TestRegistryMigratesForms(t *testing.T) {
 		}
 	})
 }
+
+// TestFormWaitsForExpectedProcesses: with the operator's count of the
+// fleet in the ledger, a form every registered process reads still waits
+// until that many read it (the others never registered).
+func TestFormWaitsForExpectedProcesses(t *testing.T) {
+	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
+		f := newFormsFleet(t, db, d)
+		w := forms.Sealed("users", "email")
+		r1, k1 := f.process(nil, []forms.Form{w})
+		if err := r1.Ledger.SetExpect(f.ctx, k1, 3); err != nil {
+			t.Fatal(err)
+		}
+		m1 := f.join(r1, k1)
+		r2, k2 := f.process(nil, []forms.Form{w})
+		m2 := f.join(r2, k2)
+		f.beat(3, m1, m2)
+		if r1.Gate.Allows(w) {
+			t.Fatal("the form opened with 2 of 3 expected processes")
+		}
+		r3, k3 := f.process([]forms.Form{w}, nil)
+		f.join(r3, k3)
+		f.beat(1, m1)
+		if !r1.Gate.Allows(w) {
+			t.Fatal("the form did not open with the 3 expected processes")
+		}
+	})
+}

@@ -3,6 +3,7 @@ package ledger
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -102,4 +103,13 @@ func (l *Ledger) ChangeForms(ctx context.Context, kr *keyring.Keyring, change fu
 		}
 		st.Forms = next
 	})
+}
+
+// SetExpect records how many processes the fleet runs (0 clears it): see
+// [State.Expect].
+func (l *Ledger) SetExpect(ctx context.Context, kr *keyring.Keyring, n int) error {
+	if n < 0 || n > 1<<20 {
+		return fmt.Errorf("ledger: %d processes expected: want 0 to %d", n, 1<<20)
+	}
+	return l.update(ctx, kr, normal, func(st *State) { st.Expect = n })
 }

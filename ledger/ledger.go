@@ -127,6 +127,11 @@ type State struct {
 	// waits for, or was opened by, the fleet ([Ledger.ChangeForms]),
 	// sorted by name.
 	Forms []Form `json:"forms,omitempty"`
+	// Expect is how many processes the operator says the fleet runs
+	// (ward fleet --expect): a form opens only once at least that many
+	// live registered processes read it, for fleets whose older processes
+	// never registered. 0: not set.
+	Expect int `json:"expect,omitempty"`
 }
 
 // RetiredState is the state a ledger records for a retired key
@@ -704,7 +709,7 @@ func unchanged(cur, next *State, kr *keyring.Keyring) bool {
 	return slices.Equal(cur.Keys, next.Keys) && slices.Equal(cur.Marks, next.Marks) &&
 		slices.EqualFunc(cur.Columns, next.Columns, Column.equal) && maps.Equal(cur.Counters, next.Counters) &&
 		slices.Equal(cur.Recheck, next.Recheck) && len(cur.Recoveries) == len(next.Recoveries) &&
-		slices.EqualFunc(cur.Forms, next.Forms, Form.equal) && cur.Epoch == keyproto.StateEpoch(kr)
+		slices.EqualFunc(cur.Forms, next.Forms, Form.equal) && cur.Expect == next.Expect && cur.Epoch == keyproto.StateEpoch(kr)
 }
 
 // update reads the ledger (as m says), applies change to a copy,

@@ -47,6 +47,7 @@ var flagTests = map[string]string{
 	"ward fleet --db":                          "TestJSONFlags",
 	"ward fleet --json":                        "TestJSONFlags",
 	"ward fleet --skip-form":                   "TestFleetSkipForm",
+	"ward fleet --expect":                      "TestFleetSkipForm",
 	"ward keyring --db":                        "TestRotateStaleAfter",
 	"ward keyring add --alg":                   "TestKeyringFlags",
 	"ward keyring add --promote":               "TestKeyringFlags",

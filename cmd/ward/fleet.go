@@ -129,11 +129,13 @@ type fleetReport struct {
 	Processes []fleet.Process `json:"processes"`
 	Forms     []ledger.Form   `json:"forms,omitempty"`
 	Skipped   []forms.Form    `json:"skipped,omitempty"`
+	Expect    int             `json:"expect,omitempty"`
 }
 
 func (a *app) newFleetCmd() *cobra.Command {
 	var dbs, skip []string
 	var asJSON bool
+	expect := -1
 	cmd := &cobra.Command{
 		Use:   "fleet --db URL...",
 		Short: "List the processes registered in each database, the keys each holds, and the forms the fleet waits for",
@@ -148,7 +150,7 @@ func (a *app) newFleetCmd() *cobra.Command {
 			}
 			var out []fleetReport
 			for _, u := range dbs {
-				r, err := readFleet(cmd.Context(), u, kr, skip)
+				r, err := readFleet(cmd.Context(), u, kr, skip, expect)
 				if err != nil {
 					return err
 				}
@@ -165,13 +167,14 @@ func (a *app) newFleetCmd() *cobra.Command {
 	}
 	cmd.Flags().StringArrayVar(&dbs, "db", nil, "a database (repeatable)")
 	cmd.Flags().StringArrayVar(&skip, "skip-form", nil, "let every form still waiting open without this process (ID or host:pid; repeatable): it will never read one again (killed, host gone)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{db, processes: [{id, host, pid, keyring, generation, keys, started, seen, exited, tampered, forms}], forms: [{name, release, since, waiting, skipped, opened}], skipped}]")
+	cmd.Flags().IntVar(&expect, "expect", -1, "record that the fleet runs this many processes (0 clears): a form then opens only once that many live processes read it, for a fleet whose older processes never registered")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{db, processes: [{id, host, pid, keyring, generation, keys, started, seen, exited, tampered, forms}], forms: [{name, release, since, waiting, skipped, opened}], skipped, expect}]")
 	return cmd
 }
 
 // readFleet reads one database's registry and forms, first letting the
 // forms waiting for the processes in skip go without them.
-func readFleet(ctx context.Context, u string, kr *keyring.Keyring, skip []string) (fleetReport, error) {
+func readFleet(ctx context.Context, u string, kr *keyring.Keyring, skip []string, expect int) (fleetReport, error) {
 	db, dialect, err := openDB(u)
 	if err != nil {
 		return fleetReport{}, err
@@ -184,11 +187,20 @@ func readFleet(ctx context.Context, u string, kr *keyring.Keyring, skip []string
 			return r, err
 		}
 	}
+	if expect >= 0 {
+		if err := (&ledger.Ledger{DB: db, Dialect: dialect}).SetExpect(ctx, kr, expect); err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
+			return r, err
+		}
+	}
 	if r.Processes, err = reg.List(ctx, kr); err != nil {
 		return r, err
 	}
-	r.Forms, err = reg.FormsState(ctx, kr)
-	return r, err
+	st, err := (&ledger.Ledger{DB: db, Dialect: dialect}).Verified(ctx, kr)
+	if err != nil || st == nil {
+		return r, err
+	}
+	r.Forms, r.Expect = st.Forms, st.Expect
+	return r, nil
 }
 
 // printFleet writes one database's report for a person.
@@ -203,6 +215,9 @@ func (a *app) printFleet(r fleetReport) {
 			state = "exited"
 		}
 		fmt.Fprintf(a.stdout, "  %v generation %d keys %v, reads %d forms, seen %v ago, %s\n", p, p.Generation, p.Keys, len(p.Forms), time.Since(p.Seen).Round(time.Second), state)
+	}
+	if r.Expect > 0 {
+		fmt.Fprintf(a.stdout, "  the fleet runs %d processes (--expect): a form opens once that many read it\n", r.Expect)
 	}
 	for _, f := range r.Skipped {
 		fmt.Fprintf(a.stdout, "  form %s: the named processes skipped\n", f)

@@ -106,6 +106,8 @@ func TestFleetRotation(t *testing.T) {
 // TestFleetSkipForm: 'ward fleet' shows a form waiting for a process whose
 // registration a database writer deleted; 'ward fleet --skip-form ID'
 // lets it open without that process, and 'ward fleet' then shows it open.
+// 'ward fleet --expect 2' then holds the next form until two processes
+// read it.
 func TestFleetSkipForm(t *testing.T) {
 	c := newCLI(t)
 	dbURL, db := c.sqlite(t, "app.db")
@@ -146,5 +148,67 @@ func TestFleetSkipForm(t *testing.T) {
 	m.Beat(ctx)
 	if code, out, _ := c.run("fleet", "--db", dbURL); !g.Allows(forms.Sealed("notes", "body")) || !strings.Contains(out, "form sealed:notes.body: open since") || code != 0 {
 		t.Fatalf("after the skip: %q", out)
+	}
+	// ward fleet --expect 2: the next form waits for a second process that
+	// reads it, though the only registered one does.
+	if code, out, e := c.run("fleet", "--db", dbURL, "--expect", "2"); code != 0 || !strings.Contains(out, "the fleet runs 2 processes") {
+		t.Fatalf("ward fleet --expect: %d %q %q", code, out, e)
+	}
+	g.Want(forms.Pepper)
+	for range 3 {
+		m.Beat(ctx)
+	}
+	if g.Allows(forms.Pepper) {
+		t.Fatal("a form opened with 1 of the 2 processes ward fleet --expect named")
+	}
+	c.run("fleet", "--db", dbURL, "--expect", "0")
+	for range 2 {
+		m.Beat(ctx)
+	}
+	if !g.Allows(forms.Pepper) {
+		t.Fatal("the form did not open once --expect was cleared")
+	}
+}
+
+// TestEncryptColumnWaitsForForms: 'ward encrypt-column' refuses, writing
+// nothing, while a registered process does not read ciphertexts in the
+// column (it would show them as values), and runs once every process does.
+func TestEncryptColumnWaitsForForms(t *testing.T) {
+	c := newCLI(t)
+	dbURL, db := c.sqlite(t, "app.db")
+	db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`)
+	for i := 1; i <= 20; i++ {
+		db.Exec(`INSERT INTO notes VALUES (?, ?)`, i, fmt.Sprint("note ", i))
+	}
+	c.newKeyring(t)
+	ctx := context.Background()
+	join := func(declare ...forms.Form) *fleet.Member {
+		kr, err := keyring.Load(ctx, c.krPath, c.mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := forms.New()
+		g.Declare(declare...)
+		m, err := (&fleet.Registry{DB: db, Dialect: field.SQLite, Gate: g}).Join(ctx, kr, time.Hour, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	reader := join(forms.Password("bcrypt")) // knows forms, but not this column's
+	code, _, e := c.run("encrypt-column", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet")
+	var plain int
+	db.QueryRow(`SELECT COUNT(*) FROM notes WHERE body NOT LIKE 'w3:%'`).Scan(&plain)
+	if code == 0 || !strings.Contains(e, "not every process reads sealed:notes.body") || !strings.Contains(e, "nothing was written") || plain != 20 {
+		t.Fatalf("encrypt-column with a process that reads the column as plaintext: %d %q, %d plaintext left", code, e, plain)
+	}
+	reader.Leave(ctx)
+	join(forms.Sealed("notes", "body"))
+	if code, _, e := c.run("encrypt-column", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet"); code != 0 {
+		t.Fatalf("encrypt-column once every process reads ciphertexts: %d %q", code, e)
+	}
+	db.QueryRow(`SELECT COUNT(*) FROM notes WHERE body NOT LIKE 'w3:%'`).Scan(&plain)
+	if plain != 0 {
+		t.Fatalf("%d plaintext left", plain)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wardlab/ward/fleet"
+	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/internal/cli"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/ledger"
@@ -196,7 +198,40 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	if err := refuseMerges(cmd.Context(), db, dialect, job, o); err != nil {
 		return err
 	}
+	if err := a.formsReady(cmd.Context(), kr, db, dialect, job); err != nil {
+		return err
+	}
 	return a.runJob(cmd.Context(), kr, lg, job, o)
+}
+
+// formsReady refuses, before anything is written, a job that would write
+// a form not every registered process reads: ciphertexts into a column
+// that processes still read as plaintext (--from-plaintext), values under
+// subjects' keys that processes open with keyring keys only.
+func (a *app) formsReady(ctx context.Context, kr *keyring.Keyring, db *sql.DB, dialect field.Dialect, job *reseal.Job) error {
+	var fs []forms.Form
+	if job.FromPlaintext {
+		fs = append(fs, forms.Sealed(job.Column.Table(), job.Column.Name()))
+	}
+	if job.Column.PerSubject() {
+		fs = append(fs, forms.Subject(job.Column.Table(), job.Column.Name()))
+	}
+	reg := &fleet.Registry{DB: db, Dialect: dialect}
+	for _, f := range fs {
+		unknown, err := reg.Ready(ctx, kr, f)
+		var nr *fleet.FormNotReadyError
+		if errors.As(err, &nr) {
+			return cli.Failed(err, "nothing was written")
+		}
+		if err != nil {
+			return err
+		}
+		if len(unknown) > 0 {
+			fmt.Fprintf(a.stderr, "ward: warning: %d registered processes declare no forms (a release from before forms, or no gate: %s): ward cannot tell whether they read %s\n",
+				len(unknown), processNames(unknown), f)
+		}
+	}
+	return nil
 }
 
 // refuseMerges refuses, before anything is written, a blind index whose

@@ -25,7 +25,7 @@ import (
 //	GET  /users?email=E        → 200 {"id", "email"} or 404
 //	POST /users {email, name}  → 201 {"id"} or 409 (taken)
 //
-// on ln until ctx ends.
+// on ln until ctx ends; then it drains the requests under way and leaves.
 func Serve(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring, ln net.Listener, out io.Writer) error {
 	lg := &ledger.Ledger{DB: db, Dialect: d}
 	if err := lg.Check(ctx, kr); err != nil {
@@ -82,10 +82,18 @@ func Serve(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring
 		}
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { <-ctx.Done(); srv.Close() }()
+	drained := make(chan struct{})
+	go func() { // SIGTERM: drain the requests under way, then leave the fleet (deferred)
+		defer close(drained)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
 	fmt.Fprintf(out, "adopt: serving on http://%s/ (keyring %s, registered as %s)\n", ln.Addr(), kr.ID(), member.ID())
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	<-drained
 	return nil
 }
