@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -238,6 +239,37 @@ func TestFormWaitsForExpectedProcesses(t *testing.T) {
 		f.beat(1, m1)
 		if !r1.Gate.Allows(w) {
 			t.Fatal("the form did not open with the 3 expected processes")
+		}
+	})
+}
+
+// TestReady: a job may write a form once no form-aware process lacks it
+// and no wait for it is under way; a process that declares no form is
+// reported as unknown.
+func TestReady(t *testing.T) {
+	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
+		f := newFormsFleet(t, db, d)
+		w := forms.Sealed("notes", "body")
+		aware, ak := f.process([]forms.Form{forms.Pepper}, nil)
+		am := f.join(aware, ak)
+		plain, pk := f.process(nil, nil)
+		plain.Gate = nil
+		f.join(plain, pk)
+		unknown, err := aware.Ready(f.ctx, ak, w)
+		var nr *FormNotReadyError
+		if !errors.As(err, &nr) || len(unknown) != 1 || !strings.Contains(err.Error(), am.ID()) {
+			t.Fatalf("with a form-aware process that lacks the form: %v, unknown %v", err, unknown)
+		}
+		am.Leave(f.ctx)
+		if unknown, err := aware.Ready(f.ctx, ak, w); err != nil || len(unknown) != 1 {
+			t.Fatalf("once it left: %v, unknown %v", err, unknown)
+		}
+		wr, wk := f.process(nil, []forms.Form{w})
+		wm := f.join(wr, wk)
+		f.join(f.process(nil, nil)) // a form-aware process without it joins the wait
+		f.beat(1, wm)
+		if _, err := aware.Ready(f.ctx, ak, w); !errors.As(err, &nr) {
+			t.Fatalf("during the wait: %v", err)
 		}
 	})
 }
