@@ -35,8 +35,10 @@ type MissingError struct {
 	Install string // the command that brings it
 }
 
+// Error puts what brings the peer first: a reader of the report's "not
+// run here" box sees the command before the reason.
 func (e *MissingError) Error() string {
-	return fmt.Sprintf("peers: %s needs %s (%s)", e.Peer, e.Need, e.Install)
+	return fmt.Sprintf("%s brings what %s needs (%s)", e.Install, e.Peer, e.Need)
 }
 
 // ErrMissing matches every MissingError.
@@ -130,6 +132,18 @@ func runJSON(ctx context.Context, out any, name string, args ...string) error {
 	return nil
 }
 
+// withoutPaths drops the lab's temporary folder from a compiler's message
+// ("/tmp/ward-peers-123/argon2.c:1:10: fatal error: …" → "argon2.c:1:10: …").
+func withoutPaths(s string) string {
+	f := strings.Fields(s)
+	for i, w := range f {
+		if strings.HasPrefix(w, "/") {
+			f[i] = filepath.Base(w)
+		}
+	}
+	return strings.Join(f, " ")
+}
+
 // buildC compiles a C peer against the given libraries (and optional
 // include and library folders) and returns the binary.
 func (r *Runner) buildC(ctx context.Context, peer, src, out string, flags []string, install string) (string, error) {
@@ -144,7 +158,7 @@ func (r *Runner) cc(ctx context.Context, peer, src, out string, flags []string, 
 	bin := r.path(out)
 	args := append([]string{"-O2", "-o", bin, r.path(src)}, flags...)
 	if b, err := exec.CommandContext(ctx, cc, args...).CombinedOutput(); err != nil {
-		return "", &MissingError{Peer: peer, Need: "a C library to build against (" + strings.TrimSpace(firstLine(string(b))) + ")", Install: install}
+		return "", &MissingError{Peer: peer, Need: "a C library to build against (the compiler said: " + strings.TrimSpace(withoutPaths(firstLine(string(b)))) + ")", Install: install}
 	}
 	return bin, nil
 }

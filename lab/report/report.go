@@ -94,31 +94,6 @@ func uncertain(rs lab.Results) []noisy {
 // first screen answers them.
 var glanceScenarios = []string{"aead", "password", "kms", "handshake"}
 
-// glance is one answer on the report's first screen: the section's first
-// answer and, small, its first chart.
-type glance struct {
-	ID, Title, Answer string
-	Chart             template.HTML
-}
-
-// atAGlance takes each field report's first answer, for the first screen.
-func atAGlance(secs []section) []glance {
-	var out []glance
-	for _, id := range glanceScenarios {
-		for _, s := range secs {
-			if s.ID == id && len(s.Answer) > 0 {
-				g := glance{ID: s.ID, Title: s.Title, Answer: s.Answer[0]}
-				if len(s.Charts) > 0 {
-					// The same picture, scaled down by the page's CSS.
-					g.Chart = template.HTML(strings.Replace(string(s.Charts[0]), `<svg class="chart"`, `<svg class="mini"`, 1))
-				}
-				out = append(out, g)
-			}
-		}
-	}
-	return out
-}
-
 // missing lists what could not run here.
 func missing(rs lab.Results) []string {
 	var out []string
@@ -144,6 +119,7 @@ func busy(m lab.Manifest, name string) string {
 type Report struct {
 	m    lab.Manifest
 	secs []section
+	by   map[string]lab.Results
 }
 
 // New builds the sections of the results, in the order of scenarios.
@@ -152,7 +128,11 @@ func New(m lab.Manifest, rs []lab.Result, scenarios []lab.Scenario) (*Report, er
 	if err != nil {
 		return nil, err
 	}
-	return &Report{m: m, secs: secs}, nil
+	by := map[string]lab.Results{}
+	for _, r := range rs {
+		by[r.Scenario] = append(by[r.Scenario], r)
+	}
+	return &Report{m: m, secs: secs, by: by}, nil
 }
 
 // Write writes report.html and summary.md into dir.
@@ -164,7 +144,8 @@ func (r *Report) Write(dir string) (htmlPath, mdPath string, err error) {
 		Sections    []section
 		Flags       string
 		WithinNoise string
-	}{r.m, atAGlance(r.secs), r.secs, flagList(r.m), withinNoise}); err != nil {
+		Busy        string
+	}{r.m, firstScreen(r.m, r.by, r.secs), r.secs, flagList(r.m), withinNoise, busyScenarios(r.m)}); err != nil {
 		return "", "", fmt.Errorf("report: %w", err)
 	}
 	htmlPath = filepath.Join(dir, HTMLFile)
@@ -172,7 +153,7 @@ func (r *Report) Write(dir string) (htmlPath, mdPath string, err error) {
 		return "", "", fmt.Errorf("report: %w", err)
 	}
 	mdPath = filepath.Join(dir, MarkdownFile)
-	if err := os.WriteFile(mdPath, markdown(r.m, r.secs), 0o644); err != nil {
+	if err := os.WriteFile(mdPath, markdown(r.m, firstScreen(r.m, r.by, r.secs), r.secs), 0o644); err != nil {
 		return "", "", fmt.Errorf("report: %w", err)
 	}
 	return htmlPath, mdPath, nil
@@ -212,11 +193,21 @@ func flagList(m lab.Manifest) string {
 }
 
 // markdown renders the summary with the same tables.
-func markdown(m lab.Manifest, secs []section) []byte {
+func markdown(m lab.Manifest, glances []glance, secs []section) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# ward lab report\n\nMachine: %s, %d cores, %s/%s, %s, flags: %s. Profile %s, %s, commit %s.\n\n",
 		m.CPUModel, m.Cores, m.OS, m.Arch, m.GoVersion, flagList(m), m.Profile, m.Date.Format("2006-01-02 15:04 MST"), short(m.GitCommit))
 	b.WriteString("Figures marked *field report* were measured elsewhere, on other hardware, and are quoted from the field reports (FIELD-REPORTS.md); *same machine* lines ran a report's own stack here, in this run.\n")
+	for _, g := range glances {
+		fmt.Fprintf(&b, "\n### %s\n\n%s\n", g.Title, g.Lead)
+		if g.Busy != "" {
+			fmt.Fprintf(&b, "\n**Note.** %s\n", g.Busy)
+		}
+		writeTable(&b, g.Table)
+		for _, u := range g.Missing {
+			fmt.Fprintf(&b, "\n*Not run here:* %s\n", u)
+		}
+	}
 	for _, s := range secs {
 		fmt.Fprintf(&b, "\n## %s\n\n**Question.** %s\n\n", s.Title, s.Question)
 		for _, a := range s.Answer {
@@ -241,13 +232,18 @@ func markdown(m lab.Manifest, secs []section) []byte {
 			}
 		}
 		for _, t := range s.Tables {
-			fmt.Fprintf(&b, "\n%s\n\n| %s |\n|%s\n", t.Caption, strings.Join(t.Head, " | "), strings.Repeat("---|", len(t.Head)))
-			for _, r := range t.Rows {
-				fmt.Fprintf(&b, "| %s |\n", strings.Join(r, " | "))
-			}
+			writeTable(&b, t)
 		}
 	}
 	return b.Bytes()
+}
+
+// writeTable writes t as a Markdown table.
+func writeTable(b *bytes.Buffer, t lab.Table) {
+	fmt.Fprintf(b, "\n%s\n\n| %s |\n|%s\n", t.Caption, strings.Join(t.Head, " | "), strings.Repeat("---|", len(t.Head)))
+	for _, r := range t.Rows {
+		fmt.Fprintf(b, "| %s |\n", strings.Join(r, " | "))
+	}
 }
 
 func short(c string) string {

@@ -98,8 +98,17 @@ func TestRebuild(t *testing.T) {
 			t.Errorf("the first screen does not answer %s", id)
 		}
 	}
-	if n := strings.Count(glance, `<svg class="mini"`); n != len(glanceScenarios) {
-		t.Errorf("the first screen holds %d small charts, want one per question (%d)", n, len(glanceScenarios))
+	// Each answered in the report's own terms, beside the report's figure:
+	// a message's µs, the reports' 450 and 170 ms and the JVM's time here,
+	// seconds per 1,000 against 8 s, and the handshake's bytes.
+	for _, want := range []string{" µs (", "450 ms (Spring)", "170 ms (Rust over JNI)", "(JVM, BouncyCastle, warm)", "0.0066 s (AES-256-CBC)", "8.04 s (AWS KMS)",
+		"72 B → 161 B", "7,549 B → 7,646 B", "81.3 ms / 42.9 ms (", "hardware AES factor"} {
+		if !strings.Contains(glance, want) {
+			t.Errorf("the first screen lacks %q", want)
+		}
+	}
+	if strings.Contains(glance, "<svg") {
+		t.Error("the first screen holds charts too small to read")
 	}
 	if n, want := strings.Count(s, `<svg class="chart"`), chartsIn(t, dir); n != want || n < 8 {
 		t.Errorf("%d charts, want %d (at least 8)", n, want)
@@ -259,11 +268,59 @@ func TestReportInChromium(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "report.jpg"), shot, 0o644)
 }
 
+// chartLinesJS defines chartLines(svg, i), which lists a data line (a path
+// stroked in a colour, not the grey of the grid or the black of the axes)
+// that crosses a text, and a legend entry whose colour marks nothing else
+// in the chart (a series without data) unless it says "not run here".
+const chartLinesJS = `
+const colourOf = (p, what) => {
+  const c = getComputedStyle(p)[what];
+  if (!c || c === "none") return "";
+  const m = c.match(/\d+(\.\d+)?/g);
+  if (!m) return "";
+  const [r, g, b] = m.map(Number);
+  if (Math.max(r, g, b) - Math.min(r, g, b) < 16) return ""; // grey or black: grid, axes, ticks
+  return r + "," + g + "," + b;
+};
+const chartLines = (s, i) => {
+  const out = [];
+  const paths = [...s.querySelectorAll("path")];
+  const texts = [...s.querySelectorAll("text")].filter(t => t.textContent.trim() !== "");
+  for (const t of texts) {
+    const b = t.getBoundingClientRect();
+    if (b.width === 0) continue;
+    for (const p of paths) {
+      const stroked = colourOf(p, "stroke") && getComputedStyle(p).strokeWidth !== "0px", filled = colourOf(p, "fill");
+      if (!stroked && !filled) continue;
+      const inv = p.getScreenCTM().inverse();
+      let hit = "";
+      for (let fx = 0.1; fx < 1 && !hit; fx += 0.2) for (let fy = 0.3; fy < 0.8 && !hit; fy += 0.2) {
+        const q = new DOMPoint(b.left + fx * b.width, b.top + fy * b.height).matrixTransform(inv);
+        hit = stroked && p.isPointInStroke(q) ? "line crosses" : filled && p.isPointInFill(q) ? "shape covers" : "";
+      }
+      if (hit) { out.push("chart " + i + " " + hit + " text " + JSON.stringify(t.textContent)); break; }
+    }
+    // A legend entry: a small swatch just left of the text.
+    const swatch = paths.find(p => {
+      const c = p.getBoundingClientRect();
+      return c.width < 40 && c.height < 24 && c.right <= b.left + 2 && b.left - c.right < 40 && c.bottom > b.top && c.top < b.bottom &&
+        (colourOf(p, "fill") || colourOf(p, "stroke"));
+    });
+    if (!swatch || t.textContent.includes("not run here")) continue;
+    const col = colourOf(swatch, "fill") || colourOf(swatch, "stroke");
+    const sb = swatch.getBoundingClientRect();
+    const data = paths.filter(p => p !== swatch && (colourOf(p, "fill") === col || colourOf(p, "stroke") === col) &&
+      Math.abs(p.getBoundingClientRect().top - sb.top) + Math.abs(p.getBoundingClientRect().left - sb.left) > 30);
+    if (data.length === 0) out.push("chart " + i + " legend entry without data: " + JSON.stringify(t.textContent));
+  }
+  return out;
+};`
+
 // layoutProblems lists, for the page loaded in ctx, what does not fit: a
 // page wider than the window, a table that scrolls inside its box at a
 // desktop width, a chart wider than its section, a heading cut off, and a
 // chart's text outside the chart (an SVG clips it).
-const layoutProblems = `(() => {
+const layoutProblems = `(() => {` + chartLinesJS + `
   const out = [];
   const de = document.documentElement;
   if (de.scrollWidth > window.innerWidth + 1) out.push("page " + de.scrollWidth + " px wide in a " + window.innerWidth + " px window");
@@ -275,9 +332,24 @@ const layoutProblems = `(() => {
   document.querySelectorAll("h1, h2").forEach(h => {
     if (h.scrollWidth > h.clientWidth + 1) out.push("heading cut: " + h.textContent);
   });
+  // Text a person can read: at least 11 CSS px, in the page and in charts.
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!n.textContent.trim() || el.closest("svg") || el.getClientRects().length === 0) continue;
+    const px = parseFloat(getComputedStyle(el).fontSize);
+    if (px < 11) out.push("text of " + px.toFixed(1) + " px: " + JSON.stringify(n.textContent.trim().slice(0, 40)));
+  }
   document.querySelectorAll("svg.chart").forEach((s, i) => {
     const r = s.getBoundingClientRect(), p = s.parentElement.getBoundingClientRect();
-    if (r.width > p.width + 1) out.push("chart " + i + " wider than its box: " + r.width + " > " + p.width);
+    // A chart may scroll inside its own box (.cw) on a narrow screen.
+    if (r.width > p.width + 1 && !s.parentElement.classList.contains("cw")) out.push("chart " + i + " wider than its box: " + r.width + " > " + p.width);
+    s.querySelectorAll("text").forEach(t => {
+      if (!t.textContent.trim()) return;
+      const m = t.getScreenCTM(), px = parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);
+      if (px < 11) out.push("chart " + i + " text of " + px.toFixed(1) + " px: " + JSON.stringify(t.textContent));
+    });
+    out.push(...chartLines(s, i));
     const texts = [...s.querySelectorAll("text")].filter(t => t.textContent.trim() !== "");
     // Slanted labels: their boxes are not their outlines, so they are not
     // compared with each other.
@@ -298,52 +370,125 @@ const layoutProblems = `(() => {
   return out;
 })()`
 
-// TestReportLayout renders the report from the checked-in results and
-// measures its boxes in Chromium at a desktop and a phone width: nothing
-// is wider than the window, tables fit without scrolling at 1280 px,
-// charts fit their sections, and no heading or chart text is cut off.
+// ResultsEnv names a results folder of a real run (ward-lab bench --quick)
+// whose report TestReportLayout checks too, and next to which it saves
+// screenshots of the first screen at 1280×800 and 390×844 (.ci/run sets
+// it).
+const ResultsEnv = "WARD_LAB_RESULTS"
+
+// TestReportLayout renders the report from the checked-in results — and
+// from a real run's folder when WARD_LAB_RESULTS names one — and measures
+// its boxes in Chromium at a desktop and a phone width: nothing is wider
+// than the window, tables fit without scrolling at 1280 px, charts fit
+// their sections or scroll inside their own box, every text is at least
+// 11 CSS px, no heading or chart text is cut off, no data line crosses a
+// text, and no legend entry lacks data.
 func TestReportLayout(t *testing.T) {
-	dir := fixture(t, "v2")
+	dirs := map[string]string{"fixture": fixture(t, "v2")}
+	if d := os.Getenv(ResultsEnv); d != "" {
+		dirs["run"] = d
+	}
+	for name, dir := range dirs {
+		h, _, err := Rebuild(dir, scenarios.All())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []int64{1280, 390} {
+			t.Run(fmt.Sprint(name, "/", w), func(t *testing.T) {
+				problems := layoutOf(t, h, w, name == "run")
+				for _, p := range problems {
+					t.Error(p)
+				}
+			})
+		}
+	}
+}
+
+// layoutProbe is a page with every fault the detector must catch.
+const layoutProbe = `data:text/html,<main style="width:300px"><div class="tw"><table><tr><td>` + "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" +
+	`</td></tr></table></div><div><svg class="chart" width="200" height="100"><text x="10" y="50">overlapping</text>` +
+	`<text x="20" y="52">labels</text><text x="150" y="90">cut off at the edge</text></svg></div>` +
+	`<p style="font-size:8px">tiny</p><div><svg class="chart" width="300" height="120" style="font-size:14px">` +
+	`<path d="M0,30 L300,30" style="stroke:rgb(0,114,178);stroke-width:3;fill:none"/><text x="20" y="35">crossed by a line</text>` +
+	`<path d="M10,80 h12 v10 h-12 z" style="fill:rgb(213,94,0)"/><text x="30" y="90">empty entry</text>` +
+	`<text x="200" y="110" style="font-size:6px">small</text><text x="150" y="60">under a bar</text>` +
+	`<path d="M140,40 h100 v30 h-100 z" style="fill:rgb(0,158,115)"/></svg></div></main>`
+
+// layoutOf loads the report h at width w in Chromium, first checking that
+// the detector catches every fault of layoutProbe, and returns the
+// report's problems; with shots, it saves the first screen as
+// first-screen-W.png next to the report.
+func layoutOf(t *testing.T, h string, w int64, shots bool) []string {
+	height := int64(800)
+	if w < 500 {
+		height = 844
+	}
+	ctx := browsertest.Start(t, chromedp.WindowSize(int(w), int(height)))
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(w, height)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(layoutProbe)); err != nil {
+		t.Fatal(err)
+	}
+	caught, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](layoutProblems))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"overlap", "cut", "text of 8.0 px", "text of 6.0 px", "line crosses text \"crossed by a line\"", "legend entry without data: \"empty entry\"", "shape covers text \"under a bar\""} {
+		if !strings.Contains(strings.Join(caught, "\n"), want) {
+			t.Fatalf("the layout detector missed %q on a broken page: %q", want, caught)
+		}
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Navigate("file://"+h)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.WaitVisible("#glance")); err != nil {
+		t.Fatal(err)
+	}
+	if shots {
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(filepath.Dir(h), fmt.Sprintf("first-screen-%d.png", w)), png, 0o644)
+	}
+	problems, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](layoutProblems))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return problems
+}
+
+// TestFirstScreenOfARun: a real run's first screen (WARD_LAB_RESULTS)
+// answers the four field reports with their figures beside this
+// machine's: a message's µs, the reports' Argon2id times, seconds per
+// 1,000 and the handshake's bytes; a busy machine is said where it was.
+func TestFirstScreenOfARun(t *testing.T) {
+	dir := os.Getenv(ResultsEnv)
+	if dir == "" {
+		t.Skip(ResultsEnv + " is not set (.ci/run sets it after a quick run)")
+	}
 	h, _, err := Rebuild(dir, scenarios.All())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []int64{1280, 390} {
-		t.Run(fmt.Sprint(w), func(t *testing.T) {
-			ctx := browsertest.Start(t, chromedp.WindowSize(int(w), 900))
-			ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-			defer cancel()
-			if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(w, 900)); err != nil {
-				t.Fatal(err)
-			}
-			// The detector itself: a chart whose labels collide and run off
-			// its edge, and a table wider than the page, must be caught.
-			probe := `data:text/html,<main style="width:300px"><div class="tw"><table><tr><td>` + strings.Repeat("x", 400) +
-				`</td></tr></table></div><div><svg class="chart" width="200" height="100"><text x="10" y="50">overlapping</text>` +
-				`<text x="20" y="52">labels</text><text x="150" y="90">cut off at the edge</text></svg></div></main>`
-			if _, err := chromedp.Run(ctx, chromedp.Navigate(probe)); err != nil {
-				t.Fatal(err)
-			}
-			caught, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](layoutProblems))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n := len(caught); n < 2 || !strings.Contains(strings.Join(caught, "\n"), "overlap") || !strings.Contains(strings.Join(caught, "\n"), "cut") {
-				t.Fatalf("the layout detector missed a broken page: %q", caught)
-			}
-			if _, err := chromedp.Run(ctx, chromedp.Navigate("file://"+h)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := chromedp.Run(ctx, chromedp.WaitVisible("#handshake")); err != nil {
-				t.Fatal(err)
-			}
-			problems, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](layoutProblems))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range problems {
-				t.Error(p)
-			}
-		})
+	b, _ := os.ReadFile(h)
+	s := string(b)
+	glance := s[strings.Index(s, `id="glance"`):strings.Index(s, `id="machine"`)]
+	for _, want := range []string{`href="#aead"`, `href="#password"`, `href="#kms"`, `href="#handshake"`, " µs (", "450 ms (Spring)", "8.04 s (AWS KMS)", "72 B → ", "7,549 B → "} {
+		if !strings.Contains(glance, want) {
+			t.Errorf("the first screen of the run lacks %q", want)
+		}
+	}
+	m, _, err := lab.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range m.Runs {
+		if r.Busy(m.Cores) && !strings.Contains(glance, "The machine was busy") {
+			t.Errorf("%s ran on a busy machine and the first screen does not say so", r.Name)
+		}
 	}
 }

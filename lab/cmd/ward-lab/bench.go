@@ -80,6 +80,7 @@ func (a *app) bench(cmd *cobra.Command, names []string, o *benchOptions) error {
 		return err
 	}
 	var results []lab.Result
+	eta := newETA(run, o.quick)
 	for _, s := range run {
 		rs, r, err := a.runScenario(cmd, s, o)
 		if err != nil {
@@ -87,6 +88,9 @@ func (a *app) bench(cmd *cobra.Command, names []string, o *benchOptions) error {
 		}
 		results = append(results, rs...)
 		manifest.Runs = append(manifest.Runs, r)
+		if !o.quiet {
+			a.printProgress(s.Name(), rs, eta.done(s.Name(), r.Seconds))
+		}
 	}
 	if err := lab.WriteDir(o.out, manifest, results); err != nil {
 		return err
@@ -125,6 +129,17 @@ func (a *app) runScenario(cmd *cobra.Command, s lab.Scenario, o *benchOptions) (
 		fmt.Fprintf(a.stderr, "%s: %d results in %s\n", s.Name(), len(env.Results()), time.Since(start).Round(time.Second))
 	}
 	return env.Results(), lab.Run(s.Name(), before, lab.ReadLoad()), nil
+}
+
+// printProgress prints, as soon as a scenario ends, its first-screen
+// answer and how long the rest of the run should take.
+func (a *app) printProgress(name string, rs []lab.Result, left time.Duration) {
+	if lead := report.Lead(name, rs); lead != "" {
+		fmt.Fprintf(a.stderr, "%s: %s\n", name, lead)
+	}
+	if left > 0 {
+		fmt.Fprintf(a.stderr, "about %s left\n", left.Round(5*time.Second))
+	}
 }
 
 // printHeadlines prints each section's headline results with their

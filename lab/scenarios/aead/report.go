@@ -94,7 +94,7 @@ func throughputChart(rs lab.Results, sizes []int) (template.HTML, error) {
 			ss = append(ss, chart.Series{Name: alg.String() + ", " + v.label, Points: pts, Dashed: v.hw == "off"})
 		}
 	}
-	return chart.Line("Seal throughput by value size", chart.Axes{X: "value size (bytes)", Y: "MB/s", LogX: true, LogY: true}, ss)
+	return chart.Line("Seal throughput by value size", chart.Axes{X: "value size", Y: "MB/s", LogX: true, LogY: true, XFormat: chart.Bytes}, ss)
 }
 
 func throughputTable(rs lab.Results, sizes []int) lab.Table {
