@@ -6,12 +6,15 @@ import (
 	"github.com/wardlab/ward/lab"
 )
 
-// typicalSeconds is how long each scenario took in a quick and a full run
-// on the machine docs/LAB.md describes (2 vCPUs, idle): the ETA scales the
-// scenarios still to run by how this run has compared so far.
+// typicalSeconds is how long each scenario took in a quick run on 2 AMD
+// EPYC vCPUs (a fresh quick run, 2026-12-02, load average 1.3–1.7), and
+// for the full profile the same times 7.4, the ratio of the two profiles'
+// runs there (34 minutes against 4.6 of scenarios). The ETA scales the scenarios
+// still to run by how this run has compared so far, so the machine's own
+// speed matters less than their proportions.
 var typicalSeconds = map[string][2]float64{
-	"aead": {45, 140}, "password": {30, 95}, "kms": {8, 25}, "handshake": {115, 600},
-	"tls": {55, 240}, "chat": {2, 6}, "migrate": {40, 180}, "subject": {30, 110},
+	"aead": {56, 414}, "password": {26, 192}, "kms": {7, 52}, "handshake": {116, 858},
+	"tls": {51, 377}, "chat": {1, 7}, "migrate": {12, 89}, "subject": {6, 44},
 }
 
 // eta estimates what is left of a run.
