@@ -796,11 +796,15 @@ func (s *Store) Subjects(ctx context.Context) ([]string, error) {
 }
 
 // Audit compares the tombstones with the ledger's count of forgotten
-// subjects: it returns the number of valid tombstones, and an error
-// matching [ErrTombstoneTampered] if any fails its MAC or fewer remain
-// than the ledger counts (a database writer deleted one). More tombstones
-// than counted means a forget crashed before counting; Audit reports it
-// without error.
+// subjects and, with a journal (Config.Journal), with the subjects the
+// journal records as forgotten: it returns the number of valid tombstones,
+// the higher of the two counts, and an error matching
+// [ErrTombstoneTampered] if any tombstone fails its MAC or fewer remain
+// than counted (a database writer deleted one; with the journal, also when
+// the ledger was put back to an older copy that its anchor cannot catch,
+// or a forget failed after its record was written: forget again). More
+// tombstones than counted means a forget crashed before counting; Audit
+// reports it without error.
 func (s *Store) Audit(ctx context.Context) (valid int, counted uint64, err error) {
 	if s.cfg.Ledger == nil {
 		return 0, 0, errors.New("subject: Audit needs Config.Ledger")
@@ -809,8 +813,18 @@ func (s *Store) Audit(ctx context.Context) (valid int, counted uint64, err error
 	if err != nil {
 		return 0, 0, err
 	}
+	from := "the ledger counts"
 	if st != nil {
 		counted = st.Counters[s.counterName()]
+		if s.cfg.Journal != nil {
+			recs, err := journal.Read(s.cfg.Keyring, st.Database, s.cfg.Journal.Dir())
+			if err != nil {
+				return 0, counted, fmt.Errorf("subject: reading the forget journal: %w", err)
+			}
+			if n := uint64(recs.Count(s.cfg.Namespace)); n > counted {
+				counted, from = n, "the forget journal records"
+			}
+		}
 	}
 	subjects, bad, err := s.Tombstoned(ctx)
 	valid = len(subjects)
@@ -821,7 +835,7 @@ func (s *Store) Audit(ctx context.Context) (valid int, counted uint64, err error
 		return valid, counted, fmt.Errorf("%w: tombstones of %q fail their MAC", ErrTombstoneTampered, bad)
 	}
 	if uint64(valid) < counted {
-		return valid, counted, fmt.Errorf("%w: the ledger counts %d forgotten subjects in %s, %d tombstones remain", ErrTombstoneTampered, counted, s.cfg.Namespace, valid)
+		return valid, counted, fmt.Errorf("%w: %s %d forgotten subjects in %s, %d tombstones remain", ErrTombstoneTampered, from, counted, s.cfg.Namespace, valid)
 	}
 	return valid, counted, nil
 }

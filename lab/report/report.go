@@ -94,10 +94,15 @@ func uncertain(rs lab.Results) []noisy {
 // first screen answers them.
 var glanceScenarios = []string{"aead", "password", "kms", "handshake"}
 
-// missing lists what could not run here.
+// missing lists what could not run here, the command that brings it
+// first when the note names one.
 func missing(rs lab.Results) []string {
 	var out []string
 	for _, r := range rs.Where(func(r lab.Result) bool { return r.Metric == lab.MetricUnavailable }) {
+		if strings.HasPrefix(r.Note, "apt-get ") {
+			out = append(out, r.Note+" — for "+r.Case)
+			continue
+		}
 		out = append(out, r.Case+": "+r.Note)
 	}
 	return out

@@ -20,6 +20,7 @@ import (
 
 	"github.com/wardlab/ward/internal/browsertest"
 	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/lab/peers"
 	"github.com/wardlab/ward/lab/scenarios"
 )
 
@@ -490,5 +491,15 @@ func TestFirstScreenOfARun(t *testing.T) {
 		if r.Busy(m.Cores) && !strings.Contains(glance, "The machine was busy") {
 			t.Errorf("%s ran on a busy machine and the first screen does not say so", r.Name)
 		}
+	}
+}
+
+// TestMissingPutsThePackageFirst: a peer that could not run is listed
+// with the command that brings it first, then what it is for.
+func TestMissingPutsThePackageFirst(t *testing.T) {
+	err := &peers.MissingError{Peer: "java/Argon2Bench", Need: "BouncyCastle", Install: "apt-get install libbcprov-java"}
+	got := missing(lab.Results{lab.Unavailable("password", "jvm-bouncycastle", lab.SourcePeer, err)})
+	if len(got) != 1 || !strings.HasPrefix(got[0], "apt-get install libbcprov-java brings what java/Argon2Bench needs") || !strings.HasSuffix(got[0], "for jvm-bouncycastle") {
+		t.Fatalf("missing: %q", got)
 	}
 }
