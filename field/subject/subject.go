@@ -796,15 +796,16 @@ func (s *Store) Subjects(ctx context.Context) ([]string, error) {
 }
 
 // Audit compares the tombstones with the ledger's count of forgotten
-// subjects and, with a journal (Config.Journal), with the subjects the
-// journal records as forgotten: it returns the number of valid tombstones,
-// the higher of the two counts, and an error matching
-// [ErrTombstoneTampered] if any tombstone fails its MAC or fewer remain
-// than counted (a database writer deleted one; with the journal, also when
-// the ledger was put back to an older copy that its anchor cannot catch,
-// or a forget failed after its record was written: forget again). More
-// tombstones than counted means a forget crashed before counting; Audit
-// reports it without error.
+// subjects: it returns the number of valid tombstones, and an error
+// matching [ErrTombstoneTampered] if any fails its MAC or fewer remain
+// than the ledger counts (a database writer deleted one). More tombstones
+// than counted means a forget crashed before counting; Audit reports it
+// without error. With a journal (Config.Journal) it also reports every
+// subject that holds a key while the journal records its forget and no
+// valid tombstone stands — which a database writer cannot hide by putting
+// back an older ledger past an anchor the keyring file could not save. A
+// journaled subject with neither key nor tombstone (lost in a recovery)
+// left nothing to forget, and is not reported.
 func (s *Store) Audit(ctx context.Context) (valid int, counted uint64, err error) {
 	if s.cfg.Ledger == nil {
 		return 0, 0, errors.New("subject: Audit needs Config.Ledger")
@@ -813,18 +814,8 @@ func (s *Store) Audit(ctx context.Context) (valid int, counted uint64, err error
 	if err != nil {
 		return 0, 0, err
 	}
-	from := "the ledger counts"
 	if st != nil {
 		counted = st.Counters[s.counterName()]
-		if s.cfg.Journal != nil {
-			recs, err := journal.Read(s.cfg.Keyring, st.Database, s.cfg.Journal.Dir())
-			if err != nil {
-				return 0, counted, fmt.Errorf("subject: reading the forget journal: %w", err)
-			}
-			if n := uint64(recs.Count(s.cfg.Namespace)); n > counted {
-				counted, from = n, "the forget journal records"
-			}
-		}
 	}
 	subjects, bad, err := s.Tombstoned(ctx)
 	valid = len(subjects)
@@ -835,7 +826,43 @@ func (s *Store) Audit(ctx context.Context) (valid int, counted uint64, err error
 		return valid, counted, fmt.Errorf("%w: tombstones of %q fail their MAC", ErrTombstoneTampered, bad)
 	}
 	if uint64(valid) < counted {
-		return valid, counted, fmt.Errorf("%w: %s %d forgotten subjects in %s, %d tombstones remain", ErrTombstoneTampered, from, counted, s.cfg.Namespace, valid)
+		return valid, counted, fmt.Errorf("%w: the ledger counts %d forgotten subjects in %s, %d tombstones remain", ErrTombstoneTampered, counted, s.cfg.Namespace, valid)
+	}
+	if s.cfg.Journal != nil && st != nil {
+		back, err := s.journaledBack(ctx, st.Database, subjects)
+		if err != nil {
+			return valid, counted, err
+		}
+		if back > 0 {
+			return valid, counted, fmt.Errorf("%w: %d subjects of %s hold keys though the forget journal records their forget and no tombstone stands (run ward ledger recover with the journal)", ErrTombstoneTampered, back, s.cfg.Namespace)
+		}
 	}
 	return valid, counted, nil
+}
+
+// journaledBack counts the subjects holding a key whose forget the journal
+// records, of which tombstoned holds no valid tombstone.
+func (s *Store) journaledBack(ctx context.Context, database string, tombstoned []string) (int, error) {
+	recs, err := journal.Read(s.cfg.Keyring, database, s.cfg.Journal.Dir())
+	if err != nil {
+		return 0, fmt.Errorf("subject: reading the forget journal: %w", err)
+	}
+	if recs.Count(s.cfg.Namespace) == 0 {
+		return 0, nil
+	}
+	holders, err := s.Subjects(ctx)
+	if err != nil {
+		return 0, err
+	}
+	gone := make(map[string]bool, len(tombstoned))
+	for _, t := range tombstoned {
+		gone[t] = true
+	}
+	back := 0
+	for _, h := range holders {
+		if _, ok := recs.Forgotten(s.cfg.Namespace, h); ok && !gone[h] {
+			back++
+		}
+	}
+	return back, nil
 }
