@@ -28,6 +28,12 @@ type storeGolden struct {
 	Comment   string          `json:"comment"`
 	MasterKey string          `json:"master_key"`
 	Keyring   json.RawMessage `json:"keyring"`
+	// Namespace is the store's; Table, Column and Bind the values'
+	// column (its context), with Bind naming the subject column too.
+	Namespace string   `json:"namespace"`
+	Table     string   `json:"table"`
+	Column    string   `json:"column"`
+	Bind      []string `json:"bind"`
 	Keys      []struct {
 		Subject  string `json:"subject"`
 		Version  int64  `json:"version"`
@@ -81,6 +87,7 @@ func writeStoreGolden(t *testing.T, path string) {
 	}
 	token := []byte("a session token of 32 bytes.....")
 	g := storeGolden{Comment: "ward subject store formats v1 (FORMAT.md, Subject keys); written once with -update-store", MasterKey: mk.Encode(),
+		Namespace: "users", Table: "messages", Column: "body", Bind: []string{"user_id"},
 		Secret: hex.EncodeToString(secret), Token: hex.EncodeToString(token)}
 	for i, u := range []string{"alice", "bob", "carol"} {
 		ct, err := col.SealString(field.RowInt(int64(i+1)).With(u), u+"'s message")
@@ -185,7 +192,10 @@ func TestGoldenStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	s, err := Open(ctx, Config{DB: db, Dialect: field.SQLite, Keyring: kr, Namespace: "users", TTL: time.Nanosecond})
+	if g.Namespace == "" || g.Table == "" || g.Column == "" || len(g.Bind) != 1 {
+		t.Fatalf("the vectors do not name their namespace, table, column and bound subject column: %q %q %q %q", g.Namespace, g.Table, g.Column, g.Bind)
+	}
+	s, err := Open(ctx, Config{DB: db, Dialect: field.SQLite, Keyring: kr, Namespace: g.Namespace, TTL: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,22 +210,22 @@ func TestGoldenStore(t *testing.T) {
 		return b
 	}
 	for _, k := range g.Keys {
-		if _, err := db.Exec(`INSERT INTO ward_subject_keys (namespace, subject, version, first, wrapped, created_at, held, recovery) VALUES ('users', ?, ?, 1, ?, 0, ?, ?)`,
+		if _, err := db.Exec(`INSERT INTO ward_subject_keys (namespace, subject, version, first, wrapped, created_at, held, recovery) VALUES (?, ?, ?, 1, ?, 0, ?, ?)`, g.Namespace,
 			k.Subject, k.Version, dec(k.Wrapped), k.Held, dec(k.Recovery)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, tb := range g.Tombstones {
-		if _, err := db.Exec(`INSERT INTO ward_subject_tombstones VALUES ('users', ?, ?, ?, ?)`, tb.Subject, tb.ForgottenAt, tb.Epoch, tb.MAC); err != nil {
+		if _, err := db.Exec(`INSERT INTO ward_subject_tombstones VALUES (?, ?, ?, ?, ?)`, g.Namespace, tb.Subject, tb.ForgottenAt, tb.Epoch, tb.MAC); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, se := range g.Sessions {
-		if _, err := db.Exec(`INSERT INTO ward_subject_sessions VALUES ('users', ?, ?, ?, ?, ?)`, se.Session, se.Subject, se.Version, dec(se.Wrapped), time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC).Unix()); err != nil {
+		if _, err := db.Exec(`INSERT INTO ward_subject_sessions VALUES (?, ?, ?, ?, ?, ?)`, g.Namespace, se.Session, se.Subject, se.Version, dec(se.Wrapped), time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC).Unix()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	col, _ := field.NewColumn(kr, "messages", "body", field.Bind("user_id"), field.PerSubject(s, "user_id"))
+	col, _ := field.NewColumn(kr, g.Table, g.Column, field.Bind(g.Bind...), field.PerSubject(s, g.Bind[0]))
 	unlocked, err := s.Unlock(ctx, "bob", dec(g.Secret))
 	if err != nil {
 		t.Fatal(err)
