@@ -1,6 +1,7 @@
 package password
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -27,7 +28,7 @@ func (h *Hasher) declareForms() error {
 	if own, ok := ownFormatOf(p.Fallback.Scheme); ok {
 		p.Fallback.SaltLen, p.Fallback.KeyLen = own.lengths()
 	} else if p.Fallback.SaltLen == 0 || p.Fallback.KeyLen == 0 {
-		p.Fallback.SaltLen, p.Fallback.KeyLen = cmpOr(p.Fallback.SaltLen, 16), cmpOr(p.Fallback.KeyLen, 32)
+		p.Fallback.SaltLen, p.Fallback.KeyLen = cmp.Or(p.Fallback.SaltLen, 16), cmp.Or(p.Fallback.KeyLen, 32)
 	}
 	if !impl.writable() {
 		return fmt.Errorf("%w: Fallback %v is accepted for verification only", ErrUnsupportedScheme, p.Fallback.Scheme)
@@ -55,13 +56,6 @@ func (h *Hasher) declareForms() error {
 		p.Forms.Want(forms.Pepper)
 	}
 	return nil
-}
-
-func cmpOr(v, d int) int {
-	if v == 0 {
-		return d
-	}
-	return v
 }
 
 // target returns the parameters Hash writes now, and whether it peppers.

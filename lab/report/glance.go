@@ -54,9 +54,6 @@ func bytesFigure(rs lab.Results, cas string) string {
 	return lab.FormatNumber(float64(n)) + " B"
 }
 
-// medianOf is a result's median (NaN when absent).
-func medianOf(rs lab.Results, cas, metric string) float64 { return rs.Median(cas, metric) }
-
 // peerFigure is figure for a peer's result, or notRun when the scenario
 // reported the peer unavailable (or has no such result).
 func peerFigure(rs lab.Results, cas, metric string, scale float64, unit string) string {
@@ -93,7 +90,7 @@ func aeadGlance(rs lab.Results) (string, lab.Table) {
 	over, _ := rs.Get(fmt.Sprintf(c, "seal")+"field-vs-raw", "field_overhead")
 	hwx, _ := rs.Get(fmt.Sprintf(c, "seal")+"raw/aes-hw-speedup", "hw_speedup")
 	lead := fmt.Sprintf("a 500-byte message takes %s µs to seal with ward (%sx raw AES-GCM); AES hardware: %sx here, 1.67–5.72x in the report.",
-		lab.FormatNumber(medianOf(rs, fmt.Sprintf(c, "seal")+"field/aes-hw-on", "time")/1e3), lab.FormatNumber(over.Median), lab.FormatNumber(hwx.Median))
+		lab.FormatNumber(rs.Median(fmt.Sprintf(c, "seal")+"field/aes-hw-on", "time")/1e3), lab.FormatNumber(over.Median), lab.FormatNumber(hwx.Median))
 	return lead, t
 }
 

@@ -406,7 +406,7 @@ func TestReportLayout(t *testing.T) {
 }
 
 // layoutProbe is a page with every fault the detector must catch.
-const layoutProbe = `data:text/html,<main style="width:300px"><div class="tw"><table><tr><td>` + "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" +
+var layoutProbe = `data:text/html,<main style="width:300px"><div class="tw"><table><tr><td>` + strings.Repeat("x", 400) +
 	`</td></tr></table></div><div><svg class="chart" width="200" height="100"><text x="10" y="50">overlapping</text>` +
 	`<text x="20" y="52">labels</text><text x="150" y="90">cut off at the edge</text></svg></div>` +
 	`<p style="font-size:8px">tiny</p><div><svg class="chart" width="300" height="120" style="font-size:14px">` +
