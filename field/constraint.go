@@ -19,42 +19,71 @@ const minSealed = 11 + 12 + 16
 // written before, such as plaintext a mixed-mode migration has not moved
 // yet, are not checked; once a census finds none, VALIDATE CONSTRAINT
 // checks them too); on SQLite, which cannot add a constraint to a table,
+// and on MySQL, whose ADD CONSTRAINT … CHECK would check every old row,
 // two triggers (insert and update). The statements are idempotent except
 // PostgreSQL's ADD CONSTRAINT, which fails if the constraint exists: see
 // ConstraintName. It is a guard against mistakes, not against a database
 // writer, who can drop it.
 func (c *Column) SealedConstraint(d Dialect) ([]string, error) {
-	t, err := QuoteIdent(c.Table())
+	t, err := d.Quote(c.Table())
 	if err != nil {
 		return nil, err
 	}
-	col, err := QuoteIdent(c.Name())
+	col, err := d.Quote(c.Name())
 	if err != nil {
 		return nil, err
 	}
 	name := c.ConstraintName()
+	text := c.Encoding() == Text
 	switch d {
 	case Postgres:
 		pred := fmt.Sprintf(`get_byte(%s, 0) = 3 AND octet_length(%s) >= %d`, col, col, minSealed)
-		if c.Encoding() == Text {
+		if text {
 			pred = fmt.Sprintf(`%s LIKE 'w3:%%'`, col)
 		}
 		return []string{fmt.Sprintf(`ALTER TABLE %s ADD CONSTRAINT %s CHECK (%s IS NULL OR (%s)) NOT VALID`, t, name, col, pred)}, nil
 	case SQLite:
-		pred := fmt.Sprintf(`typeof(NEW.%s) = 'blob' AND substr(NEW.%s, 1, 1) = x'03' AND length(NEW.%s) >= %d`, col, col, col, minSealed)
-		if c.Encoding() == Text {
-			pred = fmt.Sprintf(`typeof(NEW.%s) = 'text' AND substr(NEW.%s, 1, 3) = 'w3:'`, col, col)
-		}
-		var out []string
-		for _, ev := range []string{"INSERT", "UPDATE OF " + col} {
-			trigger := name + "_" + strings.ToLower(strings.Fields(ev)[0])
-			out = append(out, fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %s BEFORE %s ON %s WHEN NEW.%s IS NOT NULL AND NOT (%s)
-BEGIN SELECT RAISE(ABORT, 'ward: %s.%s holds only ward ciphertexts (a plaintext or foreign value was refused)'); END`,
-				trigger, ev, t, col, pred, c.Table(), c.Name()))
-		}
-		return out, nil
+		return c.sqliteTriggers(name, t, col, text), nil
+	case MySQL:
+		return c.mysqlTriggers(name, t, col, text), nil
 	}
 	return nil, fmt.Errorf("field: no sealed-value constraint for dialect %v", d)
+}
+
+// refusal is the message of a trigger that refuses a value.
+func (c *Column) refusal() string {
+	return fmt.Sprintf("ward: %s.%s holds only ward ciphertexts (a plaintext or foreign value was refused)", c.Table(), c.Name())
+}
+
+func (c *Column) sqliteTriggers(name, t, col string, text bool) []string {
+	pred := fmt.Sprintf(`typeof(NEW.%s) = 'blob' AND substr(NEW.%s, 1, 1) = x'03' AND length(NEW.%s) >= %d`, col, col, col, minSealed)
+	if text {
+		pred = fmt.Sprintf(`typeof(NEW.%s) = 'text' AND substr(NEW.%s, 1, 3) = 'w3:'`, col, col)
+	}
+	var out []string
+	for _, ev := range []string{"INSERT", "UPDATE OF " + col} {
+		trigger := name + "_" + strings.ToLower(strings.Fields(ev)[0])
+		out = append(out, fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %s BEFORE %s ON %s WHEN NEW.%s IS NOT NULL AND NOT (%s)
+BEGIN SELECT RAISE(ABORT, '%s'); END`, trigger, ev, t, col, pred, c.refusal()))
+	}
+	return out
+}
+
+// mysqlTriggers: a binary column's first byte and length; a text column's
+// prefix compared as bytes (LIKE BINARY), whatever its collation.
+func (c *Column) mysqlTriggers(name, t, col string, text bool) []string {
+	pred := fmt.Sprintf(`SUBSTRING(NEW.%s, 1, 1) = x'03' AND OCTET_LENGTH(NEW.%s) >= %d`, col, col, minSealed)
+	if text {
+		pred = fmt.Sprintf(`NEW.%s LIKE BINARY 'w3:%%'`, col)
+	}
+	var out []string
+	for _, ev := range []string{"INSERT", "UPDATE"} {
+		trigger := name + "_" + strings.ToLower(ev)
+		out = append(out, fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %s BEFORE %s ON %s FOR EACH ROW
+IF NEW.%s IS NOT NULL AND NOT (%s) THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '%s'; END IF`,
+			trigger, ev, t, col, pred, c.refusal()))
+	}
+	return out
 }
 
 // ConstraintName names the constraint (PostgreSQL) or the prefix of the

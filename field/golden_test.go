@@ -313,9 +313,9 @@ func TestTimeBindingSurvivesDatabase(t *testing.T) {
 		kr, _ := keyring.New(keyring.AES256GCM)
 		c, _ := NewColumn(kr, "events", "body", Bind("at"))
 		tbl := d.table(t, "events")
-		ts := "TIMESTAMP"
-		if d.name == "postgres" {
-			ts = "TIMESTAMPTZ"
+		ts := map[string]string{"postgres": "TIMESTAMPTZ", "mysql": "TIMESTAMP(6)"}[d.name]
+		if ts == "" {
+			ts = "TIMESTAMP"
 		}
 		if _, err := d.db.Exec("CREATE TABLE " + tbl + " (id BIGINT PRIMARY KEY, at " + ts + ", body " + d.blob + ")"); err != nil {
 			t.Fatal(err)

@@ -66,13 +66,19 @@ const (
 
 // listColumns reads a row with every text column within its bound: the
 // database neither loads nor hands over a longer value.
-var listColumns = func() string {
+func (r *Registry) listColumns() string {
 	id, host, kr := sqltable.Bound{Col: "id", Max: maxText}, sqltable.Bound{Col: "host", Max: maxText}, sqltable.Bound{Col: "keyring", Max: maxText}
-	keys, tag := sqltable.Bound{Col: "keys", Max: maxKeysText}, sqltable.Bound{Col: "mac", Max: macText}
+	keys, tag := sqltable.Bound{Col: r.keysCol(), Max: maxKeysText}, sqltable.Bound{Col: "mac", Max: macText}
 	caps := sqltable.Bound{Col: "caps", Max: maxKeysText}
 	return fmt.Sprintf("%s, %s, pid, %s, generation, %s, started, seen, exited, %s, %s, %s",
 		id.Value(), host.Value(), kr.Value(), keys.Value(), tag.Value(), caps.Value(), sqltable.TooLong(id, host, kr, keys, tag, caps))
-}()
+}
+
+// keysCol is the keys column, quoted: KEYS is a reserved word of MySQL.
+func (r *Registry) keysCol() string {
+	k, _ := r.Dialect.Quote("keys")
+	return k
+}
 
 // maxListBytes bounds the text one read of the registry holds in memory
 // (a variable so that a test can lower it).
@@ -146,14 +152,14 @@ func printable(s string) string {
 
 // name is the registry's table, quoted.
 func (r *Registry) name() (string, error) {
-	if r.DB == nil || (r.Dialect != field.SQLite && r.Dialect != field.Postgres) {
+	if r.DB == nil || (r.Dialect != field.SQLite && r.Dialect != field.Postgres && r.Dialect != field.MySQL) {
 		return "", errors.New("fleet: Registry needs DB and Dialect")
 	}
 	name := r.Table
 	if name == "" {
 		name = DefaultTable
 	}
-	return field.QuoteIdent(name)
+	return r.Dialect.Quote(name)
 }
 
 // table returns the registry's table, created if missing (writers only:
@@ -166,10 +172,16 @@ func (r *Registry) table(ctx context.Context) (string, error) {
 	if err := r.onPrimary(ctx); err != nil {
 		return "", err
 	}
+	e := r.Dialect.String()
+	capsDefault := " DEFAULT ''" // for rows of an older release; MySQL 8 allows no literal default on a TEXT
+	if r.Dialect == field.MySQL {
+		capsDefault = ""
+	}
 	if err := sqltable.Create(ctx, r.DB, t, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-		id TEXT PRIMARY KEY, host TEXT NOT NULL, pid BIGINT NOT NULL, keyring TEXT NOT NULL,
-		generation BIGINT NOT NULL, keys TEXT NOT NULL, started BIGINT NOT NULL, seen BIGINT NOT NULL,
-		exited INTEGER NOT NULL, mac TEXT NOT NULL, caps TEXT NOT NULL DEFAULT '')`, t)); err != nil {
+		id %s PRIMARY KEY, host TEXT NOT NULL, pid BIGINT NOT NULL, keyring TEXT NOT NULL,
+		generation BIGINT NOT NULL, %s %s NOT NULL, started BIGINT NOT NULL, seen BIGINT NOT NULL,
+		exited INTEGER NOT NULL, mac TEXT NOT NULL, caps %s NOT NULL%s)`,
+		t, sqltable.KeyText(e, maxText), r.keysCol(), sqltable.LongText(e), sqltable.LongText(e), capsDefault)); err != nil {
 		return "", fmt.Errorf("fleet: creating the registry: %w", err)
 	}
 	if err := r.migrate(ctx, t); err != nil {
@@ -184,7 +196,7 @@ func (r *Registry) table(ctx context.Context) (string, error) {
 // per Registry: a lagging registry would name processes that left and miss
 // those that joined.
 func (r *Registry) onPrimary(ctx context.Context) error {
-	if err := r.primary.Check(ctx, r.DB, r.Dialect == field.Postgres); err != nil {
+	if err := r.primary.Check(ctx, r.DB, r.Dialect.String()); err != nil {
 		return fmt.Errorf("fleet: %w", err)
 	}
 	return nil
@@ -286,8 +298,8 @@ func (r *Registry) Join(ctx context.Context, kr *keyring.Keyring, heartbeat time
 		p: Process{ID: "p-" + hex.EncodeToString(b[:]), Host: host, PID: os.Getpid(), Keyring: kr.ID(), Started: now, Seen: now}}
 	m.fill()
 	p := m.p
-	_, err = r.DB.ExecContext(ctx, r.Dialect.Rebind(fmt.Sprintf(`INSERT INTO %s (id, host, pid, keyring, generation, keys, started, seen, exited, mac, caps)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`, t)), p.ID, p.Host, p.PID, p.Keyring, int64(p.Generation), keysText(p.Keys),
+	_, err = r.DB.ExecContext(ctx, r.Dialect.Rebind(fmt.Sprintf(`INSERT INTO %s (id, host, pid, keyring, generation, %s, started, seen, exited, mac, caps)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`, t, r.keysCol())), p.ID, p.Host, p.PID, p.Keyring, int64(p.Generation), keysText(p.Keys),
 		p.Started.UnixMilli(), p.Seen.UnixMilli(), hex.EncodeToString(mac(key, &p)), formsText(p.Forms))
 	if err != nil {
 		return nil, fmt.Errorf("fleet: registering: %w", err)
@@ -354,7 +366,7 @@ func (m *Member) write(ctx context.Context, exited bool) error {
 	m.p.Seen = time.Now().Truncate(time.Millisecond)
 	m.p.Exited = exited
 	p := m.p
-	_, err = m.r.DB.ExecContext(ctx, m.r.Dialect.Rebind(fmt.Sprintf(`UPDATE %s SET generation = ?, keys = ?, seen = ?, exited = ?, mac = ?, caps = ? WHERE id = ?`, t)),
+	_, err = m.r.DB.ExecContext(ctx, m.r.Dialect.Rebind(fmt.Sprintf(`UPDATE %s SET generation = ?, %s = ?, seen = ?, exited = ?, mac = ?, caps = ? WHERE id = ?`, t, m.r.keysCol())),
 		int64(p.Generation), keysText(p.Keys), p.Seen.UnixMilli(), boolInt(exited), hex.EncodeToString(mac(m.key, &p)), formsText(p.Forms), p.ID)
 	if err != nil {
 		return fmt.Errorf("fleet: heartbeat: %w", err)
@@ -395,7 +407,7 @@ func (r *Registry) List(ctx context.Context, kr *keyring.Keyring) ([]Process, er
 	if err != nil {
 		return nil, err
 	}
-	rows, err := r.DB.QueryContext(ctx, fmt.Sprintf(`SELECT %s FROM %s ORDER BY started, id LIMIT %d`, listColumns, t, maxRows+1))
+	rows, err := r.DB.QueryContext(ctx, fmt.Sprintf(`SELECT %s FROM %s ORDER BY started, id LIMIT %d`, r.listColumns(), t, maxRows+1))
 	if sqltable.Missing(err) {
 		return nil, nil // no process ever joined: nothing to list, and nothing is created
 	}

@@ -126,7 +126,7 @@ func TestRegistryWriterAttacks(t *testing.T) {
 		id, _ := op.Add(ctx, keyring.AES256GCM)
 		holds := func(p Process) bool { return p.Has(id) }
 		// The writer claims the process holds the new key.
-		if _, err := db.Exec(d.Rebind(`UPDATE `+table+` SET keys = ? WHERE id = ?`), id.String(), m.ID()); err != nil {
+		if _, err := db.Exec(d.Rebind(`UPDATE `+table+` SET `+reg.keysCol()+` = ? WHERE id = ?`), id.String(), m.ID()); err != nil {
 			t.Fatal(err)
 		}
 		// Generous deadlines: a loaded CI machine takes a while per read.
@@ -171,7 +171,7 @@ func TestRegistryBounds(t *testing.T) {
 		}
 		keys := strings.Repeat(kr.Primary().ID.String()+",", 200_000) // 1.8 MB
 		host := strings.Repeat("h", 5000)
-		if _, err := db.Exec(d.Rebind(`UPDATE `+table+` SET keys = ?, host = ? WHERE id = ?`), keys, host, m.ID()); err != nil {
+		if _, err := db.Exec(d.Rebind(`UPDATE `+table+` SET `+reg.keysCol()+` = ?, host = ? WHERE id = ?`), keys, host, m.ID()); err != nil {
 			t.Fatal(err)
 		}
 		ps, err := reg.List(ctx, kr)
@@ -186,8 +186,8 @@ func TestRegistryBounds(t *testing.T) {
 		maxListBytes = 8 << 10
 		defer func() { maxListBytes = saved }()
 		for i := range 10 {
-			db.Exec(d.Rebind(`INSERT INTO `+table+` (id, host, pid, keyring, generation, keys, started, seen, exited, mac)
-				VALUES (?, ?, 1, ?, 0, '', ?, ?, 0, '')`), fmt.Sprintf("forged-%d", i), strings.Repeat("h", 1000), kr.ID(), time.Now().UnixMilli(), time.Now().UnixMilli())
+			db.Exec(d.Rebind(`INSERT INTO `+table+` (id, host, pid, keyring, generation, `+reg.keysCol()+`, started, seen, exited, mac, caps)
+				VALUES (?, ?, 1, ?, 0, '', ?, ?, 0, '', '')`), fmt.Sprintf("forged-%d", i), strings.Repeat("h", 1000), kr.ID(), time.Now().UnixMilli(), time.Now().UnixMilli())
 		}
 		if _, err := reg.List(ctx, kr); err == nil || !strings.Contains(err.Error(), "more text than one read takes") {
 			t.Fatalf("a registry over the read budget: %v", err)

@@ -134,7 +134,7 @@ func TestFormWaitSurvivesDeletion(t *testing.T) {
 		newR, newK := f.process(nil, []forms.Form{w})
 		m := f.join(newR, newK)
 		f.beat(2, m)
-		name, _ := field.QuoteIdent(f.reg)
+		name, _ := d.Quote(f.reg)
 		if _, err := db.Exec(d.Rebind(fmt.Sprintf(`DELETE FROM %s WHERE id = ?`, name)), old.ID()); err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestFormsRowMAC(t *testing.T) {
 		old := f.join(oldR, oldK)
 		newR, newK := f.process(nil, []forms.Form{w})
 		m := f.join(newR, newK)
-		name, _ := field.QuoteIdent(f.reg)
+		name, _ := d.Quote(f.reg)
 		if _, err := db.Exec(d.Rebind(fmt.Sprintf(`UPDATE %s SET caps = ? WHERE id = ?`, name)), string(w), old.ID()); err != nil {
 			t.Fatal(err)
 		}
@@ -191,8 +191,11 @@ func TestFormsRowMAC(t *testing.T) {
 // gets its forms column, and its rows keep verifying.
 func TestRegistryMigratesForms(t *testing.T) {
 	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
+		if d == field.MySQL {
+			t.Skip("no release before forms ran on MySQL: there is no older registry to migrate")
+		}
 		f := newFormsFleet(t, db, d)
-		name, _ := field.QuoteIdent(f.reg)
+		name, _ := d.Quote(f.reg)
 		if _, err := db.Exec(fmt.Sprintf(`CREATE TABLE %s (
 			id TEXT PRIMARY KEY, host TEXT NOT NULL, pid BIGINT NOT NULL, keyring TEXT NOT NULL,
 			generation BIGINT NOT NULL, keys TEXT NOT NULL, started BIGINT NOT NULL, seen BIGINT NOT NULL,

@@ -82,7 +82,7 @@ var ErrStandby = sqltable.ErrStandby
 // onPrimary returns an error matching [ErrStandby] when l.DB reaches a
 // standby (asked once per Ledger).
 func (l *Ledger) onPrimary(ctx context.Context) error {
-	if err := l.primary.Check(ctx, l.DB, l.Dialect == field.Postgres); err != nil {
+	if err := l.primary.Check(ctx, l.DB, l.Dialect.String()); err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
 	return nil
@@ -240,11 +240,16 @@ func (l *Ledger) table() (string, error) {
 	if name == "" {
 		name = DefaultTable
 	}
-	return field.QuoteIdent(name)
+	return l.Dialect.Quote(name)
+}
+
+// usable reports whether the Ledger has a database of a known dialect.
+func (l *Ledger) usable() bool {
+	return l.DB != nil && (l.Dialect == field.SQLite || l.Dialect == field.Postgres || l.Dialect == field.MySQL)
 }
 
 func (l *Ledger) create(ctx context.Context) (string, error) {
-	if l.DB == nil || (l.Dialect != field.SQLite && l.Dialect != field.Postgres) {
+	if !l.usable() {
 		return "", errors.New("ledger: Ledger needs DB and Dialect")
 	}
 	t, err := l.table()
@@ -255,7 +260,7 @@ func (l *Ledger) create(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if err := sqltable.Create(ctx, l.DB, t, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-		id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL)`, t)); err != nil {
+		id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body %[2]s NOT NULL, mac %[2]s NOT NULL)`, t, sqltable.LongText(l.Dialect.String()))); err != nil {
 		return "", fmt.Errorf("ledger: creating the ledger: %w", err)
 	}
 	l.created.Store(true)
@@ -285,7 +290,7 @@ func (l *Ledger) Read(ctx context.Context) (*State, error) {
 func (l *Ledger) read(ctx context.Context) (*stored, error) {
 	// A read never creates the table (a dry run, a look at the ledger):
 	// a missing one is no ledger. Writes create it first (update).
-	if l.DB == nil || (l.Dialect != field.SQLite && l.Dialect != field.Postgres) {
+	if !l.usable() {
 		return nil, errors.New("ledger: Ledger needs DB and Dialect")
 	}
 	t, err := l.table()
@@ -774,18 +779,25 @@ func (l *Ledger) write(ctx context.Context, t string, cur, next *State, body, ma
 		}
 		defer tx.Rollback()
 	}
-	if err := sqltable.Durable(ctx, tx, l.Dialect == field.Postgres); err != nil {
+	if err := sqltable.Durable(ctx, tx, l.Dialect.String()); err != nil {
 		return false, fmt.Errorf("ledger: %w", err)
 	}
 	var err error
 	p := l.Dialect.Placeholder
 	var res sql.Result
 	if cur == nil {
-		res, err = tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (id, counter, body, mac) VALUES (1, %s, %s, %s) ON CONFLICT (id) DO NOTHING`, t, p(1), p(2), p(3)),
+		conflict := " ON CONFLICT (id) DO NOTHING"
+		if l.Dialect == field.MySQL {
+			conflict = "" // a duplicate is an error there, below
+		}
+		res, err = tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (id, counter, body, mac) VALUES (1, %s, %s, %s)%s`, t, p(1), p(2), p(3), conflict),
 			int64(next.Counter), body, mac)
 	} else {
 		res, err = tx.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET counter = %s, body = %s, mac = %s WHERE id = 1 AND counter = %s`, t, p(1), p(2), p(3), p(4)),
 			int64(next.Counter), body, mac, int64(cur.Counter))
+	}
+	if sqltable.Duplicate(err) || sqltable.Conflict(err) {
+		return false, nil // another writer's insert, or a lost certification (Galera)
 	}
 	if err != nil {
 		return false, fmt.Errorf("ledger: writing the ledger: %w", err)
@@ -800,7 +812,9 @@ func (l *Ledger) write(ctx context.Context, t string, cur, next *State, body, ma
 	if l.tx != nil {
 		return true, nil // the caller commits
 	}
-	if err := tx.Commit(); err != nil {
+	if err := tx.Commit(); sqltable.Conflict(err) {
+		return false, nil // certified against a concurrent writer on another node
+	} else if err != nil {
 		return false, fmt.Errorf("ledger: writing the ledger: %w", err)
 	}
 	return true, nil
@@ -891,15 +905,8 @@ func (l *Ledger) fresh(ctx context.Context) (bool, error) {
 }
 
 func (l *Ledger) legacyExists(ctx context.Context) (bool, error) {
-	var q string
-	switch l.Dialect {
-	case field.Postgres:
-		q = `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`
-	default:
-		q = `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`
-	}
 	var n int
-	if err := l.DB.QueryRowContext(ctx, q, LegacyTable).Scan(&n); err != nil {
+	if err := l.DB.QueryRowContext(ctx, sqltable.TableExists(l.Dialect.String()), LegacyTable).Scan(&n); err != nil {
 		return false, fmt.Errorf("ledger: looking for the unauthenticated ledger: %w", err)
 	}
 	return n > 0, nil

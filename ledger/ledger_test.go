@@ -16,6 +16,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -249,7 +250,8 @@ func TestLedgerAdopt(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testDB) {
 		ctx := context.Background()
 		_, _, kr := fileKeyring(t)
-		d.db.Exec(`CREATE TABLE ` + LegacyTable + ` (keyring_id TEXT NOT NULL, key_id TEXT NOT NULL, generation BIGINT NOT NULL, PRIMARY KEY (keyring_id, key_id))`)
+		kt := sqltable.KeyText(d.dialect.String(), 255)
+		d.db.Exec(`CREATE TABLE ` + LegacyTable + ` (keyring_id ` + kt + ` NOT NULL, key_id ` + kt + ` NOT NULL, generation BIGINT NOT NULL, PRIMARY KEY (keyring_id, key_id))`)
 		t.Cleanup(func() { d.db.Exec(`DROP TABLE ` + LegacyTable) })
 		if _, err := d.db.Exec(d.q(`INSERT INTO `+LegacyTable+` VALUES (?, ?, 1)`), kr.ID(), kr.Primary().ID.String()); err != nil {
 			t.Fatal(err)
@@ -302,7 +304,8 @@ func TestLedgerLegacyBounds(t *testing.T) {
 		_, _, kr := fileKeyring(t)
 		// Without the primary key, whose index would refuse the value on
 		// PostgreSQL: a writer can re-create the table so.
-		d.db.Exec(`CREATE TABLE ` + LegacyTable + ` (keyring_id TEXT NOT NULL, key_id TEXT NOT NULL, generation BIGINT NOT NULL)`)
+		lt := sqltable.LongText(d.dialect.String())
+		d.db.Exec(`CREATE TABLE ` + LegacyTable + ` (keyring_id ` + lt + ` NOT NULL, key_id ` + lt + ` NOT NULL, generation BIGINT NOT NULL)`)
 		t.Cleanup(func() { d.db.Exec(`DROP TABLE ` + LegacyTable) })
 		const huge = 8 << 20
 		if _, err := d.db.Exec(d.q(`INSERT INTO `+LegacyTable+` VALUES (?, ?, 1)`), kr.ID(), strings.Repeat("a", huge)); err != nil {

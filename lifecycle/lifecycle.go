@@ -153,7 +153,7 @@ func Stores(ctx context.Context, kr *keyring.Keyring, d Database) ([]*subject.St
 	if _, err := d.DB.ExecContext(ctx, `SELECT 1 FROM `+subject.DefaultKeysTable+` WHERE 1 = 0`); err != nil {
 		return nil, nil // no subject keys in this database
 	}
-	names, err := subject.Namespaces(ctx, d.DB, "")
+	names, err := subject.Namespaces(ctx, d.DB, d.Dialect, "")
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ func TestRetireWithInactivePepperedUsers(t *testing.T) {
 		a := newApp(t, d, 5)
 		old := a.kr.Primary().ID
 		users := d.Table(t, "users")
-		if _, err := d.DB.Exec(fmt.Sprintf(`CREATE TABLE %s (id TEXT PRIMARY KEY, pw TEXT NOT NULL)`, users)); err != nil {
+		if _, err := d.DB.Exec(fmt.Sprintf(`CREATE TABLE %s (id VARCHAR(64) PRIMARY KEY, pw TEXT NOT NULL)`, users)); err != nil {
 			t.Fatal(err)
 		}
 		if err := a.db.Ledger.RecordColumns(ctx, a.kr, ledger.Column{Table: users, Column: "pw", Key: "id", Kind: ledger.KindPasswordHash}); err != nil {

@@ -199,7 +199,7 @@ func Recover(ctx context.Context, kr *keyring.Keyring, d Database, opts RecoverO
 // recoveryStores opens the store of every namespace the database, its
 // ledger, the anchor or the journals name.
 func recoveryStores(ctx context.Context, kr *keyring.Keyring, d Database, in ledger.Inspection, records *journal.Records) ([]*subject.Store, error) {
-	names, err := subject.Namespaces(ctx, d.DB, "")
+	names, err := subject.Namespaces(ctx, d.DB, d.Dialect, "")
 	if err != nil {
 		return nil, err
 	}

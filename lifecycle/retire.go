@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
@@ -153,11 +152,11 @@ func columnReferences(ctx context.Context, kr *keyring.Keyring, d Database, c le
 
 // peppered counts the hashes of a password-hash column peppered with id.
 func peppered(ctx context.Context, d Database, c ledger.Column, id keyring.KeyID) (int, error) {
-	t, err := field.QuoteIdent(c.Table)
+	t, err := d.Dialect.Quote(c.Table)
 	if err != nil {
 		return 0, err
 	}
-	col, err := field.QuoteIdent(c.Column)
+	col, err := d.Dialect.Quote(c.Column)
 	if err != nil {
 		return 0, err
 	}

@@ -243,7 +243,7 @@ func refuseMerges(ctx context.Context, db *sql.DB, dialect field.Dialect, job *r
 	if job.Index == nil {
 		return nil
 	}
-	uniq, err := sqltable.UniqueIndexes(ctx, db, dialect == field.Postgres, o.table)
+	uniq, err := sqltable.UniqueIndexes(ctx, db, dialect.String(), o.table)
 	if err != nil {
 		return err
 	}

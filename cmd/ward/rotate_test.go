@@ -115,7 +115,7 @@ func TestRotateCommand(t *testing.T) {
 	if code, out, _ := run("reseal", "--db", "sqlite:"+dbPath, "--table", "messages", "--column", "body", "--text", "--quiet"); code != 0 || !strings.Contains(out, ": 0 written under") {
 		t.Fatalf("second run: %q", out)
 	}
-	if code, _, e := run("reseal", "--db", "mysql://x", "--table", "t", "--column", "c"); code != 2 || !strings.Contains(e, "unknown scheme") {
+	if code, _, e := run("reseal", "--db", "oracle://x", "--table", "t", "--column", "c"); code != 2 || !strings.Contains(e, "unknown scheme") {
 		t.Fatalf("bad URL: %d %q", code, e)
 	}
 	if code, _, e := run("reseal", "--db", "sqlite:"+dbPath, "--table", "messages; DROP", "--column", "body"); code != 2 || !strings.Contains(e, "invalid SQL identifier") {

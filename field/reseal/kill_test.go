@@ -29,14 +29,14 @@ func TestReencryptChild(t *testing.T) {
 		t.Skip("helper process for TestReencryptKilled")
 	}
 	var (
-		driver  = os.Getenv("CHILD_DRIVER")
-		dsn     = os.Getenv("CHILD_DSN")
-		table   = os.Getenv("CHILD_TABLE")
-		krPath  = os.Getenv("CHILD_KEYRING")
-		dialect = field.SQLite
+		driver = os.Getenv("CHILD_DRIVER")
+		dsn    = os.Getenv("CHILD_DSN")
+		table  = os.Getenv("CHILD_TABLE")
+		krPath = os.Getenv("CHILD_KEYRING")
 	)
-	if driver == "pgx" {
-		dialect = field.Postgres
+	dialect, err := field.ParseDialect(driver)
+	if err != nil {
+		t.Fatal(err)
 	}
 	mk, err := local.Load("", nil)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/sqltable"
 )
 
@@ -56,20 +57,17 @@ func holderName() string {
 
 // lock takes the job's lock, or reports who holds it.
 func (r *Job) lock(ctx context.Context) (*jobLock, error) {
-	if err := sqltable.Create(ctx, r.DB, LockTable, `CREATE TABLE IF NOT EXISTS `+LockTable+` (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires BIGINT NOT NULL)`); err != nil {
+	if err := sqltable.Create(ctx, r.DB, LockTable, `CREATE TABLE IF NOT EXISTS `+LockTable+` (name `+
+		sqltable.KeyText(r.Dialect.String(), 1024)+` PRIMARY KEY, holder `+sqltable.LongText(r.Dialect.String())+` NOT NULL, expires BIGINT NOT NULL)`); err != nil {
 		return nil, fmt.Errorf("reseal: lock table: %w", err)
 	}
 	l := &jobLock{r: r, name: r.lockName(), holder: holderName()}
 	for range 2 {
-		now := time.Now()
-		p := r.Dialect.Placeholder
-		res, err := r.DB.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (name, holder, expires) VALUES (%s, %s, %s)
-			ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires = excluded.expires WHERE %s.expires < %s`,
-			LockTable, p(1), p(2), p(3), LockTable, p(4)), l.name, l.holder, now.Add(lockLease).UnixMilli(), now.UnixMilli())
+		took, err := l.take(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("reseal: taking the job lock: %w", err)
+			return nil, err
 		}
-		if n, err := res.RowsAffected(); err == nil && n == 1 {
+		if took {
 			return l, nil
 		}
 		// The holder is read within a bound (a database writer can store
@@ -77,8 +75,10 @@ func (r *Job) lock(ctx context.Context) (*jobLock, error) {
 		var holder string
 		var expires int64
 		var tooLong bool
-		if err := r.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s, expires, %s FROM %s WHERE name = %s`, holderCol.Value(), sqltable.TooLong(holderCol), LockTable, p(1)),
-			l.name).Scan(&holder, &expires, &tooLong); err != nil {
+		if err := r.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s, expires, %s FROM %s WHERE name = %s`, holderCol.Value(), sqltable.TooLong(holderCol), LockTable, r.Dialect.Placeholder(1)),
+			l.name).Scan(&holder, &expires, &tooLong); errors.Is(err, sql.ErrNoRows) {
+			continue // released in between
+		} else if err != nil {
 			return nil, fmt.Errorf("reseal: reading the job lock: %w", err)
 		}
 		if tooLong {
@@ -88,9 +88,40 @@ func (r *Job) lock(ctx context.Context) (*jobLock, error) {
 			return nil, fmt.Errorf("%w: %s is held by %q until %s", ErrJobRunning, l.name, holder, time.UnixMilli(expires).Format(time.RFC3339))
 		}
 		// The holder died on this host: its lock is free now.
-		r.DB.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE name = %s AND holder = %s`, LockTable, p(1), p(2)), l.name, holder)
+		r.DB.ExecContext(ctx, r.Dialect.Rebind(fmt.Sprintf(`DELETE FROM %s WHERE name = ? AND holder = ?`, LockTable)), l.name, holder)
 	}
 	return nil, fmt.Errorf("%w: %s", ErrJobRunning, l.name)
+}
+
+// take inserts the lock, or takes over one whose lease ended, in one
+// statement (ON CONFLICT … DO UPDATE … WHERE); MySQL, which has no such
+// conditional upsert, inserts and on a duplicate updates where the lease
+// ended. A lost race, or on Galera a lost certification, is no lock.
+func (l *jobLock) take(ctx context.Context) (bool, error) {
+	r := l.r
+	now := time.Now()
+	until := now.Add(lockLease).UnixMilli()
+	var res sql.Result
+	var err error
+	if r.Dialect == field.MySQL {
+		res, err = r.DB.ExecContext(ctx, `INSERT INTO `+LockTable+` (name, holder, expires) VALUES (?, ?, ?)`, l.name, l.holder, until)
+		if sqltable.Duplicate(err) {
+			res, err = r.DB.ExecContext(ctx, `UPDATE `+LockTable+` SET holder = ?, expires = ? WHERE name = ? AND expires < ?`, l.holder, until, l.name, now.UnixMilli())
+		}
+	} else {
+		p := r.Dialect.Placeholder
+		res, err = r.DB.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (name, holder, expires) VALUES (%s, %s, %s)
+			ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires = excluded.expires WHERE %s.expires < %s`,
+			LockTable, p(1), p(2), p(3), LockTable, p(4)), l.name, l.holder, until, now.UnixMilli())
+	}
+	if sqltable.Conflict(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reseal: taking the job lock: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return err == nil && n == 1, nil
 }
 
 // deadOnThisHost reports whether holder names a process of this host that
@@ -115,10 +146,22 @@ func (l *jobLock) renew(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reseal: renewing the job lock: %w", err)
 	}
-	if n, err := res.RowsAffected(); err == nil && n != 1 {
+	if n, err := res.RowsAffected(); err == nil && n != 1 && !l.holds(ctx) {
 		return fmt.Errorf("%w: the lock on %s was taken over", ErrJobRunning, l.name)
 	}
 	return nil
+}
+
+// holds reports whether the lock is still this job's: MySQL counts the
+// rows an UPDATE changed, not those it matched, so a renewal within the
+// same millisecond reports none.
+func (l *jobLock) holds(ctx context.Context) bool {
+	if l.r.Dialect != field.MySQL {
+		return false
+	}
+	var n int
+	err := l.r.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+LockTable+` WHERE name = ? AND holder = ?`, l.name, l.holder).Scan(&n)
+	return err == nil && n == 1
 }
 
 // release gives the lock back.

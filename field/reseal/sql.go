@@ -1,6 +1,7 @@
 package reseal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,30 +26,31 @@ type queries struct {
 	// of a table with text keys).
 	bucket func(key any) bool
 	// subjectArg, when set, is appended to every read's arguments
-	// (Job.Subject).
-	subjectArg any
+	// (Job.Subject), or with subjectBeforeLimit put before the limit.
+	subjectArg         any
+	subjectBeforeLimit bool
 }
 
 func (r *Job) columns() (table, col, key, cols string, err error) {
-	if table, err = field.QuoteIdent(r.Column.Table()); err != nil {
+	if table, err = r.Dialect.Quote(r.Column.Table()); err != nil {
 		return
 	}
-	if col, err = field.QuoteIdent(r.Column.Name()); err != nil {
+	if col, err = r.Dialect.Quote(r.Column.Name()); err != nil {
 		return
 	}
-	if key, err = field.QuoteIdent(r.Key); err != nil {
+	if key, err = r.Dialect.Quote(r.Key); err != nil {
 		return
 	}
 	cols = key + ", " + col
 	for _, b := range r.Column.Bound() {
-		qb, err := field.QuoteIdent(b)
+		qb, err := r.Dialect.Quote(b)
 		if err != nil {
 			return "", "", "", "", err
 		}
 		cols += ", " + qb
 	}
 	if r.Index != nil {
-		qi, err := field.QuoteIdent(r.IndexColumn)
+		qi, err := r.Dialect.Quote(r.IndexColumn)
 		if err != nil {
 			return "", "", "", "", err
 		}
@@ -61,7 +63,7 @@ func (r *Job) queries(ctx context.Context) (queries, error) {
 	if r.DB == nil || r.Column == nil {
 		return queries{}, errors.New("reseal: Job needs DB and field.Column")
 	}
-	if r.Dialect != field.SQLite && r.Dialect != field.Postgres {
+	if r.Dialect != field.SQLite && r.Dialect != field.Postgres && r.Dialect != field.MySQL {
 		return queries{}, errors.New("reseal: Job needs a field.Dialect")
 	}
 	if r.Shards > 1 && (r.Shard < 0 || r.Shard >= r.Shards) {
@@ -86,7 +88,7 @@ func (r *Job) queries(ctx context.Context) (queries, error) {
 	}
 	var ix casIndex
 	if r.Index != nil {
-		ix.col, _ = field.QuoteIdent(r.IndexColumn)
+		ix.col, _ = r.Dialect.Quote(r.IndexColumn)
 		if ix.typ, err = r.pgType(ctx, r.IndexColumn); err != nil {
 			return queries{}, err
 		}
@@ -108,21 +110,29 @@ func (r *Job) onlySubject(q queries, t, k, cols string) (queries, error) {
 	if r.Shards > 1 {
 		return q, errors.New("reseal: a job of one Subject takes no shards")
 	}
-	sc, err := field.QuoteIdent(r.Column.SubjectColumn())
+	sc, err := r.Dialect.Quote(r.Column.SubjectColumn())
 	if err != nil || r.Column.SubjectColumn() == "" {
 		return q, errors.New("reseal: Job.Subject needs a column sealed per subject (field.PerSubject)")
 	}
-	// Numbered on both dialects (SQLite's ?NNN): the subject comes after
-	// the key and the limit, whatever order the SQL names them in.
+	// Numbered (SQLite's ?NNN): the subject comes after the key and the
+	// limit, whatever order the SQL names them in. MySQL numbers nothing:
+	// there readBatch passes the subject before the limit, in SQL order.
 	p := func(n int) string {
-		if r.Dialect == field.Postgres {
+		switch r.Dialect {
+		case field.Postgres:
 			return fmt.Sprintf("$%d", n)
+		case field.MySQL:
+			return "?"
 		}
 		return fmt.Sprintf("?%d", n)
 	}
-	q.count = fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE CAST(%s AS TEXT) = %s", t, sc, p(1))
-	q.first = fmt.Sprintf("SELECT %s FROM %s WHERE CAST(%s AS TEXT) = %s ORDER BY %s LIMIT %s", cols, t, sc, p(2), k, p(1))
-	q.next = fmt.Sprintf("SELECT %s FROM %s WHERE %s > %s AND CAST(%s AS TEXT) = %s ORDER BY %s LIMIT %s", cols, t, k, p(1), sc, p(3), k, p(2))
+	text := "TEXT"
+	if r.Dialect == field.MySQL {
+		text, q.subjectBeforeLimit = "CHAR", true
+	}
+	q.count = fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE CAST(%s AS %s) = %s", t, sc, text, p(1))
+	q.first = fmt.Sprintf("SELECT %s FROM %s WHERE CAST(%s AS %s) = %s ORDER BY %s LIMIT %s", cols, t, sc, text, p(2), k, p(1))
+	q.next = fmt.Sprintf("SELECT %s FROM %s WHERE %s > %s AND CAST(%s AS %s) = %s ORDER BY %s LIMIT %s", cols, t, k, p(1), sc, text, p(3), k, p(2))
 	q.countArgs, q.subjectArg = []any{r.Subject}, r.Subject
 	return q, nil
 }
@@ -205,6 +215,9 @@ func (q queries) casUpdate(chunk []update) (string, []any) {
 // row. PostgreSQL needs the VALUES typed (keyType, colType); SQLite names
 // VALUES columns column1, column2, column3.
 func casSQL(d field.Dialect, t, c, k, keyType, colType string, ix casIndex, n int) string {
+	if d == field.MySQL {
+		return mysqlCAS(t, c, k, ix, n)
+	}
 	var b strings.Builder
 	w := 3
 	if ix.col != "" {
@@ -248,6 +261,35 @@ func casSQL(d field.Dialect, t, c, k, keyType, colType string, ix casIndex, n in
 	return b.String()
 }
 
+// mysqlCAS is casSQL for MySQL, which has no UPDATE … FROM: a join with
+// the rows as a derived table (SELECT … UNION ALL SELECT …, which MySQL 8
+// and MariaDB both read), whose values are cast to bytes (a parameter of
+// ciphertext bytes would otherwise be read in the connection's character
+// set, and refused). The value read is compared as bytes (BINARY):
+// under a case-insensitive collation "Hello" = "hello", and a row a writer
+// changed that way in between would be overwritten.
+func mysqlCAS(t, c, k string, ix casIndex, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "UPDATE %s JOIN (", t)
+	for i := range n {
+		switch {
+		case i > 0 && ix.col != "":
+			b.WriteString(" UNION ALL SELECT ?, CAST(? AS BINARY), CAST(? AS BINARY), CAST(? AS BINARY)")
+		case i > 0:
+			b.WriteString(" UNION ALL SELECT ?, CAST(? AS BINARY), CAST(? AS BINARY)")
+		case ix.col != "":
+			b.WriteString("SELECT ? AS ward_key, CAST(? AS BINARY) AS ward_old, CAST(? AS BINARY) AS ward_new, CAST(? AS BINARY) AS ward_idx")
+		default:
+			b.WriteString("SELECT ? AS ward_key, CAST(? AS BINARY) AS ward_old, CAST(? AS BINARY) AS ward_new")
+		}
+	}
+	fmt.Fprintf(&b, ") AS v ON %s.%s = v.ward_key AND %s.%s = BINARY v.ward_old SET %s.%s = v.ward_new", t, k, t, c, t, c)
+	if ix.col != "" {
+		fmt.Fprintf(&b, ", %s.%s = v.ward_idx", t, ix.col)
+	}
+	return b.String()
+}
+
 // casIndex is the blind-index column a CAS update also sets (col
 // quoted, typ its PostgreSQL type), or none.
 type casIndex struct{ col, typ string }
@@ -257,7 +299,7 @@ func (r *Job) pgType(ctx context.Context, column string) (string, error) {
 	if r.Dialect != field.Postgres {
 		return "", nil
 	}
-	t, _ := field.QuoteIdent(r.Column.Table())
+	t, _ := r.Dialect.Quote(r.Column.Table())
 	var typ string
 	q := "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2"
 	if err := r.DB.QueryRowContext(ctx, q, t, column).Scan(&typ); err != nil {
@@ -271,7 +313,7 @@ func (r *Job) pgTypes(ctx context.Context) (keyType, colType string, err error) 
 	if r.Dialect != field.Postgres {
 		return "", "", nil
 	}
-	t, _ := field.QuoteIdent(r.Column.Table())
+	t, _ := r.Dialect.Quote(r.Column.Table())
 	q := "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2"
 	for _, a := range []struct {
 		name string
@@ -363,7 +405,9 @@ func (r *Job) readBatch(ctx context.Context, q queries, last any) ([]dbRow, erro
 	if last == nil {
 		query = q.first
 	}
-	if q.subjectArg != nil {
+	if q.subjectArg != nil && q.subjectBeforeLimit {
+		args = append(args[:len(args)-1], q.subjectArg, args[len(args)-1])
+	} else if q.subjectArg != nil {
 		args = append(args, q.subjectArg)
 	}
 	rows, err := r.DB.QueryContext(ctx, query, args...)
@@ -389,7 +433,7 @@ func (r *Job) readBatch(ctx context.Context, q queries, last any) ([]dbRow, erro
 			d.key = string(b)
 		}
 		if b, ok := d.val.([]byte); ok {
-			d.val = append([]byte(nil), b...)
+			d.val = bytes.Clone(b) // an empty value stays empty, not NULL (MySQL hands TEXT over as bytes)
 		}
 		got = append(got, d)
 	}

@@ -329,15 +329,15 @@ func (s *Store) Census(ctx context.Context) (Census, error) {
 // a database, sorted: with table "", those of the default keys and
 // tombstones tables (a namespace whose every subject was forgotten still
 // has its tombstones to audit); otherwise those of the keys table named.
-// A missing table lists nothing.
-func Namespaces(ctx context.Context, db *sql.DB, table string) ([]string, error) {
+// A missing table lists nothing. d is the database's dialect.
+func Namespaces(ctx context.Context, db *sql.DB, d field.Dialect, table string) ([]string, error) {
 	tables := []string{table}
 	if table == "" {
 		tables = []string{DefaultKeysTable, DefaultTombstonesTable}
 	}
 	seen := map[string]bool{}
 	for _, name := range tables {
-		t, err := field.QuoteIdent(name)
+		t, err := d.Quote(name)
 		if err != nil {
 			return nil, err
 		}
@@ -389,15 +389,12 @@ func CountedNamespaces(st *ledger.State) []string {
 // many keys it created.
 func (s *Store) Provision(ctx context.Context, subjects []string) (int64, error) {
 	const batch = 1000
-	p := s.cfg.Dialect.Placeholder
 	var created int64
 	now := time.Now().Unix()
 	for from := 0; from < len(subjects); from += batch {
 		chunk := subjects[from:min(from+batch, len(subjects))]
-		var b strings.Builder
-		fmt.Fprintf(&b, `INSERT INTO %s (namespace, subject, version, first, wrapped, created_at) SELECT v.namespace, v.subject, v.version, 1, v.wrapped, v.created_at FROM (VALUES `, s.keys)
 		args := make([]any, 0, 5*len(chunk))
-		for i, subj := range chunk {
+		for _, subj := range chunk {
 			if err := checkSubject(subj); err != nil {
 				return created, err
 			}
@@ -411,34 +408,9 @@ func (s *Store) Provision(ctx context.Context, subjects []string) (int64, error)
 			if err != nil {
 				return created, err
 			}
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			m := len(args)
-			if s.cfg.Dialect == field.Postgres {
-				fmt.Fprintf(&b, "(%s::text, %s::text, %s::bigint, %s::bytea, %s::bigint)", p(m+1), p(m+2), p(m+3), p(m+4), p(m+5))
-			} else {
-				fmt.Fprintf(&b, "(%s, %s, %s, %s, %s)", p(m+1), p(m+2), p(m+3), p(m+4), p(m+5))
-			}
 			args = append(args, s.cfg.Namespace, subj, int64(version), w, now)
 		}
-		// SQLite names VALUES columns column1…; PostgreSQL takes aliases.
-		if s.cfg.Dialect == field.Postgres {
-			b.WriteString(`) AS v(namespace, subject, version, wrapped, created_at)`)
-		} else {
-			b.Reset()
-			fmt.Fprintf(&b, `INSERT INTO %s (namespace, subject, version, first, wrapped, created_at) SELECT column1, column2, column3, 1, column4, column5 FROM (VALUES `, s.keys)
-			for i := range chunk {
-				if i > 0 {
-					b.WriteString(", ")
-				}
-				b.WriteString("(?, ?, ?, ?, ?)")
-			}
-			b.WriteString(`) AS v`)
-		}
-		fmt.Fprintf(&b, ` WHERE NOT EXISTS (SELECT 1 FROM %s t WHERE t.namespace = v.%s AND t.subject = v.%s) ON CONFLICT DO NOTHING`,
-			s.tombstones, colName(s.cfg.Dialect, "namespace", 1), colName(s.cfg.Dialect, "subject", 2))
-		res, err := s.cfg.DB.ExecContext(ctx, b.String(), args...)
+		res, err := s.cfg.DB.ExecContext(ctx, s.provisionSQL(len(chunk)), args...)
 		if err != nil {
 			return created, fmt.Errorf("subject: provisioning keys: %w", err)
 		}
@@ -448,11 +420,39 @@ func (s *Store) Provision(ctx context.Context, subjects []string) (int64, error)
 	return created, nil
 }
 
-// colName names a column of a VALUES list: its alias on PostgreSQL,
-// columnN on SQLite.
-func colName(d field.Dialect, alias string, n int) string {
-	if d == field.Postgres {
-		return alias
+// provisionSQL is Provision's insert of n subjects' first keys from a
+// list of (namespace, subject, version, wrapped, created_at): a VALUES
+// list on PostgreSQL (typed) and SQLite (whose VALUES columns are named
+// column1…), rows of SELECT … UNION ALL on MySQL (binary values cast to
+// bytes). Each row is skipped if the subject has a tombstone or a key.
+func (s *Store) provisionSQL(n int) string {
+	var b strings.Builder
+	ins, skip := sqltable.IfAbsent(s.cfg.Dialect.String())
+	fmt.Fprintf(&b, `%s %s (namespace, subject, version, first, wrapped, created_at) SELECT v.namespace, v.subject, v.version, 1, v.wrapped, v.created_at FROM (`, ins, s.keys)
+	for i := range n {
+		m := 5 * i
+		switch {
+		case s.cfg.Dialect == field.Postgres:
+			b.WriteString(map[bool]string{true: "VALUES ", false: ", "}[i == 0])
+			fmt.Fprintf(&b, "($%d::text, $%d::text, $%d::bigint, $%d::bytea, $%d::bigint)", m+1, m+2, m+3, m+4, m+5)
+		case s.cfg.Dialect == field.MySQL && i == 0:
+			b.WriteString("SELECT ? AS namespace, ? AS subject, ? AS version, CAST(? AS BINARY) AS wrapped, ? AS created_at")
+		case s.cfg.Dialect == field.MySQL:
+			b.WriteString(" UNION ALL SELECT ?, ?, ?, CAST(? AS BINARY), ?")
+		case i == 0:
+			b.WriteString("SELECT column1 AS namespace, column2 AS subject, column3 AS version, column4 AS wrapped, column5 AS created_at FROM (VALUES (?, ?, ?, ?, ?)")
+		default:
+			b.WriteString(", (?, ?, ?, ?, ?)")
+		}
 	}
-	return fmt.Sprintf("column%d", n)
+	switch s.cfg.Dialect {
+	case field.Postgres:
+		b.WriteString(`) AS v(namespace, subject, version, wrapped, created_at)`)
+	case field.MySQL:
+		b.WriteString(`) AS v`)
+	default:
+		b.WriteString(`)) AS v`)
+	}
+	fmt.Fprintf(&b, ` WHERE NOT EXISTS (SELECT 1 FROM %s t WHERE t.namespace = v.namespace AND t.subject = v.subject)%s`, s.tombstones, skip)
+	return b.String()
 }

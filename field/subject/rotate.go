@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -89,7 +90,8 @@ func (s *Store) RotateAll(ctx context.Context) (RotateStats, error) {
 func (s *Store) insertVersions(ctx context.Context, rows []keyRow) (int64, error) {
 	p := s.cfg.Dialect.Placeholder
 	var b strings.Builder
-	fmt.Fprintf(&b, `INSERT INTO %s (namespace, subject, version, wrapped, created_at) VALUES `, s.keys)
+	ins, skip := sqltable.IfAbsent(s.cfg.Dialect.String())
+	fmt.Fprintf(&b, `%s %s (namespace, subject, version, wrapped, created_at) VALUES `, ins, s.keys)
 	args := make([]any, 0, 5*len(rows))
 	now := time.Now().Unix()
 	for i, r := range rows {
@@ -110,7 +112,7 @@ func (s *Store) insertVersions(ctx context.Context, rows []keyRow) (int64, error
 		fmt.Fprintf(&b, "(%s, %s, %s, %s, %s)", p(m+1), p(m+2), p(m+3), p(m+4), p(m+5))
 		args = append(args, s.cfg.Namespace, r.subject, int64(version), w, now)
 	}
-	b.WriteString(" ON CONFLICT DO NOTHING")
+	b.WriteString(skip)
 	res, err := s.cfg.DB.ExecContext(ctx, b.String(), args...)
 	if err != nil {
 		return 0, fmt.Errorf("subject: rotating keys: %w", err)

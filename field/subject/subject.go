@@ -136,7 +136,7 @@ type cached struct {
 
 // Open returns the store of a namespace, creating its tables if missing.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
-	if cfg.DB == nil || cfg.Keyring == nil || (cfg.Dialect != field.SQLite && cfg.Dialect != field.Postgres) {
+	if cfg.DB == nil || cfg.Keyring == nil || (cfg.Dialect != field.SQLite && cfg.Dialect != field.Postgres && cfg.Dialect != field.MySQL) {
 		return nil, errors.New("subject: Config needs DB, Dialect and Keyring")
 	}
 	if cfg.Namespace == "" || len(cfg.Namespace) > MaxSubjectLen {
@@ -169,16 +169,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		runtime.AddCleanup(s, func(done chan struct{}) { close(done) }, s.clock.done)
 	}
 	var err error
-	if s.keys, err = field.QuoteIdent(cfg.KeysTable); err != nil {
+	if s.keys, err = cfg.Dialect.Quote(cfg.KeysTable); err != nil {
 		return nil, err
 	}
-	if s.tombstones, err = field.QuoteIdent(cfg.TombstonesTable); err != nil {
+	if s.tombstones, err = cfg.Dialect.Quote(cfg.TombstonesTable); err != nil {
 		return nil, err
 	}
-	if s.sessions, err = field.QuoteIdent(cfg.SessionsTable); err != nil {
+	if s.sessions, err = cfg.Dialect.Quote(cfg.SessionsTable); err != nil {
 		return nil, err
 	}
-	if err := sqltable.RequirePrimary(ctx, cfg.DB, cfg.Dialect == field.Postgres); err != nil {
+	if err := sqltable.RequirePrimary(ctx, cfg.DB, cfg.Dialect.String()); err != nil {
 		return nil, fmt.Errorf("subject: %w", err)
 	}
 	if err := s.create(ctx); err != nil {
@@ -191,7 +191,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // ([sqltable.Durable]): a forget or a change of who holds a key is
 // acknowledged only once a failover cannot lose it.
 func (s *Store) durable(ctx context.Context, tx *sql.Tx) error {
-	if err := sqltable.Durable(ctx, tx, s.cfg.Dialect == field.Postgres); err != nil {
+	if err := sqltable.Durable(ctx, tx, s.cfg.Dialect.String()); err != nil {
 		return fmt.Errorf("subject: %w", err)
 	}
 	return nil
@@ -204,22 +204,20 @@ func (s *Store) durable(ctx context.Context, tx *sql.Tx) error {
 // without recovery); recovery is the optional recovery wrap of a
 // user-held key.
 func (s *Store) create(ctx context.Context) error {
-	blob := "BLOB"
-	if s.cfg.Dialect == field.Postgres {
-		blob = "BYTEA"
-	}
+	e := s.cfg.Dialect.String()
+	blob, id := sqltable.Blob(e), sqltable.KeyText(e, MaxSubjectLen) // namespaces and subjects: at most MaxSubjectLen bytes
 	for _, c := range []struct{ table, ddl string }{
 		{s.keys, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-			namespace TEXT NOT NULL, subject TEXT NOT NULL, version BIGINT NOT NULL,
-			first SMALLINT, wrapped %s NOT NULL, created_at BIGINT NOT NULL,
-			held SMALLINT NOT NULL DEFAULT 0, recovery %s,
-			PRIMARY KEY (namespace, subject, version), UNIQUE (namespace, subject, first))`, s.keys, blob, blob)},
+			namespace %[2]s NOT NULL, subject %[2]s NOT NULL, version BIGINT NOT NULL,
+			first SMALLINT, wrapped %[3]s NOT NULL, created_at BIGINT NOT NULL,
+			held SMALLINT NOT NULL DEFAULT 0, recovery %[3]s,
+			PRIMARY KEY (namespace, subject, version), UNIQUE (namespace, subject, first))`, s.keys, id, blob)},
 		{s.tombstones, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-			namespace TEXT NOT NULL, subject TEXT NOT NULL, forgotten_at BIGINT NOT NULL,
-			epoch BIGINT NOT NULL, mac TEXT NOT NULL, PRIMARY KEY (namespace, subject))`, s.tombstones)},
+			namespace %[2]s NOT NULL, subject %[2]s NOT NULL, forgotten_at BIGINT NOT NULL,
+			epoch BIGINT NOT NULL, mac %[3]s NOT NULL, PRIMARY KEY (namespace, subject))`, s.tombstones, id, sqltable.LongText(e))},
 		{s.sessions, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-			namespace TEXT NOT NULL, session TEXT NOT NULL, subject TEXT NOT NULL, version BIGINT NOT NULL,
-			wrapped %s NOT NULL, expires_at BIGINT NOT NULL, PRIMARY KEY (namespace, session, version))`, s.sessions, blob)},
+			namespace %[2]s NOT NULL, session %[2]s NOT NULL, subject %[2]s NOT NULL, version BIGINT NOT NULL,
+			wrapped %[3]s NOT NULL, expires_at BIGINT NOT NULL, PRIMARY KEY (namespace, session, version))`, s.sessions, id, blob)},
 	} {
 		if err := sqltable.Create(ctx, s.cfg.DB, c.table, c.ddl); err != nil {
 			return fmt.Errorf("subject: creating tables: %w", err)
@@ -367,8 +365,9 @@ func (s *Store) createFirst(ctx context.Context, subject string) error {
 		return fmt.Errorf("subject: wrapping a key for %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
 	p := s.cfg.Dialect.Placeholder
-	_, err = s.cfg.DB.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, first, wrapped, created_at) VALUES (%s, %s, %s, 1, %s, %s) ON CONFLICT DO NOTHING`,
-		s.keys, p(1), p(2), p(3), p(4), p(5)), s.cfg.Namespace, subject, int64(version), wrapped, time.Now().Unix())
+	ins, skip := sqltable.IfAbsent(s.cfg.Dialect.String())
+	_, err = s.cfg.DB.ExecContext(ctx, fmt.Sprintf(`%s %s (namespace, subject, version, first, wrapped, created_at) VALUES (%s, %s, %s, 1, %s, %s)%s`,
+		ins, s.keys, p(1), p(2), p(3), p(4), p(5), skip), s.cfg.Namespace, subject, int64(version), wrapped, time.Now().Unix())
 	if err != nil {
 		return fmt.Errorf("subject: storing the key of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
@@ -696,8 +695,9 @@ func (s *Store) forget(ctx context.Context, tx *sql.Tx, subject string, at time.
 		return 0, 0, err
 	}
 	p := s.cfg.Dialect.Placeholder
-	res, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, forgotten_at, epoch, mac) VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING`,
-		s.tombstones, p(1), p(2), p(3), p(4), p(5)), s.cfg.Namespace, subject, at.Unix(), int64(epoch), hex.EncodeToString(mac))
+	ins, skip := sqltable.IfAbsent(s.cfg.Dialect.String())
+	res, err := tx.ExecContext(ctx, fmt.Sprintf(`%s %s (namespace, subject, forgotten_at, epoch, mac) VALUES (%s, %s, %s, %s, %s)%s`,
+		ins, s.tombstones, p(1), p(2), p(3), p(4), p(5), skip), s.cfg.Namespace, subject, at.Unix(), int64(epoch), hex.EncodeToString(mac))
 	if err != nil {
 		return 0, 0, fmt.Errorf("subject: writing the tombstone of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}

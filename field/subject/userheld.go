@@ -17,6 +17,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -238,8 +239,9 @@ func (s *Store) newPrivateKey(ctx context.Context, tx *sql.Tx, u *Unlocked, kek,
 		rec = keyproto.WrapSubjectKeyWith(rkek, sk, wc)
 	}
 	p := s.cfg.Dialect.Placeholder
-	res, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, first, wrapped, created_at, held, recovery) VALUES (%s, %s, %s, 1, %s, %s, 1, %s) ON CONFLICT DO NOTHING`,
-		s.keys, p(1), p(2), p(3), p(4), p(5), p(6)), s.cfg.Namespace, subject, int64(version), keyproto.WrapSubjectKeyWith(kek, sk, wc), time.Now().Unix(), rec)
+	ins, skip := sqltable.IfAbsent(s.cfg.Dialect.String())
+	res, err := tx.ExecContext(ctx, fmt.Sprintf(`%s %s (namespace, subject, version, first, wrapped, created_at, held, recovery) VALUES (%s, %s, %s, 1, %s, %s, 1, %s)%s`,
+		ins, s.keys, p(1), p(2), p(3), p(4), p(5), p(6), skip), s.cfg.Namespace, subject, int64(version), keyproto.WrapSubjectKeyWith(kek, sk, wc), time.Now().Unix(), rec)
 	if err != nil {
 		return fmt.Errorf("subject: storing the key of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
@@ -300,7 +302,7 @@ type querier interface {
 func (s *Store) readRows(ctx context.Context, tx querier, subject string, forUpdate bool) ([]keyRowFull, error) {
 	p := s.cfg.Dialect.Placeholder
 	lock := ""
-	if forUpdate && s.cfg.Dialect == field.Postgres {
+	if forUpdate && (s.cfg.Dialect == field.Postgres || s.cfg.Dialect == field.MySQL) {
 		lock = " FOR UPDATE"
 	}
 	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT version, %s, held, %s FROM %s WHERE namespace = %s AND subject = %s ORDER BY version LIMIT %d%s`,
@@ -681,12 +683,15 @@ func (s *Store) StartSession(ctx context.Context, u *Unlocked, token []byte, exp
 		q = tx
 	}
 	p := s.cfg.Dialect.Placeholder
+	upsert := `ON CONFLICT (namespace, session, version) DO UPDATE SET wrapped = excluded.wrapped, expires_at = excluded.expires_at, subject = excluded.subject`
+	if s.cfg.Dialect == field.MySQL {
+		upsert = `ON DUPLICATE KEY UPDATE wrapped = VALUES(wrapped), expires_at = VALUES(expires_at), subject = VALUES(subject)`
+	}
 	for _, v := range slices.Sorted(maps.Keys(u.keys)) {
 		k := u.keys[v]
 		w := keyproto.WrapSubjectKeyWith(sk, k, append([]byte(id), s.wrapContext(u.subject, v)...))
-		if _, err := q.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, session, subject, version, wrapped, expires_at) VALUES (%s, %s, %s, %s, %s, %s)
-			ON CONFLICT (namespace, session, version) DO UPDATE SET wrapped = excluded.wrapped, expires_at = excluded.expires_at, subject = excluded.subject`,
-			s.sessions, p(1), p(2), p(3), p(4), p(5), p(6)), s.cfg.Namespace, id, u.subject, int64(v), w, expires.Unix()); err != nil {
+		if _, err := q.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, session, subject, version, wrapped, expires_at) VALUES (%s, %s, %s, %s, %s, %s) %s`,
+			s.sessions, p(1), p(2), p(3), p(4), p(5), p(6), upsert), s.cfg.Namespace, id, u.subject, int64(v), w, expires.Unix()); err != nil {
 			return fmt.Errorf("subject: starting a session: %w", err)
 		}
 	}

@@ -1,7 +1,8 @@
 // Package dbtest runs a test against the databases ward supports: a fresh
-// SQLite file always, and PostgreSQL when WARD_TEST_POSTGRES_URL is set
-// (.ci/run starts a throwaway cluster and sets it), each in a schema of its
-// own (package pgtest).
+// SQLite file always, PostgreSQL when WARD_TEST_POSTGRES_URL is set (.ci/run
+// starts a throwaway cluster and sets it), each in a schema of its own
+// (package pgtest), and MariaDB when WARD_TEST_MYSQL_URL is set, each in a
+// database of its own (package mytest).
 package dbtest
 
 import (
@@ -14,15 +15,20 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the pgx driver
 	_ "modernc.org/sqlite"             // the SQLite driver
 
+	"github.com/wardlab/ward/internal/mytest"
 	"github.com/wardlab/ward/internal/pgtest"
 )
 
+// NotOnMySQL, when a test package sets it, skips that package's "mysql"
+// subtests, saying why: for a package whose MySQL port is still to come.
+var NotOnMySQL string
+
 // DB is one database under test.
 type DB struct {
-	Name   string // "sqlite" or "postgres"
+	Name   string // "sqlite", "postgres" or "mysql"
 	DB     *sql.DB
 	Driver string // the database/sql driver name
-	DSN    string
+	DSN    string // for sql.Open(Driver, DSN)
 	Blob   string // the binary column type
 }
 
@@ -33,7 +39,8 @@ func SQLiteDSN(path string) string {
 }
 
 // ForEach runs fn against a fresh SQLite file and, when configured, a real
-// PostgreSQL database, as subtests named "sqlite" and "postgres".
+// PostgreSQL and a real MariaDB database, as subtests named "sqlite",
+// "postgres" and "mysql".
 func ForEach(t *testing.T, fn func(t *testing.T, d DB)) {
 	t.Run("sqlite", func(t *testing.T) {
 		dsn := SQLiteDSN(filepath.Join(t.TempDir(), "test.db"))
@@ -58,6 +65,25 @@ func ForEach(t *testing.T, fn func(t *testing.T, d DB)) {
 		}
 		t.Cleanup(func() { db.Close() })
 		fn(t, DB{Name: "postgres", DB: db, Driver: "pgx", DSN: url, Blob: "BYTEA"})
+	})
+	t.Run("mysql", func(t *testing.T) {
+		if NotOnMySQL != "" {
+			t.Skip(NotOnMySQL)
+		}
+		url := mytest.URL(t)
+		if url == "" {
+			t.Skipf("%s is not set: skipping MariaDB (.ci/run starts a throwaway server and sets it)", mytest.Env)
+		}
+		dsn := mytest.DSN(t, url)
+		db, err := sql.Open("mysql", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Ping(); err != nil {
+			t.Fatalf("%s is set but MariaDB is unreachable: %v", mytest.Env, err)
+		}
+		t.Cleanup(func() { db.Close() })
+		fn(t, DB{Name: "mysql", DB: db, Driver: "mysql", DSN: dsn, Blob: "LONGBLOB"})
 	})
 }
 

@@ -1,7 +1,8 @@
 // Package dburl opens a database from a URL: postgres://… or
 // postgresql://… (or a libpq key=value DSN) through pgx's database/sql
-// driver, and sqlite:PATH through the embedded SQLite, in WAL mode with a
-// busy timeout. Anything else is refused before anything is opened.
+// driver, mysql://… (or mariadb://…) through go-sql-driver/mysql, and
+// sqlite:PATH through the embedded SQLite, in WAL mode with a busy timeout.
+// Anything else is refused before anything is opened.
 package dburl
 
 import (
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	_ "modernc.org/sqlite"             // registers "sqlite"
 )
@@ -30,11 +32,12 @@ var (
 
 // URL is a parsed database URL.
 type URL struct {
-	// Driver is the database/sql driver: "pgx" or "sqlite".
+	// Driver is the database/sql driver: "pgx", "mysql" or "sqlite".
 	Driver string
 	// Path is the SQLite file (sqlite only).
 	Path    string
 	dsn     string
+	mysql   *mysql.Config
 	secrets []string
 }
 
@@ -45,11 +48,16 @@ var (
 )
 
 // Parse reads a database URL strictly: sqlite:PATH, a postgres:// or
-// postgresql:// URL, or a libpq key=value DSN ("host=… user=… dbname=…").
+// postgresql:// URL, a libpq key=value DSN ("host=… user=… dbname=…"), or
+// a mysql:// or mariadb:// URL (mysql://user@host/db, or
+// mysql://user@localhost/db?socket=PATH for a Unix socket; the password
+// in the URL or in $MYSQL_PWD).
 // Anything else is refused (ErrUnsupported) before anything is opened; no
 // error quotes the string's secrets.
 func Parse(s string) (URL, error) {
 	switch {
+	case strings.HasPrefix(s, "mysql://"), strings.HasPrefix(s, "mariadb://"):
+		return parseMySQL(s)
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
 		u, err := url.Parse(s)
 		// A raw @ in the user or password: drivers disagree about where
@@ -88,7 +96,7 @@ func Parse(s string) (URL, error) {
 		}
 		return out, nil
 	case scheme.MatchString(s) && !strings.Contains(s, "/") || strings.Contains(s, "://"):
-		return URL{}, fmt.Errorf("%w: unknown scheme in %s (use sqlite:PATH, postgres://… or a key=value DSN)", ErrUnsupported, Redact(s))
+		return URL{}, fmt.Errorf("%w: unknown scheme in %s (use sqlite:PATH, postgres://…, mysql://… or a key=value DSN)", ErrUnsupported, Redact(s))
 	}
 	return URL{}, fmt.Errorf("%w: %s has no scheme: for a SQLite file write sqlite:%s", ErrUnsupported, Redact(s), Redact(s))
 }
@@ -109,8 +117,11 @@ func (u URL) Open() (*sql.DB, error) { return u.open(false) }
 func (u URL) Create() (*sql.DB, error) { return u.open(true) }
 
 func (u URL) open(create bool) (*sql.DB, error) {
-	if u.Driver == "pgx" {
+	switch u.Driver {
+	case "pgx":
 		return sql.Open("pgx", u.dsn)
+	case "mysql":
+		return u.openMySQL()
 	}
 	if !create {
 		if _, err := os.Stat(u.Path); errors.Is(err, fs.ErrNotExist) {
@@ -151,8 +162,8 @@ func busy(err error) bool {
 }
 
 // Open parses url and opens it, creating a missing SQLite file; it
-// returns the database and its database/sql driver name ("pgx" or
-// "sqlite"; field.ParseDialect maps it to a dialect). For tests and the
+// returns the database and its database/sql driver name ("pgx", "mysql"
+// or "sqlite"; field.ParseDialect maps it to a dialect). For tests and the
 // lab, which make their own databases; a command that must not create
 // uses Parse and URL.Open.
 func Open(url string) (*sql.DB, string, error) {
@@ -216,7 +227,7 @@ var (
 
 // CommandSecrets are the database passwords a command line and its
 // environment hold: those of each --db URL (and of $WARD_DB) and
-// $PGPASSWORD, for cli.Scrub.
+// $PGPASSWORD and $MYSQL_PWD, for cli.Scrub.
 func CommandSecrets(args []string, getenv func(string) string) []string {
 	urls := []string{getenv("WARD_DB")}
 	for i, a := range args {
@@ -226,7 +237,7 @@ func CommandSecrets(args []string, getenv func(string) string) []string {
 			urls = append(urls, args[i+1])
 		}
 	}
-	secrets := []string{getenv("PGPASSWORD")}
+	secrets := []string{getenv("PGPASSWORD"), getenv(PasswordEnv)}
 	for _, u := range urls {
 		if p, err := Parse(u); err == nil {
 			secrets = append(secrets, p.Secrets()...)

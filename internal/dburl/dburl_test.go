@@ -42,8 +42,8 @@ func TestSQLiteFilesPrivate(t *testing.T) {
 	if Redact("postgres://u:secret@h/db") != "postgres://u:REDACTED@h/db" {
 		t.Fatal("redact")
 	}
-	if _, _, err := Open("mysql://x"); err == nil {
-		t.Fatal("mysql accepted")
+	if _, _, err := Open("oracle://x"); err == nil {
+		t.Fatal("oracle accepted")
 	}
 }
 
@@ -121,7 +121,12 @@ func TestParse(t *testing.T) {
 		{in: "sqlite:app.db", driver: "sqlite"},
 		{in: "postgres://ward:s3cr3t@ss@127.0.0.1:1/db", err: ErrUnsupported, hint: "percent-encoded"},
 		{in: "sqllite:small.db", err: ErrUnsupported, hint: "unknown scheme"},
-		{in: "mysql://u:pw@h/db", err: ErrUnsupported, hint: "unknown scheme"},
+		{in: "oracle://u:pw@h/db", err: ErrUnsupported, hint: "unknown scheme"},
+		{in: "mysql://u:p%40w@h/db", driver: "mysql", secrets: []string{"p@w", "p%40w"}},
+		{in: "mariadb://u@localhost/db?socket=/run/mysqld/mysqld.sock", driver: "mysql"},
+		{in: "mysql://u:s3cr3t@ss@h/db", err: ErrUnsupported, hint: "percent-encoded"},
+		{in: "mysql://u:pw@h/db?multiStatements=true", err: ErrUnsupported, hint: "unknown parameter"},
+		{in: "mysql://u:pw@h/db?sql_mode=ANSI", err: ErrUnsupported, hint: "unknown parameter"},
 		{in: "small.db", err: ErrUnsupported, hint: "sqlite:small.db"},
 		{in: "sqlite:", err: ErrUnsupported},
 	} {

@@ -23,6 +23,14 @@ import (
 	"time"
 )
 
+// The engines, as field.Dialect's String names them: functions here take
+// the name, since the field package depends on this one.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+	MySQL    = "mysql"
+)
+
 // Attempts is how often Create tries before it gives up; the waits between
 // tries double from FirstWait, 155 ms in all.
 const (
@@ -70,14 +78,18 @@ func Create(ctx context.Context, db *sql.DB, table, ddl string) error {
 	}
 }
 
-// Missing reports whether err is a database's "no such table" (SQLite) or
-// undefined_table (PostgreSQL, SQLSTATE 42P01): a read of one of ward's
-// tables before anything created it, which is no state rather than a
-// failure. Reads use it so that they never create a table.
+// Missing reports whether err is a database's "no such table" (SQLite),
+// undefined_table (PostgreSQL, SQLSTATE 42P01) or ER_NO_SUCH_TABLE (MySQL,
+// error 1146): a read of one of ward's tables before anything created it,
+// which is no state rather than a failure. Reads use it so that they never
+// create a table.
 func Missing(err error) bool {
 	var pg interface{ SQLState() string } // pgx's *pgconn.PgError, without importing a driver
 	if errors.As(err, &pg) {
 		return pg.SQLState() == "42P01"
+	}
+	if n, ok := mysqlNumber(err); ok {
+		return n == 1146
 	}
 	return err != nil && strings.Contains(err.Error(), "no such table")
 }
@@ -89,18 +101,31 @@ func Missing(err error) bool {
 // and writes them on the primary only.
 var ErrStandby = errors.New("ward's own tables (ledger, fleet registry, subject keys and tombstones, job lock) are read and written on the primary only, and this PostgreSQL server is a standby (pg_is_in_recovery() is true): point ward at the primary; an application may read ciphertexts from replicas (docs/OPERATIONS.md, \"Replicas\")")
 
+// ErrReadOnly means a connection reaches a MySQL or MariaDB server that
+// is read-only (@@read_only is on), as an asynchronous replica is: its copy
+// of ward's tables lags the primary's, so ward uses the primary only.
+var ErrReadOnly = errors.New("ward's own tables (ledger, fleet registry, subject keys and tombstones, job lock) are read and written on the primary only, and this MySQL/MariaDB server is read-only (@@read_only is on, as on a replica): point ward at the primary; an application may read ciphertexts from replicas (docs/OPERATIONS.md, \"Replicas\")")
+
 // RequirePrimary returns an error matching ErrStandby when db reaches a
-// PostgreSQL standby; postgres is false for SQLite, which has none.
-func RequirePrimary(ctx context.Context, db *sql.DB, postgres bool) error {
-	if !postgres {
+// PostgreSQL standby, or ErrReadOnly a read-only MySQL server (a replica);
+// SQLite has neither. engine is field.Dialect's String.
+func RequirePrimary(ctx context.Context, db *sql.DB, engine string) error {
+	var q string
+	var refused error
+	switch engine {
+	case Postgres:
+		q, refused = "SELECT pg_is_in_recovery()", ErrStandby
+	case MySQL:
+		q, refused = "SELECT @@read_only <> 0", ErrReadOnly
+	default:
 		return nil
 	}
 	var standby bool
-	if err := db.QueryRowContext(ctx, "SELECT pg_is_in_recovery()").Scan(&standby); err != nil {
+	if err := db.QueryRowContext(ctx, q).Scan(&standby); err != nil {
 		return fmt.Errorf("asking whether the server is a standby: %w", err)
 	}
 	if standby {
-		return ErrStandby
+		return refused
 	}
 	return nil
 }
@@ -112,11 +137,11 @@ func RequirePrimary(ctx context.Context, db *sql.DB, postgres bool) error {
 type PrimaryOnce struct{ ok atomic.Bool }
 
 // Check is RequirePrimary, asked until it once succeeds.
-func (p *PrimaryOnce) Check(ctx context.Context, db *sql.DB, postgres bool) error {
+func (p *PrimaryOnce) Check(ctx context.Context, db *sql.DB, engine string) error {
 	if p.ok.Load() {
 		return nil
 	}
-	if err := RequirePrimary(ctx, db, postgres); err != nil {
+	if err := RequirePrimary(ctx, db, engine); err != nil {
 		return err
 	}
 	p.ok.Store(true)
@@ -136,10 +161,12 @@ func (p *PrimaryOnce) Inherit(o *PrimaryOnce) {
 // ward acknowledges (a forget, a ledger record, going private) survives a
 // failover to one of them, and a read there sees it. Without
 // synchronous_standby_names the server commits as with "on": locally
-// durable, even where the server's own default is "off". postgres is false
-// for SQLite, where it does nothing.
-func Durable(ctx context.Context, tx *sql.Tx, postgres bool) error {
-	if !postgres {
+// durable, even where the server's own default is "off". On SQLite and
+// MySQL it does nothing: a Galera cluster certifies a commit on every node
+// before it returns, and an asynchronous replica is never read
+// (RequirePrimary).
+func Durable(ctx context.Context, tx *sql.Tx, engine string) error {
+	if engine != Postgres {
 		return nil
 	}
 	if _, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = remote_apply"); err != nil {

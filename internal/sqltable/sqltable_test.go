@@ -147,7 +147,7 @@ func TestBound(t *testing.T) {
 			ph := make([]string, len(args))
 			for i := range ph {
 				ph[i] = "?"
-				if d.Driver != "sqlite" {
+				if d.Driver == "pgx" {
 					ph[i] = fmt.Sprintf("$%d", i+1)
 				}
 			}
@@ -156,7 +156,11 @@ func TestBound(t *testing.T) {
 			}
 		}
 		table := d.Table(t, "bounded")
-		if _, err := d.DB.Exec("CREATE TABLE " + table + " (id INTEGER PRIMARY KEY, a TEXT NOT NULL, b TEXT NOT NULL)"); err != nil {
+		text := "TEXT"
+		if d.Name == "mysql" {
+			text = "LONGTEXT" // TEXT holds 64 KiB there
+		}
+		if _, err := d.DB.Exec("CREATE TABLE " + table + " (id INTEGER PRIMARY KEY, a " + text + " NOT NULL, b " + text + " NOT NULL)"); err != nil {
 			t.Fatal(err)
 		}
 		rows := []struct{ a, b string }{
@@ -254,7 +258,7 @@ func TestUniqueIndexes(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
 		table := d.Table(t, "users")
 		for _, q := range []string{
-			fmt.Sprintf(`CREATE TABLE %s (id INTEGER PRIMARY KEY, email TEXT UNIQUE, a TEXT, b TEXT, c TEXT)`, table),
+			fmt.Sprintf(`CREATE TABLE %s (id INTEGER PRIMARY KEY, email VARCHAR(100) UNIQUE, a VARCHAR(100), b VARCHAR(100), c VARCHAR(100))`, table),
 			fmt.Sprintf(`CREATE UNIQUE INDEX %s_ab ON %s (a, b)`, table, table),
 			fmt.Sprintf(`CREATE INDEX %s_c ON %s (c)`, table, table),
 		} {
@@ -262,7 +266,7 @@ func TestUniqueIndexes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got, err := UniqueIndexes(context.Background(), d.DB, d.Name == "postgres", table)
+		got, err := UniqueIndexes(context.Background(), d.DB, d.Name, table)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,6 +286,63 @@ func TestUniqueIndexes(t *testing.T) {
 		}
 		if n != 2 {
 			t.Fatalf("unique indexes of %s: %v", table, cols)
+		}
+	})
+}
+
+// TestDuplicate: a second insert of a key is a duplicate on every engine,
+// other errors are not.
+func TestDuplicate(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		table := d.Table(t, "dup")
+		if _, err := d.DB.Exec("CREATE TABLE " + table + " (id INTEGER PRIMARY KEY)"); err != nil {
+			t.Fatal(err)
+		}
+		ins := "INSERT INTO " + table + " (id) VALUES (1)"
+		if _, err := d.DB.Exec(ins); err != nil || Duplicate(err) {
+			t.Fatal(err)
+		}
+		if _, err := d.DB.Exec(ins); !Duplicate(err) || Conflict(err) {
+			t.Fatalf("a second insert: %v", err)
+		}
+		if _, err := d.DB.Exec("SELEKT 1"); Duplicate(err) || Conflict(err) || Missing(err) {
+			t.Fatalf("a syntax error: %v", err)
+		}
+	})
+}
+
+// TestConflictMySQL: two transactions that lock two rows in opposite
+// orders deadlock; the one MariaDB rolls back gets error 1213, which
+// Conflict recognises (a Galera cluster's certification failure has the
+// same number).
+func TestConflictMySQL(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		if d.Name != MySQL {
+			t.Skip("error 1213 is MySQL's")
+		}
+		table := d.Table(t, "locks")
+		if _, err := d.DB.Exec("CREATE TABLE " + table + " (id INTEGER PRIMARY KEY, n INTEGER)"); err != nil {
+			t.Fatal(err)
+		}
+		d.DB.Exec("INSERT INTO " + table + " VALUES (1, 0), (2, 0)")
+		upd := "UPDATE " + table + " SET n = n + 1 WHERE id = ?"
+		a, _ := d.DB.Begin()
+		b, _ := d.DB.Begin()
+		defer a.Rollback()
+		defer b.Rollback()
+		if _, err := a.Exec(upd, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Exec(upd, 2); err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 2)
+		go func() { _, err := a.Exec(upd, 2); errs <- err }()
+		time.Sleep(100 * time.Millisecond)
+		go func() { _, err := b.Exec(upd, 1); errs <- err }()
+		e1, e2 := <-errs, <-errs
+		if Conflict(e1) == Conflict(e2) {
+			t.Fatalf("one of two deadlocked transactions should get 1213: %v / %v", e1, e2)
 		}
 	})
 }

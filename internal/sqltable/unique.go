@@ -16,12 +16,31 @@ type UniqueIndex struct {
 
 // UniqueIndexes lists the unique indexes of table (unquoted, as the
 // application names it): from pg_index on PostgreSQL, PRAGMA index_list
-// on SQLite.
-func UniqueIndexes(ctx context.Context, db *sql.DB, postgres bool, table string) ([]UniqueIndex, error) {
-	if postgres {
+// on SQLite, information_schema.statistics on MySQL (the current
+// database's). engine is field.Dialect's String.
+func UniqueIndexes(ctx context.Context, db *sql.DB, engine string, table string) ([]UniqueIndex, error) {
+	switch engine {
+	case Postgres:
 		return pgUnique(ctx, db, table)
+	case MySQL:
+		return mysqlUnique(ctx, db, table)
 	}
 	return sqliteUnique(ctx, db, table)
+}
+
+func mysqlUnique(ctx context.Context, db *sql.DB, table string) ([]UniqueIndex, error) {
+	schema, name := "", table
+	if s, n, ok := strings.Cut(table, "."); ok {
+		schema, name = s, n
+	}
+	rows, err := db.QueryContext(ctx, `SELECT index_name, column_name FROM information_schema.statistics
+		WHERE table_schema = COALESCE(NULLIF(?, ''), DATABASE()) AND table_name = ? AND non_unique = 0
+		ORDER BY index_name, seq_in_index`, schema, name)
+	if err != nil {
+		return nil, fmt.Errorf("reading the unique indexes of %s: %w", table, err)
+	}
+	defer rows.Close()
+	return collect(rows)
 }
 
 func pgUnique(ctx context.Context, db *sql.DB, table string) ([]UniqueIndex, error) {
@@ -33,6 +52,11 @@ func pgUnique(ctx context.Context, db *sql.DB, table string) ([]UniqueIndex, err
 		return nil, fmt.Errorf("reading the unique indexes of %s: %w", table, err)
 	}
 	defer rows.Close()
+	return collect(rows)
+}
+
+// collect groups (index, column) rows, ordered by index, into indexes.
+func collect(rows *sql.Rows) ([]UniqueIndex, error) {
 	var out []UniqueIndex
 	for rows.Next() {
 		var name, col string

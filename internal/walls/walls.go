@@ -137,6 +137,7 @@ var Plumbing = []string{
 	Module + "/internal/dbtest",
 	Module + "/internal/dburl",
 	Module + "/internal/killtest",
+	Module + "/internal/mytest",
 	Module + "/internal/pgcluster",
 	Module + "/internal/pgtest",
 	Module + "/internal/walls",

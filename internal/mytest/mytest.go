@@ -1,0 +1,69 @@
+// Package mytest isolates tests that share the MariaDB (or MySQL) server
+// named by WARD_TEST_MYSQL_URL: each caller gets a database of its own,
+// dropped when the test ends, so that test packages of several modules,
+// which go test runs at once, never meet in a table of the same name.
+package mytest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"testing"
+
+	"github.com/wardlab/ward/internal/dburl"
+)
+
+// Env names the environment variable with the server's URL (mysql://…,
+// the password in it or in $MYSQL_PWD); .ci/mariadb starts a throwaway
+// server and prints it.
+const Env = "WARD_TEST_MYSQL_URL"
+
+// URL returns the URL of a fresh database on the test server, dropped
+// with everything in it when the test ends, or "" when Env is not set and
+// the caller skips MySQL.
+func URL(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv(Env)
+	if base == "" {
+		return ""
+	}
+	name := fmt.Sprintf("ward_test_%d", rand.Uint64())
+	exec(t, base, "CREATE DATABASE "+name)
+	t.Cleanup(func() { exec(nil, base, "DROP DATABASE IF EXISTS "+name) })
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("mytest: %s is not a URL: %v", Env, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// exec runs a statement on base; with a nil t, failures are ignored (a
+// cleanup).
+func exec(t testing.TB, base, stmt string) {
+	db, _, err := dburl.Open(base)
+	if err == nil {
+		defer db.Close()
+		_, err = db.Exec(stmt)
+	}
+	if err != nil && t != nil {
+		t.Fatalf("mytest: %s: %v", stmt, err)
+	}
+}
+
+// DSN returns go-sql-driver/mysql's data source name for a URL of URL,
+// with the password from $MYSQL_PWD when the URL has none, for a test
+// that opens the database with sql.Open("mysql", …) (a child process).
+func DSN(t testing.TB, rawURL string) string {
+	t.Helper()
+	u, err := dburl.Parse(rawURL)
+	if err != nil {
+		t.Fatalf("mytest: %v", err)
+	}
+	cfg := u.MySQLConfig()
+	if cfg.Passwd == "" {
+		cfg.Passwd = os.Getenv(dburl.PasswordEnv)
+	}
+	return cfg.FormatDSN()
+}
