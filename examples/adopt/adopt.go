@@ -5,8 +5,8 @@
 // the online migration with the index backfilled in the same UPDATE, the
 // census, UNIQUE moved to the index, the end of mixed mode, and a
 // rotation. Each step is a function an application would run; Run runs
-// them in order and says what each did. The tests run it on SQLite and
-// PostgreSQL; `go run ./examples/adopt/cmd/adopt` runs it on a temporary
+// them in order and says what each did. The tests run it on SQLite,
+// PostgreSQL and MariaDB; `go run ./examples/adopt/cmd/adopt` runs it on a temporary
 // SQLite file.
 package adopt
 
@@ -21,6 +21,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/reseal"
+	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"
@@ -44,11 +45,14 @@ var ErrTaken = errors.New("adopt: the address is taken")
 // Seed creates the plaintext schema the application started with and n
 // users.
 func Seed(ctx context.Context, db *sql.DB, d field.Dialect, n int) error {
-	id := "INTEGER PRIMARY KEY AUTOINCREMENT"
-	if d == field.Postgres {
+	id, email := "INTEGER PRIMARY KEY AUTOINCREMENT", "TEXT"
+	switch d {
+	case field.Postgres:
 		id = "BIGSERIAL PRIMARY KEY"
+	case field.MySQL:
+		id, email = "BIGINT AUTO_INCREMENT PRIMARY KEY", "VARCHAR(512)" // MySQL indexes no TEXT; room for the sealed form
 	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE users (id `+id+`, email TEXT UNIQUE, name TEXT NOT NULL)`); err != nil {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE users (id `+id+`, email `+email+` UNIQUE, name TEXT NOT NULL)`); err != nil {
 		return err
 	}
 	for i := range n {
@@ -61,9 +65,9 @@ func Seed(ctx context.Context, db *sql.DB, d field.Dialect, n int) error {
 
 // AddIndexColumn is step 1: a column for the blind index of the e-mail.
 func AddIndexColumn(ctx context.Context, db *sql.DB, d field.Dialect) error {
-	typ := "BLOB"
-	if d == field.Postgres {
-		typ = "BYTEA"
+	typ := map[field.Dialect]string{field.Postgres: "BYTEA", field.MySQL: "VARBINARY(32)"}[d] // MySQL indexes no BLOB
+	if typ == "" {
+		typ = "BLOB"
 	}
 	_, err := db.ExecContext(ctx, `ALTER TABLE users ADD COLUMN email_index `+typ)
 	return err
@@ -149,7 +153,7 @@ func insertReturning(ctx context.Context, tx *sql.Tx, d field.Dialect, q string,
 }
 
 func taken(err error) error {
-	if err != nil && strings.Contains(strings.ToLower(err.Error()), "unique") {
+	if sqltable.Duplicate(err) || err != nil && strings.Contains(strings.ToLower(err.Error()), "unique") {
 		return fmt.Errorf("%w (%v)", ErrTaken, err)
 	}
 	return err
@@ -225,15 +229,19 @@ func (a *App) Job() *reseal.Job {
 }
 
 // UniqueOnIndex is step 6: the UNIQUE constraint moves to the index (on
-// PostgreSQL the one on the ciphertexts, now meaningless, is dropped;
+// PostgreSQL and MySQL the one on the ciphertexts, now meaningless, is dropped;
 // SQLite cannot drop an inline constraint, and random ciphertexts never
 // collide).
 func UniqueOnIndex(ctx context.Context, db *sql.DB, d field.Dialect) error {
 	if _, err := db.ExecContext(ctx, `CREATE UNIQUE INDEX users_email_index ON users (email_index)`); err != nil {
 		return err
 	}
-	if d == field.Postgres {
+	switch d {
+	case field.Postgres:
 		_, err := db.ExecContext(ctx, `ALTER TABLE users DROP CONSTRAINT users_email_key`)
+		return err
+	case field.MySQL:
+		_, err := db.ExecContext(ctx, `ALTER TABLE users DROP INDEX email`)
 		return err
 	}
 	return nil

@@ -45,8 +45,10 @@ func medianRTT(t *testing.T, c net.Conn, n int) time.Duration {
 }
 
 // TestProxyRTT checks that the measured round trip through the proxy is
-// twice the configured one-way delay, within a tolerance of +5 ms (timer
-// granularity and scheduling on a loaded 2-core machine) and never less.
+// twice the configured one-way delay and never less, and less than three
+// times it (or +5 ms at zero delay): timer wake-ups on a loaded 2-core
+// machine came 7–10 ms late in CI, while a delay applied twice per
+// direction (four times the one-way delay) still fails.
 func TestProxyRTT(t *testing.T) {
 	addr := echoServer(t)
 	for _, d := range []time.Duration{0, 10 * time.Millisecond, 20 * time.Millisecond} {
@@ -63,8 +65,9 @@ func TestProxyRTT(t *testing.T) {
 		c.Close()
 		px.Close()
 		t.Logf("one-way %v: median RTT %v", d, rtt)
-		if rtt < 2*d || rtt > 2*d+5*time.Millisecond {
-			t.Errorf("one-way %v: RTT %v, want %v..%v", d, rtt, 2*d, 2*d+5*time.Millisecond)
+		slack := max(d, 5*time.Millisecond)
+		if rtt < 2*d || rtt > 2*d+slack {
+			t.Errorf("one-way %v: RTT %v, want %v..%v", d, rtt, 2*d, 2*d+slack)
 		}
 	}
 }
