@@ -19,10 +19,6 @@ import (
 	"github.com/wardlab/ward/internal/pgtest"
 )
 
-// NotOnMySQL, when a test package sets it, skips that package's "mysql"
-// subtests, saying why: for a package whose MySQL port is still to come.
-var NotOnMySQL string
-
 // DB is one database under test.
 type DB struct {
 	Name   string // "sqlite", "postgres" or "mysql"
@@ -56,35 +52,31 @@ func ForEach(t *testing.T, fn func(t *testing.T, d DB)) {
 		if url == "" {
 			t.Skipf("%s is not set: skipping PostgreSQL (.ci/run starts a throwaway cluster and sets it)", pgtest.Env)
 		}
-		db, err := sql.Open("pgx", url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Ping(); err != nil {
-			t.Fatalf("%s is set but PostgreSQL is unreachable: %v", pgtest.Env, err)
-		}
-		t.Cleanup(func() { db.Close() })
-		fn(t, DB{Name: "postgres", DB: db, Driver: "pgx", DSN: url, Blob: "BYTEA"})
+		fn(t, open(t, DB{Name: "postgres", Driver: "pgx", DSN: url, Blob: "BYTEA"}, pgtest.Env))
 	})
 	t.Run("mysql", func(t *testing.T) {
-		if NotOnMySQL != "" {
-			t.Skip(NotOnMySQL)
-		}
 		url := mytest.URL(t)
 		if url == "" {
 			t.Skipf("%s is not set: skipping MariaDB (.ci/run starts a throwaway server and sets it)", mytest.Env)
 		}
-		dsn := mytest.DSN(t, url)
-		db, err := sql.Open("mysql", dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Ping(); err != nil {
-			t.Fatalf("%s is set but MariaDB is unreachable: %v", mytest.Env, err)
-		}
-		t.Cleanup(func() { db.Close() })
-		fn(t, DB{Name: "mysql", DB: db, Driver: "mysql", DSN: dsn, Blob: "LONGBLOB"})
+		fn(t, open(t, DB{Name: "mysql", Driver: "mysql", DSN: mytest.DSN(t, url), Blob: "LONGBLOB"}, mytest.Env))
 	})
+}
+
+// open opens d's server, closed when the test ends, and fails the test if
+// the server named by env does not answer.
+func open(t *testing.T, d DB, env string) DB {
+	t.Helper()
+	db, err := sql.Open(d.Driver, d.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Ping(); err != nil {
+		t.Fatalf("%s is set but %s is unreachable: %v", env, d.Name, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	d.DB = db
+	return d
 }
 
 // Table returns a unique table name, dropped when the test ends.
