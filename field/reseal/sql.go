@@ -128,11 +128,14 @@ func (r *Job) onlySubject(q queries, t, k, cols string) (queries, error) {
 	}
 	text := "TEXT"
 	if r.Dialect == field.MySQL {
-		text, q.subjectBeforeLimit = "CHAR", true
+		// Compared as bytes: under a case-insensitive collation "Alice"
+		// would select alice's rows too.
+		text, q.subjectBeforeLimit = "BINARY", true
 	}
-	q.count = fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE CAST(%s AS %s) = %s", t, sc, text, p(1))
-	q.first = fmt.Sprintf("SELECT %s FROM %s WHERE CAST(%s AS %s) = %s ORDER BY %s LIMIT %s", cols, t, sc, text, p(2), k, p(1))
-	q.next = fmt.Sprintf("SELECT %s FROM %s WHERE %s > %s AND CAST(%s AS %s) = %s ORDER BY %s LIMIT %s", cols, t, k, p(1), sc, text, p(3), k, p(2))
+	subj := func(n int) string { return fmt.Sprintf("CAST(%s AS %s)", p(n), text) }
+	q.count = fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE CAST(%s AS %s) = %s", t, sc, text, subj(1))
+	q.first = fmt.Sprintf("SELECT %s FROM %s WHERE CAST(%s AS %s) = %s ORDER BY %s LIMIT %s", cols, t, sc, text, subj(2), k, p(1))
+	q.next = fmt.Sprintf("SELECT %s FROM %s WHERE %s > %s AND CAST(%s AS %s) = %s ORDER BY %s LIMIT %s", cols, t, k, p(1), sc, text, subj(3), k, p(2))
 	q.countArgs, q.subjectArg = []any{r.Subject}, r.Subject
 	return q, nil
 }

@@ -184,7 +184,7 @@ func TestPrivateSubjectJob(t *testing.T) {
 		ctx := context.Background()
 		kr, store, table := subjectSetup(t, d)
 		before := mustColumn(t, kr, table, "body", field.Bind("user_id"))
-		if _, err := d.db.Exec(fmt.Sprintf(`CREATE TABLE %s (id BIGINT PRIMARY KEY, user_id TEXT NOT NULL, body %s)`, table, d.blob)); err != nil {
+		if _, err := d.db.Exec(fmt.Sprintf(`CREATE TABLE %s (id BIGINT PRIMARY KEY, user_id VARCHAR(64) NOT NULL, body %s)`, table, d.blob)); err != nil {
 			t.Fatal(err)
 		}
 		users := []string{"alice", "carol"}
@@ -195,6 +195,12 @@ func TestPrivateSubjectJob(t *testing.T) {
 			if _, err := d.db.Exec(d.q(fmt.Sprintf(`INSERT INTO %s (id, user_id, body) VALUES (?, ?, ?)`, table)), i, u, ct); err != nil {
 				t.Fatal(err)
 			}
+		}
+		// Another subject whose ID differs in case only: MySQL's default
+		// collation calls "CAROL" and "carol" equal; her job must not.
+		other, _ := before.SealString(field.RowInt(n+1).With("CAROL"), "other")
+		if _, err := d.db.Exec(d.q(fmt.Sprintf(`INSERT INTO %s (id, user_id, body) VALUES (?, ?, ?)`, table)), n+1, "CAROL", other); err != nil {
+			t.Fatal(err)
 		}
 		secret := make([]byte, 32)
 		u, _, err := store.MakePrivate(ctx, "carol", secret, subject.PrivateOptions{})
@@ -227,6 +233,11 @@ func TestPrivateSubjectJob(t *testing.T) {
 			case who == "alice" && (subjectSealed || plainErr != nil):
 				t.Fatalf("alice's row %d changed: %v %v", i, subjectSealed, plainErr)
 			}
+		}
+		var ct field.Ciphertext
+		d.db.QueryRow(d.q(fmt.Sprintf(`SELECT body FROM %s WHERE id = ?`, table)), n+1).Scan(&ct)
+		if got, err := col.OpenString(field.RowInt(n+1).With("CAROL"), ct); err != nil || got != "other" {
+			t.Fatalf("CAROL's row changed by carol's job: %q %v", got, err)
 		}
 		if _, err := (&Job{DB: d.db, Dialect: d.dialect, Column: before, Key: "id", Subject: "carol"}).Count(ctx); err == nil {
 			t.Fatal("a Subject job over a column not sealed per subject")
