@@ -79,6 +79,16 @@ type Ledger struct {
 // copy lags (a ledger older than its anchor would read as a replay).
 var ErrStandby = sqltable.ErrStandby
 
+// ErrReadOnly means the ledger's database is a read-only MySQL or MariaDB
+// server (a replica): as ErrStandby.
+var ErrReadOnly = sqltable.ErrReadOnly
+
+// ErrNoCausalReads means the ledger's database is a Galera node whose
+// connection reads without waiting for the other nodes' commits
+// (wsrep_sync_wait lacks bit 1): a forget or a ledger record another node
+// acknowledged could be missed.
+var ErrNoCausalReads = sqltable.ErrNoCausalReads
+
 // onPrimary returns an error matching [ErrStandby] when l.DB reaches a
 // standby (asked once per Ledger).
 func (l *Ledger) onPrimary(ctx context.Context) error {
@@ -306,12 +316,20 @@ func (l *Ledger) read(ctx context.Context) (*stored, error) {
 	body, tag := sqltable.Bound{Col: "body", Max: maxBody}, sqltable.Bound{Col: "mac", Max: 256}
 	var size int64
 	var tooLong bool
-	q := l.DB.QueryRowContext
+	q, lock := l.DB.QueryRowContext, ""
 	if l.tx != nil {
 		q = l.tx.QueryRowContext
+		if l.Dialect == field.MySQL {
+			// In a caller's transaction under MySQL's REPEATABLE READ a
+			// plain read sees the transaction's first snapshot, and a
+			// compare-and-swap lost to another writer would re-read the
+			// same stale row until it gave up: a locking read sees the
+			// newest row and holds it to the commit.
+			lock = " FOR UPDATE"
+		}
 	}
-	err = q(ctx, fmt.Sprintf(`SELECT counter, octet_length(body), %s, %s, %s FROM %s WHERE id = 1`,
-		body.Value(), tag.Value(), sqltable.TooLong(body, tag), t)).Scan(&s.counter, &size, &s.body, &s.mac, &tooLong)
+	err = q(ctx, fmt.Sprintf(`SELECT counter, octet_length(body), %s, %s, %s FROM %s WHERE id = 1%s`,
+		body.Value(), tag.Value(), sqltable.TooLong(body, tag), t, lock)).Scan(&s.counter, &size, &s.body, &s.mac, &tooLong)
 	if errors.Is(err, sql.ErrNoRows) || sqltable.Missing(err) {
 		return nil, nil
 	}
@@ -357,7 +375,24 @@ func (l *Ledger) Verified(ctx context.Context, kr *keyring.Keyring) (*State, err
 	return st, err
 }
 
+// verified is verifiedOnce, read again when the ledger reads as older
+// than its anchor: a writer of this process (through another connection,
+// or another node of a Galera cluster) may have committed and anchored a
+// newer state between the read and the check, which is no replay. A
+// ledger put back reads as old again.
 func (l *Ledger) verified(ctx context.Context, kr *keyring.Keyring) (*State, error) {
+	for attempt := 1; ; attempt++ {
+		st, err := l.verifiedOnce(ctx, kr)
+		if !errors.Is(err, ErrReplayed) || attempt == replayReads {
+			return st, err
+		}
+	}
+}
+
+// replayReads is how often verified reads a ledger that looks replayed.
+const replayReads = 3
+
+func (l *Ledger) verifiedOnce(ctx context.Context, kr *keyring.Keyring) (*State, error) {
 	s, err := l.read(ctx)
 	if err != nil {
 		return nil, err
@@ -795,6 +830,13 @@ func (l *Ledger) write(ctx context.Context, t string, cur, next *State, body, ma
 	} else {
 		res, err = tx.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET counter = %s, body = %s, mac = %s WHERE id = 1 AND counter = %s`, t, p(1), p(2), p(3), p(4)),
 			int64(next.Counter), body, mac, int64(cur.Counter))
+	}
+	if sqltable.Conflict(err) && l.tx != nil {
+		// MySQL rolled the caller's whole transaction back (a deadlock, or
+		// on Galera a brute-force abort): its later statements would run
+		// outside any transaction and its COMMIT would succeed with
+		// nothing in it. The caller runs it again.
+		return false, fmt.Errorf("ledger: writing the ledger: the transaction was rolled back: %w", err)
 	}
 	if sqltable.Duplicate(err) || sqltable.Conflict(err) {
 		return false, nil // another writer's insert, or a lost certification (Galera)

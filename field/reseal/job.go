@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/sqltable"
 	"golang.org/x/time/rate"
 )
 
@@ -392,12 +393,23 @@ func (r *Job) apply(ctx context.Context, q queries, ups []update, st *Stats) (in
 	if err != nil {
 		return 0, fmt.Errorf("reseal: begin: %w", err)
 	}
-	done := 0
+	done, total, counted := 0, len(ups), 0
+	// A deadlock, or on Galera a lost certification against the
+	// application's write on another node (MySQL's 1213), rolls the batch
+	// back: its rows count as conflicts, and the next pass reads them again.
+	lost := func() (int, error) {
+		tx.Rollback()
+		st.Conflicts += total - counted // the batch's every row: none stays
+		return 0, nil
+	}
 	for len(ups) > 0 {
 		chunk := ups[:min(len(ups), casRows)]
 		ups = ups[len(chunk):]
 		stmt, args := q.casUpdate(chunk)
 		res, err := tx.ExecContext(ctx, stmt, args...)
+		if sqltable.Conflict(err) {
+			return lost()
+		}
 		if err != nil {
 			tx.Rollback()
 			return 0, fmt.Errorf("reseal: updating %s: %w", r.Column.Table(), err)
@@ -409,8 +421,11 @@ func (r *Job) apply(ctx context.Context, q queries, ups []update, st *Stats) (in
 		}
 		done += int(n)
 		st.Conflicts += len(chunk) - int(n)
+		counted += len(chunk) - int(n)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := tx.Commit(); sqltable.Conflict(err) {
+		return lost()
+	} else if err != nil {
 		return 0, fmt.Errorf("reseal: commit: %w", err)
 	}
 	st.Reencrypted += done

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,6 +37,13 @@ type jobLock struct {
 	r            *Job
 	name, holder string
 }
+
+// heldHere names the locks a job of this process holds now. A lock row
+// naming this process that no job here holds was left by a job of this
+// process that ended without releasing it (its database went away: a
+// Galera node or a primary lost mid-job): a new job here takes it over at
+// once instead of waiting out the lease.
+var heldHere sync.Map
 
 // lockName names what a job holds: the column, and its shard.
 func (r *Job) lockName() string {
@@ -68,6 +76,7 @@ func (r *Job) lock(ctx context.Context) (*jobLock, error) {
 			return nil, err
 		}
 		if took {
+			heldHere.Store(l.name, true)
 			return l, nil
 		}
 		// The holder is read within a bound (a database writer can store
@@ -83,6 +92,12 @@ func (r *Job) lock(ctx context.Context) (*jobLock, error) {
 		}
 		if tooLong {
 			return nil, fmt.Errorf("%w: %s is held by a holder named in more than %d bytes (not ward's) until %s", ErrJobRunning, l.name, holderCol.Max, time.UnixMilli(expires).Format(time.RFC3339))
+		}
+		if holder == l.holder {
+			if _, running := heldHere.Load(l.name); !running {
+				r.DB.ExecContext(ctx, r.Dialect.Rebind(fmt.Sprintf(`DELETE FROM %s WHERE name = ? AND holder = ?`, LockTable)), l.name, holder)
+				continue // left by an ended job of this process
+			}
 		}
 		if !deadOnThisHost(holder) {
 			return nil, fmt.Errorf("%w: %s is held by %q until %s", ErrJobRunning, l.name, holder, time.UnixMilli(expires).Format(time.RFC3339))
@@ -166,6 +181,7 @@ func (l *jobLock) holds(ctx context.Context) bool {
 
 // release gives the lock back.
 func (l *jobLock) release() {
+	defer heldHere.Delete(l.name)
 	p := l.r.Dialect.Placeholder
 	l.r.DB.ExecContext(context.Background(), fmt.Sprintf(`DELETE FROM %s WHERE name = %s AND holder = %s`, LockTable, p(1), p(2)), l.name, l.holder)
 }

@@ -276,9 +276,15 @@ func TestOneJobPerColumn(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := job.lock(ctx); err != nil { // creates the table
+		first, err := job.lock(ctx) // creates the table
+		if err != nil {
 			t.Fatal(err)
 		}
+		// Held by a running job of this process: refused.
+		if _, err := job.Run(ctx); !errors.Is(err, ErrJobRunning) {
+			t.Fatalf("a second job of this process: %v", err)
+		}
+		first.release()
 		hold("another-host:4242", time.Now().Add(time.Minute))
 		if _, err := job.Run(ctx); !errors.Is(err, ErrJobRunning) || !strings.Contains(err.Error(), "another-host:4242") {
 			t.Fatalf("a second job: %v", err)
@@ -308,6 +314,12 @@ func TestOneJobPerColumn(t *testing.T) {
 		hold(fmt.Sprintf("%s:%d", host, dead.Process.Pid), time.Now().Add(time.Minute))
 		if _, err := job.Run(ctx); err != nil {
 			t.Fatalf("after its holder died on this host: %v", err)
+		}
+		// Left by a job of this process that ended without releasing it
+		// (its database connection was lost): taken over at once.
+		hold(holderName(), time.Now().Add(time.Minute))
+		if _, err := job.Run(ctx); err != nil {
+			t.Fatalf("a lock this process's ended job left: %v", err)
 		}
 		var n int
 		d.db.QueryRow("SELECT COUNT(*) FROM " + LockTable).Scan(&n)

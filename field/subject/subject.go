@@ -595,7 +595,26 @@ func (s *Store) Forget(ctx context.Context, subject string) error {
 // ForgetKeys is Forget, and also returns how many key versions it deleted:
 // 0 for a subject that never had a key (its tombstone is written all the
 // same, so that no key is created for it later).
+//
+// On MySQL a deadlock, or on a Galera cluster a transaction that lost
+// certification to a concurrent one on another node (error 1213), rolled
+// the forget back: it is run again, up to forgetAttempts times. A caller of
+// ForgetIn retries its own transaction so.
 func (s *Store) ForgetKeys(ctx context.Context, subject string) (int64, error) {
+	for attempt := 1; ; attempt++ {
+		keys, err := s.forgetOnce(ctx, subject)
+		if !sqltable.Conflict(err) || attempt == forgetAttempts {
+			return keys, err
+		}
+		time.Sleep(time.Duration(attempt) * 5 * time.Millisecond)
+	}
+}
+
+// forgetAttempts bounds the runs of a forget that keeps losing to
+// concurrent writers (MySQL's 1213).
+const forgetAttempts = 8
+
+func (s *Store) forgetOnce(ctx context.Context, subject string) (int64, error) {
 	tx, err := s.cfg.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
