@@ -1,6 +1,7 @@
 package wardbun_test
 
 import (
+	"github.com/wardlab/ward/internal/mytest"
 	"github.com/wardlab/ward/internal/pgtest"
 
 	"context"
@@ -11,6 +12,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/mysqldialect"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	_ "modernc.org/sqlite"
@@ -58,6 +60,15 @@ func databases(t *testing.T) map[string]*bun.DB {
 		out["postgres"] = bun.NewDB(pg, pgdialect.New())
 	} else {
 		t.Log("WARD_TEST_POSTGRES_URL is not set: PostgreSQL skipped")
+	}
+	if url := mytest.URL(t); url != "" {
+		my, err := sql.Open("mysql", mytest.DSN(t, url))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["mysql"] = bun.NewDB(my, mysqldialect.New())
+	} else {
+		t.Log("WARD_TEST_MYSQL_URL is not set: MariaDB skipped")
 	}
 	return out
 }

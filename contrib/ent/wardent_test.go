@@ -1,6 +1,7 @@
 package wardent_test
 
 import (
+	"github.com/wardlab/ward/internal/mytest"
 	"github.com/wardlab/ward/internal/pgtest"
 
 	"context"
@@ -75,6 +76,11 @@ func clients(t *testing.T, codec *wardent.Codec) map[string]clientPair {
 		open("postgres", "pgx", "postgres", url)
 	} else {
 		t.Log("WARD_TEST_POSTGRES_URL is not set: PostgreSQL skipped")
+	}
+	if url := mytest.URL(t); url != "" {
+		open("mysql", "mysql", "mysql", mytest.DSN(t, url))
+	} else {
+		t.Log("WARD_TEST_MYSQL_URL is not set: MariaDB skipped")
 	}
 	return out
 }

@@ -11,7 +11,8 @@ import (
 
 // Constrain makes the database itself refuse a value in the models' ward
 // columns that is not a ward ciphertext (field.Column.SealedConstraint: a
-// CHECK constraint on PostgreSQL, triggers on SQLite), after AutoMigrate.
+// CHECK constraint on PostgreSQL, triggers on SQLite and MySQL), after
+// AutoMigrate.
 // It covers what Guard cannot: an application that forgot to install
 // Guard on a *gorm.DB, raw SQL, psql, another service. Such a write then
 // fails with the database's error instead of storing plaintext. Run it
@@ -24,8 +25,10 @@ func (s *Serializer) Constrain(db *gorm.DB, models ...any) error {
 		d = field.Postgres
 	case "sqlite":
 		d = field.SQLite
+	case "mysql":
+		d = field.MySQL
 	default:
-		return fmt.Errorf("wardgorm: Constrain supports PostgreSQL and SQLite, not %s", name)
+		return fmt.Errorf("wardgorm: Constrain supports PostgreSQL, SQLite and MySQL, not %s", name)
 	}
 	for _, m := range models {
 		stmt := &gorm.Statement{DB: db}

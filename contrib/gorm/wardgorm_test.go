@@ -1,6 +1,7 @@
 package wardgorm_test
 
 import (
+	"github.com/wardlab/ward/internal/mytest"
 	"github.com/wardlab/ward/internal/pgtest"
 
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/glebarez/sqlite"
+	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -62,6 +64,15 @@ func databases(t *testing.T) map[string]*gorm.DB {
 		out["postgres"] = pg
 	} else {
 		t.Log("WARD_TEST_POSTGRES_URL is not set: PostgreSQL skipped")
+	}
+	if url := mytest.URL(t); url != "" {
+		my, err := gorm.Open(mysql.Open(mytest.DSN(t, url)), cfg())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["mysql"] = my
+	} else {
+		t.Log("WARD_TEST_MYSQL_URL is not set: MariaDB skipped")
 	}
 	return out
 }

@@ -1,17 +1,21 @@
 // Package mytest isolates tests that share the MariaDB (or MySQL) server
 // named by WARD_TEST_MYSQL_URL: each caller gets a database of its own,
 // dropped when the test ends, so that test packages of several modules,
-// which go test runs at once, never meet in a table of the same name.
+// which go test runs at once, never meet in a table of the same name. It
+// registers no SQLite driver (an ORM's test may bring its own).
 package mytest
 
 import (
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"os"
+	"strings"
 	"testing"
 
-	"github.com/wardlab/ward/internal/dburl"
+	_ "github.com/go-sql-driver/mysql" // registers "mysql"
+
+	"github.com/wardlab/ward/internal/myurl"
 )
 
 // Env names the environment variable with the server's URL (mysql://…,
@@ -31,39 +35,48 @@ func URL(t testing.TB) string {
 	name := fmt.Sprintf("ward_test_%d", rand.Uint64())
 	exec(t, base, "CREATE DATABASE "+name)
 	t.Cleanup(func() { exec(nil, base, "DROP DATABASE IF EXISTS "+name) })
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("mytest: %s is not a URL: %v", Env, err)
+	head, query, _ := strings.Cut(base, "?")
+	if i := strings.LastIndex(head, "/"); i > strings.Index(head, "://")+2 {
+		head = head[:i]
 	}
-	u.Path = "/" + name
-	return u.String()
+	if query != "" {
+		query = "?" + query
+	}
+	return head + "/" + name + query
+}
+
+// DSN returns go-sql-driver/mysql's data source name for a URL of URL,
+// with the password from $MYSQL_PWD when the URL has none, for a test
+// that opens the database with sql.Open("mysql", …).
+func DSN(t testing.TB, rawURL string) string {
+	t.Helper()
+	cfg, _, err := myurl.Parse(rawURL)
+	if err != nil {
+		t.Fatalf("mytest: %v", err)
+	}
+	if cfg.Passwd == "" {
+		cfg.Passwd = os.Getenv(myurl.PasswordEnv)
+	}
+	return cfg.FormatDSN()
 }
 
 // exec runs a statement on base; with a nil t, failures are ignored (a
 // cleanup).
 func exec(t testing.TB, base, stmt string) {
-	db, _, err := dburl.Open(base)
-	if err == nil {
-		defer db.Close()
-		_, err = db.Exec(stmt)
+	var err error
+	if cfg, _, perr := myurl.Parse(base); perr != nil {
+		err = perr
+	} else {
+		if cfg.Passwd == "" {
+			cfg.Passwd = os.Getenv(myurl.PasswordEnv)
+		}
+		var db *sql.DB
+		if db, err = sql.Open("mysql", cfg.FormatDSN()); err == nil {
+			defer db.Close()
+			_, err = db.Exec(stmt)
+		}
 	}
 	if err != nil && t != nil {
 		t.Fatalf("mytest: %s: %v", stmt, err)
 	}
-}
-
-// DSN returns go-sql-driver/mysql's data source name for a URL of URL,
-// with the password from $MYSQL_PWD when the URL has none, for a test
-// that opens the database with sql.Open("mysql", …) (a child process).
-func DSN(t testing.TB, rawURL string) string {
-	t.Helper()
-	u, err := dburl.Parse(rawURL)
-	if err != nil {
-		t.Fatalf("mytest: %v", err)
-	}
-	cfg := u.MySQLConfig()
-	if cfg.Passwd == "" {
-		cfg.Passwd = os.Getenv(dburl.PasswordEnv)
-	}
-	return cfg.FormatDSN()
 }
