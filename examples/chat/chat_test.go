@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/mytest"
 	"github.com/wardlab/ward/internal/pgtest"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -45,6 +46,13 @@ func forEachURL(t *testing.T, fn func(t *testing.T, url string)) {
 		url := pgtest.URL(t)
 		if url == "" {
 			t.Skipf("%s is not set (.ci/run sets it)", pgtest.Env)
+		}
+		fn(t, url)
+	})
+	t.Run("mysql", func(t *testing.T) {
+		url := mytest.URL(t)
+		if url == "" {
+			t.Skipf("%s is not set (.ci/run sets it)", mytest.Env)
 		}
 		fn(t, url)
 	})

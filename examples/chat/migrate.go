@@ -2,15 +2,20 @@ package chat
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/reseal"
+	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -69,13 +74,14 @@ func migrate(ctx context.Context, db *sql.DB, dialect field.Dialect) error {
 		if err := q.QueryRowContext(ctx, `SELECT n FROM schema_version`).Scan(&n); err != nil {
 			return err
 		}
-		for i := n; i < len(migrations); i++ {
-			m := migrations[i]
-			if dialect == field.Postgres {
-				m = strings.ReplaceAll(m, "BLOB", "BYTEA")
+		if dialect == field.MySQL {
+			if err := preflight(ctx, q, n); err != nil {
+				return err
 			}
-			if _, err := q.ExecContext(ctx, m); err != nil {
-				return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		for i := n; i < len(migrations); i++ {
+			if err := step(ctx, q, dialect, i, i == n); err != nil {
+				return err
 			}
 		}
 		if n < len(migrations) {
@@ -91,6 +97,101 @@ func migrate(ctx context.Context, db *sql.DB, dialect field.Dialect) error {
 	return nil
 }
 
+// step runs migration i. On MySQL, whose DDL commits at once, each step
+// records itself as it ends, and the first step of a run (first), which a
+// killed process may have run but not recorded, counts as done when the
+// database says its table, column or index exists (1050, 1060, 1061).
+func step(ctx context.Context, q querier, dialect field.Dialect, i int, first bool) error {
+	m := migrations[i]
+	switch dialect {
+	case field.Postgres:
+		m = strings.ReplaceAll(m, "BLOB", "BYTEA")
+	case field.MySQL:
+		m = mysqlTypes.Replace(m)
+	}
+	_, err := q.ExecContext(ctx, m)
+	if dialect != field.MySQL {
+		if err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		return nil
+	}
+	if err != nil && !(first && alreadyApplied(err)) {
+		return fmt.Errorf("migration %d: %w", i+1, err)
+	}
+	if _, err := q.ExecContext(ctx, `UPDATE schema_version SET n = ?`, i+1); err != nil {
+		return fmt.Errorf("migration %d: %w", i+1, err)
+	}
+	return nil
+}
+
+// mysqlTypes maps the migrations' types to MySQL's: keys and indexed
+// columns are VARBINARY (MySQL indexes no BLOB or TEXT without a prefix
+// length), other values LONGBLOB.
+var mysqlTypes = strings.NewReplacer(
+	"token_hash BLOB PRIMARY KEY", "token_hash VARBINARY(64) PRIMARY KEY",
+	"email_idx BLOB NOT NULL UNIQUE", "email_idx VARBINARY(64) NOT NULL UNIQUE",
+	"email_idx BLOB NOT NULL", "email_idx VARBINARY(64) NOT NULL",
+	"k TEXT PRIMARY KEY", "k VARCHAR(191) PRIMARY KEY",
+	"role TEXT", "role VARCHAR(32)",
+	"BLOB", "LONGBLOB",
+)
+
+// alreadyApplied reports MySQL's "table exists" (1050), "duplicate
+// column" (1060) and "duplicate key name" (1061).
+func alreadyApplied(err error) bool {
+	for _, n := range []string{"Error 1050 ", "Error 1060 ", "Error 1061 "} {
+		if strings.Contains(err.Error(), n) {
+			return true
+		}
+	}
+	return false
+}
+
+// preflight refuses, before any step runs, a schema_version behind the
+// schema (MySQL, where a failed step cannot roll the others back): if a
+// table, column or index a step after the first to run creates exists,
+// the count was lowered or deleted (a database writer, or a restore of the
+// table alone), and running the steps between would repeat their data
+// changes (migration 10 empties sessions).
+func preflight(ctx context.Context, q querier, n int) error {
+	for i := n + 1; i < len(migrations); i++ {
+		var query string
+		var args []any
+		m := migrations[i]
+		switch {
+		case createTable.MatchString(m):
+			query, args = `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?`, []any{createTable.FindStringSubmatch(m)[1]}
+		case createIndex.MatchString(m):
+			g := createIndex.FindStringSubmatch(m)
+			query, args = `SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?`, []any{g[2], g[1]}
+		case addColumn.MatchString(m):
+			g := addColumn.FindStringSubmatch(m)
+			query, args = `SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? AND column_name = ?`, []any{g[1], g[2]}
+		default:
+			continue // a data step leaves no object to find
+		}
+		var found int
+		if err := q.QueryRowContext(ctx, query, args...).Scan(&found); err != nil {
+			return err
+		}
+		if found > 0 {
+			return fmt.Errorf("%w: schema_version says %d steps ran, but step %d's %v exists: nothing was run (put the count back)", ErrSchemaAhead, n, i+1, args)
+		}
+	}
+	return nil
+}
+
+// ErrSchemaAhead means the schema holds what schema_version says is still
+// to be created.
+var ErrSchemaAhead = errors.New("chat: the schema is ahead of schema_version")
+
+var (
+	createTable = regexp.MustCompile(`^CREATE TABLE (\w+)`)
+	createIndex = regexp.MustCompile(`^CREATE INDEX (\w+) ON (\w+)`)
+	addColumn   = regexp.MustCompile(`^ALTER TABLE (\w+) ADD COLUMN (\w+)`)
+)
+
 // querier is what a migration runs statements through: a *sql.Tx or the
 // *sql.Conn of a SQLite transaction.
 type querier interface {
@@ -101,6 +202,9 @@ type querier interface {
 // inMigrationLock runs fn in a transaction that holds the migration lock
 // from its start, and commits if fn succeeds.
 func inMigrationLock(ctx context.Context, db *sql.DB, dialect field.Dialect, fn func(querier) error) error {
+	if dialect == field.MySQL {
+		return inLockRow(ctx, db, fn)
+	}
 	if dialect == field.Postgres {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
@@ -271,3 +375,41 @@ func macPasswords(ctx context.Context, db *sql.DB, dialect field.Dialect, mac *f
 	}
 	return len(todo), nil
 }
+
+// inLockRow runs fn holding the migration lock as a row (MySQL): its DDL
+// commits statement by statement, so no transaction can hold a lock across
+// it, and GET_LOCK is one node's on a Galera cluster. The row is a lease
+// (lockLease), taken over from a process that died holding it once it
+// ends; a live holder renews nothing, since migrations take seconds.
+func inLockRow(ctx context.Context, db *sql.DB, fn func(querier) error) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS chat_migration_lock (id INTEGER PRIMARY KEY, holder VARCHAR(64) NOT NULL, expires BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("taking the migration lock: %w", err)
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	me := hex.EncodeToString(b[:])
+	for {
+		now := time.Now()
+		_, err := db.ExecContext(ctx, `INSERT INTO chat_migration_lock (id, holder, expires) VALUES (1, ?, ?)`, me, now.Add(lockLease).UnixMilli())
+		if err != nil && sqltable.Duplicate(err) {
+			_, err = db.ExecContext(ctx, `UPDATE chat_migration_lock SET holder = ?, expires = ? WHERE id = 1 AND expires < ?`, me, now.Add(lockLease).UnixMilli(), now.UnixMilli())
+		}
+		if err != nil && !sqltable.Conflict(err) {
+			return fmt.Errorf("taking the migration lock: %w", err)
+		}
+		var holder string
+		if err := db.QueryRowContext(ctx, `SELECT holder FROM chat_migration_lock WHERE id = 1`).Scan(&holder); err == nil && holder == me {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("taking the migration lock: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	defer db.ExecContext(context.WithoutCancel(ctx), `DELETE FROM chat_migration_lock WHERE id = 1 AND holder = ?`, me)
+	return fn(db)
+}
+
+// lockLease is how long a migration lock row lasts.
+const lockLease = 2 * time.Minute

@@ -399,8 +399,8 @@ func (s *store) sweepForgotten(ctx context.Context, limit int) (int64, error) {
 	var total int64
 	for _, tc := range [][2]string{{"messages", "user_id"}, {"conversations", "user_id"}, {"sessions", "user_id"}, {"resets", "user_id"}, {"users", "id"}} {
 		t, c := tc[0], tc[1]
-		rows, err := s.db.QueryContext(ctx, s.q(fmt.Sprintf(`SELECT DISTINCT CAST(%s AS TEXT) FROM %s WHERE CAST(%s AS TEXT) IN
-			(SELECT subject FROM %s WHERE namespace = ?) LIMIT ?`, c, t, c, subject.DefaultTombstonesTable)), subjectNamespace, limit)
+		rows, err := s.db.QueryContext(ctx, s.q(fmt.Sprintf(`SELECT DISTINCT CAST(%[1]s AS %[4]s) FROM %[2]s WHERE CAST(%[1]s AS %[4]s) IN
+			(SELECT subject FROM %[3]s WHERE namespace = ?) LIMIT ?`, c, t, subject.DefaultTombstonesTable, s.asText())), subjectNamespace, limit)
 		if err != nil {
 			return total, err
 		}
@@ -418,7 +418,7 @@ func (s *store) sweepForgotten(ctx context.Context, limit int) (int64, error) {
 			if ok, err := s.subjects.IsForgotten(ctx, u); err != nil || !ok {
 				continue // no tombstone that verifies: nothing to delete (Audit reports the bad one)
 			}
-			res, err := s.db.ExecContext(ctx, s.q(fmt.Sprintf(`DELETE FROM %s WHERE CAST(%s AS TEXT) = ?`, t, c)), u)
+			res, err := s.db.ExecContext(ctx, s.q(fmt.Sprintf(`DELETE FROM %s WHERE CAST(%s AS %s) = ?`, t, c, s.asText())), u)
 			if err != nil {
 				return total, err
 			}

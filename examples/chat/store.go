@@ -168,6 +168,15 @@ func newStore(db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, codec Code
 // q rewrites ? placeholders for the database.
 func (s *store) q(query string) string { return s.dialect.Rebind(query) }
 
+// asText is the type a user ID is cast to when compared with a subject:
+// TEXT, or BINARY on MySQL (compared as bytes, as the subject is stored).
+func (s *store) asText() string {
+	if s.dialect == field.MySQL {
+		return "BINARY"
+	}
+	return "TEXT"
+}
+
 // newID returns a random positive 63-bit ID: no count of rows leaks, and
 // IDs are not guessable.
 func newID() int64 {
