@@ -93,7 +93,9 @@ func TestReplicaRefused(t *testing.T) {
 	rsock := c.server(t, "replica", c.base+51, "--server-id=2", "--read-only=ON")
 	c.root(t, psock, "CREATE DATABASE app")
 	c.root(t, rsock, fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='repl', MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos; START SLAVE", c.base+50, c.password))
-	url := func(sock string) string { return fmt.Sprintf("mysql://ward:%s@localhost/app?socket=%s", c.password, sock) }
+	url := func(sock string) string {
+		return fmt.Sprintf("mysql://ward:%s@localhost/app?socket=%s", c.password, sock)
+	}
 	ctx := context.Background()
 	kr, err := keyring.Create(ctx, filepath.Join(t.TempDir(), "kr.json"), local.Generate(), keyring.AES256GCM)
 	if err != nil {
