@@ -104,7 +104,7 @@ func (c *cluster) bootstrap(ctx context.Context) error {
 		return err
 	}
 	sql := fmt.Sprintf("CREATE USER 'ward'@'localhost' IDENTIFIED BY '%s'; GRANT ALL ON *.* TO 'ward'@'localhost' WITH GRANT OPTION; CREATE DATABASE ward;", c.password)
-	if out, err := exec.CommandContext(ctx, "mariadb", "--no-defaults", "--socket="+c.Socket(0), "-uroot", "-e", sql).CombinedOutput(); err != nil {
+	if out, err := client(ctx, "--socket="+c.Socket(0), "-uroot", "-e", sql).CombinedOutput(); err != nil {
 		return fmt.Errorf("galera cluster: creating the user: %v: %s", err, out)
 	}
 	return nil
@@ -162,7 +162,7 @@ func (c *cluster) waitSynced(ctx context.Context) error {
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		ok := true
 		for i := range nodes {
-			out, err := exec.CommandContext(ctx, "mariadb", "--no-defaults", "--socket="+c.Socket(i), "-uroot", "-N", "-e",
+			out, err := client(ctx, "--socket="+c.Socket(i), "-uroot", "-N", "-e",
 				"SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ('WSREP_CLUSTER_SIZE', 'WSREP_LOCAL_STATE_COMMENT') ORDER BY VARIABLE_NAME").Output()
 			if f := strings.Fields(string(out)); err != nil || len(f) != 2 || f[0] != strconv.Itoa(nodes) || f[1] != "Synced" {
 				ok = false
@@ -236,6 +236,18 @@ func (c *cluster) chown(dir string) error {
 		}
 		return os.Lchown(p, uid, gid)
 	})
+}
+
+// client runs the mariadb client as the server's root user, without the
+// environment's MYSQL_PWD (.ci/run sets it for the test server's "ward").
+func client(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "mariadb", append([]string{"--no-defaults"}, args...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MYSQL_PWD=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	return cmd
 }
 
 func tail(b []byte) string {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -63,7 +62,7 @@ func (c *cluster) server(t *testing.T, name string, port int, extra ...string) s
 // root runs statements as the server's root user.
 func (c *cluster) root(t *testing.T, sock, sql string) {
 	t.Helper()
-	if out, err := exec.Command("mariadb", "--no-defaults", "--socket="+sock, "-uroot", "-e", sql).CombinedOutput(); err != nil {
+	if out, err := client(context.Background(), "--socket="+sock, "-uroot", "-e", sql).CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v: %s", sql, err, out)
 	}
 }
