@@ -77,6 +77,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 	// drivers' messages included.
 	secrets := dburl.CommandSecrets(args, a.getenv)
 	a.stdout, a.stderr = cli.Scrub(a.stdout, secrets), cli.Scrub(a.stderr, secrets)
+	dburl.LogDriverTo(a.stderr)
 	return cli.Run(ctx, a.newRootCmd(), args, a.stdin, a.stdout, a.stderr)
 }
 

@@ -3,6 +3,8 @@ package dburl
 import (
 	"database/sql"
 	"fmt"
+	"io"
+	"log"
 	"os"
 
 	"github.com/go-sql-driver/mysql" // registers "mysql"
@@ -45,4 +47,11 @@ func (u URL) MySQLConfig() *mysql.Config {
 		return nil
 	}
 	return u.mysql.Clone()
+}
+
+// LogDriverTo sends go-sql-driver/mysql's own log lines (a connection
+// reset, a bad idle connection), which it writes to the standard error
+// by default, to w, so that a command's scrubbing writer sees them too.
+func LogDriverTo(w io.Writer) {
+	mysql.SetLogger(log.New(w, "mysql driver: ", 0))
 }

@@ -1,7 +1,12 @@
 package dburl
 
 import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +49,41 @@ func TestParseMySQL(t *testing.T) {
 		return map[string]string{PasswordEnv: "from-env"}[k]
 	}); !slices.Contains(got, "from-env") || !slices.Contains(got, "in-url") {
 		t.Errorf("CommandSecrets: %q", got)
+	}
+}
+
+// TestLogDriverTo: the driver's own complaint about a server that hangs
+// up mid-handshake goes to the writer given, not to the standard error.
+func TestLogDriverTo(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte{0x4a, 0, 0, 0, 0x0a}) // a packet header promising 74 bytes, then nothing
+			c.Close()
+		}
+	}()
+	var buf bytes.Buffer
+	LogDriverTo(&buf)
+	defer LogDriverTo(os.Stderr)
+	u, _ := Parse("mysql://ward:pw@localhost/app?socket=" + sock)
+	db, err := u.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if db.Ping() == nil {
+		t.Fatal("a server that hangs up answered")
+	}
+	if !strings.HasPrefix(buf.String(), "mysql driver: ") {
+		t.Fatalf("the driver's log: %q", buf.String())
 	}
 }

@@ -72,6 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// drivers' messages included, as in ward.
 	secrets := dburl.CommandSecrets(args, os.Getenv)
 	stdout, stderr = cli.Scrub(stdout, secrets), cli.Scrub(stderr, secrets)
+	dburl.LogDriverTo(stderr)
 	var o options
 	root := newRoot(&o, stdout)
 	root.SetArgs(args)
