@@ -15,6 +15,7 @@ import (
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/password"
 )
 
@@ -366,8 +367,19 @@ func (s *server) deleteAccount(w http.ResponseWriter, r *http.Request, user int6
 // and reset links in one transaction: a crash leaves either everything
 // or nothing done (no account whose key is gone, no deleted account whose
 // key stays); the sweep deletes its conversations and messages, which no
-// longer open.
+// longer open. On MySQL a deadlock, or on Galera a lost certification
+// (error 1213), rolled the whole transaction back: it runs again.
 func (s *store) deleteAccount(ctx context.Context, user int64) error {
+	for attempt := 1; ; attempt++ {
+		err := s.deleteAccountOnce(ctx, user)
+		if !sqltable.Conflict(err) || attempt == 8 {
+			return err
+		}
+		time.Sleep(time.Duration(attempt) * 5 * time.Millisecond)
+	}
+}
+
+func (s *store) deleteAccountOnce(ctx context.Context, user int64) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
