@@ -138,6 +138,7 @@ var Plumbing = []string{
 	Module + "/internal/dburl",
 	Module + "/internal/killtest",
 	Module + "/internal/mytest",
+	Module + "/internal/myserver",
 	Module + "/internal/myurl",
 	Module + "/internal/pgcluster",
 	Module + "/internal/pgtest",

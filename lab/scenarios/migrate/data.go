@@ -44,8 +44,11 @@ func (e *env) load(ctx context.Context) error {
 	if _, err := e.db.ExecContext(ctx, "CREATE TABLE "+table+" (id BIGINT PRIMARY KEY, body TEXT)"); err != nil {
 		return fmt.Errorf("reseal: %w", err)
 	}
-	if e.dialect == field.Postgres {
+	switch e.dialect {
+	case field.Postgres:
 		return e.copyIn(ctx)
+	case field.MySQL:
+		return e.insertMany(ctx)
 	}
 	tx, err := e.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -113,11 +116,11 @@ func (e *env) runJob(ctx context.Context, k jobKey, job *reseal.Job) ([]lab.Resu
 	if st.Reencrypted != e.rows {
 		return nil, fmt.Errorf("migrate %s: %d of %d rows written", k.name(), st.Reencrypted, e.rows)
 	}
-	p := k.params()
-	total := lab.Derived("migrate", k.name(), p, "rows_per_second", "rows/s", elapsedRate(e.rows, el), "rows over the job's wall time")
+	p, name := k.params(), e.prefix+k.name()
+	total := lab.Derived("migrate", name, p, "rows_per_second", "rows/s", elapsedRate(e.rows, el), "rows over the job's wall time")
 	return []lab.Result{total,
-		lab.FromSamples("migrate", k.name(), p, "window_rows_per_second", "rows/s", windows),
-		lab.Derived("migrate", k.name(), p, "cpu_busy", "%", cpu*100, "share of all cores busy during the job (this process and the database)")}, nil
+		lab.FromSamples("migrate", name, p, "window_rows_per_second", "rows/s", windows),
+		lab.Derived("migrate", name, p, "cpu_busy", "%", cpu*100, "share of all cores busy during the job (this process and the database)")}, nil
 }
 
 // encryptExisting loads plaintext and encrypts it.

@@ -88,7 +88,8 @@ type env struct {
 	dialect field.Dialect
 	kr      *keyring.Keyring
 	rows    int
-	name    string // "postgresql" or "sqlite"
+	name    string // "postgresql", "sqlite" or "mariadb"
+	prefix  string // of the case names: "" or "mariadb/"
 }
 
 // Run measures every job and the application loop.
@@ -137,7 +138,7 @@ func (s Scenario) Run(ctx context.Context, le *lab.Env) error {
 	}
 	le.Record(r...)
 	step()
-	return nil
+	return s.onMariaDB(ctx, le, e)
 }
 
 // open starts PostgreSQL, or falls back to SQLite, and makes a keyring.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/wardlab/ward/internal/myserver"
 	"github.com/wardlab/ward/lab"
 )
 
@@ -33,6 +34,13 @@ func TestScenario(t *testing.T) {
 			}
 		}
 	}
+	if myserver.Available() {
+		for _, c := range []string{mariaPrefix + jobKey{"encrypt-existing", 1, 500}.name(), mariaPrefix + jobKey{"rotate", 1, 500}.name(), aesEncrypt} {
+			if r, ok := rs.Get(c, "rows_per_second"); !ok || r.Median <= 0 {
+				t.Fatalf("%s on MariaDB: %+v", c, r)
+			}
+		}
+	}
 	if r, ok := rs.Get(appBottleneck, "p95_ratio"); !ok || r.Note == "" {
 		t.Fatalf("no saturated resource named: %+v", r)
 	}
@@ -42,6 +50,9 @@ func TestScenario(t *testing.T) {
 	sec, err := Scenario{}.Report(rs)
 	if err != nil || len(sec.Charts) != 1 || len(sec.Tables[0].Rows) < 8 || len(sec.Answer) < 2 {
 		t.Fatalf("section: %v %+v", err, sec)
+	}
+	if _, ok := rs.Get(mariaCase, "rows"); ok && (len(sec.Tables) != 2 || len(sec.Tables[1].Rows) != 4) {
+		t.Fatalf("no MariaDB table: %+v", sec.Tables)
 	}
 	t.Logf("%s: %v", lab.Str(db.Params, "database"), sec.Answer)
 }
