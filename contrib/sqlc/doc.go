@@ -1,6 +1,7 @@
 // Package wardsqlc shows ward with sqlc: sqlc.yaml overrides the encrypted
-// columns to field.Ciphertext, so the generated code (packages notesqlite
-// and notespg, committed; CI compiles and runs them without running sqlc)
+// columns to field.Ciphertext, so the generated code (packages notesqlite,
+// notespg and notesmysql, committed; CI compiles and runs them without
+// running sqlc)
 // carries ciphertexts, and the application seals and opens values with a
 // field.Column, bound to the row's ID and owner:
 //

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/wardlab/ward/contrib/sqlc/notesmysql"
 	"github.com/wardlab/ward/contrib/sqlc/notespg"
 	"github.com/wardlab/ward/contrib/sqlc/notesqlite"
 	"github.com/wardlab/ward/field"
@@ -58,8 +59,8 @@ func (p pg) updateEmail(ctx context.Context, id string, e field.Ciphertext, idx 
 }
 func (p pg) withTx(tx *sql.Tx) writes { return pg{p.q.WithTx(tx)} }
 
-// TestWriteMatrix drives every write query sqlc generates here, on SQLite
-// and PostgreSQL (docs/ADOPTING.md lists the cells): each stores a value
+// TestWriteMatrix drives every write query sqlc generates here, on SQLite,
+// PostgreSQL and MariaDB (docs/ADOPTING.md lists the cells): each stores a value
 // sealed for its row and owner, except a generated owner change alone and
 // raw SQL, which are not intercepted — what they leave fails to open
 // instead of being shown.
@@ -77,6 +78,10 @@ func TestWriteMatrix(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		db := postgresDB(t)
 		matrix(t, kr, db, pg{notespg.New(db)}, "$1")
+	})
+	t.Run("mysql", func(t *testing.T) {
+		db := mysqlDB(t)
+		matrix(t, kr, db, my{notesmysql.New(db)}, "?")
 	})
 }
 
@@ -176,7 +181,9 @@ func TestSealedTypes(t *testing.T) {
 	for _, v := range []any{notesqlite.CreateNoteParams{}, notesqlite.UpdateBodyParams{}, notesqlite.UpdateOwnerAndBodyParams{}, notesqlite.UpsertNoteParams{},
 		notesqlite.UpdateEmailParams{}, notesqlite.GetNoteRow{}, notesqlite.FindByEmailRow{},
 		notespg.CreateNoteParams{}, notespg.UpdateBodyParams{}, notespg.UpdateOwnerAndBodyParams{}, notespg.UpsertNoteParams{},
-		notespg.UpdateEmailParams{}, notespg.GetNoteRow{}, notespg.FindByEmailRow{}} {
+		notespg.UpdateEmailParams{}, notespg.GetNoteRow{}, notespg.FindByEmailRow{},
+		notesmysql.CreateNoteParams{}, notesmysql.UpdateBodyParams{}, notesmysql.UpdateOwnerAndBodyParams{}, notesmysql.UpsertNoteParams{},
+		notesmysql.UpdateEmailParams{}, notesmysql.GetNoteRow{}, notesmysql.FindByEmailRow{}} {
 		rt := reflect.TypeOf(v)
 		n := 0
 		for _, name := range []string{"Body", "Email"} {

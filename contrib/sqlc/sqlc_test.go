@@ -13,6 +13,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
+	"github.com/wardlab/ward/contrib/sqlc/notesmysql"
 	"github.com/wardlab/ward/contrib/sqlc/notespg"
 	"github.com/wardlab/ward/contrib/sqlc/notesqlite"
 	"github.com/wardlab/ward/field"
@@ -96,6 +97,10 @@ func TestSQLC(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		db := postgresDB(t)
 		run(t, kr, db, pg{notespg.New(db)})
+	})
+	t.Run("mysql", func(t *testing.T) {
+		db := mysqlDB(t)
+		run(t, kr, db, my{notesmysql.New(db)})
 	})
 }
 
