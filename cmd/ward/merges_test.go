@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardlab/ward/internal/mytest"
 	"github.com/wardlab/ward/internal/pgtest"
 )
 
@@ -11,10 +12,12 @@ import (
 // holds "Alice@example.com" and "alice@example.com", encrypt-column with
 // a case-folding index refuses before writing anything (the rows stay
 // plaintext); with nfc it runs; without the unique constraint, folding
-// runs too (the merge is what the application asked for). On SQLite and
-// PostgreSQL.
+// runs too (the merge is what the application asked for). On SQLite,
+// PostgreSQL and MariaDB (where the unique column is a case-sensitive
+// VARBINARY: a case-insensitive VARCHAR would itself refuse the two
+// addresses).
 func TestIndexNormalizeRefusesMerges(t *testing.T) {
-	for _, name := range []string{"sqlite", "postgres"} {
+	for _, name := range []string{"sqlite", "postgres", "mysql"} {
 		t.Run(name, func(t *testing.T) {
 			c := newCLI(t) // a keyring per database
 			c.newKeyring(t)
@@ -24,6 +27,11 @@ func TestIndexNormalizeRefusesMerges(t *testing.T) {
 					t.Skip(pgtest.Env + " is not set")
 				}
 			}
+			if name == "mysql" {
+				if url = mytest.URL(t); url == "" {
+					t.Skip(mytest.Env + " is not set")
+				}
+			}
 			db, _, err := openDB(url)
 			if err != nil {
 				t.Fatal(err)
@@ -31,8 +39,11 @@ func TestIndexNormalizeRefusesMerges(t *testing.T) {
 			defer db.Close()
 			for _, q := range []string{`CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT UNIQUE, email_idx BYTEA)`,
 				`CREATE TABLE notes2 (id INTEGER PRIMARY KEY, email TEXT, email_idx BYTEA)`} {
-				if name == "sqlite" {
+				switch name {
+				case "sqlite":
 					q = strings.ReplaceAll(q, "BYTEA", "BLOB")
+				case "mysql":
+					q = strings.NewReplacer("email TEXT", "email VARBINARY(255)", "BYTEA", "VARBINARY(32)").Replace(q)
 				}
 				if _, err := db.Exec(q); err != nil {
 					t.Fatal(err)

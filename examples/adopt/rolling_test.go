@@ -25,6 +25,7 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/internal/dburl"
+	"github.com/wardlab/ward/internal/mytest"
 	"github.com/wardlab/ward/internal/pgtest"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
@@ -44,7 +45,26 @@ import (
 // (where it reads the form) starts. On PostgreSQL when
 // WARD_TEST_POSTGRES_URL is set, else on SQLite.
 func TestRollingDeploy(t *testing.T) {
-	r := newRolling(t)
+	url := pgtest.URL(t)
+	if url == "" {
+		url = "sqlite:" + filepath.Join(t.TempDir(), "app.db")
+	}
+	rollingDeploy(t, url)
+}
+
+// TestRollingDeployMariaDB is TestRollingDeploy on MariaDB, when
+// WARD_TEST_MYSQL_URL is set: the forms' waits and openings go through
+// the ledger's and the registry's compare-and-swaps there.
+func TestRollingDeployMariaDB(t *testing.T) {
+	url := mytest.URL(t)
+	if url == "" {
+		t.Skipf("%s is not set (.ci/run sets it)", mytest.Env)
+	}
+	rollingDeploy(t, url)
+}
+
+func rollingDeploy(t *testing.T, url string) {
+	r := newRolling(t, url)
 	r.deploy(StagePlain, StagePlain)
 	r.loadStart()
 	time.Sleep(time.Second)
@@ -105,12 +125,9 @@ type note struct {
 // seedPassword is every seeded user's password (one bcrypt hash for all).
 const seedPassword = "correct horse battery staple"
 
-func newRolling(t *testing.T) *rolling {
+func newRolling(t *testing.T, url string) *rolling {
 	ctx := context.Background()
-	r := &rolling{t: t, ctx: ctx, dir: t.TempDir(), bin: fleetbench.Build(t, "github.com/wardlab/ward/examples/adopt/cmd/adopt")}
-	if r.url = pgtest.URL(t); r.url == "" {
-		r.url = "sqlite:" + filepath.Join(r.dir, "app.db")
-	}
+	r := &rolling{t: t, ctx: ctx, dir: t.TempDir(), url: url, bin: fleetbench.Build(t, "github.com/wardlab/ward/examples/adopt/cmd/adopt")}
 	mk := local.Generate()
 	r.env = append(os.Environ(), local.EnvVar+"="+mk.Encode())
 	var driver string
