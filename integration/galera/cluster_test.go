@@ -14,12 +14,13 @@ import (
 	"math/big"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/wardlab/ward/internal/myserver"
 )
 
 // provider is galera-4's library.
@@ -65,7 +66,7 @@ func launch(ctx context.Context) (*cluster, error) {
 	pw := make([]byte, 12)
 	rand.Read(pw)
 	c := &cluster{dir: dir, base: 20000 + 100*int(n.Int64()), password: hex.EncodeToString(pw)}
-	if err := c.chown(dir); err != nil {
+	if err := myserver.Chown(dir); err != nil {
 		c.Stop()
 		return nil, err
 	}
@@ -93,10 +94,10 @@ func (c *cluster) bootstrap(ctx context.Context) error {
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return err
 	}
-	if err := c.chown(filepath.Join(c.dir, "n0")); err != nil {
+	if err := myserver.Chown(filepath.Join(c.dir, "n0")); err != nil {
 		return err
 	}
-	out, err := c.asMySQL(ctx, "mariadb-install-db", "--no-defaults", "--datadir="+data, "--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput()
+	out, err := myserver.AsMySQL(ctx, "mariadb-install-db", "--no-defaults", "--datadir="+data, "--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("galera cluster: mariadb-install-db: %v: %s", err, out)
 	}
@@ -104,7 +105,7 @@ func (c *cluster) bootstrap(ctx context.Context) error {
 		return err
 	}
 	sql := fmt.Sprintf("CREATE USER 'ward'@'localhost' IDENTIFIED BY '%s'; GRANT ALL ON *.* TO 'ward'@'localhost' WITH GRANT OPTION; CREATE DATABASE ward;", c.password)
-	if out, err := client(ctx, "--socket="+c.Socket(0), "-uroot", "-e", sql).CombinedOutput(); err != nil {
+	if out, err := myserver.Root(ctx, "--socket="+c.Socket(0), "-e", sql).CombinedOutput(); err != nil {
 		return fmt.Errorf("galera cluster: creating the user: %v: %s", err, out)
 	}
 	return nil
@@ -117,7 +118,7 @@ func (c *cluster) startNode(ctx context.Context, i int, bootstrap bool) error {
 	if err := os.MkdirAll(filepath.Join(nd, "data"), 0o700); err != nil {
 		return err
 	}
-	if err := c.chown(nd); err != nil {
+	if err := myserver.Chown(nd); err != nil {
 		return err
 	}
 	peers := make([]string, nodes)
@@ -137,7 +138,7 @@ func (c *cluster) startNode(ctx context.Context, i int, bootstrap bool) error {
 	if bootstrap {
 		args = append(args, "--wsrep-new-cluster")
 	}
-	cmd := c.asMySQL(context.WithoutCancel(ctx), "mariadbd", args...)
+	cmd := myserver.AsMySQL(context.WithoutCancel(ctx), "mariadbd", args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("galera cluster: starting node %d: %w", i, err)
@@ -162,7 +163,7 @@ func (c *cluster) waitSynced(ctx context.Context) error {
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		ok := true
 		for i := range nodes {
-			out, err := client(ctx, "--socket="+c.Socket(i), "-uroot", "-N", "-e",
+			out, err := myserver.Root(ctx, "--socket="+c.Socket(i), "-N", "-e",
 				"SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ('WSREP_CLUSTER_SIZE', 'WSREP_LOCAL_STATE_COMMENT') ORDER BY VARIABLE_NAME").Output()
 			if f := strings.Fields(string(out)); err != nil || len(f) != 2 || f[0] != strconv.Itoa(nodes) || f[1] != "Synced" {
 				ok = false
@@ -208,46 +209,6 @@ func (c *cluster) Stop() {
 	}
 	time.Sleep(100 * time.Millisecond)
 	os.RemoveAll(c.dir)
-}
-
-// asMySQL runs a command as the mysql user when this process is root
-// (mariadbd refuses to run as root).
-func (c *cluster) asMySQL(ctx context.Context, name string, args ...string) *exec.Cmd {
-	if os.Geteuid() == 0 {
-		return exec.CommandContext(ctx, "runuser", append([]string{"-u", "mysql", "--", name}, args...)...)
-	}
-	return exec.CommandContext(ctx, name, args...)
-}
-
-// chown gives dir to the mysql user when this process is root.
-func (c *cluster) chown(dir string) error {
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	u, err := user.Lookup("mysql")
-	if err != nil {
-		return fmt.Errorf("galera cluster: %w", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
-}
-
-// client runs the mariadb client as the server's root user, without the
-// environment's MYSQL_PWD (.ci/run sets it for the test server's "ward").
-func client(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "mariadb", append([]string{"--no-defaults"}, args...)...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MYSQL_PWD=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	return cmd
 }
 
 func tail(b []byte) string {

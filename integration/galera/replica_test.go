@@ -14,6 +14,7 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/fleet"
+	"github.com/wardlab/ward/internal/myserver"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"
@@ -29,16 +30,16 @@ func (c *cluster) server(t *testing.T, name string, port int, extra ...string) s
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.chown(dir); err != nil {
+	if err := myserver.Chown(dir); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := c.asMySQL(ctx, "mariadb-install-db", "--no-defaults", "--datadir="+filepath.Join(dir, "data"), "--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput(); err != nil {
+	if out, err := myserver.AsMySQL(ctx, "mariadb-install-db", "--no-defaults", "--datadir="+filepath.Join(dir, "data"), "--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	sock := filepath.Join(dir, "mysqld.sock")
 	args := append([]string{"--no-defaults", "--datadir=" + filepath.Join(dir, "data"), "--socket=" + sock, "--port=" + strconv.Itoa(port),
 		"--bind-address=127.0.0.1", "--log-error=" + filepath.Join(dir, "server.log"), "--innodb-buffer-pool-size=32M"}, extra...)
-	cmd := c.asMySQL(context.WithoutCancel(ctx), "mariadbd", args...)
+	cmd := myserver.AsMySQL(context.WithoutCancel(ctx), "mariadbd", args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func (c *cluster) server(t *testing.T, name string, port int, extra ...string) s
 // root runs statements as the server's root user.
 func (c *cluster) root(t *testing.T, sock, sql string) {
 	t.Helper()
-	if out, err := client(context.Background(), "--socket="+sock, "-uroot", "-e", sql).CombinedOutput(); err != nil {
+	if out, err := myserver.Root(context.Background(), "--socket="+sock, "-e", sql).CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v: %s", sql, err, out)
 	}
 }
@@ -85,7 +86,7 @@ func TestReplicaRefused(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	c := &cluster{dir: dir, base: 20000 + 100*(os.Getpid()%300), password: "r3pl1ca-pw"}
-	if err := c.chown(dir); err != nil {
+	if err := myserver.Chown(dir); err != nil {
 		t.Fatal(err)
 	}
 	psock := c.server(t, "primary", c.base+50, "--server-id=1", "--log-bin=primary-bin", "--binlog-format=ROW")

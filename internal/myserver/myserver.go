@@ -1,6 +1,7 @@
 // Package myserver starts a throwaway MariaDB server (Debian's
 // mariadb-server) on a Unix socket only, for the lab's measurements on
-// MariaDB: what .ci/mariadb does for the tests, from Go.
+// MariaDB: what .ci/mariadb does for the tests, from Go. Its helpers
+// (AsMySQL, Chown, Root) also run integration/galera's nodes and replica.
 package myserver
 
 import (
@@ -64,13 +65,13 @@ func (s *Server) start(ctx context.Context) error {
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return err
 	}
-	if err := chown(s.dir); err != nil {
+	if err := Chown(s.dir); err != nil {
 		return err
 	}
-	if out, err := asMySQL(ctx, "mariadb-install-db", "--no-defaults", "--datadir="+data, "--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput(); err != nil {
+	if out, err := AsMySQL(ctx, "mariadb-install-db", "--no-defaults", "--datadir="+data, "--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput(); err != nil {
 		return fmt.Errorf("myserver: mariadb-install-db: %v: %s", err, out)
 	}
-	s.cmd = asMySQL(context.WithoutCancel(ctx), "mariadbd", "--no-defaults", "--datadir="+data, "--socket="+s.socket(),
+	s.cmd = AsMySQL(context.WithoutCancel(ctx), "mariadbd", "--no-defaults", "--datadir="+data, "--socket="+s.socket(),
 		"--pid-file="+filepath.Join(s.dir, "mysqld.pid"), "--skip-networking", "--log-error="+filepath.Join(s.dir, "server.log"),
 		"--innodb-flush-log-at-trx-commit=0", "--sync-binlog=0", "--innodb-doublewrite=0", "--innodb-buffer-pool-size=512M",
 		"--innodb-log-file-size=256M", "--max-connections=200", "--character-set-server=utf8mb4")
@@ -89,13 +90,7 @@ func (s *Server) start(ctx context.Context) error {
 		}
 	}
 	sql := fmt.Sprintf("CREATE USER 'ward'@'localhost' IDENTIFIED BY '%s'; GRANT ALL ON *.* TO 'ward'@'localhost'; CREATE DATABASE lab;", s.password)
-	cmd := exec.CommandContext(ctx, "mariadb", "--no-defaults", "--socket="+s.socket(), "-uroot", "-e", sql)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MYSQL_PWD=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := Root(ctx, "--socket="+s.socket(), "-e", sql).CombinedOutput(); err != nil {
 		return fmt.Errorf("myserver: creating the user: %v: %s", err, out)
 	}
 	return nil
@@ -117,18 +112,30 @@ func (s *Server) Stop() {
 	os.RemoveAll(s.dir)
 }
 
-// asMySQL runs a command as the mysql user when this process is root
+// Root runs the mariadb client as a server's root user, without the
+// environment's MYSQL_PWD (.ci/run sets it for the test server's "ward").
+func Root(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "mariadb", append([]string{"--no-defaults", "-uroot"}, args...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MYSQL_PWD=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	return cmd
+}
+
+// AsMySQL runs a command as the mysql user when this process is root
 // (mariadbd refuses to run as root).
-func asMySQL(ctx context.Context, name string, args ...string) *exec.Cmd {
+func AsMySQL(ctx context.Context, name string, args ...string) *exec.Cmd {
 	if os.Geteuid() == 0 {
 		return exec.CommandContext(ctx, "runuser", append([]string{"-u", "mysql", "--", name}, args...)...)
 	}
 	return exec.CommandContext(ctx, name, args...)
 }
 
-// chown gives dir and what it holds to the mysql user when this process
+// Chown gives dir and what it holds to the mysql user when this process
 // is root.
-func chown(dir string) error {
+func Chown(dir string) error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
