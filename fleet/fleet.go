@@ -366,7 +366,9 @@ func (m *Member) write(ctx context.Context, exited bool) error {
 	m.p.Seen = time.Now().Truncate(time.Millisecond)
 	m.p.Exited = exited
 	p := m.p
-	_, err = m.r.DB.ExecContext(ctx, m.r.Dialect.Rebind(fmt.Sprintf(`UPDATE %s SET generation = ?, %s = ?, seen = ?, exited = ?, mac = ?, caps = ? WHERE id = ?`, t, m.r.keysCol())),
+	// A heartbeat never revives a registration that left: one cancelled
+	// by Leave may still reach the server after Leave's own write.
+	_, err = m.r.DB.ExecContext(ctx, m.r.Dialect.Rebind(fmt.Sprintf(`UPDATE %s SET generation = ?, %s = ?, seen = ?, exited = ?, mac = ?, caps = ? WHERE id = ? AND exited = 0`, t, m.r.keysCol())),
 		int64(p.Generation), keysText(p.Keys), p.Seen.UnixMilli(), boolInt(exited), hex.EncodeToString(mac(m.key, &p)), formsText(p.Forms), p.ID)
 	if err != nil {
 		return fmt.Errorf("fleet: heartbeat: %w", err)

@@ -57,6 +57,14 @@ func TestAwait(t *testing.T) {
 		if err := mg.Leave(ctx); err != nil {
 			t.Fatal(err)
 		}
+		// A heartbeat that reaches the database after Leave (one Leave
+		// cancelled in flight) does not bring the registration back.
+		if err := mg.write(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		if ps, err := reg.List(ctx, op); err != nil || len(ps) != 3 || !exitedIn(ps, mg.ID()) {
+			t.Fatalf("after a late heartbeat: %+v %v", ps, err)
+		}
 		id, err := op.Add(ctx, keyring.AES256GCM)
 		if err != nil {
 			t.Fatal(err)
@@ -252,4 +260,15 @@ func TestRegistryTextEscaped(t *testing.T) {
 			}
 		}
 	})
+}
+
+// exitedIn reports whether the process id is listed as exited, its row
+// intact.
+func exitedIn(ps []Process, id string) bool {
+	for _, p := range ps {
+		if p.ID == id {
+			return p.Exited && !p.Tampered
+		}
+	}
+	return false
 }
