@@ -6,14 +6,14 @@ import (
 	"strings"
 )
 
-// minSealed is the length of the shortest v3 ciphertext: the 11-byte
+// minSealed is the length of the shortest v3 or v4 ciphertext: the 11-byte
 // header, a 12-byte nonce and the 16-byte tag (an empty plaintext).
 const minSealed = 11 + 12 + 16
 
 // SealedConstraint returns the statements that make the database itself
-// refuse a value in c's column that is not a ward ciphertext of the
-// current version (binary: version byte 0x03 and at least the shortest
-// ciphertext's length; text form: "w3:"), whatever writes it: an ORM path
+// refuse a value in c's column that is not a ward ciphertext of a version
+// it writes (binary: version byte 0x03 or 0x04 and at least the shortest
+// ciphertext's length; text form: "w3:" or "w4:"), whatever writes it: an ORM path
 // that skips the application's hooks, psql, another service. NULL stays
 // allowed. On PostgreSQL it is a CHECK constraint added NOT VALID (rows
 // written before, such as plaintext a mixed-mode migration has not moved
@@ -37,9 +37,9 @@ func (c *Column) SealedConstraint(d Dialect) ([]string, error) {
 	text := c.Encoding() == Text
 	switch d {
 	case Postgres:
-		pred := fmt.Sprintf(`get_byte(%s, 0) = 3 AND octet_length(%s) >= %d`, col, col, minSealed)
+		pred := fmt.Sprintf(`get_byte(%s, 0) IN (3, 4) AND octet_length(%s) >= %d`, col, col, minSealed)
 		if text {
-			pred = fmt.Sprintf(`%s LIKE 'w3:%%'`, col)
+			pred = fmt.Sprintf(`(%s LIKE 'w3:%%' OR %s LIKE 'w4:%%')`, col, col)
 		}
 		return []string{fmt.Sprintf(`ALTER TABLE %s ADD CONSTRAINT %s CHECK (%s IS NULL OR (%s)) NOT VALID`, t, name, col, pred)}, nil
 	case SQLite:
@@ -56,9 +56,9 @@ func (c *Column) refusal() string {
 }
 
 func (c *Column) sqliteTriggers(name, t, col string, text bool) []string {
-	pred := fmt.Sprintf(`typeof(NEW.%s) = 'blob' AND substr(NEW.%s, 1, 1) = x'03' AND length(NEW.%s) >= %d`, col, col, col, minSealed)
+	pred := fmt.Sprintf(`typeof(NEW.%s) = 'blob' AND substr(NEW.%s, 1, 1) IN (x'03', x'04') AND length(NEW.%s) >= %d`, col, col, col, minSealed)
 	if text {
-		pred = fmt.Sprintf(`typeof(NEW.%s) = 'text' AND substr(NEW.%s, 1, 3) = 'w3:'`, col, col)
+		pred = fmt.Sprintf(`typeof(NEW.%s) = 'text' AND substr(NEW.%s, 1, 3) IN ('w3:', 'w4:')`, col, col)
 	}
 	var out []string
 	for _, ev := range []string{"INSERT", "UPDATE OF " + col} {
@@ -72,9 +72,9 @@ BEGIN SELECT RAISE(ABORT, '%s'); END`, trigger, ev, t, col, pred, c.refusal()))
 // mysqlTriggers: a binary column's first byte and length; a text column's
 // prefix compared as bytes (LIKE BINARY), whatever its collation.
 func (c *Column) mysqlTriggers(name, t, col string, text bool) []string {
-	pred := fmt.Sprintf(`SUBSTRING(NEW.%s, 1, 1) = x'03' AND OCTET_LENGTH(NEW.%s) >= %d`, col, col, minSealed)
+	pred := fmt.Sprintf(`SUBSTRING(NEW.%s, 1, 1) IN (x'03', x'04') AND OCTET_LENGTH(NEW.%s) >= %d`, col, col, minSealed)
 	if text {
-		pred = fmt.Sprintf(`NEW.%s LIKE BINARY 'w3:%%'`, col)
+		pred = fmt.Sprintf(`(NEW.%s LIKE BINARY 'w3:%%' OR NEW.%s LIKE BINARY 'w4:%%')`, col, col)
 	}
 	var out []string
 	for _, ev := range []string{"INSERT", "UPDATE"} {

@@ -3,8 +3,6 @@ package field
 import (
 	"encoding/binary"
 	"fmt"
-
-	"github.com/wardlab/ward/keyring"
 )
 
 // Context domains. Values sealed as ciphertext v3 are bound under the v3
@@ -16,7 +14,24 @@ const (
 	contextDomainV1 = "ward/field/v1"
 	contextDomainV2 = "ward/field/v2"
 	contextDomainV3 = "ward/field/v3"
+	// version3 and version4 are the first bytes of ciphertexts v3 and v4.
+	version3 = 3
+	version4 = 4
 )
+
+// appendBoundNames encodes the fixed part of a v4 context, after the
+// column's scope (keyring.FieldScope), which the value's key carries:
+//
+//	uvarint(count) { uvarint(len(name)) name }*count
+//
+// followed, per value, by the row key and the bound values as in v3.
+func appendBoundNames(b []byte, bind []string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(bind)))
+	for _, name := range bind {
+		b = appendString(b, name)
+	}
+	return b
+}
 
 // appendContextPrefixV1 encodes the fixed part of a v1 context:
 //
@@ -123,11 +138,15 @@ func (c *Column) contextTailBound(b []byte, row *RowKey) ([]byte, error) {
 }
 
 // contextFor appends to buf the context a stored value of the given ciphertext
-// version was bound to: v3 values under v3; v1 and v2 values (the legacy
+// version was bound to: v4 values under v4 (the part after the scope), v3
+// values under v3; v1 and v2 values (the legacy
 // path) under v1, or v2 for a column with bound columns, whose values are
 // encoded as v2 did.
 func (c *Column) contextFor(buf []byte, row *RowKey, version byte) ([]byte, error) {
-	if version == keyring.CurrentVersion {
+	switch version {
+	case version4:
+		return c.contextTail(append(buf, c.prefix4...), row)
+	case version3:
 		return c.context(buf, row)
 	}
 	if c.bind == nil {
@@ -149,10 +168,13 @@ func (c *Column) contextFor(buf []byte, row *RowKey, version byte) ([]byte, erro
 
 // unboundContextFor appends to buf the context a stored value was bound to before
 // the column declared its bound columns: table, column and row key only (v1
-// for v1 and v2 values, v3 with no bound columns for v3 values). It is what
+// for v1 and v2 values, v3 or v4 with no bound columns for v3 or v4 values). It is what
 // [AcceptLegacyBinding] and re-binding jobs accept.
 func (c *Column) unboundContextFor(buf []byte, row *RowKey, version byte) []byte {
-	if version == keyring.CurrentVersion {
+	switch version {
+	case version4:
+		return appendRowKey(append(buf, 0), row) // no bound columns: uvarint(0)
+	case version3:
 		return appendRowKey(append(buf, c.unboundPrefix...), row)
 	}
 	return row.appendTo(append(buf, c.legacyPrefix...))

@@ -36,7 +36,7 @@ func Example() {
 	fmt.Println("stored bytes:", len(raw), "version", raw[0])
 	// Output:
 	// can the operators read this? <nil>
-	// stored bytes: 67 version 3
+	// stored bytes: 67 version 4
 }
 
 // Scan many rows into Ciphertext, then open each with its row key.

@@ -23,6 +23,7 @@ package field
 
 import (
 	"bytes"
+	"crypto/fips140"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
@@ -47,7 +48,7 @@ const (
 	// Binary stores the binary form, for BLOB and BYTEA columns. It is
 	// the default.
 	Binary Encoding = iota
-	// Text stores the "w3:" base64url text form, for TEXT and VARCHAR
+	// Text stores the "w4:" ("w3:" before ciphertext v4) base64url text form, for TEXT and VARCHAR
 	// columns. It is a third larger.
 	Text
 )
@@ -58,11 +59,16 @@ type Column struct {
 	table         string
 	name          string
 	enc           Encoding
-	bind          []string     // bound columns, in order (nil: row key only)
-	legacy        bool         // also open values bound without the bound columns (AcceptLegacyBinding)
-	currentOnly   bool         // refuse ciphertext versions before the current one (RefuseLegacyForms)
-	mixed         bool         // also read values that are not ciphertexts as plaintext
-	prefix        []byte       // v3 context prefix under the column's binding
+	bind          []string // bound columns, in order (nil: row key only)
+	legacy        bool     // also open values bound without the bound columns (AcceptLegacyBinding)
+	currentOnly   bool     // refuse ciphertext versions before the current one (RefuseLegacyForms)
+	mixed         bool     // also read values that are not ciphertexts as plaintext
+	prefix        []byte   // v3 context prefix under the column's binding
+	prefix4       []byte   // v4 context prefix (the bound columns' names)
+	scopeName     string   // the column's v4 scope (keyring.FieldScope)
+	scope         *keyring.Scope
+	ads4          *sync.Pool   // v4 associated-data buffers (see newAD4)
+	v4Form        forms.Form   // forms.Ciphertext(4)
 	unboundPrefix []byte       // v3 context prefix without bound columns
 	prefixV2      []byte       // v2 context prefix (legacy values of a bound column)
 	legacyPrefix  []byte       // v1 context prefix
@@ -240,8 +246,14 @@ func NewColumn(kr *keyring.Keyring, table, column string, opts ...ColumnOption) 
 		c.prefixV2 = appendContextPrefix(nil, contextDomainV2, table, column, c.bind)
 	}
 	c.ads = &sync.Pool{New: c.newAD}
+	c.prefix4 = appendBoundNames(nil, c.bind)
+	c.scopeName = keyring.FieldScope(table, column)
+	c.scope = kr.Scope(c.scopeName)
+	c.ads4 = &sync.Pool{New: c.newAD4}
 	c.sealedForm, c.subjectForm = forms.Sealed(table, column), forms.Subject(table, column)
-	c.gate.Want(c.sealedForm, forms.Ciphertext(int(keyring.CurrentVersion)))
+	c.v4Form = forms.Ciphertext(version4)
+	c.gate.Declare(forms.Ciphertext(version3))
+	c.gate.Want(c.sealedForm, c.v4Form)
 	if c.subjects != nil {
 		c.gate.Want(c.subjectForm)
 	}
@@ -294,9 +306,22 @@ func (c *Column) Seal(row RowKey, plaintext []byte) (Ciphertext, error) {
 	return Ciphertext{data: ct, valid: true, text: c.enc == Text}, nil
 }
 
+// WriteVersion returns the ciphertext version Seal writes now: 4 once
+// the fleet reads it ([WithForms]; at once without a gate, and always in
+// the FIPS 140-3 mode, where v3 cannot be sealed), else 3.
+func (c *Column) WriteVersion() byte {
+	if fips140.Enabled() || c.gate.Allows(c.v4Form) {
+		return version4
+	}
+	return version3
+}
+
 // AppendSeal appends the binary ciphertext of plaintext for row to dst,
 // for callers that reuse buffers (large values, batch jobs).
 func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, error) {
+	if c.WriteVersion() == version4 {
+		return c.appendSealV4(dst, &row, plaintext)
+	}
 	adp := c.getAD()
 	ad, err := c.contextTail(*adp, &row)
 	if err == nil {
@@ -320,6 +345,55 @@ func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, e
 		c.putAD(adp, *adp, true)
 	}
 	return dst, fmt.Errorf("field: sealing %s.%s: %w", c.table, c.name, err)
+}
+
+// appendSealV4 is AppendSeal for a v4 value: under the column's scope of
+// the primary key, or of the row's subject key.
+func (c *Column) appendSealV4(dst []byte, row *RowKey, plaintext []byte) ([]byte, error) {
+	adp := c.ads4.Get().(*[]byte)
+	ad, err := c.contextTail(*adp, row)
+	if err != nil {
+		c.putAD4(adp, *adp, true)
+		return dst, fmt.Errorf("field: sealing %s.%s: %w", c.table, c.name, err)
+	}
+	if cap(ad)-len(ad) < sealWork {
+		ad = slices.Grow(ad, sealWork)
+	}
+	var out []byte
+	if c.subjects != nil && c.gate.Allows(c.subjectForm) {
+		var sk *keyring.SubjectKey
+		if sk, err = c.sealingKey(row); err == nil {
+			out, err = sk.AppendSealScopedAD(dst, plaintext, c.scopeName, ad)
+		}
+	} else {
+		out, err = c.scope.AppendSealAD(dst, plaintext, ad)
+	}
+	c.putAD4(adp, ad, true)
+	if err != nil {
+		return dst, fmt.Errorf("field: sealing %s.%s: %w", c.table, c.name, err)
+	}
+	return out, nil
+}
+
+// newAD4 makes a v4 associated-data buffer: the header's room and the
+// column's v4 prefix, as newAD for v3.
+func (c *Column) newAD4() any {
+	b := make([]byte, 0, keyproto.HeaderRoom+len(c.prefix4)+96)
+	b = append(b[:keyproto.HeaderRoom], c.prefix4...)
+	return &b
+}
+
+// putAD4 is putAD for v4 buffers.
+func (c *Column) putAD4(p *[]byte, ad []byte, prefixed bool) {
+	if cap(ad) > 4096 {
+		return
+	}
+	if prefixed {
+		*p = ad[:keyproto.HeaderRoom+len(c.prefix4)]
+	} else {
+		*p = append(ad[:keyproto.HeaderRoom], c.prefix4...)
+	}
+	c.ads4.Put(p)
 }
 
 // The buffers of a column's adPool hold a value's associated data under
@@ -418,6 +492,9 @@ func (c *Column) sealingKey(row *RowKey) (*keyring.SubjectKey, error) {
 // followed by the context (see adPool).
 func (c *Column) open(dst []byte, row *RowKey, ciphertext, ad []byte) ([]byte, error) {
 	if !keyproto.IsSubjectSealed(ciphertext) {
+		if ciphertext[0] == version4 {
+			return c.scope.AppendOpenAD(dst, ciphertext, ad)
+		}
 		return c.kr.AppendOpenAD(dst, ciphertext, ad)
 	}
 	return c.openSubject(dst, row, ciphertext, ad)
@@ -442,6 +519,9 @@ func (c *Column) openSubject(dst []byte, row *RowKey, ciphertext, ad []byte) ([]
 	if err != nil {
 		return dst, err
 	}
+	if ciphertext[0] == version4 {
+		return sk.AppendOpenScopedAD(dst, ciphertext, c.scopeName, ad)
+	}
 	return sk.AppendOpenAD(dst, ciphertext, ad)
 }
 
@@ -451,13 +531,16 @@ func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, 
 	if len(ciphertext) == 0 {
 		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: keyring.ErrTruncated}
 	}
-	if c.currentOnly && ciphertext[0] != keyring.CurrentVersion {
+	if c.currentOnly && ciphertext[0] < version3 {
 		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: ErrLegacyForm}
+	}
+	if ciphertext[0] == version4 {
+		return c.appendOpenV4(dst, &row, ciphertext)
 	}
 	adp := c.getAD()
 	var ad []byte
 	var err error
-	current := ciphertext[0] == keyring.CurrentVersion
+	current := ciphertext[0] == version3
 	if current {
 		ad, err = c.contextTail(*adp, &row)
 	} else {
@@ -482,6 +565,30 @@ func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, 
 	return out, nil
 }
 
+// appendOpenV4 is AppendOpen for a v4 value.
+func (c *Column) appendOpenV4(dst []byte, row *RowKey, ciphertext []byte) ([]byte, error) {
+	adp := c.ads4.Get().(*[]byte)
+	ad, err := c.contextTail(*adp, row)
+	if err != nil {
+		c.putAD4(adp, *adp, true)
+		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
+	}
+	prefixed := true
+	out, err := c.open(dst, row, ciphertext, ad)
+	if err != nil && c.legacy && errors.Is(err, keyring.ErrWrongContext) {
+		prefixed = false
+		ad = c.unboundContextFor(ad[:keyproto.HeaderRoom], row, version4)
+		if out, err = c.open(dst, row, ciphertext, ad); err == nil {
+			c.stats.legacyOpens.Add(1)
+		}
+	}
+	c.putAD4(adp, ad, prefixed)
+	if err != nil {
+		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
+	}
+	return out, nil
+}
+
 // OpenRebinding is Open for jobs that re-bind a column: for a column with
 // bound columns, it also accepts a value bound without them (sealed before
 // [Bind] was declared), whether or not the column accepts that in Open
@@ -493,7 +600,11 @@ func (c *Column) OpenRebinding(row RowKey, ct Ciphertext) ([]byte, error) {
 	}
 	var buf [128]byte
 	raw := ct.Bytes()
-	if pt, err = c.kr.Open(raw, c.unboundContextFor(buf[:0], &row, raw[0])); err != nil {
+	open := c.kr.Open
+	if raw[0] == version4 {
+		open = c.scope.Open
+	}
+	if pt, err = open(raw, c.unboundContextFor(buf[:0], &row, raw[0])); err != nil {
 		return nil, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
 	}
 	return pt, nil
@@ -509,11 +620,15 @@ func (c *Column) Matches(row RowKey, ct Ciphertext) (bound, unbound bool) {
 		return false, false
 	}
 	var buf [128]byte
+	matches := c.kr.ContextMatches
+	if raw[0] == version4 {
+		matches = c.scope.ContextMatches
+	}
 	if cx, err := c.contextFor(buf[:0], &row, raw[0]); err == nil {
-		bound, _ = c.kr.ContextMatches(raw, cx)
+		bound, _ = matches(raw, cx)
 	}
 	if c.bind != nil {
-		unbound, _ = c.kr.ContextMatches(raw, c.unboundContextFor(buf[:0], &row, raw[0]))
+		unbound, _ = matches(raw, c.unboundContextFor(buf[:0], &row, raw[0]))
 	}
 	return bound, unbound
 }
@@ -710,7 +825,7 @@ func (c Ciphertext) Err() error {
 // IsText reports whether the value is stored in the text form.
 func (c Ciphertext) IsText() bool { return c.text }
 
-// AsText returns c to be stored in the text form ("w3:…"), as a TEXT
+// AsText returns c to be stored in the text form ("w4:…"), as a TEXT
 // column needs.
 func (c Ciphertext) AsText() Ciphertext {
 	c.text = true

@@ -96,7 +96,7 @@ func TestCiphertextScan(t *testing.T) {
 	ct, _ := txt.SealString(RowInt(7), "v")
 	v, _ := ct.Value()
 	s, ok := v.(string)
-	if !ok || !strings.HasPrefix(s, "w3:") {
+	if !ok || !strings.HasPrefix(s, "w4:") {
 		t.Fatalf("text value %T %v", v, v)
 	}
 	// Both encodings are accepted by Scan, as string or []byte.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/keyring"
 )
 
 // TestMixedModeWaitsForTheFleet: a column in mixed mode with a gate writes
@@ -54,5 +55,59 @@ func TestMixedModeWaitsForTheFleet(t *testing.T) {
 	}
 	if !slices.Contains(g2.Wanted(), forms.Sealed("users", "email")) {
 		t.Fatal("a strict column does not ask for the sealed form")
+	}
+}
+
+// TestVersion4WaitsForTheFleet: a column with a gate declares that it
+// reads ciphertexts v3 and v4, asks for v4, and writes v3 until the fleet
+// opens v4 — values a process of an earlier release opens — then v4; it
+// opens both all along, bound and unbound (AcceptLegacyBinding).
+func TestVersion4WaitsForTheFleet(t *testing.T) {
+	kr := newKR(t)
+	g := forms.New()
+	col := mustColumn(t, kr, "msgs", "body", Bind("owner"), AcceptLegacyBinding(), WithForms(g))
+	v3, v4 := forms.Ciphertext(3), forms.Ciphertext(4)
+	if d := g.Declared(); !slices.Contains(d, v3) || !slices.Contains(d, v4) || !slices.Contains(g.Wanted(), v4) {
+		t.Fatalf("the column declares %v and wants %v", d, g.Wanted())
+	}
+	row := RowInt(1).With("alice")
+	old, err := col.SealString(row, "before")
+	if err != nil || old.Version() != 3 || col.WriteVersion() != 3 {
+		t.Fatalf("before v4 opens: version %d %v", old.Version(), err)
+	}
+	g.SetOpen([]forms.Form{v4})
+	fresh, err := col.SealString(row, "after")
+	if err != nil || fresh.Version() != 4 || col.WriteVersion() != 4 {
+		t.Fatalf("after v4 opens: version %d %v", fresh.Version(), err)
+	}
+	for want, ct := range map[string]Ciphertext{"before": old, "after": fresh} {
+		if got, err := col.OpenString(row, ct); err != nil || got != want {
+			t.Fatalf("%s: %q %v", want, got, err)
+		}
+		if _, err := col.OpenString(RowInt(1).With("bob"), ct); !errors.Is(err, keyring.ErrWrongContext) {
+			t.Fatalf("%s, moved to another owner: %v", want, err)
+		}
+		if bound, unbound := col.Matches(row, ct); !bound || unbound {
+			t.Fatalf("%s: Matches %v %v", want, bound, unbound)
+		}
+	}
+	// A v4 value sealed before the column bound its owner opens through
+	// the legacy path, counted, and through OpenRebinding.
+	unbound := mustColumn(t, kr, "msgs", "body")
+	pre, _ := unbound.SealString(RowInt(2), "unbound")
+	if got, err := col.OpenString(RowInt(2).With("carol"), pre); err != nil || got != "unbound" || col.LegacyOpens() != 1 {
+		t.Fatalf("legacy v4: %q %v (%d)", got, err, col.LegacyOpens())
+	}
+	strict := mustColumn(t, kr, "msgs", "body", Bind("owner"))
+	if got, err := strict.OpenRebinding(RowInt(2).With("carol"), pre); err != nil || string(got) != "unbound" {
+		t.Fatalf("rebinding v4: %q %v", got, err)
+	}
+	if _, err := strict.OpenString(RowInt(2).With("carol"), pre); !errors.Is(err, keyring.ErrWrongContext) {
+		t.Fatalf("a strict column opened an unbound v4 value: %v", err)
+	}
+	// Another column of the same keyring cannot open it: its key differs.
+	other := mustColumn(t, kr, "msgs", "title", Bind("owner"))
+	if _, err := other.OpenString(row, fresh); !errors.Is(err, keyring.ErrWrongContext) {
+		t.Fatalf("another column: %v", err)
 	}
 }

@@ -11,11 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite testdata/context-v3.json (only when a context version is added)")
+var (
+	updateGolden   = flag.Bool("update", false, "rewrite testdata/context-v3.json (only when a context version is added)")
+	updateGoldenV4 = flag.Bool("update-v4", false, "rewrite testdata/context-v4.json (only when a context version is added)")
+)
 
 type typedValue struct {
 	Type  string `json:"type"` // null, int64, string, bytes, bool, time, uuid
@@ -65,6 +69,7 @@ type contextVector struct {
 	Bind       []string     `json:"bind,omitempty"`
 	Row        string       `json:"row"`
 	Values     []typedValue `json:"values,omitempty"`
+	Scope      string       `json:"scope_hex,omitempty"`
 	Context    string       `json:"context_hex"`
 	Plaintext  string       `json:"plaintext"`
 	Ciphertext string       `json:"ciphertext_hex"`
@@ -77,8 +82,7 @@ type contextGolden struct {
 	Vectors   []contextVector `json:"vectors"`
 }
 
-func (v contextVector) column(t *testing.T, kr *keyring.Keyring) (*Column, RowKey) {
-	var opts []ColumnOption
+func (v contextVector) column(t *testing.T, kr *keyring.Keyring, opts ...ColumnOption) (*Column, RowKey) {
 	if v.Bind != nil {
 		opts = append(opts, Bind(v.Bind...))
 	}
@@ -112,7 +116,7 @@ func contextVectors() []contextVector {
 	}
 }
 
-func writeContextGolden(t *testing.T, path string) {
+func writeContextGolden(t *testing.T, path string, version byte) {
 	ctx := context.Background()
 	mk := local.Generate()
 	kr, err := keyring.New(keyring.AES256GCM)
@@ -120,11 +124,21 @@ func writeContextGolden(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	g := contextGolden{Comment: "field context v3 and the ciphertexts (v3) sealed under it; regenerate with go test ./field -run Golden -update only when a version is added", MasterKey: mk.Encode()}
+	if version == version4 {
+		g.Comment = "field context v4 (after the column's scope) and the ciphertexts (v4) sealed under it; regenerate with go test ./field -run GoldenContextV4 -update-v4 only when a version is added"
+	}
+	gate := forms.New()
+	if version == version4 {
+		gate.SetOpen([]forms.Form{forms.Ciphertext(version4)})
+	}
 	for _, v := range contextVectors() {
-		c, rk := v.column(t, kr)
-		cx, err := c.Context(rk)
+		c, rk := v.column(t, kr, WithForms(gate))
+		cx, err := c.contextFor(nil, &rk, version)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if version == version4 {
+			v.Scope = hex.EncodeToString([]byte(keyring.FieldScope(v.Table, v.Column)))
 		}
 		ct, err := c.AppendSeal(nil, rk, []byte(v.Plaintext))
 		if err != nil {
@@ -145,7 +159,7 @@ func writeContextGolden(t *testing.T, path string) {
 func TestGoldenContextV3(t *testing.T) {
 	const path = "testdata/context-v3.json"
 	if *updateGolden {
-		writeContextGolden(t, path)
+		writeContextGolden(t, path, version3)
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -166,12 +180,54 @@ func TestGoldenContextV3(t *testing.T) {
 			t.Fatalf("%s.%s row %s: context %x %v, want %s", v.Table, v.Column, v.Row, cx, err, v.Context)
 		}
 		ct, _ := hex.DecodeString(v.Ciphertext)
-		if ct[0] != keyring.CurrentVersion {
+		if ct[0] != version3 {
 			t.Fatalf("version %d", ct[0])
 		}
 		pt, err := c.AppendOpen(nil, rk, ct)
 		if err != nil || string(pt) != v.Plaintext {
 			t.Fatalf("%q: %q %v", v.Plaintext, pt, err)
+		}
+	}
+}
+
+// TestGoldenContextV4: the v4 vectors open, their contexts and scopes are
+// what the column builds, and each value opens in no other column.
+func TestGoldenContextV4(t *testing.T) {
+	const path = "testdata/context-v4.json"
+	if *updateGoldenV4 {
+		writeContextGolden(t, path, version4)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g contextGolden
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	kr := goldenKeyring(t, g.MasterKey, g.Keyring)
+	if len(g.Vectors) != len(contextVectors()) {
+		t.Fatalf("%d vectors", len(g.Vectors))
+	}
+	for _, v := range g.Vectors {
+		c, rk := v.column(t, kr)
+		cx, err := c.contextFor(nil, &rk, version4)
+		if err != nil || hex.EncodeToString(cx) != v.Context || hex.EncodeToString([]byte(keyring.FieldScope(v.Table, v.Column))) != v.Scope {
+			t.Fatalf("%s.%s row %s: context %x %v, want %s", v.Table, v.Column, v.Row, cx, err, v.Context)
+		}
+		ct, _ := hex.DecodeString(v.Ciphertext)
+		if ct[0] != version4 {
+			t.Fatalf("version %d", ct[0])
+		}
+		if pt, err := c.AppendOpen(nil, rk, ct); err != nil || string(pt) != v.Plaintext {
+			t.Fatalf("%q: %q %v", v.Plaintext, pt, err)
+		}
+		if pt, err := kr.Scope(keyring.FieldScope(v.Table, v.Column)).Open(ct, cx); err != nil || string(pt) != v.Plaintext {
+			t.Fatalf("%q through the keyring's scope: %q %v", v.Plaintext, pt, err)
+		}
+		other, _ := NewColumn(kr, v.Table, v.Column+"_copy", Bind(v.Bind...))
+		if _, err := other.AppendOpen(nil, rk, ct); !errors.Is(err, keyring.ErrWrongContext) {
+			t.Fatalf("%q opened in another column: %v", v.Plaintext, err)
 		}
 	}
 }

@@ -70,7 +70,7 @@ func TestDatabaseRoundTrip(t *testing.T) {
 		var raw []byte
 		var rawTitle string
 		d.db.QueryRow(d.q(fmt.Sprintf(`SELECT body, title FROM %s WHERE id = ?`, tbl)), 1).Scan(&raw, &rawTitle)
-		if bytes.Contains(raw, []byte("AI")) || raw[0] != keyring.CurrentVersion || rawTitle[:3] != "w3:" {
+		if bytes.Contains(raw, []byte("AI")) || raw[0] != keyring.CurrentVersion || rawTitle[:3] != "w4:" {
 			t.Fatalf("stored form: %x %q", raw[:8], rawTitle)
 		}
 		// NULL stays NULL in the database.

@@ -344,3 +344,22 @@ func (r *Registry) Ready(ctx context.Context, kr *keyring.Keyring, f forms.Form)
 	}
 	return unknown, nil
 }
+
+// WriteGate returns the forms gate of a writer that is not a registered
+// process — a re-sealing job, the command line — for a column: it allows
+// the forms in allowed (which the caller checked itself, with [Registry.Ready]),
+// and ciphertext v4 only when every registered live process reads it. A
+// process registered without forms (a release from before them) reads
+// only v3, so it keeps the writer on v3 too; so does a ledger that does
+// not verify (a recovery runs on one that went back): v3 is what every
+// release reads.
+func (r *Registry) WriteGate(ctx context.Context, kr *keyring.Keyring, allowed ...forms.Form) *forms.Gate {
+	g := forms.New()
+	open := slices.Clone(allowed)
+	v4 := forms.Ciphertext(4)
+	if unknown, err := r.Ready(ctx, kr, v4); err == nil && len(unknown) == 0 {
+		open = append(open, v4)
+	}
+	g.SetOpen(open)
+	return g
+}

@@ -276,3 +276,35 @@ func TestReady(t *testing.T) {
 		}
 	})
 }
+
+// TestWriteGate: a job's gate allows what its caller checked, and
+// ciphertext v4 only while every registered live process reads it: not
+// with a process that declares forms but not v4 (a release before v4), nor
+// with one that declares none (a release before forms).
+func TestWriteGate(t *testing.T) {
+	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
+		f := newFormsFleet(t, db, d)
+		v4, sealed := forms.Ciphertext(4), forms.Sealed("notes", "body")
+		reg, kr := f.process(nil, nil)
+		if g := reg.WriteGate(f.ctx, kr, sealed); !g.Allows(v4) || !g.Allows(sealed) {
+			t.Fatal("no process registered: v4 not allowed")
+		}
+		older, ok := f.process([]forms.Form{forms.Ciphertext(3), sealed}, nil)
+		om := f.join(older, ok)
+		if g := reg.WriteGate(f.ctx, kr, sealed); g.Allows(v4) || !g.Allows(sealed) {
+			t.Fatal("a process that reads v3 only: v4 allowed")
+		}
+		om.Leave(f.ctx)
+		formless, fk := f.process(nil, nil)
+		formless.Gate = nil
+		fm := f.join(formless, fk)
+		if g := reg.WriteGate(f.ctx, kr); g.Allows(v4) {
+			t.Fatal("a process of a release before forms: v4 allowed")
+		}
+		fm.Leave(f.ctx)
+		f.join(f.process([]forms.Form{v4}, nil))
+		if g := reg.WriteGate(f.ctx, kr); !g.Allows(v4) {
+			t.Fatal("every process reads v4: v4 not allowed")
+		}
+	})
+}

@@ -38,13 +38,15 @@ const (
 	version1 = 0x01
 	// version2 is the first byte of a v2 ciphertext (read, never written).
 	version2 = 0x02
-	// version3 is the first byte of the ciphertexts Seal writes.
+	// version3 is the first byte of the ciphertexts Seal writes outside
+	// the FIPS 140-3 mode.
 	version3 = 0x03
-	// CurrentVersion is the first byte of the ciphertexts Seal writes
-	// (format v3). Every ciphertext starts with its version, so a value
-	// whose first byte differs was written by an older release.
-	CurrentVersion = version3
-	// headerSize is the size of a v3 header, before the nonce.
+	// CurrentVersion is the newest ciphertext version (format v4, written
+	// by scopes: [Keyring.Scope]). Every ciphertext starts with its
+	// version, so a value whose first byte is lower was written in an
+	// older form, and one whose byte is higher by a newer release.
+	CurrentVersion = version4
+	// headerSize is the size of a v3 or v4 header, before the nonce.
 	headerSize = keyhooks.HeaderSize
 	// checkSize is the size of the context check.
 	checkSize = 4
@@ -66,7 +68,7 @@ const (
 
 // headerSizeOf returns the header size of a ciphertext version.
 func headerSizeOf(version byte) int {
-	if version == version3 {
+	if version == version3 || version == version4 {
 		return headerSize
 	}
 	return headerSizeV2
@@ -118,7 +120,7 @@ func parseHeader(ct []byte) (header, error) {
 		}
 		h = header{Version: ct[0], Class: classKeyring, Algorithm: Algorithm(ct[1]),
 			KeyID: KeyID(binary.BigEndian.Uint32(ct[2:6])), ContextCheck: binary.BigEndian.Uint32(ct[6:10])}
-	case version3:
+	case version3, version4:
 		if len(ct) < headerSize {
 			return header{}, ErrTruncated
 		}
@@ -139,17 +141,17 @@ func parseHeader(ct []byte) (header, error) {
 	return h, nil
 }
 
-// textPrefix returns "w1:", "w2:" or "w3:".
+// textPrefix returns "w1:" to "w4:".
 func textPrefix(version byte) string { return "w" + strconv.Itoa(int(version)) + ":" }
 
-// EncodeText returns the text form of a binary ciphertext: "w3:" ("w2:",
-// "w1:" for older values) and unpadded base64url.
+// EncodeText returns the text form of a binary ciphertext: "w4:" ("w3:",
+// "w2:", "w1:" for older values) and unpadded base64url.
 func EncodeText(ct []byte) string { return string(appendText(nil, ct)) }
 
 // appendText appends the text form of a binary ciphertext to dst.
 func appendText(dst, ct []byte) []byte {
 	v := byte(CurrentVersion)
-	if len(ct) > 0 && (ct[0] == version1 || ct[0] == version2) {
+	if len(ct) > 0 && ct[0] >= version1 && ct[0] <= version4 {
 		v = ct[0]
 	}
 	dst = append(dst, textPrefix(v)...)
@@ -164,7 +166,7 @@ func DecodeText(s string) ([]byte, error) {
 	if len(s) < 3 || s[0] != 'w' || s[2] != ':' {
 		return nil, ErrMalformed
 	}
-	if s[1] != '1' && s[1] != '2' && s[1] != '3' {
+	if s[1] < '1' || s[1] > '4' {
 		if s[1] >= '0' && s[1] <= '9' {
 			return nil, &VersionError{What: "ciphertext", Version: s[1:2]}
 		}

@@ -76,3 +76,29 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOpenScope feeds arbitrary bytes to a scope's Open (ciphertext v4):
+// it fails cleanly, and returns plaintext only for the sealed value (whose
+// 4 check bytes, outside the associated data, may differ).
+func FuzzOpenScope(f *testing.F) {
+	kr, _ := New(AES256GCM)
+	s := kr.Scope(FieldScope("t", "c"))
+	ct, _ := s.Seal([]byte("seed value"), []byte("ctx"))
+	f.Add(ct, []byte("ctx"))
+	f.Add(ct[:headerSize], []byte(""))
+	f.Add([]byte{4, 1, 2, 0, 0, 0, 1}, []byte("x"))
+	f.Add([]byte{4, 2, 2, 0, 0, 0, 1, 0, 0, 0, 0}, []byte("x"))
+	f.Fuzz(func(t *testing.T, data, context []byte) {
+		pt, err := s.Open(data, context)
+		if err == nil {
+			same := len(data) == len(ct) && bytes.Equal(data[:adHead], ct[:adHead]) && bytes.Equal(data[headerSize:], ct[headerSize:])
+			if !same || string(context) != "ctx" {
+				t.Fatalf("forged ciphertext opened: %q", pt)
+			}
+		}
+		if err != nil && pt != nil {
+			t.Fatal("plaintext returned with error")
+		}
+		s.ContextMatches(data, context)
+	})
+}

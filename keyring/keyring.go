@@ -48,6 +48,8 @@ type Keyring struct {
 	id       string   // public ID derived from rootSalt
 	file     *file    // nil for a keyring that lives in memory only
 
+	plainScope atomic.Pointer[Scope] // the empty scope's (see unscoped)
+
 	watchEvery        atomic.Int64  // Watch's interval (ns), 0 when not watching
 	lastUnknownReload atomic.Int64  // Unix ns of the last re-read for an unknown key ID
 	unknownMu         sync.Mutex    // guards unknownWait

@@ -68,7 +68,7 @@ func TestOpenErrors(t *testing.T) {
 	tampered := bytes.Clone(ct)
 	tampered[len(tampered)-1] ^= 1
 	badVersion := bytes.Clone(ct)
-	badVersion[0] = 4
+	badVersion[0] = 5
 	badClass := bytes.Clone(ct)
 	badClass[1] = 9
 	subject := bytes.Clone(ct)
@@ -222,8 +222,8 @@ func TestTextForm(t *testing.T) {
 	if err != nil || !bytes.Equal(back, ct) {
 		t.Fatal(err)
 	}
-	if _, err := DecodeText("w4:AAAA"); !errors.Is(err, ErrUnsupportedVersion) {
-		t.Fatalf("w4: %v", err)
+	if _, err := DecodeText("w5:AAAA"); !errors.Is(err, ErrUnsupportedVersion) {
+		t.Fatalf("w5: %v", err)
 	}
 	v1 := "w1:" + s[3:] // a v3 value under a v1 prefix
 	for _, bad := range []string{"", "hello", "w1:!!!", "w1:AAA=", v1, "wx:AAAA"} {

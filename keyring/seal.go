@@ -2,6 +2,7 @@ package keyring
 
 import (
 	"crypto/aes"
+	"crypto/fips140"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/binary"
@@ -36,14 +37,20 @@ func errNoRoom(ad []byte) error {
 }
 
 // Seal encrypts plaintext under the primary key, bound to context, and
-// returns a binary ciphertext (format v3). The same context must be passed
-// to Open.
+// returns a binary ciphertext: format v3, or in the FIPS 140-3 mode
+// (crypto/fips140.Enabled), format v4 of the empty scope, whose nonce the
+// module generates. The same context must be passed to Open.
 func (kr *Keyring) Seal(plaintext, context []byte) ([]byte, error) {
 	return kr.AppendSeal(nil, plaintext, context)
 }
 
 // AppendSeal is like Seal but appends the ciphertext to dst.
 func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
+	if fips140.Enabled() {
+		adp, ad := pooledAD(context)
+		defer releaseAD(adp, ad)
+		return kr.unscoped().AppendSealAD(dst, plaintext, ad)
+	}
 	k := kr.load().primary
 	if k == nil {
 		return nil, ErrNoPrimary
@@ -51,7 +58,18 @@ func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
 	return k.appendSealContext(dst, plaintext, context), nil
 }
 
-// AppendSealAD is AppendSeal for callers that assemble the context
+// unscoped returns the keyring's scope of the empty name, which opens v4
+// values of Seal (in the FIPS 140-3 mode) and Open.
+func (kr *Keyring) unscoped() *Scope {
+	if s := kr.plainScope.Load(); s != nil {
+		return s
+	}
+	kr.plainScope.CompareAndSwap(nil, kr.Scope(""))
+	return kr.plainScope.Load()
+}
+
+// AppendSealAD is AppendSeal (format v3; v4 of the empty scope in the FIPS
+// 140-3 mode) for callers that assemble the context
 // themselves, after 11 reserved bytes (the v3 header's size, the largest
 // ciphertext header, which the keyring writes there): ad[11:] is the
 // context and ad[:11] is overwritten with the new value's header,
@@ -63,6 +81,9 @@ func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
 func (kr *Keyring) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
 	if len(ad) < headerSize {
 		return dst, errNoRoom(ad)
+	}
+	if fips140.Enabled() {
+		return kr.unscoped().AppendSealAD(dst, plaintext, ad)
 	}
 	k := kr.load().primary
 	if k == nil {
@@ -99,8 +120,9 @@ func (k *key) appendSeal(dst, plaintext, ad []byte) []byte {
 	return ret
 }
 
-// Open authenticates and decrypts a binary ciphertext (v1, v2 or v3)
-// sealed for context. On any error it returns nil plaintext.
+// Open authenticates and decrypts a binary ciphertext (v1 to v3, or v4 of
+// the empty scope) sealed for context. On any error it returns nil
+// plaintext.
 func (kr *Keyring) Open(ciphertext, context []byte) ([]byte, error) {
 	return kr.AppendOpen(nil, ciphertext, context)
 }
@@ -132,6 +154,9 @@ func (kr *Keyring) AppendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
 func (kr *Keyring) appendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
 	if len(ad) < headerSize {
 		return dst, errNoRoom(ad)
+	}
+	if len(ciphertext) > 0 && ciphertext[0] == version4 {
+		return kr.unscoped().AppendOpenAD(dst, ciphertext, ad)
 	}
 	h, k, err := kr.keyFor(ciphertext)
 	if err != nil {
@@ -192,6 +217,9 @@ func (k *key) appendOpen(h header, dst, ciphertext, ad []byte) ([]byte, error) {
 // sealed for. A true answer is a hint (the check is 32 bits), not an
 // authentication: only Open authenticates.
 func (kr *Keyring) ContextMatches(ciphertext, context []byte) (bool, error) {
+	if len(ciphertext) > 0 && ciphertext[0] == version4 {
+		return kr.unscoped().ContextMatches(ciphertext, context)
+	}
 	h, k, err := kr.keyFor(ciphertext)
 	if err != nil {
 		return false, err

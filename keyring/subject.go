@@ -1,10 +1,12 @@
 package keyring
 
 import (
+	"crypto/fips140"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,7 +20,8 @@ import (
 //
 // Printing a SubjectKey shows its version and algorithm, never material.
 type SubjectKey struct {
-	k *key
+	k      *key
+	scopes atomic.Pointer[[]scopeEntry] // keys derived for v4 scopes
 }
 
 // ErrSubjectKey means a value sealed under a subject key was given to a
@@ -69,9 +72,18 @@ func (sk *SubjectKey) GoString() string { return sk.String() }
 // Format redacts like String, whatever the verb.
 func (sk *SubjectKey) Format(f fmt.State, _ rune) { f.Write([]byte(sk.String())) }
 
-// AppendSeal seals plaintext as a class-2 v3 ciphertext bound to context
-// and appends it to dst.
+// AppendSeal seals plaintext as a class-2 v3 ciphertext (in the FIPS 140-3
+// mode, v4 of the empty scope) bound to context and appends it to dst.
 func (sk *SubjectKey) AppendSeal(dst, plaintext, context []byte) []byte {
+	if fips140.Enabled() {
+		adp, ad := pooledAD(context)
+		defer releaseAD(adp, ad)
+		out, err := sk.AppendSealScopedAD(dst, plaintext, "", ad)
+		if err != nil {
+			panic("keyring: deriving a valid key's scope failed: " + err.Error())
+		}
+		return out
+	}
 	return sk.k.appendSealContext(dst, plaintext, context)
 }
 
@@ -90,9 +102,11 @@ func (sk *SubjectKey) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
 // returned unchanged.
 func (sk *SubjectKey) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
 	adp, ad := pooledAD(context)
-	out, err := sk.AppendOpenAD(dst, ciphertext, ad)
-	releaseAD(adp, ad)
-	return out, err
+	defer releaseAD(adp, ad)
+	if len(ciphertext) > 0 && ciphertext[0] == version4 {
+		return sk.AppendOpenScopedAD(dst, ciphertext, "", ad)
+	}
+	return sk.AppendOpenAD(dst, ciphertext, ad)
 }
 
 // AppendOpenAD is AppendOpen with the context assembled by the caller
@@ -107,17 +121,10 @@ func (sk *SubjectKey) AppendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
 	if k.heads(ciphertext) {
 		return k.openV3(dst, ciphertext, ad)
 	}
-	h, err := parseHeader(ciphertext)
-	if err != nil {
+	if err := sk.names(ciphertext, version3); err != nil {
 		return dst, err
 	}
-	if h.Class != classSubject {
-		return dst, fmt.Errorf("%w: a keyring key sealed this value", ErrSubjectKey)
-	}
-	if uint32(h.KeyID) != sk.Version() {
-		return dst, &KeyError{ID: h.KeyID, Err: ErrUnknownKey, Hint: fmt.Sprintf("the value names subject key version %d, this is version %d", uint32(h.KeyID), sk.Version())}
-	}
-	return dst, fmt.Errorf("%w: algorithm %v does not match the subject key (%v)", ErrMalformed, h.Algorithm, k.Algorithm)
+	return dst, fmt.Errorf("%w: the header does not parse as this key's", ErrMalformed)
 }
 
 // Destroy zeroes the key's material. The AEAD built from it keeps its own
@@ -129,7 +136,7 @@ func (sk *SubjectKey) Destroy() { clear(sk.k.material) }
 // ciphertext names a subject key (class 2 of v3): a cheap test before
 // subjectKeyVersion, which also validates the header.
 func isSubjectSealed(ciphertext []byte) bool {
-	return len(ciphertext) >= 2 && ciphertext[0] == version3 && ciphertext[1] == byte(classSubject)
+	return len(ciphertext) >= 2 && (ciphertext[0] == version3 || ciphertext[0] == version4) && ciphertext[1] == byte(classSubject)
 }
 
 // subjectKeyVersion reports whether a binary ciphertext names a subject

@@ -155,7 +155,7 @@ type Column struct {
 	Column string   `json:"column"`
 	Key    string   `json:"key"`            // the row-key column
 	Bind   []string `json:"bind,omitempty"` // bound columns, in order
-	Text   bool     `json:"text,omitempty"` // the text form ("w3:…")
+	Text   bool     `json:"text,omitempty"` // the text form ("w4:…", "w3:…")
 	// Subject and Namespace describe a column sealed under subject keys
 	// (PerSubject): the bound column naming the subject, and the
 	// namespace of its keys (field/subject).

@@ -22,6 +22,7 @@ import (
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/fleet"
+	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -127,7 +128,9 @@ func record(ctx context.Context, kr *keyring.Keyring, dbs []Database, ids ...key
 }
 
 // OpenColumn builds the field.Column of a column a ledger records, with
-// its subject keys if it is sealed per subject.
+// its subject keys if it is sealed per subject, for a job: it writes
+// ciphertext v4 only once every process of the database's fleet reads it
+// (fleet.Registry.WriteGate).
 func OpenColumn(ctx context.Context, kr *keyring.Keyring, d Database, c ledger.Column) (*field.Column, error) {
 	opts := []field.ColumnOption{}
 	if c.Text {
@@ -136,13 +139,19 @@ func OpenColumn(ctx context.Context, kr *keyring.Keyring, d Database, c ledger.C
 	if c.Bind != nil {
 		opts = append(opts, field.Bind(c.Bind...))
 	}
+	allowed := []forms.Form{forms.Sealed(c.Table, c.Column)}
 	if c.Subject != "" {
 		store, err := subject.Open(ctx, subject.Config{DB: d.DB, Dialect: d.Dialect, Keyring: kr, Ledger: d.ledger(), Namespace: c.Namespace})
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, field.PerSubject(store, c.Subject))
+		allowed = append(allowed, forms.Subject(c.Table, c.Column))
 	}
+	// The job writes ciphertext v4 only once every registered process
+	// reads it.
+	g := (&fleet.Registry{DB: d.DB, Dialect: d.Dialect, Ledger: d.ledger()}).WriteGate(ctx, kr, allowed...)
+	opts = append(opts, field.WithForms(g))
 	return field.NewColumn(kr, c.Table, c.Column, opts...)
 }
 

@@ -34,23 +34,37 @@ func (f *contextFlags) register(cmd *cobra.Command) {
 }
 
 // bytes returns the context: --context as given, or the field layer's
-// context for --table/--column/--row (and --bind).
+// (v3) context for --table/--column/--row (and --bind).
 func (f *contextFlags) bytes(kr *keyring.Keyring) ([]byte, error) {
+	col, row, err := f.fieldColumn(kr)
+	if err != nil || col == nil {
+		return []byte(f.context), err
+	}
+	ctx, err := col.Context(row)
+	if err != nil {
+		return nil, cli.Usage(err, "")
+	}
+	return ctx, nil
+}
+
+// fieldColumn returns the field layer's column and row for --table/--column/
+// --row (and --bind), or nil without them.
+func (f *contextFlags) fieldColumn(kr *keyring.Keyring) (*field.Column, field.RowKey, error) {
 	if f.table == "" && f.column == "" && f.row == "" && f.bind == nil {
-		return []byte(f.context), nil
+		return nil, field.RowKey{}, nil
 	}
 	if f.context != "" {
-		return nil, cli.Usage(errors.New("--context and --table/--column/--row are exclusive"), "")
+		return nil, field.RowKey{}, cli.Usage(errors.New("--context and --table/--column/--row are exclusive"), "")
 	}
 	if f.table == "" || f.column == "" || f.row == "" {
-		return nil, cli.Usage(errors.New("--table, --column and --row go together"), "")
+		return nil, field.RowKey{}, cli.Usage(errors.New("--table, --column and --row go together"), "")
 	}
 	var names []string
 	var values []any
 	for _, b := range f.bind {
 		name, value, ok := strings.Cut(b, "=")
 		if !ok || name == "" {
-			return nil, cli.Usage(fmt.Errorf("--bind %q is not NAME=VALUE", b), "")
+			return nil, field.RowKey{}, cli.Usage(fmt.Errorf("--bind %q is not NAME=VALUE", b), "")
 		}
 		names, values = append(names, name), append(values, value)
 	}
@@ -63,13 +77,13 @@ func (f *contextFlags) bytes(kr *keyring.Keyring) ([]byte, error) {
 	}
 	col, err := field.NewColumn(kr, f.table, f.column, opts...)
 	if err != nil {
-		return nil, cli.Usage(err, "")
+		return nil, field.RowKey{}, cli.Usage(err, "")
 	}
-	ctx, err := col.Context(field.RowString(f.row).With(values...))
-	if err != nil {
-		return nil, cli.Usage(err, "")
+	row := field.RowString(f.row).With(values...)
+	if _, err := col.Context(row); err != nil {
+		return nil, field.RowKey{}, cli.Usage(err, "")
 	}
-	return ctx, nil
+	return col, row, nil
 }
 
 func readInput(r io.Reader) ([]byte, error) {
@@ -112,7 +126,7 @@ func (a *app) newEncryptCmd() *cobra.Command {
 		Use:   "encrypt",
 		Short: "Seal stdin under the primary key, to stdout",
 		Long: `Seal stdin under the keyring's primary key and write the ciphertext to stdout:
-the text form ("w2:…") followed by a newline, or with --binary the raw bytes.
+the text form ("w4:…" with --table, "w3:…" with --context) followed by a newline, or with --binary the raw bytes.
 The value is bound to --context (or to --table/--column/--row and --bind,
 exactly as the field layer binds database values) and opens only with the
 same context.
@@ -130,7 +144,12 @@ encrypts locally, and the wrapped key travels in the ciphertext (text form
 			if err != nil {
 				return err
 			}
-			ct, err := kr.Seal(pt, ctx)
+			var ct []byte
+			if col, row, _ := cf.fieldColumn(kr); col != nil {
+				ct, err = col.AppendSeal(nil, row, pt) // ciphertext v4, under the column's scope
+			} else {
+				ct, err = kr.Seal(pt, ctx)
+			}
 			clear(pt)
 			if err != nil {
 				return err
@@ -191,7 +210,12 @@ func (a *app) keyringOpen(cmd *cobra.Command, cf *contextFlags) error {
 			return cli.Failed(err, "")
 		}
 	}
-	pt, err := kr.Open(ct, ctx)
+	var pt []byte
+	if col, row, _ := cf.fieldColumn(kr); col != nil {
+		pt, err = col.AppendOpen(nil, row, ct) // every version, as the field layer opens it
+	} else {
+		pt, err = kr.Open(ct, ctx)
+	}
 	if err != nil {
 		hint := ""
 		switch {

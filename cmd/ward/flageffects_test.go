@@ -303,7 +303,7 @@ func TestJobJSON(t *testing.T) {
 	}
 	census = censusDoc{}
 	code, out, e = c.run("reseal", "--db", url, "--table", "notes", "--column", "body", "--text", "--check", "--json")
-	if code != 0 || json.Unmarshal([]byte(out), &census) != nil || !census.Done || len(census.PerKey) != 1 || census.PerKey[0].Values != 3 || census.PerVersion["v3"] != 3 {
+	if code != 0 || json.Unmarshal([]byte(out), &census) != nil || !census.Done || len(census.PerKey) != 1 || census.PerKey[0].Values != 3 || census.PerVersion["v4"] != 3 {
 		t.Fatalf("reseal --check --json: %d %q %q", code, out, e)
 	}
 	if code, out, _ := c.run("reseal", "--db", url, "--table", "notes", "--column", "body", "--text", "--check"); code != 0 || json.Valid([]byte(out)) {

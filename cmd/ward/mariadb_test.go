@@ -48,7 +48,7 @@ func TestOperatorOnMariaDB(t *testing.T) {
 	}
 	step(0, append([]string{"encrypt-column"}, col...)...)
 	var plain, sealed int
-	if err := db.QueryRow("SELECT SUM(body NOT LIKE 'w3:%'), SUM(body LIKE 'w3:%') FROM notes").Scan(&plain, &sealed); err != nil || plain != 0 || sealed != 200 {
+	if err := db.QueryRow("SELECT SUM(body NOT LIKE 'w4:%'), SUM(body LIKE 'w4:%') FROM notes").Scan(&plain, &sealed); err != nil || plain != 0 || sealed != 200 {
 		t.Fatalf("after encrypt-column: %d plaintext, %d sealed, %v", plain, sealed, err)
 	}
 	step(0, append([]string{"encrypt-column", "--check"}, col...)...)

@@ -29,6 +29,7 @@ import (
 const DBEnv = "WARD_DB"
 
 type rotateOptions struct {
+	gate                   *forms.Gate // which forms the job's column writes (gateVersion)
 	db, table, column, key string
 	bind                   []string
 	text, dryRun, quiet    bool
@@ -201,7 +202,28 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	if err := a.formsReady(cmd.Context(), kr, db, dialect, job); err != nil {
 		return err
 	}
+	if err := a.gateVersion(cmd.Context(), kr, db, dialect, job, o); err != nil {
+		return err
+	}
 	return a.runJob(cmd.Context(), kr, lg, job, o)
+}
+
+// gateVersion makes the job's column write ciphertext v4 only once every
+// registered process reads it (a column the ledger records per subject
+// already does: lifecycle.OpenColumn).
+func (a *app) gateVersion(ctx context.Context, kr *keyring.Keyring, db *sql.DB, dialect field.Dialect, job *reseal.Job, o *rotateOptions) error {
+	if job.Column.PerSubject() {
+		return nil
+	}
+	o.gate = (&fleet.Registry{DB: db, Dialect: dialect}).WriteGate(ctx, kr, forms.Sealed(o.table, o.column))
+	var err error
+	if job.Column, err = jobColumn(kr, o); err != nil {
+		return err
+	}
+	if job.Column.WriteVersion() != keyring.CurrentVersion {
+		fmt.Fprintf(a.stderr, "ward: writing ciphertext v3: not every registered process reads v4 yet (see ward fleet)\n")
+	}
+	return nil
 }
 
 // formsReady refuses, before anything is written, a job that would write
@@ -419,7 +441,7 @@ func jobColumn(kr *keyring.Keyring, o *rotateOptions) (*field.Column, error) {
 	if o.text {
 		enc = field.Text
 	}
-	opts := []field.ColumnOption{field.WithEncoding(enc)}
+	opts := []field.ColumnOption{field.WithEncoding(enc), field.WithForms(o.gate)}
 	if o.bind != nil {
 		opts = append(opts, field.Bind(o.bind...))
 	}

@@ -102,7 +102,7 @@ func TestWriteMatrix(t *testing.T) {
 				t.Fatalf("owner change with body: %v", err)
 			}
 			for _, id := range []string{"a", "b", "c"} {
-				if !strings.HasPrefix(stored(id), "w3:") {
+				if !strings.HasPrefix(stored(id), "w4:") {
 					t.Fatalf("%s stored %q", id, stored(id))
 				}
 			}
@@ -187,7 +187,7 @@ func TestAssignedKeys(t *testing.T) {
 				}
 				var raw string
 				db.NewRaw("SELECT email FROM bun_accounts WHERE id = ?", a.ID).Scan(ctx, &raw)
-				if !strings.HasPrefix(raw, "w3:") {
+				if !strings.HasPrefix(raw, "w4:") {
 					t.Fatalf("account %d stored %q", a.ID, raw)
 				}
 			}

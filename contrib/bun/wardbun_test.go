@@ -106,7 +106,7 @@ func TestBun(t *testing.T) {
 				Email sql.NullString
 			}
 			db.NewRaw("SELECT body, email FROM bun_notes WHERE id = 'n2'").Scan(ctx, &raw.Body, &raw.Email)
-			if raw.Email.Valid || len(raw.Body) < 40 || raw.Body[:3] != "w3:" {
+			if raw.Email.Valid || len(raw.Body) < 40 || raw.Body[:3] != "w4:" {
 				t.Fatalf("stored: %+v", raw)
 			}
 			var got Note

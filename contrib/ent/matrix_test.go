@@ -35,7 +35,7 @@ func TestWriteMatrix(t *testing.T) {
 				if err != nil || n.Body != want {
 					t.Fatalf("%s: %+v %v", cell, n, err)
 				}
-				if r, _ := raw.Note.Get(ctx, id); !strings.HasPrefix(r.Body, "w3:") {
+				if r, _ := raw.Note.Get(ctx, id); !strings.HasPrefix(r.Body, "w4:") {
 					t.Fatalf("%s: stored %q", cell, r.Body)
 				}
 			}
@@ -168,7 +168,7 @@ func TestAssignedKeys(t *testing.T) {
 				if err != nil || got.Email == nil || *got.Email != *a.Email {
 					t.Fatalf("account %d: %+v %v", a.ID, got, err)
 				}
-				if r, _ := raw.Account.Get(ctx, a.ID); r.Email == nil || !strings.HasPrefix(*r.Email, "w3:") {
+				if r, _ := raw.Account.Get(ctx, a.ID); r.Email == nil || !strings.HasPrefix(*r.Email, "w4:") {
 					t.Fatalf("account %d stored %v", a.ID, r.Email)
 				}
 			}

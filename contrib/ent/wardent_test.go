@@ -106,7 +106,7 @@ func TestEnt(t *testing.T) {
 				t.Fatal(err)
 			}
 			stored, _ := raw.Note.Get(ctx, "n2")
-			if stored.Email != nil || len(stored.Body) < 40 || stored.Body[:3] != "w3:" {
+			if stored.Email != nil || len(stored.Body) < 40 || stored.Body[:3] != "w4:" {
 				t.Fatalf("stored: %+v", stored)
 			}
 			got, err := db.Get(ctx, "n1")

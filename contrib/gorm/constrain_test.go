@@ -48,7 +48,7 @@ func TestConstrainWithoutGuard(t *testing.T) {
 			}
 			var raw struct{ Body, Email string }
 			db.Raw("SELECT body, email FROM notes WHERE id = ?", "n1").Scan(&raw)
-			if !strings.HasPrefix(raw.Body, "w3:") || !strings.HasPrefix(raw.Email, "w3:") {
+			if !strings.HasPrefix(raw.Body, "w4:") || !strings.HasPrefix(raw.Email, "w4:") {
 				t.Fatalf("stored %q / %q", raw.Body, raw.Email)
 			}
 			var got Note

@@ -48,7 +48,7 @@ func TestWriteMatrix(t *testing.T) {
 			sealed := func(id string) {
 				t.Helper()
 				b, e := stored(id)
-				if !strings.HasPrefix(b, "w3:") || !strings.HasPrefix(e, "w3:") {
+				if !strings.HasPrefix(b, "w4:") || !strings.HasPrefix(e, "w4:") {
 					t.Fatalf("%s stored %q / %q", id, b, e)
 				}
 			}
@@ -200,11 +200,11 @@ func TestWriteMatrix(t *testing.T) {
 			db.Raw("SELECT id, body, email, title FROM notes WHERE id <> 'b2'").Scan(&rows)
 			for _, r := range rows {
 				for _, v := range []string{r.Body, r.Email} {
-					if !strings.HasPrefix(v, "w3:") {
+					if !strings.HasPrefix(v, "w4:") {
 						t.Fatalf("%s holds %q", r.ID, v)
 					}
 				}
-				if r.Title != nil && !strings.HasPrefix(*r.Title, "w3:") {
+				if r.Title != nil && !strings.HasPrefix(*r.Title, "w4:") {
 					t.Fatalf("%s title %q", r.ID, *r.Title)
 				}
 			}
@@ -249,7 +249,7 @@ func TestAssignedKeys(t *testing.T) {
 				}
 				var raw string
 				db.Raw("SELECT email FROM accounts WHERE id = ?", a.ID).Scan(&raw)
-				if !strings.HasPrefix(raw, "w3:") {
+				if !strings.HasPrefix(raw, "w4:") {
 					t.Fatalf("account %d stored %q", a.ID, raw)
 				}
 			}

@@ -97,7 +97,7 @@ func TestGORM(t *testing.T) {
 				Title *string
 			}
 			db.Raw("SELECT body, title FROM notes WHERE id = ?", "n2").Scan(&raw)
-			if raw.Title != nil || len(raw.Body) < 40 || raw.Body[:3] != "w3:" {
+			if raw.Title != nil || len(raw.Body) < 40 || raw.Body[:3] != "w4:" {
 				t.Fatalf("stored: %+v", raw)
 			}
 			var got Note
@@ -184,7 +184,7 @@ func TestGORMMixed(t *testing.T) {
 			}
 			var stored string
 			db.Raw("SELECT label FROM counters WHERE id = 2").Scan(&stored)
-			if stored[:3] != "w3:" {
+			if stored[:3] != "w4:" {
 				t.Fatalf("new row stored as %q", stored)
 			}
 		})

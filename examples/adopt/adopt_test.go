@@ -50,7 +50,7 @@ func TestAdoption(t *testing.T) {
 			var email string
 			var idx []byte
 			rows.Scan(&email, &idx)
-			if !strings.HasPrefix(email, "w3:") || len(idx) == 0 {
+			if !strings.HasPrefix(email, "w4:") || len(idx) == 0 {
 				t.Fatalf("row holds %q / %x", email, idx)
 			}
 			n++

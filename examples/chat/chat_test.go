@@ -214,7 +214,7 @@ func TestChatAPI(t *testing.T) {
 		}
 		var out bytes.Buffer
 		Inspect(context.Background(), ta.cfg.DB, &out)
-		if !strings.Contains(out.String(), "v3, the user's own key, version") || strings.Contains(out.String(), "歯医者") || !strings.Contains(out.String(), ta.app.kr.ID()) {
+		if !strings.Contains(out.String(), "v4, the user's own key, version") || strings.Contains(out.String(), "歯医者") || !strings.Contains(out.String(), ta.app.kr.ID()) {
 			t.Fatalf("inspect-db: %s", out.String())
 		}
 		// Another user cannot read or write alice's conversation: 404, as for a missing one.

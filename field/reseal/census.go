@@ -72,7 +72,7 @@ func (r *Job) classify(row dbRow, primary keyring.KeyID) (valueState, field.Ciph
 		// value was sealed under the column's binding, and checking it
 		// would need the subject's key. It is stale when the subject has a
 		// newer key version (a subject-key rotation).
-		if r.olderThanSubject(row, version) {
+		if ct.Version() != r.Column.WriteVersion() || r.olderThanSubject(row, version) {
 			return stateStale, ct, id
 		}
 		if r.Index != nil && row.idx == nil {
@@ -80,7 +80,7 @@ func (r *Job) classify(row dbRow, primary keyring.KeyID) (valueState, field.Ciph
 		}
 		return stateCurrent, ct, id
 	}
-	if id != primary || ct.Version() != keyring.CurrentVersion || r.Column.PerSubject() {
+	if id != primary || ct.Version() != r.Column.WriteVersion() || r.Column.PerSubject() {
 		return stateStale, ct, id
 	}
 	if r.Column.Bound() != nil && !r.bindingMatches(row, ct, false) {

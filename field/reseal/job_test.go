@@ -242,7 +242,7 @@ func TestReencryptLeavesV1Behind(t *testing.T) {
 	}
 	var raw string
 	db.QueryRow(`SELECT body FROM messages WHERE id = 42`).Scan(&raw)
-	if !strings.HasPrefix(raw, "w3:") {
+	if !strings.HasPrefix(raw, "w4:") {
 		t.Fatalf("stored %q", raw[:5])
 	}
 }

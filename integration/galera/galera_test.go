@@ -114,7 +114,7 @@ func TestGaleraNodeLoss(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { _, err := job(n0).Run(ctx); done <- err }()
-	waitFor(t, n1.db, fmt.Sprintf("SELECT COUNT(*) >= %d FROM notes WHERE body LIKE 'w3:%%'", notes/4))
+	waitFor(t, n1.db, fmt.Sprintf("SELECT COUNT(*) >= %d FROM notes WHERE body LIKE 'w4:%%'", notes/4))
 	forgets := make(chan error, 1)
 	go func() { forgets <- forget(ctx, n1, users/2, users/2+gone/2) }()
 	time.Sleep(20 * time.Millisecond)
