@@ -3,6 +3,8 @@ package keyring
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/fips140"
+	"errors"
 	"fmt"
 
 	"golang.org/x/crypto/chacha20poly1305"
@@ -26,6 +28,10 @@ const (
 	// table-based AES timing concerns.
 	XChaCha20Poly1305 Algorithm = 3
 )
+
+// ErrNotApproved means the FIPS 140-3 mode (crypto/fips140.Enabled) is on
+// and the algorithm is not one it approves (XChaCha20-Poly1305).
+var ErrNotApproved = errors.New("keyring: XChaCha20-Poly1305 is not approved in the FIPS 140-3 mode: use AES-256-GCM or AES-128-GCM")
 
 // DefaultAlgorithm is the algorithm used when none is named.
 const DefaultAlgorithm = AES256GCM
@@ -111,8 +117,17 @@ func (a Algorithm) newAEAD(material []byte) (cipher.AEAD, error) {
 		if err != nil {
 			return nil, fmt.Errorf("keyring: %v: %w", a, err)
 		}
+		if fips140.Enabled() {
+			// The module refuses GCM with a caller's nonce: this one
+			// opens values v1 to v3 (whose nonce follows the header)
+			// and never seals them.
+			return cipher.NewGCMWithRandomNonce(b)
+		}
 		return cipher.NewGCM(b)
 	case XChaCha20Poly1305:
+		if fips140.Enabled() {
+			return nil, ErrNotApproved
+		}
 		return chacha20poly1305.NewX(material)
 	}
 	return nil, fmt.Errorf("keyring: unsupported algorithm %v", a)

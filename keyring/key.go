@@ -109,6 +109,9 @@ type key struct {
 	// and opening write and compare them as one word.
 	ns   int
 	head uint64
+	// random: aead draws its own nonces (the FIPS 140-3 mode), so it
+	// opens with the nonce at the front of its input and never seals.
+	random bool
 }
 
 // setClass records which key class k seals as (a keyring key, or a
@@ -132,7 +135,7 @@ func newKey(info KeyInfo, material []byte) (*key, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &key{KeyInfo: info, material: material, aead: a, ns: info.Algorithm.NonceSize()}
+	k := &key{KeyInfo: info, material: material, aead: a, ns: info.Algorithm.NonceSize(), random: a.NonceSize() == 0}
 	k.setClass(classKeyring)
 	if info.Algorithm == XChaCha20Poly1305 {
 		k.checkAEAD, err = chacha20poly1305.NewX(ck3)

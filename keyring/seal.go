@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash"
 	"hash/crc32"
@@ -30,6 +31,10 @@ func releaseAD(adp *[]byte, ad []byte) {
 	*adp = ad[:0]
 	adPool.Put(adp)
 }
+
+// errV3InFIPS means a v3 seal was asked for in the FIPS 140-3 mode, whose
+// module draws nonces itself: v4 is sealed there.
+var errV3InFIPS = errors.New("keyring: ciphertext v3 cannot be sealed in the FIPS 140-3 mode (its check needs the nonce first): seal v4")
 
 // errNoRoom reports associated data too short to hold a header.
 func errNoRoom(ad []byte) error {
@@ -175,7 +180,13 @@ func (k *key) heads(ciphertext []byte) bool {
 // openV3 opens a v3 value whose header heads(ciphertext) matched.
 func (k *key) openV3(dst, ciphertext, ad []byte) ([]byte, error) {
 	copy(ad, ciphertext[:headerSize])
-	out, err := k.aead.Open(dst, ciphertext[headerSize:headerSize+k.ns], ciphertext[headerSize+k.ns:], ad)
+	var out []byte
+	var err error
+	if k.random {
+		out, err = k.aead.Open(dst, nil, ciphertext[headerSize:], ad)
+	} else {
+		out, err = k.aead.Open(dst, ciphertext[headerSize:headerSize+k.ns], ciphertext[headerSize+k.ns:], ad)
+	}
 	if err != nil {
 		return dst, k.openFailure(ciphertext, ad[headerSize:])
 	}
@@ -204,7 +215,13 @@ func (k *key) appendOpen(h header, dst, ciphertext, ad []byte) ([]byte, error) {
 	ns, hs := k.Algorithm.NonceSize(), h.size()
 	a := ad[headerSize-hs:]
 	copy(a, ciphertext[:hs])
-	out, err := k.aead.Open(dst, ciphertext[hs:hs+ns], ciphertext[hs+ns:], a)
+	var out []byte
+	var err error
+	if k.random {
+		out, err = k.aead.Open(dst, nil, ciphertext[hs:], a)
+	} else {
+		out, err = k.aead.Open(dst, ciphertext[hs:hs+ns], ciphertext[hs+ns:], a)
+	}
 	if err != nil {
 		return dst, k.openFailure(ciphertext, ad[headerSize:])
 	}

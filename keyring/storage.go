@@ -106,10 +106,7 @@ func (kr *Keyring) marshal(ctx context.Context, s *snapshot, ks kms.KeyService) 
 	if err != nil {
 		return nil, fmt.Errorf("keyring: wrapping the file key with %v: %w", ref, err)
 	}
-	g := gcm(fileKey[:])
-	nonce := make([]byte, g.NonceSize(), g.NonceSize()+len(plain)+g.Overhead())
-	rand.Read(nonce)
-	sealed := g.Seal(nonce, nonce, plain, aad)
+	sealed := gcm(fileKey[:]).Seal(nil, nil, plain, aad) // nonce ‖ ciphertext ‖ tag
 	doc.WrappedKey = base64.StdEncoding.EncodeToString(wrapped)
 	doc.Sealed = base64.StdEncoding.EncodeToString(sealed)
 	return json.MarshalIndent(doc, "", "  ")
@@ -163,10 +160,10 @@ func unmarshal(ctx context.Context, data []byte, ks kms.KeyService) (*Keyring, *
 	}
 	defer clear(fileKey)
 	g := gcm(fileKey)
-	if len(sealed) < g.NonceSize()+g.Overhead() {
+	if len(sealed) < g.Overhead() { // the nonce and the tag
 		return nil, nil, fmt.Errorf("%w: sealed payload truncated", ErrCorruptKeyring)
 	}
-	plain, err := g.Open(nil, sealed[:g.NonceSize()], sealed[g.NonceSize():], doc.aad())
+	plain, err := g.Open(nil, nil, sealed, doc.aad())
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: payload authentication failed", ErrCorruptKeyring)
 	}
@@ -279,12 +276,15 @@ func keyFromPayload(pk payloadKey) (*key, error) {
 	return k, nil
 }
 
+// gcm is AES-256-GCM drawing its own 96-bit nonces, which it puts before
+// the ciphertext (the layout of the file's sealed field since v1), as the
+// FIPS 140-3 module requires.
 func gcm(key []byte) cipher.AEAD {
 	b, err := aes.NewCipher(key)
 	if err != nil {
 		panic("keyring: internal error: " + err.Error()) // key length is fixed
 	}
-	g, err := cipher.NewGCM(b)
+	g, err := cipher.NewGCMWithRandomNonce(b)
 	if err != nil {
 		panic("keyring: internal error: " + err.Error())
 	}

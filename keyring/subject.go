@@ -93,6 +93,9 @@ func (sk *SubjectKey) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
 	if len(ad) < headerSize {
 		return dst, errNoRoom(ad)
 	}
+	if sk.k.random {
+		return dst, errV3InFIPS
+	}
 	return sk.k.appendSeal(dst, plaintext, ad), nil
 }
 

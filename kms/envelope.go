@@ -164,10 +164,8 @@ func (e *Envelope) Seal(ctx context.Context, plaintext, additionalData []byte, e
 	binary.BigEndian.PutUint16(out[1:3], uint16(n))
 	copy(out[3:], k.wrapped)
 	out[3+n] = algAES256GCM
-	out = out[:4+n+nonceSize]
-	rand.Read(out[4+n:])
 	ad := associatedData(out[:4+n], additionalData, cec)
-	return k.aead.Seal(out, out[4+n:4+n+nonceSize], plaintext, ad), nil
+	return k.aead.Seal(out, nil, plaintext, ad), nil // nonce ‖ ciphertext ‖ tag
 }
 
 func associatedData(header, additionalData, cec []byte) []byte {
@@ -303,7 +301,7 @@ func (e *Envelope) Open(ctx context.Context, ciphertext, additionalData []byte, 
 		return nil, err
 	}
 	ad := associatedData(ciphertext[:4+n], additionalData, cec)
-	pt, err := a.Open(nil, ciphertext[4+n:4+n+nonceSize], ciphertext[4+n+nonceSize:], ad)
+	pt, err := a.Open(nil, nil, ciphertext[4+n:], ad)
 	if err != nil {
 		return nil, ErrAuthentication
 	}
@@ -352,7 +350,9 @@ func gcm(key []byte) (cipher.AEAD, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cipher.NewGCM(b)
+	// The AEAD draws its own nonces and writes them before the ciphertext
+	// (the envelope's layout since v1), as the FIPS 140-3 module requires.
+	return cipher.NewGCMWithRandomNonce(b)
 }
 
 // EncodeEnvelopeText returns the text form of a binary envelope: "e1:" and

@@ -196,7 +196,9 @@ func (m *MasterKey) gcm() cipher.AEAD {
 	if err != nil {
 		panic("local: internal error: " + err.Error()) // the key length is fixed
 	}
-	g, err := cipher.NewGCM(b)
+	// It draws its own 96-bit nonces and writes them first: the layout
+	// of every wrap since v1, and what the FIPS 140-3 module requires.
+	g, err := cipher.NewGCMWithRandomNonce(b)
 	if err != nil {
 		panic("local: internal error: " + err.Error())
 	}
@@ -204,18 +206,15 @@ func (m *MasterKey) gcm() cipher.AEAD {
 }
 
 func (m *MasterKey) seal(plaintext, ad []byte) []byte {
-	g := m.gcm()
-	nonce := make([]byte, g.NonceSize(), g.NonceSize()+len(plaintext)+g.Overhead())
-	rand.Read(nonce)
-	return g.Seal(nonce, nonce, plaintext, ad)
+	return m.gcm().Seal(nil, nil, plaintext, ad)
 }
 
 func (m *MasterKey) open(op string, wrapped, ad []byte) ([]byte, error) {
 	g := m.gcm()
-	if len(wrapped) < g.NonceSize()+g.Overhead() {
+	if len(wrapped) < g.Overhead() { // the nonce and the tag
 		return nil, &kms.ServiceError{Op: op, Key: m.Key(), Kind: kms.ErrInvalidCiphertext, Err: errors.New("truncated")}
 	}
-	out, err := g.Open(nil, wrapped[:g.NonceSize()], wrapped[g.NonceSize():], ad)
+	out, err := g.Open(nil, nil, wrapped, ad)
 	if err != nil {
 		return nil, &kms.ServiceError{Op: op, Key: m.Key(), Kind: kms.ErrInvalidCiphertext}
 	}
