@@ -1,7 +1,9 @@
 package field_test
 
 import (
+	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
 )
 
 // The application writes and reads plaintext; the database holds
@@ -94,4 +97,31 @@ func ExampleBlindIndex() {
 	db.QueryRow(`SELECT id FROM users WHERE email_idx = ?`, email.Compute(" Bob@Example.COM")).Scan(&id)
 	fmt.Println(id)
 	// Output: 2
+}
+
+// An analytics job reads note titles with a grant, and nothing else: the
+// operator issues the grant (ward grant --scope notes.title), sealed under
+// the job's own key.
+func ExampleGrantColumn() {
+	ctx := context.Background()
+	kr, _ := keyring.New(keyring.AES256GCM)
+	titles, _ := field.NewColumn(kr, "notes", "title")
+	bodies, _ := field.NewColumn(kr, "notes", "body")
+	title, _ := titles.SealString(field.RowInt(1), "groceries")
+	body, _ := bodies.SealString(field.RowInt(1), "milk, eggs")
+
+	jobKey := local.Generate()
+	g, _ := kr.Grant([]keyring.GrantScope{{Table: "notes", Column: "title"}})
+	file, _ := g.Marshal(ctx, jobKey) // what the job is given
+
+	granted, _ := keyring.UnmarshalGrant(ctx, file, jobKey)
+	reader, _ := field.GrantColumn(granted, "notes", "title")
+	s, err := reader.OpenString(field.RowInt(1), title)
+	fmt.Println(s, err)
+	_, err = reader.OpenString(field.RowInt(1), body) // a body presented as a title
+
+	fmt.Println(errors.Is(err, keyring.ErrWrongContext))
+	// Output:
+	// groceries <nil>
+	// true
 }

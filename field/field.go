@@ -212,6 +212,44 @@ func NewColumn(kr *keyring.Keyring, table, column string, opts ...ColumnOption) 
 	if kr == nil {
 		return nil, errors.New("field: nil keyring")
 	}
+	c, err := newColumn(kr, table, column, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.scope = kr.Scope(c.scopeName)
+	return c, nil
+}
+
+// GrantColumn returns a column that opens, with a grant
+// ([keyring.Grant]), the ciphertext v4 values of table.column — the
+// reader of one column, such as an analytics job — and nothing else: it
+// never seals ([keyring.ErrGrantSeals]), values of other columns fail
+// with [keyring.ErrWrongContext], and values in older versions with
+// [keyring.ErrNotGranted] (ward reseal moves a column to v4). It takes the
+// options of NewColumn that decide how values open (Bind, WithEncoding,
+// AcceptLegacyBinding, RefuseLegacyForms); a grant does not open values
+// sealed under subjects' keys (PerSubject is refused).
+func GrantColumn(g *keyring.Grant, table, column string, opts ...ColumnOption) (*Column, error) {
+	if g == nil {
+		return nil, errors.New("field: nil grant")
+	}
+	s, err := g.Scope(table, column)
+	if err != nil {
+		return nil, fmt.Errorf("field: %w", err)
+	}
+	c, err := newColumn(nil, table, column, opts)
+	if err != nil {
+		return nil, err
+	}
+	if c.subjects != nil {
+		return nil, fmt.Errorf("field: %s.%s: a grant does not open values sealed under subjects' keys", table, column)
+	}
+	c.scope = s
+	return c, nil
+}
+
+// newColumn builds a column; kr is nil for a grant's.
+func newColumn(kr *keyring.Keyring, table, column string, opts []ColumnOption) (*Column, error) {
 	if table == "" || column == "" {
 		return nil, errors.New("field: table and column names are required")
 	}
@@ -248,7 +286,6 @@ func NewColumn(kr *keyring.Keyring, table, column string, opts ...ColumnOption) 
 	c.ads = &sync.Pool{New: c.newAD}
 	c.prefix4 = appendBoundNames(nil, c.bind)
 	c.scopeName = keyring.FieldScope(table, column)
-	c.scope = kr.Scope(c.scopeName)
 	c.ads4 = &sync.Pool{New: c.newAD4}
 	c.sealedForm, c.subjectForm = forms.Sealed(table, column), forms.Subject(table, column)
 	c.v4Form = forms.Ciphertext(version4)
@@ -277,7 +314,7 @@ func (c *Column) Encoding() Encoding { return c.enc }
 func (c *Column) SubjectColumn() string { return c.subjectCol }
 
 // Keyring returns the keyring the column seals with.
-func (c *Column) Keyring() *keyring.Keyring { return c.kr }
+func (c *Column) Keyring() *keyring.Keyring { return c.kr } // nil for a grant's column (GrantColumn)
 
 // LegacyOpens counts values opened without their bound columns by
 // [AcceptLegacyBinding]: zero once a re-binding job has finished.
@@ -319,6 +356,9 @@ func (c *Column) WriteVersion() byte {
 // AppendSeal appends the binary ciphertext of plaintext for row to dst,
 // for callers that reuse buffers (large values, batch jobs).
 func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, error) {
+	if c.kr == nil {
+		return dst, fmt.Errorf("field: sealing %s.%s: %w", c.table, c.name, keyring.ErrGrantSeals)
+	}
 	if c.WriteVersion() == version4 {
 		return c.appendSealV4(dst, &row, plaintext)
 	}
@@ -495,6 +535,9 @@ func (c *Column) open(dst []byte, row *RowKey, ciphertext, ad []byte) ([]byte, e
 		if ciphertext[0] == version4 {
 			return c.scope.AppendOpenAD(dst, ciphertext, ad)
 		}
+		if c.kr == nil { // a grant: it says why
+			return c.scope.AppendOpenAD(dst, ciphertext, ad)
+		}
 		return c.kr.AppendOpenAD(dst, ciphertext, ad)
 	}
 	return c.openSubject(dst, row, ciphertext, ad)
@@ -600,9 +643,9 @@ func (c *Column) OpenRebinding(row RowKey, ct Ciphertext) ([]byte, error) {
 	}
 	var buf [128]byte
 	raw := ct.Bytes()
-	open := c.kr.Open
-	if raw[0] == version4 {
-		open = c.scope.Open
+	open := c.scope.Open
+	if raw[0] != version4 && c.kr != nil {
+		open = c.kr.Open
 	}
 	if pt, err = open(raw, c.unboundContextFor(buf[:0], &row, raw[0])); err != nil {
 		return nil, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
@@ -620,9 +663,9 @@ func (c *Column) Matches(row RowKey, ct Ciphertext) (bound, unbound bool) {
 		return false, false
 	}
 	var buf [128]byte
-	matches := c.kr.ContextMatches
-	if raw[0] == version4 {
-		matches = c.scope.ContextMatches
+	matches := c.scope.ContextMatches
+	if raw[0] != version4 && c.kr != nil {
+		matches = c.kr.ContextMatches
 	}
 	if cx, err := c.contextFor(buf[:0], &row, raw[0]); err == nil {
 		bound, _ = matches(raw, cx)

@@ -3,6 +3,7 @@ package keyring
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/fips140"
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
@@ -63,13 +64,28 @@ type scopedKey struct {
 // none, info = "ward ciphertext v4 scope" 0x00 scope, length = the
 // algorithm's key size), and its check key.
 func (k *key) derive(scope string) (*scopedKey, error) {
-	material, err := hkdf.Key(sha256.New, k.material, nil, scopeInfo+scope, k.Algorithm.KeySize())
+	if k.Algorithm == XChaCha20Poly1305 && fipsOn() {
+		return nil, ErrNotApproved
+	}
+	material, err := hkdfScope(k.material, scope, k.Algorithm.KeySize())
 	if err != nil {
-		return nil, fmt.Errorf("keyring: deriving a scope's key: %w", err)
+		return nil, err
 	}
 	defer clear(material)
 	return newScopedKey(k.Algorithm, k.head, material)
 }
+
+// hkdfScope is K_scope of FORMAT.md: the material of a key for scope.
+func hkdfScope(material []byte, scope string, n int) ([]byte, error) {
+	m, err := hkdf.Key(sha256.New, material, nil, scopeInfo+scope, n)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: deriving a scope's key: %w", err)
+	}
+	return m, nil
+}
+
+// fipsOn reports whether the FIPS 140-3 mode is on.
+func fipsOn() bool { return fips140.Enabled() }
 
 // newScopedKey builds a scoped key from its material; head3 is the v3
 // head of the key it derives from (class, algorithm, ID).
@@ -178,6 +194,10 @@ type Scope struct {
 	scope string
 	kr    *Keyring
 	cache atomic.Pointer[scopeCache]
+	// fixed holds a grant's keys (kr is nil): the scope opens with them
+	// only, and never seals.
+	fixed map[KeyID]*scopedKey
+	grant string
 }
 
 // scopeCache holds the derived keys of one keyring snapshot.
@@ -222,6 +242,9 @@ func (s *Scope) current() (*scopeCache, error) {
 func (s *Scope) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
 	if len(ad) < headerSize {
 		return dst, errNoRoom(ad)
+	}
+	if s.fixed != nil {
+		return dst, ErrGrantSeals
 	}
 	c, err := s.current()
 	if err != nil {
@@ -275,6 +298,9 @@ func (s *Scope) ContextMatches(ciphertext, context []byte) (bool, error) {
 
 // keyFor returns the scoped key a v4 class-1 value names.
 func (s *Scope) keyFor(ciphertext []byte) (*scopedKey, error) {
+	if s.fixed != nil {
+		return s.granted(ciphertext)
+	}
 	c, err := s.current()
 	if err != nil {
 		return nil, err
@@ -399,4 +425,26 @@ func (sk *SubjectKey) names(ciphertext []byte, version byte) error {
 		return fmt.Errorf("%w: algorithm %v does not match the subject key (%v)", ErrMalformed, h.Algorithm, sk.k.Algorithm)
 	}
 	return nil
+}
+
+// granted returns the grant's key a v4 class-1 value names.
+func (s *Scope) granted(ciphertext []byte) (*scopedKey, error) {
+	h, err := parseHeader(ciphertext)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case h.Version != version4:
+		return nil, fmt.Errorf("%w: grant %s opens ciphertext v4 only, this value is v%d (ward reseal moves a column to v4)", ErrNotGranted, s.grant, h.Version)
+	case h.Class != classKeyring:
+		return nil, fmt.Errorf("%w: grant %s does not open values sealed under subject keys", ErrNotGranted, s.grant)
+	}
+	k, ok := s.fixed[h.KeyID]
+	if !ok {
+		return nil, &KeyError{ID: h.KeyID, Err: ErrUnknownKey, Hint: fmt.Sprintf("grant %s does not derive from this key (issue a new grant after a rotation)", s.grant)}
+	}
+	if k.alg != h.Algorithm {
+		return nil, fmt.Errorf("%w: algorithm %v does not match the grant's key %v (%v)", ErrMalformed, h.Algorithm, h.KeyID, k.alg)
+	}
+	return k, nil
 }
