@@ -142,6 +142,9 @@ type State struct {
 	// live registered processes read it, for fleets whose older processes
 	// never registered. 0: not set.
 	Expect int `json:"expect,omitempty"`
+	// Grants are the grants issued for the database's columns
+	// ([Ledger.RecordGrant]), revoked or not, sorted by ID.
+	Grants []Grant `json:"grants,omitempty"`
 }
 
 // RetiredState is the state a ledger records for a retired key
@@ -719,6 +722,7 @@ func successor(cur *State, kr *keyring.Keyring) State {
 	next.Recheck = slices.Clone(cur.Recheck)
 	next.Recoveries = slices.Clone(cur.Recoveries)
 	next.Forms = cloneForms(cur.Forms)
+	next.Grants = cloneGrants(cur.Grants)
 	return next
 }
 
@@ -738,6 +742,7 @@ func normalise(next *State, kr *keyring.Keyring) {
 	slices.Sort(next.Recheck)
 	next.Recheck = slices.Compact(next.Recheck)
 	next.Forms = sortForms(next.Forms)
+	next.Grants = cloneGrants(next.Grants)
 	slices.SortFunc(next.Columns, func(a, b Column) int {
 		return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.Column, b.Column))
 	})
@@ -749,7 +754,8 @@ func unchanged(cur, next *State, kr *keyring.Keyring) bool {
 	return slices.Equal(cur.Keys, next.Keys) && slices.Equal(cur.Marks, next.Marks) &&
 		slices.EqualFunc(cur.Columns, next.Columns, Column.equal) && maps.Equal(cur.Counters, next.Counters) &&
 		slices.Equal(cur.Recheck, next.Recheck) && len(cur.Recoveries) == len(next.Recoveries) &&
-		slices.EqualFunc(cur.Forms, next.Forms, Form.equal) && cur.Expect == next.Expect && cur.Epoch == keyproto.StateEpoch(kr)
+		slices.EqualFunc(cur.Forms, next.Forms, Form.equal) && cur.Expect == next.Expect &&
+		slices.EqualFunc(cur.Grants, next.Grants, Grant.equal) && cur.Epoch == keyproto.StateEpoch(kr)
 }
 
 // update reads the ledger (as m says), applies change to a copy,

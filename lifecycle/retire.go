@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/keyring"
@@ -104,6 +105,9 @@ func referencesIn(ctx context.Context, kr *keyring.Keyring, d Database, st *ledg
 		out = append(out, Reference{DB: d.Name, What: fmt.Sprintf(format, args...)})
 	}
 	if st != nil {
+		for _, g := range st.LiveGrants(id) {
+			add("grant %s (%v, issued %s) derives from it: revoke it first (ward grant revoke)", g.ID, g.Scopes, g.Issued.Format(time.DateOnly))
+		}
 		for _, c := range st.Columns {
 			n, err := columnReferences(ctx, kr, d, c, id)
 			if err != nil {

@@ -1,0 +1,97 @@
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/wardlab/ward/keyring"
+)
+
+// Grant is the ledger's record of a grant (keyring.Grant, ward grant): a
+// reader's file of keys derived for a few columns from some keyring keys.
+// The record is what a key retirement checks: a key from which an
+// unrevoked grant derives is not retired.
+type Grant struct {
+	ID     string          `json:"id"`
+	Scopes []string        `json:"scopes"` // "table.column"
+	Keys   []keyring.KeyID `json:"keys"`
+	Issued time.Time       `json:"issued"`
+	// Revoked is when the grant was revoked (zero: it is not).
+	Revoked time.Time `json:"revoked,omitzero"`
+}
+
+// Live reports whether the grant is not revoked.
+func (g Grant) Live() bool { return g.Revoked.IsZero() }
+
+func (g Grant) equal(o Grant) bool {
+	return g.ID == o.ID && slices.Equal(g.Scopes, o.Scopes) && slices.Equal(g.Keys, o.Keys) && g.Issued.Equal(o.Issued) && g.Revoked.Equal(o.Revoked)
+}
+
+// ErrUnknownGrant means the ledger records no grant of that ID.
+var ErrUnknownGrant = errors.New("ledger: no grant of that ID is recorded")
+
+// GrantOf is the record of a grant as issued.
+func GrantOf(g *keyring.Grant) Grant {
+	r := Grant{ID: g.ID(), Keys: g.Keys(), Issued: g.Created()}
+	for _, s := range g.Scopes() {
+		r.Scopes = append(r.Scopes, s.String())
+	}
+	return r
+}
+
+// RecordGrant records a grant issued for the database's values, before its
+// file is handed out.
+func (l *Ledger) RecordGrant(ctx context.Context, kr *keyring.Keyring, g Grant) error {
+	if g.ID == "" || len(g.Scopes) == 0 || len(g.Keys) == 0 {
+		return fmt.Errorf("ledger: a grant record needs an ID, scopes and keys")
+	}
+	return l.update(ctx, kr, normal, func(st *State) {
+		st.Grants = slices.DeleteFunc(st.Grants, func(o Grant) bool { return o.ID == g.ID })
+		st.Grants = append(st.Grants, g)
+	})
+}
+
+// RevokeGrant records that grant id is revoked at the given time (a grant
+// revoked earlier keeps its first time) and returns its record.
+func (l *Ledger) RevokeGrant(ctx context.Context, kr *keyring.Keyring, id string, at time.Time) (Grant, error) {
+	var out Grant
+	found := false
+	err := l.update(ctx, kr, normal, func(st *State) {
+		i := slices.IndexFunc(st.Grants, func(g Grant) bool { return g.ID == id })
+		if found = i >= 0; !found {
+			return
+		}
+		if st.Grants[i].Live() {
+			st.Grants[i].Revoked = at.UTC().Truncate(time.Second)
+		}
+		out = st.Grants[i]
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("%w: %q", ErrUnknownGrant, id)
+	}
+	return out, err
+}
+
+// LiveGrants returns the unrevoked grants that derive from key id.
+func (s *State) LiveGrants(id keyring.KeyID) []Grant {
+	var out []Grant
+	for _, g := range s.Grants {
+		if g.Live() && slices.Contains(g.Keys, id) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func cloneGrants(gs []Grant) []Grant {
+	out := slices.Clone(gs)
+	for i := range out {
+		out[i].Scopes, out[i].Keys = slices.Clone(out[i].Scopes), slices.Clone(out[i].Keys)
+	}
+	slices.SortFunc(out, func(a, b Grant) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
