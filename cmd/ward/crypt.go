@@ -14,12 +14,14 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
+	"github.com/wardlab/ward/kms/local"
 )
 
 // maxInput caps what encrypt and decrypt read from stdin.
 const maxInput = 64 << 20
 
 type contextFlags struct {
+	grant              string // decrypt: a grant file instead of the keyring
 	context            string
 	table, column, row string
 	bind               []string // NAME=VALUE, in the column's Bind order
@@ -189,11 +191,15 @@ unknown or disabled key).`,
 			if isEnvelope(in) {
 				return a.envelopeOpen(cmd, &cf, ec, in)
 			}
+			if cf.grant != "" {
+				return a.grantOpen(cmd, &cf, in)
+			}
 			a.stdin = bytes.NewReader(in)
 			return a.keyringOpen(cmd, &cf)
 		},
 	}
 	cf.register(cmd)
+	cmd.Flags().StringVar(&cf.grant, "grant", "", "open with a grant file (ward grant) instead of the keyring: needs --table/--column/--row; the grant's key service is --kms or the master key")
 	cmd.Flags().StringToStringVar(&ec, "ec", nil, "for an envelope: encryption context pairs, k=v,k2=v2")
 	return cmd
 }
@@ -292,4 +298,71 @@ func (a *app) envelopeOpen(cmd *cobra.Command, cf *contextFlags, ec map[string]s
 	_, err = a.stdout.Write(pt)
 	clear(pt)
 	return err
+}
+
+// grantOpen is decrypt with a grant file: the column's v4 values open, any
+// other column's fail.
+func (a *app) grantOpen(cmd *cobra.Command, cf *contextFlags, in []byte) error {
+	if cf.table == "" {
+		return cli.Usage(errors.New("--grant needs --table, --column and --row"), "a grant opens the columns it names")
+	}
+	ks, err := a.keyService(cmd.Context())
+	if err != nil {
+		return err
+	}
+	g, err := keyring.LoadGrant(cmd.Context(), cf.grant, ks)
+	if err != nil {
+		if errors.Is(err, keyring.ErrWrongWrapper) {
+			return cli.Usage(err, "the grant is sealed under the reader's key: check --kms, "+local.EnvVar+" or --master-key-file")
+		}
+		return err
+	}
+	ct := in
+	if keyring.IsText(in) {
+		if ct, err = keyring.DecodeText(string(bytes.TrimSpace(in))); err != nil {
+			return cli.Failed(err, "")
+		}
+	}
+	col, row, err := cf.grantColumn(g)
+	if err != nil {
+		return err
+	}
+	pt, err := col.AppendOpen(nil, row, ct)
+	if err != nil {
+		hint := ""
+		switch {
+		case errors.Is(err, keyring.ErrWrongContext):
+			hint = "a grant opens the values of its own columns, in the rows they were sealed for"
+		case errors.Is(err, keyring.ErrNotGranted):
+			hint = "a grant opens ciphertext v4 only: 'ward reseal' moves a column to v4"
+		case errors.Is(err, keyring.ErrUnknownKey):
+			hint = "the value is sealed under a key added after the grant was issued: ask for a new grant"
+		}
+		return cli.Failed(err, hint)
+	}
+	_, err = a.stdout.Write(pt)
+	return err
+}
+
+// grantColumn is fieldColumn for a grant's column.
+func (f *contextFlags) grantColumn(g *keyring.Grant) (*field.Column, field.RowKey, error) {
+	kr, _ := keyring.New(keyring.DefaultAlgorithm) // builds and checks the flags only
+	if _, row, err := f.fieldColumn(kr); err != nil {
+		return nil, row, err
+	}
+	var names []string
+	var values []any
+	for _, b := range f.bind {
+		name, value, _ := strings.Cut(b, "=")
+		names, values = append(names, name), append(values, value)
+	}
+	var opts []field.ColumnOption
+	if names != nil {
+		opts = append(opts, field.Bind(names...))
+	}
+	col, err := field.GrantColumn(g, f.table, f.column, opts...)
+	if err != nil {
+		return nil, field.RowKey{}, cli.Failed(err, "the grant names other columns: see its scopes")
+	}
+	return col, field.RowString(f.row).With(values...), nil
 }

@@ -103,6 +103,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newFleetCmd(),
 		a.newPasswordCmd(),
 		a.newSubjectCmd(),
+		a.newGrantCmd(),
 	)
 	return root
 }

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/internal/dburl"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms"
+	"github.com/wardlab/ward/kms/kmsurl"
+	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/ledger"
+)
+
+// grantOptions are the flags of 'ward grant'.
+type grantOptions struct {
+	scopes, keys  []string
+	to, toMKFile  string
+	out           string
+	asJSON        bool
+	wait          time.Duration
+	noReencrypt   bool
+	revokeOffline bool
+}
+
+func (a *app) newGrantCmd() *cobra.Command {
+	var o grantOptions
+	cmd := &cobra.Command{
+		Use:   "grant --db URL... --scope TABLE.COLUMN... (--to KMS-URL | --to-master-key-file FILE) --out FILE",
+		Short: "Issue a reader a key file that opens the named columns and nothing else",
+		Long: `Issue a grant: a file of the keys derived for each --scope (a table's column)
+from the keyring's keys (every key not disabled, or those named with --key),
+sealed under the reader's own key service (--to KMS-URL or --to-master-key-file),
+never under the keyring's. With it, 'ward decrypt --grant FILE' and
+field.GrantColumn open that column's ciphertext v4 values and fail on every
+other column's; it never seals. Every database given with --db records the
+grant in its ledger before the file is written: 'ward keyring retire'
+refuses a key an unrevoked grant derives from.
+
+A grant opens values sealed under the keys it names for as long as the
+file exists: 'ward grant revoke' records the revocation, rotates the
+keyring and re-seals every column, after which it opens nothing new; copies
+of the database taken before stay readable with it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.issueGrant(cmd, &o) },
+	}
+	cmd.PersistentFlags().StringArrayVar(&a.dbs, "db", nil, "a database the keyring serves (repeatable): its ledger records the grant")
+	cmd.Flags().StringArrayVar(&o.scopes, "scope", nil, "a column the grant opens, TABLE.COLUMN (repeatable)")
+	cmd.Flags().StringArrayVar(&o.keys, "key", nil, "a keyring key to derive from (repeatable; default every key not disabled)")
+	cmd.Flags().StringVar(&o.to, "to", "", "the reader's KMS key URL, which seals the grant file")
+	cmd.Flags().StringVar(&o.toMKFile, "to-master-key-file", "", "the reader's master key file, which seals the grant file")
+	cmd.Flags().StringVar(&o.out, "out", "", "the grant file to write (it must not exist)")
+	cmd.AddCommand(a.newGrantListCmd(&o), a.newGrantRevokeCmd(&o))
+	return cmd
+}
+
+// issueGrant is 'ward grant'.
+func (a *app) issueGrant(cmd *cobra.Command, o *grantOptions) error {
+	ctx := cmd.Context()
+	if len(o.scopes) == 0 || o.out == "" || len(a.dbs) == 0 {
+		return cli.Usage(errors.New("--db, --scope and --out are required"), "name every database the keyring serves: each records the grant")
+	}
+	var scopes []keyring.GrantScope
+	for _, s := range o.scopes {
+		sc, err := keyring.ParseGrantScope(s)
+		if err != nil {
+			return cli.Usage(err, "")
+		}
+		scopes = append(scopes, sc)
+	}
+	var ids []keyring.KeyID
+	for _, k := range o.keys {
+		id, err := keyring.ParseKeyID(k)
+		if err != nil {
+			return cli.Usage(err, "see 'ward keyring list' for key IDs")
+		}
+		ids = append(ids, id)
+	}
+	to, err := a.readerService(ctx, o)
+	if err != nil {
+		return err
+	}
+	kr, err := a.loadKeyring(cmd)
+	if err != nil {
+		return err
+	}
+	g, err := kr.Grant(scopes, ids...)
+	if err != nil {
+		return cli.Usage(err, "")
+	}
+	file, err := g.Marshal(ctx, to)
+	if err != nil {
+		return err
+	}
+	ls, err := openCheckedLedgers(ctx, a.dbs, kr)
+	if err != nil {
+		return err
+	}
+	defer ls.close()
+	for i, l := range ls.l {
+		if err := l.RecordGrant(ctx, kr, ledger.GrantOf(g)); err != nil {
+			return fmt.Errorf("%s: recording the grant: %w", dburl.Redact(ls.urls[i]), err)
+		}
+	}
+	if err := writeNew(o.out, file); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "grant %s: opens %v under keys %v, sealed under %v, written to %s\n", g.ID(), g.Scopes(), g.Keys(), to.Key(), o.out)
+	return nil
+}
+
+// readerService opens the key service of --to or --to-master-key-file.
+func (a *app) readerService(ctx context.Context, o *grantOptions) (kms.KeyService, error) {
+	if (o.to == "") == (o.toMKFile == "") {
+		return nil, cli.Usage(errors.New("give exactly one of --to and --to-master-key-file"), "the grant is sealed under the reader's key, not the keyring's")
+	}
+	if o.to != "" {
+		ks, err := kmsurl.Open(ctx, o.to, a.getenv)
+		if err != nil {
+			return nil, cli.Usage(err, "")
+		}
+		return ks, nil
+	}
+	mk, err := local.Load(o.toMKFile, a.getenv)
+	if err != nil {
+		return nil, cli.Usage(err, "generate one with 'ward keyring gen-master-key --out FILE'")
+	}
+	return mk, nil
+}
+
+// writeNew writes a new file readable by its owner only; it refuses to
+// replace one.
+func writeNew(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return cli.Usage(err, "choose another --out: a grant file is never overwritten")
+	}
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (a *app) newGrantListCmd(o *grantOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list --db URL",
+		Short: "List the grants a database's ledger records",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(a.dbs) != 1 {
+				return cli.Usage(errors.New("give one --db"), "")
+			}
+			kr, err := a.loadKeyring(cmd)
+			if err != nil {
+				return err
+			}
+			ls, err := openCheckedLedgers(cmd.Context(), a.dbs, kr)
+			if err != nil {
+				return err
+			}
+			defer ls.close()
+			st, err := ls.l[0].Verified(cmd.Context(), kr)
+			if err != nil {
+				return err
+			}
+			var gs []ledger.Grant
+			if st != nil {
+				gs = st.Grants
+			}
+			if o.asJSON {
+				return a.writeJSON(gs)
+			}
+			for _, g := range gs {
+				state := "live"
+				if !g.Live() {
+					state = "revoked " + g.Revoked.Format(time.RFC3339)
+				}
+				fmt.Fprintf(a.stdout, "%s  %s  keys %v  issued %s  %s\n", g.ID, strings.Join(g.Scopes, ","), g.Keys, g.Issued.Format(time.RFC3339), state)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print JSON: [{id, scopes, keys, issued, revoked}]")
+	return cmd
+}
+
+func (a *app) newGrantRevokeCmd(o *grantOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "revoke GRANT-ID --db URL...",
+		Short: "Revoke a grant: record it, rotate the keyring and re-seal, and print what the grant still opens",
+		Long: `Revoke a grant: every ledger records the revocation; then the keyring is
+rotated across the fleet as by 'ward keyring rotate --db' and every column
+re-sealed under the new key, which the grant never held. Until the re-seal
+finishes, and for ever for copies of the database taken before, the grant
+still opens its columns' values under the keys it names: the command prints
+that window. With --offline the rotation is left to 'ward keyring rotate'.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.revokeGrant(cmd, args[0], o) },
+	}
+	cmd.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "how long the rotation waits for the fleet to load the new key")
+	cmd.Flags().BoolVar(&o.noReencrypt, "no-reencrypt", false, "rotate but do not re-seal (run 'ward reseal' on the granted columns yourself)")
+	cmd.Flags().BoolVar(&o.revokeOffline, "offline", false, "only record the revocation; rotate later with 'ward keyring rotate --db'")
+	return cmd
+}
+
+// revokeGrant is 'ward grant revoke'.
+func (a *app) revokeGrant(cmd *cobra.Command, id string, o *grantOptions) error {
+	ctx := cmd.Context()
+	if len(a.dbs) == 0 {
+		return cli.Usage(errors.New("--db is required"), "name every database the keyring serves")
+	}
+	kr, err := a.loadKeyring(cmd)
+	if err != nil {
+		return err
+	}
+	ls, err := openCheckedLedgers(ctx, a.dbs, kr)
+	if err != nil {
+		return err
+	}
+	var rec ledger.Grant
+	for i, l := range ls.l {
+		if rec, err = l.RevokeGrant(ctx, kr, id, time.Now()); err != nil {
+			ls.close()
+			if errors.Is(err, ledger.ErrUnknownGrant) {
+				return cli.Usage(err, "see 'ward grant list --db URL'")
+			}
+			return fmt.Errorf("%s: %w", dburl.Redact(ls.urls[i]), err)
+		}
+	}
+	ls.close()
+	fmt.Fprintf(a.stdout, "grant %s revoked; it opens %s values sealed under keys %v: in this database until they are re-sealed under a newer key, and in every copy of it taken before, for ever\n",
+		rec.ID, strings.Join(rec.Scopes, ", "), rec.Keys)
+	if o.revokeOffline {
+		fmt.Fprintln(a.stdout, "not rotating (--offline): run 'ward keyring rotate --db' so that the columns move to a key the grant never held")
+		return nil
+	}
+	return a.rotateFleet(cmd, kr, kr.Primary().Algorithm, fleetRotation{wait: o.wait, noReencrypt: o.noReencrypt})
+}
