@@ -103,6 +103,9 @@ func checkGolden(t *testing.T, path string, version byte, generation uint64) {
 			t.Fatalf("header %+v %v for %+v", h, err, v)
 		}
 		pt, err := kr.Open(ct, []byte(v.Context))
+		if refusedInFIPS(t, h.Algorithm, err) {
+			continue
+		}
 		if err != nil || string(pt) != v.Plaintext {
 			t.Fatalf("vector %s/%q: %q %v", v.Algorithm, v.Context, pt, err)
 		}

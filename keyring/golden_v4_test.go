@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/fips140"
 	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/binary"
@@ -108,6 +109,9 @@ func TestGoldenV4(t *testing.T) {
 			t.Fatalf("header %+v %v for %+v", h, err, v)
 		}
 		pt, err := kr.Scope(string(scope)).Open(ct, cx)
+		if refusedInFIPS(t, h.Algorithm, err) {
+			continue
+		}
 		if err != nil || string(pt) != v.Plaintext {
 			t.Fatalf("vector %s/%x: %q %v", v.Algorithm, scope, pt, err)
 		}
@@ -139,11 +143,17 @@ func checkV4Spec(t *testing.T, kr *Keyring, h header, v goldenV4, ct, scope, cx 
 	if h.Algorithm == XChaCha20Poly1305 {
 		a, _ = chacha20poly1305.NewX(ks)
 		ca, _ = chacha20poly1305.NewX(kc)
+	} else if b, _ := aes.NewCipher(ks); fips140.Enabled() {
+		a, _ = cipher.NewGCMWithRandomNonce(b) // the module's: it takes nonce ‖ ciphertext
+		nonce = nil
+		ns = 0
 	} else {
-		b, _ := aes.NewCipher(ks)
 		a, _ = cipher.NewGCM(b)
 	}
 	pt, err := a.Open(nil, nonce, ct[11+ns:], ad)
+	if nonce == nil {
+		ns, nonce = 12, ct[11:23]
+	}
 	if err != nil || string(pt) != v.Plaintext {
 		t.Fatalf("%v: opened with the primitives: %q %v", h.Algorithm, pt, err)
 	}

@@ -112,6 +112,9 @@ type key struct {
 	// random: aead draws its own nonces (the FIPS 140-3 mode), so it
 	// opens with the nonce at the front of its input and never seals.
 	random bool
+	// refused: the algorithm is not approved in the FIPS 140-3 mode; the
+	// key has no AEAD and every use fails with ErrNotApproved.
+	refused bool
 }
 
 // setClass records which key class k seals as (a keyring key, or a
@@ -127,6 +130,10 @@ const (
 )
 
 func newKey(info KeyInfo, material []byte) (*key, error) {
+	if info.Algorithm == XChaCha20Poly1305 && fipsOn() {
+		// Kept, so that the keyring loads, but refused on every use.
+		return &key{KeyInfo: info, material: material, ns: info.Algorithm.NonceSize(), refused: true}, nil
+	}
 	a, err := info.Algorithm.newAEAD(material)
 	if err != nil {
 		return nil, err

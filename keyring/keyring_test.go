@@ -3,6 +3,7 @@ package keyring
 import (
 	"bytes"
 	"context"
+	"crypto/fips140"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -31,6 +32,9 @@ func TestRoundTripAllAlgorithms(t *testing.T) {
 			for _, size := range []int{0, 1, 500, 4096} {
 				pt := bytes.Repeat([]byte{'x'}, size)
 				ct, err := kr.Seal(pt, []byte("ctx"))
+				if refusedInFIPS(t, alg, err) {
+					return
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -101,6 +105,9 @@ func TestOpenErrors(t *testing.T) {
 		{"unknown key", ct, ctx, other, ErrUnknownKey},
 		{"context check tampered", headerTampered, ctx, kr, ErrWrongContext},
 	} {
+		if fips140.Enabled() && tc.name == "context check tampered" {
+			continue // v4, sealed in the FIPS mode: its check is not authenticated (TestScopeSeparates)
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			pt, err := tc.kr.Open(tc.ct, tc.ctx)
 			if !errors.Is(err, tc.want) {
@@ -215,7 +222,7 @@ func TestTextForm(t *testing.T) {
 	kr := mustNew(t, AES256GCM)
 	ct, _ := kr.Seal([]byte("hi"), nil)
 	s := EncodeText(ct)
-	if !strings.HasPrefix(s, "w3:") || !IsText([]byte(s)) || IsText(ct) {
+	if !strings.HasPrefix(s, textPrefix(ct[0])) || !IsText([]byte(s)) || IsText(ct) {
 		t.Fatalf("text form %q", s)
 	}
 	back, err := DecodeText(s)
@@ -225,7 +232,7 @@ func TestTextForm(t *testing.T) {
 	if _, err := DecodeText("w5:AAAA"); !errors.Is(err, ErrUnsupportedVersion) {
 		t.Fatalf("w5: %v", err)
 	}
-	v1 := "w1:" + s[3:] // a v3 value under a v1 prefix
+	v1 := "w1:" + s[3:] // a v3 (v4) value under a v1 prefix
 	for _, bad := range []string{"", "hello", "w1:!!!", "w1:AAA=", v1, "wx:AAAA"} {
 		if _, err := DecodeText(bad); !errors.Is(err, ErrMalformed) {
 			t.Fatalf("%q: %v", bad, err)
@@ -283,6 +290,7 @@ func TestParse(t *testing.T) {
 // stand out (any match is chance, 10,000 in 2^32). A damaged check reads as
 // "wrong context or damaged", never as an intact copy.
 func TestContextCheckRevealsNothing(t *testing.T) {
+	skipV3Sealing(t)
 	kr := mustNew(t, AES256GCM)
 	secret := []byte("customer-pin:4711")
 	ct, _ := kr.Seal([]byte("balance"), secret)

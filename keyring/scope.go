@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"sync"
@@ -205,6 +206,7 @@ type scopeCache struct {
 	snap    *snapshot
 	primary *scopedKey
 	pid     KeyID
+	sealErr error // why the primary seals nothing (ErrNotApproved)
 	byID    sync.Map // KeyID → *scopedKey
 }
 
@@ -226,11 +228,15 @@ func (s *Scope) current() (*scopeCache, error) {
 	c = &scopeCache{snap: snap}
 	if snap.primary != nil {
 		p, err := snap.primary.derive(s.scope)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrNotApproved):
+			c.sealErr = err // it seals nothing; other keys still open
+		case err != nil:
 			return nil, err
+		default:
+			c.primary, c.pid = p, snap.primary.ID
+			c.byID.Store(c.pid, p)
 		}
-		c.primary, c.pid = p, snap.primary.ID
-		c.byID.Store(c.pid, p)
 	}
 	s.cache.Store(c)
 	return c, nil
@@ -249,6 +255,9 @@ func (s *Scope) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
 	c, err := s.current()
 	if err != nil {
 		return dst, err
+	}
+	if c.sealErr != nil {
+		return dst, c.sealErr
 	}
 	if c.primary == nil {
 		return dst, ErrNoPrimary
@@ -308,6 +317,19 @@ func (s *Scope) keyFor(ciphertext []byte) (*scopedKey, error) {
 	if c.primary != nil && len(ciphertext) >= headerSize && binary.BigEndian.Uint64(ciphertext)&^0xff == c.primary.head {
 		return c.primary, nil
 	}
+	k, err := s.derived(c, ciphertext)
+	if err != nil {
+		return nil, err
+	}
+	if k.alg != Algorithm(ciphertext[2]) {
+		return nil, fmt.Errorf("%w: algorithm %v does not match the key's (%v)", ErrMalformed, Algorithm(ciphertext[2]), k.alg)
+	}
+	return k, nil
+}
+
+// derived finds (or derives) the key of a v4 class-1 value outside the
+// fast path.
+func (s *Scope) derived(c *scopeCache, ciphertext []byte) (*scopedKey, error) {
 	h, err := parseHeader(ciphertext)
 	if err != nil {
 		return nil, err

@@ -60,6 +60,9 @@ func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
 	if k == nil {
 		return nil, ErrNoPrimary
 	}
+	if k.refused {
+		return nil, ErrNotApproved
+	}
 	return k.appendSealContext(dst, plaintext, context), nil
 }
 
@@ -93,6 +96,9 @@ func (kr *Keyring) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
 	k := kr.load().primary
 	if k == nil {
 		return nil, ErrNoPrimary
+	}
+	if k.refused {
+		return nil, ErrNotApproved
 	}
 	return k.appendSeal(dst, plaintext, ad), nil
 }
@@ -149,7 +155,7 @@ func (kr *Keyring) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
 func (kr *Keyring) AppendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
 	// Fast path: a v3 value under the primary key, the common case; the
 	// rest (older versions, other keys, errors) is in appendOpenAD.
-	if p := kr.load().primary; p != nil && len(ad) >= headerSize && p.heads(ciphertext) {
+	if p := kr.load().primary; p != nil && !p.refused && len(ad) >= headerSize && p.heads(ciphertext) {
 		return p.openV3(dst, ciphertext, ad)
 	}
 	return kr.appendOpenAD(dst, ciphertext, ad)
@@ -266,6 +272,9 @@ func (kr *Keyring) keyFor(ciphertext []byte) (header, *key, error) {
 	}
 	if k.State == Disabled {
 		return h, nil, &KeyError{ID: h.KeyID, Err: ErrKeyDisabled}
+	}
+	if k.refused {
+		return h, nil, &KeyError{ID: h.KeyID, Err: ErrNotApproved}
 	}
 	if k.Algorithm != h.Algorithm {
 		return h, nil, fmt.Errorf("%w: algorithm %v does not match key %v (%v)", ErrMalformed, h.Algorithm, k.ID, k.Algorithm)

@@ -37,6 +37,9 @@ func NewSubjectKey(alg Algorithm, version uint32) (*SubjectKey, error) {
 	if !alg.valid() {
 		return nil, fmt.Errorf("keyring: unsupported algorithm %v", alg)
 	}
+	if alg == XChaCha20Poly1305 && fipsOn() {
+		return nil, ErrNotApproved
+	}
 	if version == 0 {
 		return nil, errors.New("keyring: subject key version 0 is not a version")
 	}
@@ -73,14 +76,16 @@ func (sk *SubjectKey) GoString() string { return sk.String() }
 func (sk *SubjectKey) Format(f fmt.State, _ rune) { f.Write([]byte(sk.String())) }
 
 // AppendSeal seals plaintext as a class-2 v3 ciphertext (in the FIPS 140-3
-// mode, v4 of the empty scope) bound to context and appends it to dst.
+// mode, v4 of the empty scope) bound to context and appends it to dst. In
+// that mode it panics for a key of an algorithm the mode refuses, which
+// only unwrapping a stored key can give ([NewSubjectKey] refuses them).
 func (sk *SubjectKey) AppendSeal(dst, plaintext, context []byte) []byte {
 	if fips140.Enabled() {
 		adp, ad := pooledAD(context)
 		defer releaseAD(adp, ad)
 		out, err := sk.AppendSealScopedAD(dst, plaintext, "", ad)
-		if err != nil {
-			panic("keyring: deriving a valid key's scope failed: " + err.Error())
+		if err != nil { // a key the mode refuses, unwrapped: NewSubjectKey makes none
+			panic("keyring: AppendSeal of a subject key the FIPS 140-3 mode refuses (AppendSealScopedAD returns the error): " + err.Error())
 		}
 		return out
 	}
@@ -93,7 +98,7 @@ func (sk *SubjectKey) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
 	if len(ad) < headerSize {
 		return dst, errNoRoom(ad)
 	}
-	if sk.k.random {
+	if sk.k.random || sk.k.refused {
 		return dst, errV3InFIPS
 	}
 	return sk.k.appendSeal(dst, plaintext, ad), nil
@@ -119,6 +124,9 @@ func (sk *SubjectKey) AppendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
 		return dst, errNoRoom(ad)
 	}
 	k := sk.k
+	if k.refused {
+		return dst, ErrNotApproved
+	}
 	// Fast path: a whole v3 class-2 header naming this key's version and
 	// algorithm, the common case.
 	if k.heads(ciphertext) {
