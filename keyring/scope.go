@@ -206,7 +206,7 @@ type scopeCache struct {
 	snap    *snapshot
 	primary *scopedKey
 	pid     KeyID
-	sealErr error // why the primary seals nothing (ErrNotApproved)
+	sealErr error    // why the primary seals nothing (ErrNotApproved)
 	byID    sync.Map // KeyID → *scopedKey
 }
 
