@@ -7,6 +7,13 @@ import (
 
 // Errors. Callers tell them apart with errors.Is; none quotes a password.
 var (
+	// ErrNotApproved means the FIPS 140-3 mode (crypto/fips140.Enabled)
+	// is on and the scheme, or its parameters, are not approved there: new
+	// hashes are PBKDF2-SHA-256 (Argon2id, bcrypt and scrypt are not
+	// approved; hashes of theirs still verify, and a log-in upgrades
+	// them), key-bearing hashes (private mode) are unavailable, and a
+	// PBKDF2 hash with a salt under 128 bits cannot be verified.
+	ErrNotApproved = errors.New("password: not approved in the FIPS 140-3 mode")
 	// ErrMismatch means the password does not match the hash.
 	ErrMismatch = errors.New("password: password does not match")
 	// ErrMalformed means the encoded hash does not parse. See [ParseError].

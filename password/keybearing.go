@@ -2,6 +2,7 @@ package password
 
 import (
 	"context"
+	"crypto/fips140"
 	"crypto/rand"
 	"crypto/subtle"
 	"errors"
@@ -45,6 +46,9 @@ func (h *Hasher) HashWithKey(ctx context.Context, password []byte) (encoded stri
 		return "", nil, err
 	}
 	p := h.policy.Preferred
+	if fips140.Enabled() {
+		return "", nil, fmt.Errorf("%w: key-bearing hashes (private mode) are Argon2id: unavailable", ErrNotApproved)
+	}
 	if p.Scheme != Argon2id {
 		return "", nil, fmt.Errorf("%w: key-bearing hashes are Argon2id, the policy prefers %v", ErrUnsupportedScheme, p.Scheme)
 	}

@@ -20,6 +20,7 @@ package password
 
 import (
 	"context"
+	"crypto/fips140"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -102,6 +103,17 @@ type Hasher struct {
 func NewHasher(p Policy, limiter *Limiter) (*Hasher, error) {
 	if p.Preferred.Scheme == SchemeUnknown {
 		p.Preferred = OWASP()
+		if fips140.Enabled() {
+			p.Preferred = PBKDF2SHA256OWASP()
+		}
+	}
+	if err := approved(p.Preferred.Scheme); err != nil {
+		return nil, err
+	}
+	if p.Forms != nil && p.Fallback.Scheme != SchemeUnknown {
+		if err := approved(p.Fallback.Scheme); err != nil {
+			return nil, err
+		}
 	}
 	if p.Preferred.SaltLen == 0 {
 		p.Preferred.SaltLen = 16

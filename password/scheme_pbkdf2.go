@@ -1,6 +1,7 @@
 package password
 
 import (
+	"crypto/fips140"
 	"crypto/pbkdf2"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -78,7 +79,11 @@ func (s pbkdf2Scheme) compute(d *decoded, pw []byte, _ *lease) ([]byte, error) {
 	if !utf8.Valid(pw) && d.format == "spring-pbkdf2" {
 		return nil, &ParseError{"spring-pbkdf2", "Spring hashes UTF-16 characters; the password is not UTF-8"}
 	}
-	out, err := pbkdf2.Key(s.hash, string(pw), d.saltWithSuffix(), d.params.Iterations, d.params.KeyLen)
+	salt := d.saltWithSuffix()
+	if len(salt) < 16 && fips140.Enabled() {
+		return nil, fmt.Errorf("%w: a PBKDF2 hash with a %d-bit salt cannot be verified (the module needs 128 bits): reset the password", ErrNotApproved, 8*len(salt))
+	}
+	out, err := pbkdf2.Key(s.hash, string(pw), salt, d.params.Iterations, d.params.KeyLen)
 	if err != nil {
 		return nil, fmt.Errorf("password: pbkdf2: %w", err)
 	}
@@ -90,3 +95,12 @@ func (s pbkdf2Scheme) describe(p Params) string {
 	return fmt.Sprintf("%s i=%d", s.id, p.Iterations)
 }
 func (s pbkdf2Scheme) writable() bool { return s.write }
+
+// approved refuses, in the FIPS 140-3 mode, a scheme Hash would write that
+// the mode does not approve: only PBKDF2 with SHA-2 is.
+func approved(s Scheme) error {
+	if !fips140.Enabled() || s == PBKDF2SHA256 || s == PBKDF2SHA512 {
+		return nil
+	}
+	return fmt.Errorf("%w: %v cannot write new hashes there: prefer PBKDF2-SHA-256 (password.PBKDF2SHA256OWASP)", ErrNotApproved, s)
+}

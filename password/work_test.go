@@ -2,6 +2,7 @@ package password
 
 import (
 	"context"
+	"crypto/fips140"
 	"errors"
 	"strings"
 	"sync"
@@ -112,10 +113,27 @@ func TestLanesChargedAsSlots(t *testing.T) {
 func newHasherWith(t testing.TB, p Policy, l *Limiter) *Hasher {
 	t.Helper()
 	h, err := NewHasher(p, l)
+	refusedInFIPS(t, p, err)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// refusedInFIPS: in the FIPS 140-3 mode (GODEBUG=fips140=only in
+// .ci/run) a policy that writes a scheme the mode does not approve is
+// refused; the test asserts that refusal and stops (SECURITY.md lists the
+// tests that do). The default run covers what they test.
+func refusedInFIPS(t testing.TB, p Policy, err error) {
+	t.Helper()
+	ok := func(s Scheme) bool { return s == SchemeUnknown || approved(s) == nil }
+	if !fips140.Enabled() || ok(p.Preferred.Scheme) && ok(p.Fallback.Scheme) {
+		return
+	}
+	if !errors.Is(err, ErrNotApproved) {
+		t.Fatalf("%v in the FIPS 140-3 mode: %v, want ErrNotApproved", p.Preferred.Scheme, err)
+	}
+	t.Skipf("FIPS 140-3 mode: %v refused, as it must be", p.Preferred.Scheme)
 }
 
 // TestMemoryReuse: the block memory of one hash is reused by the next,
