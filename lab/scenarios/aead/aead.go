@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/fips140"
 	"crypto/rand"
 	"fmt"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/crypto/chacha20poly1305"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/lab"
 )
@@ -46,14 +48,25 @@ var Sizes = []int{64, 500, 4096, 1 << 20}
 // HWOffEnv is the environment that disables hardware AES in the child.
 const HWOffEnv = "GODEBUG=cpu.aes=off"
 
+// FIPSEnv is the environment of the child that measures in the FIPS 140-3
+// mode: AES-GCM only, the module drawing every nonce.
+const FIPSEnv = "GODEBUG=fips140=only"
+
 // caseKey names one measured case; Run records it and Report looks it up.
 type caseKey struct {
 	alg  keyring.Algorithm
 	op   string // seal or open
 	size int
-	impl string // raw or field
-	hw   string // on or off
+	impl string // raw, field (ciphertext v4) or field-v3
+	hw   string // on or off; "fips" for the FIPS 140-3 mode's child (hardware on)
 }
+
+// The field layer's implementations: ciphertext v4 (what it writes) and
+// v3 (what a fleet that has not opened v4 writes).
+const (
+	implV4 = "field"
+	implV3 = "field-v3"
+)
 
 func (k caseKey) name() string {
 	return fmt.Sprintf("%v/%s/%s/%s/aes-hw-%s", k.alg, k.op, sizeName(k.size), k.impl, k.hw)
@@ -75,6 +88,15 @@ func (k ratioKey) hwSpeedup() string {
 }
 func (k ratioKey) fieldOverhead() string {
 	return fmt.Sprintf("%v/%s/%s/field-vs-raw", k.alg, k.op, sizeName(k.size))
+}
+func (k ratioKey) v3Overhead() string {
+	return fmt.Sprintf("%v/%s/%s/field-v3-vs-raw", k.alg, k.op, sizeName(k.size))
+}
+func (k ratioKey) addedNs(impl string) string {
+	return fmt.Sprintf("%v/%s/%s/%s-minus-raw", k.alg, k.op, sizeName(k.size), impl)
+}
+func (k ratioKey) fipsOverhead() string {
+	return fmt.Sprintf("%v/%s/%s/field-vs-raw/fips140-only", k.alg, k.op, sizeName(k.size))
 }
 
 func sizeName(n int) string {
@@ -106,15 +128,12 @@ func (s Scenario) Run(ctx context.Context, env *lab.Env) error {
 	for _, alg := range keyring.Algorithms() {
 		for _, size := range Sizes {
 			for _, op := range []string{"seal", "open"} {
-				raw, fld := caseKey{alg, op, size, "raw", "on"}, caseKey{alg, op, size, "field", "on"}
-				rounds, err := measure(ctx, env, raw, fld)
+				raw := caseKey{alg, op, size, "raw", "on"}
+				rounds, err := measureField(ctx, env, raw)
 				if err != nil {
 					return err
 				}
-				samples[raw], samples[fld] = rounds[0], rounds[1]
-				r := ratioKey{alg, op, size}
-				env.Record(lab.PairedRatio("aead", r.fieldOverhead(), fld.params(), "field_overhead", rounds[1], rounds[0],
-					"per-round ratio of the field layer's time to raw crypto/cipher's, interleaved rounds"))
+				samples[raw] = rounds[0]
 				done++
 				env.Progress(done, total+total/4)
 			}
@@ -143,13 +162,23 @@ func (s Scenario) Run(ctx context.Context, env *lab.Env) error {
 		}
 	}
 	jvmPeer(ctx, env, ward)
+	fmt.Fprintf(env.Log, "aead: measuring with %s in a child process\n", FIPSEnv)
+	fips, err := env.RunChild(ctx, []string{FIPSEnv})
+	if err != nil {
+		return err
+	}
+	env.Record(fips...)
 	env.Progress(1, 1)
 	env.Record(fieldReport...)
 	return nil
 }
 
-// RunChild measures the raw AEADs only; it runs with hardware AES off.
+// RunChild measures the raw AEADs only with hardware AES off, or, in the
+// FIPS 140-3 mode, raw AES-GCM and the field layer.
 func (s Scenario) RunChild(ctx context.Context, env *lab.Env, _ []string) error {
+	if fips140.Enabled() {
+		return runFIPS(ctx, env)
+	}
 	hw := "on"
 	if strings.Contains(os.Getenv("GODEBUG"), "cpu.aes=off") {
 		hw = "off"
@@ -205,7 +234,7 @@ func newOp(k caseKey) (func(n int) error, error) {
 	switch k.impl {
 	case "raw":
 		return rawOp(k, pt)
-	case "field":
+	case implV4, implV3:
 		return fieldOp(k, pt)
 	}
 	return nil, fmt.Errorf("aead: unknown implementation %q", k.impl)
@@ -214,6 +243,9 @@ func newOp(k caseKey) (func(n int) error, error) {
 func rawOp(k caseKey, pt []byte) (func(n int) error, error) {
 	key := make([]byte, k.alg.KeySize())
 	rand.Read(key)
+	if k.hw == "fips" {
+		return rawFIPSOp(k, key, pt)
+	}
 	var a cipher.AEAD
 	var err error
 	if k.alg == keyring.XChaCha20Poly1305 {
@@ -255,7 +287,11 @@ func fieldOp(k caseKey, pt []byte) (func(n int) error, error) {
 	if err != nil {
 		return nil, err
 	}
-	col, err := field.NewColumn(kr, "messages", "body")
+	var opts []field.ColumnOption
+	if k.impl == implV3 {
+		opts = append(opts, field.WithForms(forms.New())) // v4 not open: v3
+	}
+	col, err := field.NewColumn(kr, "messages", "body", opts...)
 	if err != nil {
 		return nil, err
 	}
