@@ -71,8 +71,11 @@ func (r *Job) classify(row dbRow, primary keyring.KeyID) (valueState, field.Ciph
 		// Sealed under the subject's key: PerSubject columns bind, so the
 		// value was sealed under the column's binding, and checking it
 		// would need the subject's key. It is stale when the subject has a
-		// newer key version (a subject-key rotation).
-		if ct.Version() != r.Column.WriteVersion() || r.olderThanSubject(row, version) {
+		// newer key version (a subject-key rotation), not for its
+		// ciphertext version alone: a private subject's values wait for
+		// their user, and v3 binds as v4 does (ward subject rekey moves
+		// them to v4).
+		if r.olderThanSubject(row, version) {
 			return stateStale, ct, id
 		}
 		if r.Index != nil && row.idx == nil {
