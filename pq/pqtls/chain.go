@@ -13,6 +13,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/fips140"
 	"crypto/mldsa"
 	"crypto/rand"
 	"crypto/rsa"
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"slices"
 	"time"
 )
 
@@ -178,8 +180,19 @@ func IsPostQuantum(id tls.CurveID) bool {
 	return false
 }
 
-// AllGroups is every group Go supports, post-quantum ones first.
+// AllGroups is every group Go supports, post-quantum ones first; in the
+// FIPS 140-3 mode, every group it approves (not plain X25519).
 func AllGroups() []tls.CurveID {
-	return []tls.CurveID{tls.X25519MLKEM768, tls.SecP256r1MLKEM768, tls.SecP384r1MLKEM1024, tls.MLKEM1024,
+	all := []tls.CurveID{tls.X25519MLKEM768, tls.SecP256r1MLKEM768, tls.SecP384r1MLKEM1024, tls.MLKEM1024,
 		tls.X25519, tls.CurveP256, tls.CurveP384, tls.CurveP521}
+	return slices.DeleteFunc(all, func(id tls.CurveID) bool { return !Approved(id) })
+}
+
+// Approved reports whether Go's TLS negotiates a group in the current
+// mode: every group outside the FIPS 140-3 mode; in it (GODEBUG=fips140=on
+// or only, crypto/fips140.Enabled), the hybrids with ML-KEM, pure ML-KEM
+// and the NIST curves, not plain X25519, which the module does not
+// approve (X25519MLKEM768 is approved for its ML-KEM half).
+func Approved(id tls.CurveID) bool {
+	return !fips140.Enabled() || id != tls.X25519
 }

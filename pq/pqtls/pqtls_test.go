@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,6 +47,13 @@ func TestGroupsAndChains(t *testing.T) {
 			ccfg := &tls.Config{RootCAs: c.Roots, ServerName: "localhost", CurvePreferences: []tls.CurveID{g},
 				ClientSessionCache: tls.NewLRUClientSessionCache(4), MinVersion: tls.VersionTLS13}
 			m, err := Dial(ctx, addr, ccfg)
+			if !Approved(g) { // the FIPS 140-3 mode refuses it
+				if err == nil || !strings.Contains(err.Error(), "no supported key exchange") {
+					t.Fatalf("%v/%s in the FIPS 140-3 mode: %v, want a refusal", alg, name, err)
+				}
+				stop()
+				continue
+			}
 			if err != nil {
 				t.Fatalf("%v/%s: %v", alg, name, err)
 			}
@@ -98,6 +106,14 @@ func TestServerPage(t *testing.T) {
 	for _, g := range []tls.CurveID{tls.X25519MLKEM768, tls.X25519} {
 		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.Roots, CurvePreferences: []tls.CurveID{g}}}}
 		resp, err := client.Get("https://" + addr + "/json")
+		if !Approved(g) { // the FIPS 140-3 mode: a classical NIST curve instead
+			if err == nil {
+				t.Fatalf("%v in the FIPS 140-3 mode: negotiated", g)
+			}
+			g = tls.CurveP256
+			client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.Roots, CurvePreferences: []tls.CurveID{g}}}}
+			resp, err = client.Get("https://" + addr + "/json")
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
