@@ -131,9 +131,12 @@ func decodePHC(s, format string) (*decoded, error) {
 		return nil, bad("does not start with $")
 	}
 	id := parts[1]
-	kek := id == KeyBearingID
-	if kek {
+	kek := id == KeyBearingID || id == KeyBearingPBKDF2ID
+	switch id {
+	case KeyBearingID:
 		id, format = Argon2id.String(), KeyBearingID
+	case KeyBearingPBKDF2ID:
+		id, format = PBKDF2SHA256.String(), KeyBearingPBKDF2ID
 	}
 	scheme, err := ParseScheme(id)
 	if err != nil {

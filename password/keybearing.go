@@ -2,8 +2,9 @@ package password
 
 import (
 	"context"
-	"crypto/fips140"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -26,6 +27,23 @@ import (
 // the same offline guessing, at one Argon2 call per guess.
 const KeyBearingID = "ward-argon2id-kek"
 
+// KeyBearingPBKDF2ID is the PHC identifier of a key-bearing hash from an
+// approved derivation, the one the FIPS 140-3 mode writes:
+//
+//	$ward-pbkdf2-sha256-kek$i=…,l=32[,keyid=…]$salt$verifier
+//
+// M = PBKDF2-HMAC-SHA-256(password, salt, i, 32) is computed once; the
+// stored verifier is HKDF-SHA-256-Expand(M, "ward pbkdf2 kek verifier v1",
+// 32) and the secret HKDF-SHA-256-Expand(M, "ward pbkdf2 kek secret v1",
+// 32). Each guess costs an attacker the whole PBKDF2, as it costs log-in.
+const KeyBearingPBKDF2ID = "ward-pbkdf2-sha256-kek"
+
+// HKDF infos of the PBKDF2 key-bearing hash's halves.
+const (
+	pbkdf2KEKVerifier = "ward pbkdf2 kek verifier v1"
+	pbkdf2KEKSecret   = "ward pbkdf2 kek secret v1"
+)
+
 const keyBearingHalf = 32
 
 // SecretSize is the size of the secret a key-bearing hash yields.
@@ -46,11 +64,8 @@ func (h *Hasher) HashWithKey(ctx context.Context, password []byte) (encoded stri
 		return "", nil, err
 	}
 	p := h.policy.Preferred
-	if fips140.Enabled() {
-		return "", nil, fmt.Errorf("%w: key-bearing hashes (private mode) are Argon2id: unavailable", ErrNotApproved)
-	}
-	if p.Scheme != Argon2id {
-		return "", nil, fmt.Errorf("%w: key-bearing hashes are Argon2id, the policy prefers %v", ErrUnsupportedScheme, p.Scheme)
+	if p.Scheme != Argon2id && p.Scheme != PBKDF2SHA256 {
+		return "", nil, fmt.Errorf("%w: key-bearing hashes are Argon2id or PBKDF2-SHA-256, the policy prefers %v", ErrUnsupportedScheme, p.Scheme)
 	}
 	d := &decoded{params: p, salt: make([]byte, p.SaltLen), kek: true}
 	rand.Read(d.salt)
@@ -93,8 +108,8 @@ func (h *Hasher) VerifyWithKey(ctx context.Context, password []byte, encoded str
 		return nil, res, err
 	}
 	res = Result{Params: d.params, Format: d.format}
-	if h.policy.Accept != nil && !slices.Contains(h.policy.Accept, Argon2id) {
-		return nil, res, fmt.Errorf("%w: argon2id is not accepted by the policy", ErrUnsupportedScheme)
+	if h.policy.Accept != nil && !slices.Contains(h.policy.Accept, d.params.Scheme) {
+		return nil, res, fmt.Errorf("%w: %v is not accepted by the policy", ErrUnsupportedScheme, d.params.Scheme)
 	}
 	pw, err := h.verifyInput(d, password)
 	if err != nil {
@@ -104,7 +119,7 @@ func (h *Hasher) VerifyWithKey(ctx context.Context, password []byte, encoded str
 	if secret, err = h.checkKeyBearing(ctx, d, pw); err != nil {
 		return nil, res, err
 	}
-	res.NeedsRehash = d.params.weakerThan(h.policy.Preferred) ||
+	res.NeedsRehash = d.params.Scheme != h.policy.Preferred.Scheme || d.params.weakerThan(h.policy.Preferred) ||
 		(h.policy.Pepper != nil && d.pepper != h.policy.Pepper.Primary().ID)
 	return secret, res, nil
 }
@@ -123,8 +138,12 @@ func (h *Hasher) checkKeyBearing(ctx context.Context, d *decoded, pw []byte) ([]
 	return slices.Clone(out[keyBearingHalf:]), nil
 }
 
-// runKeyBearing computes the 64-byte Argon2id tag of a key-bearing hash.
+// runKeyBearing computes the 64 bytes of a key-bearing hash: verifier,
+// then secret (the Argon2id tag, or PBKDF2's two HKDF expansions).
 func (h *Hasher) runKeyBearing(ctx context.Context, d *decoded, pw []byte) ([]byte, error) {
+	if d.params.Scheme == PBKDF2SHA256 {
+		return h.runKeyBearingPBKDF2(ctx, d, pw)
+	}
 	full := *d
 	full.params.KeyLen = 2 * keyBearingHalf
 	out, err := h.run(ctx, &full, pw)
@@ -144,4 +163,27 @@ func ignoreMismatch(err error) error {
 		return nil
 	}
 	return err
+}
+
+// runKeyBearingPBKDF2 is runKeyBearing for [KeyBearingPBKDF2ID].
+func (h *Hasher) runKeyBearingPBKDF2(ctx context.Context, d *decoded, pw []byte) ([]byte, error) {
+	one := *d
+	one.params.KeyLen = keyBearingHalf
+	m, err := h.run(ctx, &one, pw)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(m)
+	v, err := hkdf.Expand(sha256.New, m, pbkdf2KEKVerifier, keyBearingHalf)
+	if err != nil {
+		return nil, fmt.Errorf("password: %w", err)
+	}
+	s, err := hkdf.Expand(sha256.New, m, pbkdf2KEKSecret, keyBearingHalf)
+	if err != nil {
+		clear(v)
+		return nil, fmt.Errorf("password: %w", err)
+	}
+	out := append(v, s...)
+	clear(s)
+	return out, nil
 }

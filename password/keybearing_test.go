@@ -3,6 +3,10 @@ package password
 import (
 	"bytes"
 	"context"
+	"crypto/fips140"
+	"crypto/hkdf"
+	"crypto/pbkdf2"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -138,5 +142,57 @@ func TestPepperOf(t *testing.T) {
 	}
 	if _, _, err := PepperOf("$nope$"); err == nil {
 		t.Fatal("garbage parsed")
+	}
+}
+
+// TestKeyBearingPBKDF2: the approved key-bearing hash (the FIPS 140-3
+// mode's private mode) is PBKDF2-HMAC-SHA-256 once, then two HKDF
+// expansions, as FORMAT.md states, recomputed here with the primitives;
+// it verifies, yields the same secret, refuses a wrong password, carries
+// a pepper, and an Argon2id key-bearing hash needs a rehash under it.
+func TestKeyBearingPBKDF2(t *testing.T) {
+	ctx := context.Background()
+	kr, _ := keyring.New(keyring.AES256GCM)
+	p := Policy{Preferred: Params{Scheme: PBKDF2SHA256, Iterations: 1000, SaltLen: 16, KeyLen: 32}, AllowWeak: true}
+	h := newHasher(t, p)
+	enc, secret, err := h.HashWithKey(ctx, []byte("correct horse"))
+	if err != nil || !strings.HasPrefix(enc, "$"+KeyBearingPBKDF2ID+"$i=1000,l=32$") || len(secret) != SecretSize {
+		t.Fatalf("%s, %d-byte secret, %v", enc, len(secret), err)
+	}
+	d, err := decode(enc, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := pbkdf2.Key(sha256.New, "correct horse", d.salt, 1000, 32)
+	v, _ := hkdf.Expand(sha256.New, m, "ward pbkdf2 kek verifier v1", 32)
+	s, _ := hkdf.Expand(sha256.New, m, "ward pbkdf2 kek secret v1", 32)
+	if !bytes.Equal(d.hash, v) || !bytes.Equal(secret, s) || bytes.Equal(v, s) {
+		t.Fatal("verifier/secret differ from PBKDF2 then HKDF-Expand")
+	}
+	got, res, err := h.VerifyWithKey(ctx, []byte("correct horse"), enc)
+	if err != nil || !bytes.Equal(got, secret) || res.NeedsRehash || res.Format != KeyBearingPBKDF2ID {
+		t.Fatalf("verify: %+v %v", res, err)
+	}
+	if _, _, err := h.VerifyWithKey(ctx, []byte("wrong horse"), enc); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("a wrong password: %v", err)
+	}
+	if r, err := h.Verify(ctx, []byte("correct horse"), enc); err != nil || r.NeedsRehash {
+		t.Fatalf("Verify: %+v %v", r, err)
+	}
+	p.Pepper = kr
+	peppered := newHasher(t, p)
+	enc2, s2, err := peppered.HashWithKey(ctx, []byte("correct horse"))
+	if err != nil || !strings.Contains(enc2, ",keyid=") {
+		t.Fatalf("peppered: %s %v", enc2, err)
+	}
+	if got, _, err := peppered.VerifyWithKey(ctx, []byte("correct horse"), enc2); err != nil || !bytes.Equal(got, s2) {
+		t.Fatalf("peppered verify: %v", err)
+	}
+	if fips140.Enabled() {
+		return // Argon2id is not written in the FIPS 140-3 mode
+	}
+	argon, _, _ := newHasher(t, fast).HashWithKey(ctx, []byte("correct horse"))
+	if _, res, err := h.VerifyWithKey(ctx, []byte("correct horse"), argon); err != nil || !res.NeedsRehash {
+		t.Fatalf("an Argon2id key-bearing hash under a PBKDF2 policy: %+v %v", res, err)
 	}
 }

@@ -350,7 +350,10 @@ func encodePHC(d *decoded) string {
 		params += ",keyid=" + b64.EncodeToString(binary.BigEndian.AppendUint32(nil, uint32(d.pepper)))
 	}
 	id := d.params.Scheme.String()
-	if d.kek {
+	switch {
+	case d.kek && d.params.Scheme == PBKDF2SHA256:
+		id = KeyBearingPBKDF2ID
+	case d.kek:
 		id = KeyBearingID
 	}
 	return "$" + id + "$" + params + "$" + b64.EncodeToString(d.salt) + "$" + b64.EncodeToString(d.hash)
