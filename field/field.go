@@ -417,23 +417,35 @@ func (c *Column) appendSealV4(dst []byte, row *RowKey, plaintext []byte) ([]byte
 
 // newAD4 makes a v4 associated-data buffer: the header's room and the
 // column's v4 prefix, as newAD for v3.
-func (c *Column) newAD4() any {
-	b := make([]byte, 0, keyproto.HeaderRoom+len(c.prefix4)+96)
-	b = append(b[:keyproto.HeaderRoom], c.prefix4...)
-	return &b
-}
+func (c *Column) newAD4() any { return newPrefixed(c.prefix4) }
 
 // putAD4 is putAD for v4 buffers.
 func (c *Column) putAD4(p *[]byte, ad []byte, prefixed bool) {
+	repool(c.ads4, c.prefix4, p, ad, prefixed)
+}
+
+// newPrefixed makes an associated-data buffer: the header's room, then
+// prefix, with room for a row's part.
+func newPrefixed(prefix []byte) *[]byte {
+	b := make([]byte, 0, keyproto.HeaderRoom+len(prefix)+96)
+	b = append(b[:keyproto.HeaderRoom], prefix...)
+	return &b
+}
+
+// repool returns buffer p to pool holding ad, what was assembled in it;
+// prefixed says prefix is still in place after the header's room (else it
+// is written again). A buffer grown past 4 KiB (a value bound to long
+// texts) is dropped, so that the pool does not pin it.
+func repool(pool *sync.Pool, prefix []byte, p *[]byte, ad []byte, prefixed bool) {
 	if cap(ad) > 4096 {
 		return
 	}
 	if prefixed {
-		*p = ad[:keyproto.HeaderRoom+len(c.prefix4)]
+		*p = ad[:keyproto.HeaderRoom+len(prefix)]
 	} else {
-		*p = append(ad[:keyproto.HeaderRoom], c.prefix4...)
+		*p = append(ad[:keyproto.HeaderRoom], prefix...)
 	}
-	c.ads4.Put(p)
+	pool.Put(p)
 }
 
 // The buffers of a column's adPool hold a value's associated data under
@@ -444,11 +456,7 @@ func (c *Column) putAD4(p *[]byte, ad []byte, prefixed bool) {
 // handed to the keyring lets the AEAD read it without a copy; the pool
 // exists because the AEAD is called through an interface, so a stack
 // buffer would escape (an allocation per value).
-func (c *Column) newAD() any {
-	b := make([]byte, 0, keyproto.HeaderRoom+len(c.prefix)+96)
-	b = append(b[:keyproto.HeaderRoom], c.prefix...)
-	return &b
-}
+func (c *Column) newAD() any { return newPrefixed(c.prefix) }
 
 // sealWork is the spare capacity the keyring's context check uses as its
 // work area when sealing (see keyring.AppendSealAD).
@@ -463,17 +471,7 @@ func (c *Column) getAD() *[]byte { return c.ads.Get().(*[]byte) }
 // buffer was used for a v3 context); otherwise it is written again. A
 // buffer that grew past 4 KiB (a value bound to long texts) is dropped,
 // so that the pool does not pin it.
-func (c *Column) putAD(p *[]byte, ad []byte, prefixed bool) {
-	if cap(ad) > 4096 {
-		return
-	}
-	if prefixed {
-		*p = ad[:keyproto.HeaderRoom+len(c.prefix)]
-	} else {
-		*p = append(ad[:keyproto.HeaderRoom], c.prefix...)
-	}
-	c.ads.Put(p)
-}
+func (c *Column) putAD(p *[]byte, ad []byte, prefixed bool) { repool(c.ads, c.prefix, p, ad, prefixed) }
 
 // Subject returns the subject a row's value belongs to under [PerSubject]:
 // the text of the bound subject column.

@@ -157,22 +157,7 @@ func writeContextGolden(t *testing.T, path string, version byte) {
 }
 
 func TestGoldenContextV3(t *testing.T) {
-	const path = "testdata/context-v3.json"
-	if *updateGolden {
-		writeContextGolden(t, path, version3)
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g contextGolden
-	if err := json.Unmarshal(raw, &g); err != nil {
-		t.Fatal(err)
-	}
-	kr := goldenKeyring(t, g.MasterKey, g.Keyring)
-	if len(g.Vectors) != len(contextVectors()) {
-		t.Fatalf("%d vectors", len(g.Vectors))
-	}
+	g, kr := loadContextGolden(t, "testdata/context-v3.json", version3, *updateGolden)
 	for _, v := range g.Vectors {
 		c, rk := v.column(t, kr)
 		cx, err := c.Context(rk)
@@ -193,22 +178,7 @@ func TestGoldenContextV3(t *testing.T) {
 // TestGoldenContextV4: the v4 vectors open, their contexts and scopes are
 // what the column builds, and each value opens in no other column.
 func TestGoldenContextV4(t *testing.T) {
-	const path = "testdata/context-v4.json"
-	if *updateGoldenV4 {
-		writeContextGolden(t, path, version4)
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g contextGolden
-	if err := json.Unmarshal(raw, &g); err != nil {
-		t.Fatal(err)
-	}
-	kr := goldenKeyring(t, g.MasterKey, g.Keyring)
-	if len(g.Vectors) != len(contextVectors()) {
-		t.Fatalf("%d vectors", len(g.Vectors))
-	}
+	g, kr := loadContextGolden(t, "testdata/context-v4.json", version4, *updateGoldenV4)
 	for _, v := range g.Vectors {
 		c, rk := v.column(t, kr)
 		cx, err := c.contextFor(nil, &rk, version4)
@@ -230,6 +200,28 @@ func TestGoldenContextV4(t *testing.T) {
 			t.Fatalf("%q opened in another column: %v", v.Plaintext, err)
 		}
 	}
+}
+
+// loadContextGolden reads a file of field-context vectors (rewriting it
+// first with update) and opens its keyring.
+func loadContextGolden(t *testing.T, path string, version byte, update bool) (contextGolden, *keyring.Keyring) {
+	t.Helper()
+	if update {
+		writeContextGolden(t, path, version)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g contextGolden
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	kr := goldenKeyring(t, g.MasterKey, g.Keyring)
+	if len(g.Vectors) != len(contextVectors()) {
+		t.Fatalf("%d vectors", len(g.Vectors))
+	}
+	return g, kr
 }
 
 type v2Owner struct{ n int }

@@ -77,22 +77,8 @@ func TestGolden(t *testing.T) {
 }
 
 func checkGolden(t *testing.T, path string, version byte, generation uint64) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var g goldenFile
-	if err := json.Unmarshal(raw, &g); err != nil {
-		t.Fatal(err)
-	}
-	mk, err := local.Parse(g.MasterKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kr, err := Unmarshal(context.Background(), g.Keyring, mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := readGolden(t, path, &g, func() (string, json.RawMessage) { return g.MasterKey, g.Keyring })
 	if len(g.Vectors) != 6 || kr.Generation() != generation {
 		t.Fatalf("%d vectors, generation %d", len(g.Vectors), kr.Generation())
 	}
@@ -164,4 +150,27 @@ func checkV3Spec(t *testing.T, kr *Keyring, h header, ct, context []byte) {
 	if !bytes.Equal(want, ct[7:11]) {
 		t.Fatalf("%v: check %x, the spec gives %x", h.Algorithm, ct[7:11], want)
 	}
+}
+
+// readGolden reads a golden file into g and opens the keyring it holds
+// (keyring gives its master key and keyring file once g is read).
+func readGolden(t *testing.T, path string, g any, keyring func() (string, json.RawMessage)) *Keyring {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, g); err != nil {
+		t.Fatal(err)
+	}
+	key, file := keyring()
+	mk, err := local.Parse(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := Unmarshal(context.Background(), file, mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr
 }

@@ -81,22 +81,8 @@ func TestGoldenV4(t *testing.T) {
 	if *updateV4 {
 		writeGoldenV4(t)
 	}
-	raw, err := os.ReadFile(goldenV4Path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var g goldenV4File
-	if err := json.Unmarshal(raw, &g); err != nil {
-		t.Fatal(err)
-	}
-	mk, err := local.Parse(g.MasterKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kr, err := Unmarshal(context.Background(), g.Keyring, mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := readGolden(t, goldenV4Path, &g, func() (string, json.RawMessage) { return g.MasterKey, g.Keyring })
 	if len(g.Vectors) != 6 {
 		t.Fatalf("%d vectors", len(g.Vectors))
 	}

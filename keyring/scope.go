@@ -11,7 +11,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"sync"
 	"sync/atomic"
 
@@ -169,22 +168,7 @@ func (s *scopedKey) checkMatches(ciphertext, ad []byte) bool {
 // check is the context check of the context buf[from:] for a value with
 // this nonce, as v3's (checkV3) under the scoped check key.
 func (s *scopedKey) check(nonce, buf []byte, from int) [checkSize]byte {
-	n := len(buf)
-	work := buf[n:cap(buf)]
-	if len(work) < 2*aes.BlockSize {
-		work = make([]byte, 2*aes.BlockSize)
-	}
-	if s.checkAEAD != nil {
-		tag := s.checkAEAD.Seal(work[:0], nonce, nil, buf[from:n])
-		return [checkSize]byte(tag[:checkSize])
-	}
-	in, out := work[:aes.BlockSize], work[aes.BlockSize:2*aes.BlockSize]
-	copy(in, nonce)
-	clear(in[len(nonce):])
-	s.checkBlock.Encrypt(out, in)
-	var c [checkSize]byte
-	binary.BigEndian.PutUint32(c[:], crc32.Checksum(buf[from:n], castagnoli)^binary.BigEndian.Uint32(out))
-	return c
+	return maskedCheck(s.checkBlock, s.checkAEAD, nonce, buf, from)
 }
 
 // Scope seals and opens ciphertext v4 values of one scope under a

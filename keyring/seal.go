@@ -2,6 +2,7 @@ package keyring
 
 import (
 	"crypto/aes"
+	"crypto/cipher"
 	"crypto/fips140"
 	"crypto/rand"
 	"crypto/subtle"
@@ -322,19 +323,26 @@ func (k *key) checkMatches(h header, ciphertext, context []byte) bool {
 // which does not overlap the context, so that a check allocates nothing
 // when buf has 32 bytes to spare (else it allocates a work area).
 func (k *key) checkV3(nonce, buf []byte, from int) [checkSize]byte {
+	return maskedCheck(k.checkBlock, k.checkAEAD, nonce, buf, from)
+}
+
+// maskedCheck computes a v3 or v4 context check under a check key (an AES
+// block cipher, or an XChaCha20-Poly1305 AEAD when block is nil), as
+// checkV3 describes.
+func maskedCheck(block cipher.Block, a cipher.AEAD, nonce, buf []byte, from int) [checkSize]byte {
 	n := len(buf)
 	work := buf[n:cap(buf)]
 	if len(work) < 2*aes.BlockSize {
 		work = make([]byte, 2*aes.BlockSize)
 	}
-	if k.checkAEAD != nil {
-		tag := k.checkAEAD.Seal(work[:0], nonce, nil, buf[from:n])
+	if block == nil {
+		tag := a.Seal(work[:0], nonce, nil, buf[from:n])
 		return [checkSize]byte(tag[:checkSize])
 	}
 	in, out := work[:aes.BlockSize], work[aes.BlockSize:2*aes.BlockSize]
 	copy(in, nonce)
 	clear(in[len(nonce):])
-	k.checkBlock.Encrypt(out, in)
+	block.Encrypt(out, in)
 	var c [checkSize]byte
 	binary.BigEndian.PutUint32(c[:], crc32.Checksum(buf[from:n], castagnoli)^binary.BigEndian.Uint32(out))
 	return c

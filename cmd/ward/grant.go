@@ -163,11 +163,7 @@ func (a *app) newGrantListCmd(o *grantOptions) *cobra.Command {
 			if len(a.dbs) != 1 {
 				return cli.Usage(errors.New("give one --db"), "")
 			}
-			kr, err := a.loadKeyring(cmd)
-			if err != nil {
-				return err
-			}
-			ls, err := openCheckedLedgers(cmd.Context(), a.dbs, kr)
+			kr, ls, err := a.keyringLedgers(cmd)
 			if err != nil {
 				return err
 			}
@@ -222,11 +218,7 @@ func (a *app) revokeGrant(cmd *cobra.Command, id string, o *grantOptions) error 
 	if len(a.dbs) == 0 {
 		return cli.Usage(errors.New("--db is required"), "name every database the keyring serves")
 	}
-	kr, err := a.loadKeyring(cmd)
-	if err != nil {
-		return err
-	}
-	ls, err := openCheckedLedgers(ctx, a.dbs, kr)
+	kr, ls, err := a.keyringLedgers(cmd)
 	if err != nil {
 		return err
 	}
@@ -248,4 +240,18 @@ func (a *app) revokeGrant(cmd *cobra.Command, id string, o *grantOptions) error 
 		return nil
 	}
 	return a.rotateFleet(cmd, kr, kr.Primary().Algorithm, fleetRotation{wait: o.wait, noReencrypt: o.noReencrypt})
+}
+
+// keyringLedgers loads the keyring and opens the ledger of every --db,
+// refusing a keyring a ledger does not vouch for.
+func (a *app) keyringLedgers(cmd *cobra.Command) (*keyring.Keyring, *ledgers, error) {
+	kr, err := a.loadKeyring(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	ls, err := openCheckedLedgers(cmd.Context(), a.dbs, kr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kr, ls, nil
 }
