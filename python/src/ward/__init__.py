@@ -1,0 +1,39 @@
+"""ward for Python: read (and, into existing keys, write) what ward's Go
+library seals — ciphertext v1–v4, field contexts, grants, blind indexes and
+keyring-wrapped subject keys — from FORMAT.md alone.
+
+>>> from ward import Keyring, MasterKey, Column
+>>> kr = Keyring.load("keyring.json", MasterKey.load())          # doctest: +SKIP
+>>> titles = Column("notes", "title", kr)                         # doctest: +SKIP
+>>> titles.open_text(stored, row=42)                              # doctest: +SKIP
+"""
+
+from .blind import BlindIndex
+from .errors import (
+    AuthenticationError,
+    BindingError,
+    CorruptFileError,
+    KeyDisabledError,
+    LedgerError,
+    MalformedError,
+    NotGrantedError,
+    SubjectRefusedError,
+    UnknownKeyError,
+    UnsupportedVersionError,
+    WardError,
+    WrongContextError,
+    WrongWrapperError,
+)
+from .field import Column, field_scope
+from .grant import Grant
+from .keyring import Keyring
+from .kms import AwsKms, MasterKey
+
+__version__ = "0.4.0"
+
+__all__ = [
+    "AuthenticationError", "AwsKms", "BindingError", "BlindIndex", "Column", "CorruptFileError",
+    "Grant", "KeyDisabledError", "Keyring", "LedgerError", "MalformedError", "MasterKey",
+    "NotGrantedError", "SubjectRefusedError", "UnknownKeyError", "UnsupportedVersionError",
+    "WardError", "WrongContextError", "WrongWrapperError", "field_scope",
+]

@@ -1,0 +1,134 @@
+"""Ciphertext v1–v4 (FORMAT.md): parsing headers, opening and sealing
+against whatever holds the keys (a keyring, a grant, a subject's key)."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Callable
+
+from . import aead
+from .aead import Algorithm
+from .errors import (
+    AuthenticationError,
+    MalformedError,
+    UnsupportedVersionError,
+    WrongContextError,
+)
+
+CLASS_KEYRING = 1
+CLASS_SUBJECT = 2
+V3_HEADER = 11
+V4_AD_HEADER = 7
+V2_HEADER = 10
+
+V2_CHECK_INFO = b"ward ciphertext v2 context check"
+V3_CHECK_INFO = b"ward ciphertext v3 context check"
+V4_CHECK_INFO = b"ward ciphertext v4 context check"
+V4_SCOPE_INFO = b"ward ciphertext v4 scope\x00"
+
+
+@dataclass(frozen=True)
+class Header:
+    """A parsed ciphertext header."""
+
+    version: int
+    key_class: int
+    alg: Algorithm
+    key_id: int
+    check: bytes
+    size: int  # header bytes before the nonce
+
+    @property
+    def nonce_end(self) -> int:
+        return self.size + self.alg.nonce_size
+
+
+def parse_header(ct: bytes) -> Header:
+    """Parse the header of a binary ciphertext of any version."""
+    if not ct:
+        raise MalformedError("an empty ciphertext")
+    v = ct[0]
+    if v in (1, 2):
+        if len(ct) < V2_HEADER:
+            raise MalformedError("ciphertext truncated")
+        alg = aead.algorithm(ct[1])
+        h = Header(v, CLASS_KEYRING, alg, struct.unpack(">I", ct[2:6])[0], ct[6:10], V2_HEADER)
+    elif v in (3, 4):
+        if len(ct) < V3_HEADER:
+            raise MalformedError("ciphertext truncated")
+        if ct[1] not in (CLASS_KEYRING, CLASS_SUBJECT):
+            raise UnsupportedVersionError(f"key class {ct[1]}")
+        alg = aead.algorithm(ct[2])
+        h = Header(v, ct[1], alg, struct.unpack(">I", ct[3:7])[0], ct[7:11], V3_HEADER)
+    else:
+        raise UnsupportedVersionError(f"ciphertext version {v}")
+    if len(ct) < h.nonce_end + aead.TAG_SIZE:
+        raise MalformedError("ciphertext truncated")
+    return h
+
+
+def scoped_key(alg: Algorithm, material: bytes, scope: bytes) -> bytes:
+    """K_scope of ciphertext v4: HKDF-SHA-256(K, info = label 0 ‖ scope)."""
+    return aead.hkdf(material, V4_SCOPE_INFO + scope, alg.key_size)
+
+
+def _ad(h: Header, ct: bytes, context: bytes) -> bytes:
+    if h.version == 4:
+        return ct[:V4_AD_HEADER] + context
+    return ct[: h.size] + context
+
+
+def _check(h: Header, key: bytes, nonce: bytes, context: bytes) -> bytes:
+    """The header's context check recomputed for context (diagnosis only)."""
+    if h.version == 1:
+        return struct.pack(">I", aead.crc32c(context))
+    if h.version == 2:
+        k = aead.hkdf(key, V2_CHECK_INFO, 32)
+        return aead.hmac_sha256(k, nonce + context)[:4]
+    info = V4_CHECK_INFO if h.version == 4 else V3_CHECK_INFO
+    return aead.masked_check(h.alg, aead.hkdf(key, info, h.alg.key_size), nonce, context)
+
+
+def open_with(ct: bytes, context: bytes, h: Header, key: bytes) -> bytes:
+    """Open ct, whose header is h, under key (K_scope for v4, the key's
+    material before), bound to context."""
+    nonce = ct[h.size : h.nonce_end]
+    try:
+        return aead.open_(h.alg, key, nonce, ct[h.nonce_end :], _ad(h, ct, context))
+    except AuthenticationError:
+        import hmac as _h
+
+        if _h.compare_digest(_check(h, key, nonce, context), h.check):
+            raise AuthenticationError("the value was damaged: it fails authentication under its own context") from None
+        raise WrongContextError("the value belongs to another row, column, owner or key") from None
+
+
+def seal_v3(alg: Algorithm, key_class: int, key_id: int, material: bytes, plaintext: bytes, context: bytes) -> bytes:
+    """A v3 ciphertext under material (a keyring key, or a subject key)."""
+    nonce = aead.random_nonce(alg)
+    check = aead.masked_check(alg, aead.hkdf(material, V3_CHECK_INFO, alg.key_size), nonce, context)
+    head = bytes([3, key_class, alg.code]) + struct.pack(">I", key_id) + check
+    return head + nonce + aead.seal(alg, material, nonce, plaintext, head + context)
+
+
+def seal_v4(alg: Algorithm, key_class: int, key_id: int, k_scope: bytes, plaintext: bytes, context: bytes) -> bytes:
+    """A v4 ciphertext under K_scope: the AD is 7 header bytes and context,
+    the check is computed after sealing and stays outside the AD."""
+    head = bytes([4, key_class, alg.code]) + struct.pack(">I", key_id)
+    nonce = aead.random_nonce(alg)
+    sealed = aead.seal(alg, k_scope, nonce, plaintext, head + context)
+    check = aead.masked_check(alg, aead.hkdf(k_scope, V4_CHECK_INFO, alg.key_size), nonce, context)
+    return head + check + nonce + sealed
+
+
+#: Resolves a header to the AEAD key that opens it: K_scope for v4 (of the
+#: given scope), the key's material for v1–v3; raises a typed error when
+#: the holder lacks it.
+Resolver = Callable[[Header, bytes], bytes]
+
+
+def open_value(ct: bytes, context: bytes, scope: bytes, resolve: Resolver) -> bytes:
+    """Parse, resolve the key and open: the whole read path of one value."""
+    h = parse_header(ct)
+    return open_with(ct, context, h, resolve(h, scope))

@@ -1,0 +1,163 @@
+"""The field layer: values bound to their table, column, row and bound
+columns (field contexts v1–v4, FORMAT.md), as Go's ``field.Column``."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date, datetime, timezone
+from typing import Any, Protocol, Sequence
+
+from ._wire import as_binary, encode_text, lp, uvarint
+from .ciphertext import CLASS_SUBJECT, Header, open_with, parse_header
+from .errors import BindingError, UnsupportedVersionError
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def field_scope(table: str, column: str) -> bytes:
+    """The v4 scope of a column: ``"ward/field/v4" 0 ‖ ℓ(table) ‖ ℓ(column)``."""
+    return b"ward/field/v4\x00" + lp(table) + lp(column)
+
+
+def _micros(t: datetime) -> int:
+    if t.tzinfo is None:  # a timestamp column without a zone holds UTC
+        t = t.replace(tzinfo=timezone.utc)
+    d = t - _EPOCH
+    # exact integer arithmetic: floor towards the past, as Go's UnixMicro
+    return (d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds
+
+
+def encode_bound(v: Any) -> bytes | None:
+    """A bound value's canonical bytes (None is SQL NULL), as field context v3."""
+    if v is None:
+        return None
+    if isinstance(v, bool):  # before int: bool is an int in Python
+        return b"1" if v else b"0"
+    if isinstance(v, int):
+        return str(v).encode()
+    if isinstance(v, str):
+        return v.encode()
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v)
+    if isinstance(v, datetime):
+        return str(_micros(v)).encode()
+    if isinstance(v, uuid.UUID):
+        return str(v).encode()
+    if isinstance(v, date):
+        raise BindingError("a date without a time has no canonical encoding: bind a datetime")
+    raise BindingError(f"a bound value of type {type(v).__name__} has no canonical encoding (int, str, bytes, bool, datetime, UUID or None)")
+
+
+def row_text(row: Any) -> bytes:
+    """A row key's text: an integer in decimal, a string as given."""
+    if isinstance(row, bool) or not isinstance(row, (int, str, bytes)):
+        raise BindingError(f"a row key of type {type(row).__name__}: use an int or a str")
+    return row if isinstance(row, bytes) else str(row).encode()
+
+
+def _tail(bind: Sequence[str], row: Any, values: Sequence[Any]) -> bytes:
+    if len(values) != len(bind):
+        raise BindingError(f"the column binds {len(bind)} columns, {len(values)} values given")
+    out = bytearray(uvarint(len(bind)))
+    for name in bind:
+        out += lp(name)
+    out += lp(row_text(row))
+    for v in values:
+        b = encode_bound(v)
+        out += b"\x00" if b is None else uvarint(len(b) + 1) + b
+    return bytes(out)
+
+
+def context_v4(bind: Sequence[str], row: Any, values: Sequence[Any]) -> bytes:
+    """Field context v4: the part of v3's after the column."""
+    return _tail(bind, row, values)
+
+
+def context_v3(table: str, column: str, bind: Sequence[str], row: Any, values: Sequence[Any]) -> bytes:
+    """Field context v3."""
+    return b"ward/field/v3\x00" + lp(table) + lp(column) + _tail(bind, row, values)
+
+
+def context_legacy(table: str, column: str, bind: Sequence[str], row: Any, values: Sequence[Any]) -> bytes:
+    """The context of v1 and v2 values: layout v1 without bound columns, v2 with."""
+    if not bind:
+        return b"ward/field/v1\x00" + lp(table) + lp(column) + row_text(row)
+    return b"ward/field/v2\x00" + lp(table) + lp(column) + _tail(bind, row, values)
+
+
+class KeySource(Protocol):
+    """What holds a column's keys: a Keyring, a Grant, or subject keys."""
+
+    def resolve(self, h: Header, scope: bytes) -> bytes: ...
+
+
+class Column:
+    """One encrypted column. ``keys`` opens class-1 values (a Keyring or a
+    Grant); ``subjects`` (a :class:`ward.subject.SubjectKeys`) opens and
+    seals class-2 values, the subject being the bound column named
+    ``subject_column``."""
+
+    def __init__(self, table: str, column: str, keys: KeySource | None, bind: Sequence[str] = (),
+                 subjects: Any = None, subject_column: str | None = None, write_version: int = 4):
+        if not table or not column:
+            raise BindingError("a column needs a table and a column name")
+        if subjects is not None and subject_column not in bind:
+            raise BindingError("a per-subject column binds its subject column")
+        if write_version not in (3, 4):
+            raise UnsupportedVersionError(f"writing ciphertext v{write_version}")
+        self.table, self.column, self.bind = table, column, tuple(bind)
+        self.keys, self.subjects, self.subject_column = keys, subjects, subject_column
+        self.scope = field_scope(table, column)
+        self.write_version = write_version
+
+    def __repr__(self) -> str:
+        return f"Column({self.table}.{self.column})"
+
+    def context(self, version: int, row: Any, values: Sequence[Any]) -> bytes:
+        """The context a value of this version is bound to."""
+        if version == 4:
+            return context_v4(self.bind, row, values)
+        if version == 3:
+            return context_v3(self.table, self.column, self.bind, row, values)
+        return context_legacy(self.table, self.column, self.bind, row, values)
+
+    def _subject(self, values: Sequence[Any]) -> str:
+        v = values[self.bind.index(self.subject_column)]
+        b = encode_bound(v)
+        if b is None:
+            raise BindingError("a per-subject value needs its subject")
+        return b.decode()
+
+    def open(self, value: bytes | str, row: Any, *values: Any) -> bytes:
+        """Open a stored value (text or binary form) of row, with the values
+        of the bound columns in the column's bind order."""
+        ct = as_binary(value)
+        h = parse_header(ct)
+        ctx = self.context(h.version, row, values)
+        if h.key_class == CLASS_SUBJECT and self.subjects is not None:
+            key = self.subjects.resolve_for(self._subject(values), h, self.scope)
+        elif self.keys is None:
+            raise UnsupportedVersionError("a value of a key class this column has no keys for")
+        else:
+            key = self.keys.resolve(h, self.scope)
+        return open_with(ct, ctx, h, key)
+
+    def open_text(self, value: bytes | str, row: Any, *values: Any) -> str:
+        """open, decoded as UTF-8."""
+        return self.open(value, row, *values).decode()
+
+    def seal(self, plaintext: bytes | str, row: Any, *values: Any) -> bytes:
+        """Seal for row: under the subject's current key on a per-subject
+        column, else the keyring's primary; v4 unless the column writes v3."""
+        pt = plaintext.encode() if isinstance(plaintext, str) else bytes(plaintext)
+        ctx = self.context(self.write_version, row, values)
+        if self.subjects is not None:
+            return self.subjects.seal_for(self._subject(values), pt, self.scope, ctx, self.write_version)
+        seal_scoped = getattr(self.keys, "seal_scoped", None)
+        if seal_scoped is None:
+            raise UnsupportedVersionError("a grant opens values and never seals")
+        return seal_scoped(pt, self.scope, ctx) if self.write_version == 4 else self.keys.seal(pt, ctx)  # type: ignore[union-attr]
+
+    def seal_text(self, plaintext: bytes | str, row: Any, *values: Any) -> str:
+        """seal, in the text form (``w4:…``)."""
+        return encode_text(self.seal(plaintext, row, *values))

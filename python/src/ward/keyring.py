@@ -1,0 +1,187 @@
+"""Keyring files (``ward-keyring/v2``, v1 read only): loading, opening
+values under any of the keyring's keys, sealing under its primary."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from hashlib import sha256
+from typing import Any, Mapping
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from . import aead
+from ._wire import b64std
+from .aead import Algorithm
+from .ciphertext import (
+    CLASS_KEYRING,
+    Header,
+    open_value,
+    scoped_key,
+    seal_v3,
+    seal_v4,
+)
+from .errors import (
+    CorruptFileError,
+    KeyDisabledError,
+    UnknownKeyError,
+    UnsupportedVersionError,
+    WardError,
+    WrongWrapperError,
+)
+from .kms import KeyService, MasterKey
+
+MAX_FILE = 16 << 20
+
+
+@dataclass(frozen=True)
+class Key:
+    """One data key of a keyring: its ID, algorithm, state and material."""
+
+    id: int
+    alg: Algorithm
+    state: str  # "primary", "decrypt-only" or "disabled"
+    material: bytes
+
+    def __repr__(self) -> str:  # never the material
+        return f"Key(id={self.id:08x}, alg={self.alg.name}, state={self.state})"
+
+
+def _file_key_context(aad: bytes, purpose: str) -> dict[str, str]:
+    return {"ward:purpose": purpose, "ward:aad-sha256": sha256(aad).hexdigest()}
+
+
+def unwrap_file(doc: Mapping[str, Any], aad: bytes, ks: KeyService, purpose: str, v1_raw: bool = False) -> bytes:
+    """Unwrap a keyring or grant file's key with ks and open its payload."""
+    wrap = doc.get("wrap") or {}
+    provider = wrap.get("provider", "")
+    if provider.startswith("kms:"):  # keyring v1's name for a KMS provider
+        provider = provider[4:]
+    if provider != ks.provider or wrap.get("key_id") != ks.key_id:
+        raise WrongWrapperError(f"the file is sealed under {provider[:20]}:{str(wrap.get('key_id'))[:40]}, given {ks.provider}:{ks.key_id}")
+    wrapped = b64std(doc.get("wrapped_key", ""), "wrapped_key")
+    sealed = b64std(doc.get("sealed", ""), "sealed")
+    if len(wrapped) > 1024:
+        raise CorruptFileError("a wrapped key longer than 1024 bytes")
+    try:
+        if v1_raw and isinstance(ks, MasterKey):
+            file_key = ks.decrypt_raw(wrapped, aad)
+        else:
+            file_key = ks.decrypt(wrapped, _file_key_context(aad, purpose))
+    except WardError as e:
+        raise CorruptFileError(f"unwrapping the file key: {e}") from None
+    if len(file_key) != 32 or len(sealed) < 28:
+        raise CorruptFileError("a file key or sealed payload of the wrong size")
+    try:
+        return AESGCM(file_key).decrypt(sealed[:12], sealed[12:], aad)
+    except InvalidTag:
+        raise CorruptFileError("the file failed authentication") from None
+
+
+class Keyring:
+    """A loaded keyring. Opens ciphertext v1–v4 of class 1 under its keys,
+    seals under its primary, derives blind-index and ledger keys."""
+
+    def __init__(self, payload: Mapping[str, Any]):
+        try:
+            self.generation = int(payload.get("generation", 0))
+            self._root = b64std(payload["root"], "root")
+            self._root_salt = b64std(payload["root_salt"], "root_salt")
+            self.keys: dict[int, Key] = {}
+            for k in payload["keys"]:
+                key = Key(int(k["id"]), aead.by_name(k["alg"]), k["state"], b64std(k["material"], "material"))
+                if len(key.material) != key.alg.key_size:
+                    raise CorruptFileError(f"key {key.id:08x}: material of the wrong size")
+                self.keys[key.id] = key
+            self.state_keys = {int(s["epoch"]): b64std(s["secret"], "secret") for s in payload.get("state_keys") or []}
+            self.anchors: dict[str, dict[str, Any]] = dict(payload.get("anchors") or {})
+        except (KeyError, TypeError, ValueError) as e:
+            raise CorruptFileError(f"a keyring payload: {type(e).__name__}") from None
+        if len(self._root) != 32 or len(self._root_salt) != 32:
+            raise CorruptFileError("a keyring root of the wrong size")
+        primaries = [k for k in self.keys.values() if k.state == "primary"]
+        if len(primaries) != 1:
+            raise CorruptFileError("a keyring needs exactly one primary key")
+        self.primary = primaries[0]
+        self._scoped: dict[tuple[int, bytes], bytes] = {}
+
+    @classmethod
+    def loads(cls, data: bytes | str, ks: KeyService) -> "Keyring":
+        """Open a keyring file's bytes with the key service that wraps it."""
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            raise CorruptFileError("a keyring file that is not JSON") from None
+        fmt = doc.get("format") if isinstance(doc, dict) else None
+        if fmt not in ("ward-keyring/v1", "ward-keyring/v2"):
+            raise UnsupportedVersionError(f"keyring format {str(fmt)[:40]!r}")
+        wrap = doc.get("wrap") or {}
+        aad = f"{fmt}\x00{wrap.get('provider', '')}\x00{wrap.get('key_id', '')}".encode()
+        v1_raw = fmt == "ward-keyring/v1" and wrap.get("provider") == "local"
+        plain = unwrap_file(doc, aad, ks, "keyring", v1_raw)
+        try:
+            return cls(json.loads(plain))
+        except ValueError:
+            raise CorruptFileError("a keyring payload that is not JSON") from None
+
+    @classmethod
+    def load(cls, path: str, ks: KeyService) -> "Keyring":
+        """Read and open a keyring file."""
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE + 1)
+        if len(data) > MAX_FILE:
+            raise CorruptFileError("a keyring file larger than 16 MiB")
+        return cls.loads(data, ks)
+
+    def __repr__(self) -> str:
+        return f"Keyring({self.id}, generation {self.generation}, {len(self.keys)} keys)"
+
+    @property
+    def id(self) -> str:
+        """``kr-`` and 16 hex digits, stable across rotations."""
+        return "kr-" + sha256(b"ward keyring id v1\x00" + self._root_salt).digest()[:8].hex()
+
+    def derive(self, purpose: bytes, length: int) -> bytes:
+        """``Keyring.Derive``: HKDF-SHA-256 of the root for a named purpose."""
+        return aead.hkdf(self._root, b"ward keyring derive v1\x00" + purpose, length, salt=self._root_salt)
+
+    def key(self, key_id: int) -> Key:
+        """The enabled key of an ID, or a typed error."""
+        k = self.keys.get(key_id)
+        if k is None:
+            raise UnknownKeyError(f"key {key_id:08x} is not in this keyring")
+        if k.state == "disabled":
+            raise KeyDisabledError(f"key {key_id:08x} is disabled")
+        return k
+
+    def scoped(self, key: Key, scope: bytes) -> bytes:
+        """K_scope of a key for a scope (cached)."""
+        ck = (key.id, scope)
+        v = self._scoped.get(ck)
+        if v is None:
+            v = self._scoped[ck] = scoped_key(key.alg, key.material, scope)
+        return v
+
+    def resolve(self, h: Header, scope: bytes) -> bytes:
+        """The AEAD key that opens a class-1 value of header h."""
+        if h.key_class != CLASS_KEYRING:
+            raise UnknownKeyError("a subject key sealed this value, not a keyring key")
+        k = self.key(h.key_id)
+        if k.alg != h.alg:
+            raise UnknownKeyError(f"the value's algorithm is not key {k.id:08x}'s")
+        return self.scoped(k, scope) if h.version == 4 else k.material
+
+    def open(self, ct: bytes, context: bytes = b"", scope: bytes = b"") -> bytes:
+        """Open a binary ciphertext bound to context (v4: under scope)."""
+        return open_value(ct, context, scope, self.resolve)
+
+    def seal(self, plaintext: bytes, context: bytes = b"") -> bytes:
+        """Seal under the primary as ciphertext v3, as Go's ``Keyring.Seal``."""
+        p = self.primary
+        return seal_v3(p.alg, CLASS_KEYRING, p.id, p.material, plaintext, context)
+
+    def seal_scoped(self, plaintext: bytes, scope: bytes, context: bytes = b"") -> bytes:
+        """Seal under the primary's K_scope as ciphertext v4."""
+        p = self.primary
+        return seal_v4(p.alg, CLASS_KEYRING, p.id, self.scoped(p, scope), plaintext, context)
