@@ -95,10 +95,13 @@ class Column:
     """One encrypted column. ``keys`` opens class-1 values (a Keyring or a
     Grant); ``subjects`` (a :class:`ward.subject.SubjectKeys`) opens and
     seals class-2 values, the subject being the bound column named
-    ``subject_column``."""
+    ``subject_column``. Seals write ciphertext v4 unless ``write_version``
+    is 3 or ``ledger`` (a verified :class:`ward.ledger.LedgerState`) says
+    the fleet has not opened v4; a per-subject column asks its ledger."""
 
     def __init__(self, table: str, column: str, keys: KeySource | None, bind: Sequence[str] = (),
-                 subjects: Any = None, subject_column: str | None = None, write_version: int = 4):
+                 subjects: Any = None, subject_column: str | None = None, write_version: int = 4,
+                 ledger: Any = None):
         if not table or not column:
             raise BindingError("a column needs a table and a column name")
         if subjects is not None and subject_column not in bind:
@@ -108,6 +111,8 @@ class Column:
         self.table, self.column, self.bind = table, column, tuple(bind)
         self.keys, self.subjects, self.subject_column = keys, subjects, subject_column
         self.scope = field_scope(table, column)
+        if ledger is not None and not ledger.allows("ciphertext:v4"):
+            write_version = 3  # the fleet has not opened v4: some process reads v3 only
         self.write_version = write_version
 
     def __repr__(self) -> str:
@@ -150,9 +155,11 @@ class Column:
         """Seal for row: under the subject's current key on a per-subject
         column, else the keyring's primary; v4 unless the column writes v3."""
         pt = plaintext.encode() if isinstance(plaintext, str) else bytes(plaintext)
-        ctx = self.context(self.write_version, row, values)
         if self.subjects is not None:
-            return self.subjects.seal_for(self._subject(values), pt, self.scope, ctx, self.write_version)
+            version = self.subjects.version_for(self.write_version)
+            ctx = self.context(version, row, values)
+            return self.subjects.seal_for(self._subject(values), pt, self.scope, ctx, version)
+        ctx = self.context(self.write_version, row, values)
         seal_scoped = getattr(self.keys, "seal_scoped", None)
         if seal_scoped is None:
             raise UnsupportedVersionError("a grant opens values and never seals")

@@ -146,6 +146,17 @@ class Keyring:
         """``Keyring.Derive``: HKDF-SHA-256 of the root for a named purpose."""
         return aead.hkdf(self._root, b"ward keyring derive v1\x00" + purpose, length, salt=self._root_salt)
 
+    def state_mac_key(self, epoch: int) -> bytes | None:
+        """K_state of an epoch for the ledger's and tombstones' MACs, or
+        None when the file lacks that epoch (written under a newer file)."""
+        if epoch == 0:
+            salt = None
+        else:
+            salt = self.state_keys.get(epoch)
+            if salt is None:
+                return None
+        return aead.hkdf(self._root, b"ward keyring state mac v1\x00" + str(epoch).encode(), 32, salt=salt)
+
     def key(self, key_id: int) -> Key:
         """The enabled key of an ID, or a typed error."""
         k = self.keys.get(key_id)

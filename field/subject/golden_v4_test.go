@@ -1,0 +1,199 @@
+package subject
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/dbtest"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/ledger"
+)
+
+var updateV4 = flag.Bool("update-v4", false, "write testdata/subject-v4.json (only when a ciphertext or store version is added)")
+
+// ledgerRow is a ward_ledger row as stored.
+type ledgerRow struct {
+	Counter int64  `json:"counter"`
+	Body    string `json:"body"`
+	MAC     string `json:"mac"`
+}
+
+// subjectV4Golden is what a reader in another language needs to open
+// class-2 ciphertext v4 and to decide whether it may seal: keyring-wrapped
+// keys, values under them, the ledger as it stands (anchored in the
+// keyring) and an earlier ledger row (a rollback to refuse).
+type subjectV4Golden struct {
+	Comment   string          `json:"comment"`
+	MasterKey string          `json:"master_key"`
+	Keyring   json.RawMessage `json:"keyring"`
+	Namespace string          `json:"namespace"`
+	Table     string          `json:"table"`
+	Column    string          `json:"column"`
+	Bind      []string        `json:"bind"`
+	Keys      []struct {
+		Subject string `json:"subject"`
+		Version int64  `json:"version"`
+		Held    int    `json:"held"`
+		Wrapped string `json:"wrapped_hex"`
+	} `json:"keys"`
+	Values []struct {
+		Row        int64  `json:"row"`
+		Subject    string `json:"subject"`
+		Plaintext  string `json:"plaintext"`
+		Ciphertext string `json:"ciphertext_hex"`
+	} `json:"values"`
+	Ledger      ledgerRow `json:"ledger"`
+	OlderLedger ledgerRow `json:"older_ledger"`
+}
+
+func readLedgerRow(t *testing.T, db *sql.DB) ledgerRow {
+	var r ledgerRow
+	if err := db.QueryRow(`SELECT counter, body, mac FROM ward_ledger WHERE id = 1`).Scan(&r.Counter, &r.Body, &r.MAC); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func writeSubjectV4Golden(t *testing.T, path string) {
+	ctx := context.Background()
+	mk := local.Generate()
+	dir := t.TempDir()
+	kr, err := keyring.Create(ctx, filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, _ := sql.Open("sqlite", dbtest.SQLiteDSN(filepath.Join(dir, "g.db")))
+	defer db.Close()
+	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
+	if err := l.Record(ctx, kr); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col, _ := field.NewColumn(kr, "messages", "body", field.Bind("user_id"), field.PerSubject(s, "user_id"))
+	g := subjectV4Golden{Comment: "ward subject keys with class-2 ciphertext v4 and the ledger that gates writing (FORMAT.md, Subject keys, Keyring ledger); written once with -update-v4",
+		MasterKey: mk.Encode(), Namespace: "users", Table: "messages", Column: "body", Bind: []string{"user_id"}}
+	for i, u := range []string{"alice", "bob", "carol"} {
+		ct, err := col.SealString(field.RowInt(int64(i+1)).With(u), u+"'s message, v4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Values = append(g.Values, struct {
+			Row        int64  `json:"row"`
+			Subject    string `json:"subject"`
+			Plaintext  string `json:"plaintext"`
+			Ciphertext string `json:"ciphertext_hex"`
+		}{int64(i + 1), u, u + "'s message, v4", hex.EncodeToString(ct.Bytes())})
+	}
+	g.OlderLedger = readLedgerRow(t, db)
+	if err := s.Forget(ctx, "carol"); err != nil { // moves the ledger (and its anchor) on
+		t.Fatal(err)
+	}
+	// What a fleet records once every process reads v4: the gate a
+	// writer in another language consults before writing v4.
+	err = l.ChangeForms(ctx, kr, func(fs []ledger.Form) []ledger.Form {
+		return append(fs, ledger.Form{Name: "ciphertext:v4", Release: "0.4", Since: 1796000000000, Opened: 1796000001000})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Ledger = readLedgerRow(t, db)
+	rows, _ := db.Query(`SELECT subject, version, held, wrapped FROM ward_subject_keys ORDER BY subject`)
+	for rows.Next() {
+		var k struct {
+			Subject string `json:"subject"`
+			Version int64  `json:"version"`
+			Held    int    `json:"held"`
+			Wrapped string `json:"wrapped_hex"`
+		}
+		var w []byte
+		rows.Scan(&k.Subject, &k.Version, &k.Held, &w)
+		k.Wrapped = hex.EncodeToString(w)
+		g.Keys = append(g.Keys, k)
+	}
+	rows.Close()
+	if g.Keyring, err = kr.Marshal(ctx, mk); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.MarshalIndent(g, "", "  ")
+	if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGoldenSubjectV4 puts the checked-in keys and ledger into a fresh
+// database and opens the v4 values of the subjects that were not
+// forgotten; the older ledger row is refused as a rollback.
+func TestGoldenSubjectV4(t *testing.T) {
+	const path = "testdata/subject-v4.json"
+	if *updateV4 {
+		writeSubjectV4Golden(t, path)
+	}
+	ctx := context.Background()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g subjectV4Golden
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	mk, _ := local.Parse(g.MasterKey)
+	kr, err := keyring.Unmarshal(ctx, g.Keyring, mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, _ := sql.Open("sqlite", dbtest.SQLiteDSN(filepath.Join(t.TempDir(), "g.db")))
+	defer db.Close()
+	s, err := Open(ctx, Config{DB: db, Dialect: field.SQLite, Keyring: kr, Namespace: g.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range g.Keys {
+		w, _ := hex.DecodeString(k.Wrapped)
+		if _, err := db.Exec(`INSERT INTO ward_subject_keys (namespace, subject, version, first, wrapped, created_at, held) VALUES (?, ?, ?, NULL, ?, 0, ?)`, g.Namespace, k.Subject, k.Version, w, k.Held); err != nil {
+			t.Fatal(err)
+		}
+	}
+	col, _ := field.NewColumn(kr, g.Table, g.Column, field.Bind(g.Bind...), field.PerSubject(s, g.Bind[0]))
+	opened := 0
+	for _, v := range g.Values {
+		raw, _ := hex.DecodeString(v.Ciphertext)
+		ct, err := field.ParseCiphertext(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pt, err := col.OpenString(field.RowInt(v.Row).With(v.Subject), ct)
+		if err == nil && pt != v.Plaintext {
+			t.Errorf("%s: %q", v.Subject, pt)
+		}
+		if err == nil {
+			opened++
+		}
+	}
+	if opened != 2 || len(g.Keys) != 2 {
+		t.Fatalf("opened %d values with %d keys, want 2 of 3 (carol was forgotten)", opened, len(g.Keys))
+	}
+	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
+	for _, c := range []struct {
+		row   ledgerRow
+		fails bool
+	}{{g.Ledger, false}, {g.OlderLedger, true}} {
+		db.Exec(`CREATE TABLE IF NOT EXISTS ward_ledger (id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL)`)
+		db.Exec(`DELETE FROM ward_ledger`)
+		db.Exec(`INSERT INTO ward_ledger (id, counter, body, mac) VALUES (1, ?, ?, ?)`, c.row.Counter, c.row.Body, c.row.MAC)
+		if err := l.Check(ctx, kr); (err != nil) != c.fails {
+			t.Errorf("ledger at counter %d: %v", c.row.Counter, err)
+		}
+	}
+}

@@ -1,0 +1,78 @@
+"""The keyring ledger (FORMAT.md, Keyring ledger): verified against the
+keyring and its anchor before this package writes anything."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import aead
+from ._db import ident, query, table_exists
+from .errors import LedgerError
+from .keyring import Keyring
+
+DEFAULT_TABLE = "ward_ledger"
+
+
+@dataclass(frozen=True)
+class LedgerState:
+    """A verified ledger: the database's ID, counter and the opened forms."""
+
+    database: str
+    counter: int
+    epoch: int
+    opened_forms: frozenset[str] = field(default_factory=frozenset)
+    body: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def allows(self, form: str) -> bool:
+        """Whether the fleet opened a form (``ciphertext:v4``): every
+        registered process reads it, so it may be written."""
+        return form in self.opened_forms
+
+
+def verify_row(kr: Keyring, counter: int, body: str, mac_hex: str) -> LedgerState:
+    """Authenticate one ledger row and check it against the keyring's anchor."""
+    try:
+        st = json.loads(body)
+        mac = bytes.fromhex(mac_hex)
+    except ValueError:
+        raise LedgerError("the ledger row is not well-formed: a database writer changed it") from None
+    if st.get("keyring") != kr.id:
+        raise LedgerError(f"the database's values are sealed under keyring {str(st.get('keyring'))[:40]!r}, not {kr.id}")
+    if int(st.get("counter", -1)) != counter:
+        raise LedgerError("the ledger's counter does not match its body: a database writer changed it")
+    epoch = int(st.get("epoch", 0))
+    key = kr.state_mac_key(epoch)
+    if key is None:
+        raise LedgerError(f"the ledger was written under a newer keyring file (state epoch {epoch}): load the current file")
+    want = aead.hmac_sha256(key, b"ward ledger state v1\x00" + body.encode())
+    if not hmac.compare_digest(want, mac):
+        raise LedgerError("the ledger fails its MAC: a database writer changed it")
+    if int(st.get("generation", 0)) > kr.generation:
+        raise LedgerError("the keyring file is older than the one that wrote the ledger: load the current file")
+    db = str(st.get("database", ""))
+    anchor = kr.anchors.get(db)
+    if anchor is None:
+        if counter > 1:
+            raise LedgerError(f"the keyring file does not anchor database {db[:40]} at counter {counter}: it is another copy, or older than the database")
+    elif counter < int(anchor.get("counter", 0)) or epoch < int(anchor.get("epoch", 0)):
+        raise LedgerError(f"the ledger is at counter {counter}, anchored at {anchor.get('counter')}: an older copy of the ledger was put back (ward ledger recover)")
+    for k in st.get("keys") or []:
+        if int(k["id"]) not in kr.keys and k.get("state") != "retired":
+            raise LedgerError(f"the database uses key {int(k['id']):08x}, which this keyring lacks: load the current keyring file")
+    opened = frozenset(f["name"] for f in st.get("forms") or [] if f.get("opened"))
+    return LedgerState(db, counter, epoch, opened, st)
+
+
+def verify(conn: Any, kr: Keyring, table: str = DEFAULT_TABLE) -> LedgerState:
+    """Read the database's ledger and verify it; a missing ledger is
+    refused (this package writes only where ward's ledger stands)."""
+    if not table_exists(conn, table):
+        raise LedgerError(f"the database has no ledger ({table}): ward writes only where a verified ledger stands")
+    rows = query(conn, f"SELECT counter, body, mac FROM {ident(table)} WHERE id = 1")
+    if not rows:
+        raise LedgerError(f"the database's ledger ({table}) is empty: a database writer deleted it")
+    counter, body, mac = rows[0]
+    return verify_row(kr, int(counter), str(body), str(mac))

@@ -1,0 +1,113 @@
+"""Subject keys (keys per user, FORMAT.md): opening values under a
+subject's keyring-wrapped key, and sealing into an existing one — never
+creating one, never for a forgotten, private or lost subject, and only
+after the ledger verifies."""
+
+from __future__ import annotations
+
+import struct
+import threading
+from typing import Any
+
+from . import aead
+from ._db import query
+from ._wire import lp
+from .ciphertext import CLASS_SUBJECT, Header, scoped_key, seal_v3, seal_v4
+from .errors import SubjectRefusedError, UnknownKeyError, WardError
+from .keyring import Keyring
+from .ledger import DEFAULT_TABLE, LedgerState, verify
+
+KEYS_TABLE = "ward_subject_keys"
+TOMBSTONES_TABLE = "ward_subject_tombstones"
+HELD = {1: "private (the key is wrapped under the user's password)", 2: "lost (a password reset without the recovery code)"}
+
+
+def wrap_context(namespace: str, subject: str, version: int) -> bytes:
+    """W(ns, subject, version)."""
+    return lp(namespace) + lp(subject) + struct.pack(">I", version)
+
+
+def unwrap(kr: Keyring, namespace: str, subject: str, version: int, wrapped: bytes) -> tuple[aead.Algorithm, bytes]:
+    """A keyring-wrapped subject key's algorithm and material."""
+    payload = kr.open(bytes(wrapped), b"ward subject key v1\x00" + wrap_context(namespace, subject, version))
+    if len(payload) < 6 or payload[0] != 1:
+        raise WardError("a subject key payload of an unknown version")
+    alg = aead.algorithm(payload[1])
+    if struct.unpack(">I", payload[2:6])[0] != version or len(payload) != 6 + alg.key_size:
+        raise WardError("a subject key payload that does not match its row")
+    return alg, payload[6:]
+
+
+class SubjectKeys:
+    """The subject keys of one namespace in a database (any DB-API 2
+    connection): what a per-subject :class:`ward.Column` opens and seals with."""
+
+    def __init__(self, conn: Any, keyring: Keyring, namespace: str, ledger_table: str = DEFAULT_TABLE):
+        self.conn, self.keyring, self.namespace = conn, keyring, namespace
+        self.ledger_table = ledger_table
+        self._keys: dict[tuple[str, int], tuple[aead.Algorithm, bytes]] = {}
+        self._ledger: LedgerState | None = None
+        self._mu = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SubjectKeys({self.namespace})"
+
+    def _row(self, subject: str, version: int | None) -> tuple[int, int, bytes]:
+        if version is None:
+            rows = query(self.conn, f"SELECT version, held, wrapped FROM {KEYS_TABLE} WHERE namespace = ? AND subject = ? ORDER BY version DESC LIMIT 1", (self.namespace, subject))
+        else:
+            rows = query(self.conn, f"SELECT version, held, wrapped FROM {KEYS_TABLE} WHERE namespace = ? AND subject = ? AND version = ?", (self.namespace, subject, version))
+        if not rows:
+            raise SubjectRefusedError("the subject has no such key: forgotten, or never given one (this package never creates a subject key)")
+        v, held, wrapped = rows[0]
+        if int(held or 0) != 0:
+            raise SubjectRefusedError(f"the subject's key is {HELD.get(int(held), 'not keyring-wrapped')}: it opens only inside the user's session")
+        return int(v), 0, bytes(wrapped)
+
+    def key(self, subject: str, version: int | None = None) -> tuple[int, aead.Algorithm, bytes]:
+        """A subject's key of a version (the latest when None), unwrapped."""
+        if version is not None:
+            got = self._keys.get((subject, version))
+            if got is not None:
+                return version, got[0], got[1]
+        v, _, wrapped = self._row(subject, version)
+        alg, material = unwrap(self.keyring, self.namespace, subject, v, wrapped)
+        self._keys[(subject, v)] = (alg, material)
+        return v, alg, material
+
+    def resolve_for(self, subject: str, h: Header, scope: bytes) -> bytes:
+        """The AEAD key of a class-2 value of subject."""
+        if h.key_class != CLASS_SUBJECT:
+            raise UnknownKeyError("a keyring key sealed this value")
+        _, alg, material = self.key(subject, h.key_id)
+        if alg != h.alg:
+            raise UnknownKeyError("the value's algorithm is not the subject key's")
+        return scoped_key(alg, material, scope) if h.version == 4 else material
+
+    def ledger(self) -> LedgerState:
+        """The verified ledger (read once, before the first seal)."""
+        with self._mu:
+            if self._ledger is None:
+                self._ledger = verify(self.conn, self.keyring, self.ledger_table)
+            return self._ledger
+
+    def _refuse_forgotten(self, subject: str) -> None:
+        rows = query(self.conn, f"SELECT 1 FROM {TOMBSTONES_TABLE} WHERE namespace = ? AND subject = ?", (self.namespace, subject))
+        if rows:
+            raise SubjectRefusedError("the subject was forgotten: nothing is sealed for them again")
+
+    def version_for(self, write_version: int) -> int:
+        """The version a seal writes: 4 only when the column asks for it and
+        the verified ledger records that every process of the fleet reads it
+        (the form ``ciphertext:v4`` opened), else 3."""
+        return 4 if write_version == 4 and self.ledger().allows("ciphertext:v4") else 3
+
+    def seal_for(self, subject: str, plaintext: bytes, scope: bytes, context: bytes, version: int) -> bytes:
+        """Seal for subject under their latest keyring-wrapped key, as
+        ciphertext ``version`` (from version_for, which verified the ledger)."""
+        self.ledger()
+        self._refuse_forgotten(subject)
+        v, alg, material = self.key(subject)
+        if version == 4:
+            return seal_v4(alg, CLASS_SUBJECT, v, scoped_key(alg, material, scope), plaintext, context)
+        return seal_v3(alg, CLASS_SUBJECT, v, material, plaintext, context)

@@ -1,0 +1,62 @@
+"""Grants open their own columns only; blind indexes match Go's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import vectors
+from ward import BlindIndex, Column, Grant, Keyring, MasterKey, NotGrantedError, WrongContextError, WrongWrapperError
+from ward.errors import WardError
+
+GRANT = vectors("keyring/testdata/grant-v1.json")
+
+
+def grant() -> Grant:
+    return Grant.loads(json.dumps(GRANT["grant"]), MasterKey.parse(GRANT["reader_master_key"]))
+
+
+def test_grant_needs_the_readers_key():
+    with pytest.raises(WrongWrapperError):
+        Grant.loads(json.dumps(GRANT["grant"]), MasterKey.parse(GRANT["master_key"]))
+
+
+def test_titles_grant_opens_titles_only():
+    g = grant()
+    assert g.scopes == ["notes.title"] and g.covers("notes", "title") and not g.covers("notes", "body")
+    title = Column("notes", "title", g)
+    body = Column("notes", "body", g)
+    opened = 0
+    for v in GRANT["values"]:
+        ct = bytes.fromhex(v["ciphertext_hex"])
+        col = title if v["column"] == "title" else body
+        if v["opens"]:
+            assert col.open(ct, 42) == v["plaintext"].encode()
+            opened += 1
+        elif v["error"] == "not-granted":
+            with pytest.raises(NotGrantedError):
+                col.open(ct, 42)
+        else:
+            with pytest.raises(WrongContextError):
+                col.open(ct, 42)
+            with pytest.raises(WardError):  # nor under the title's scope
+                title.open(ct, 42)
+    assert opened == 1
+    with pytest.raises(WardError):
+        title.seal("a grant never seals", 42)
+
+
+def test_tampered_grant_refused():
+    doc = dict(GRANT["grant"])
+    doc["scopes"] = ["notes.body"]
+    with pytest.raises(WardError):
+        Grant.loads(json.dumps(doc), MasterKey.parse(GRANT["reader_master_key"]))
+
+
+def test_blind_index_vectors():
+    v = vectors("field/testdata/blind-index-v1.json")
+    kr = Keyring.loads(json.dumps(v["keyring"]), MasterKey.parse(v["master_key"]))
+    for vec in v["vectors"]:
+        bi = BlindIndex(kr, vec["table"], vec["column"], size=vec["size"], normalize=vec["normalize"])
+        assert bi.compute(bytes.fromhex(vec["value"])).hex() == vec["index_hex"], vec

@@ -1,0 +1,121 @@
+"""Subject keys: opening class-2 values, and sealing only where ward's
+rules allow it (each refusal planted in the database)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from conftest import vectors
+from ward import Column, Keyring, LedgerError, MasterKey, SubjectRefusedError
+from ward.ciphertext import parse_header
+from ward.ledger import LedgerState
+from ward.subject import SubjectKeys
+
+G = vectors("field/subject/testdata/subject-v4.json")
+
+SCHEMA = """
+CREATE TABLE ward_subject_keys (namespace TEXT, subject TEXT, version BIGINT, first SMALLINT,
+  wrapped BLOB, created_at BIGINT, held SMALLINT DEFAULT 0, recovery BLOB,
+  PRIMARY KEY (namespace, subject, version));
+CREATE TABLE ward_subject_tombstones (namespace TEXT, subject TEXT, forgotten_at BIGINT, epoch BIGINT, mac TEXT,
+  PRIMARY KEY (namespace, subject));
+CREATE TABLE ward_ledger (id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL);
+"""
+
+
+@pytest.fixture
+def db():
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(SCHEMA)
+    for k in G["keys"]:
+        conn.execute("INSERT INTO ward_subject_keys (namespace, subject, version, wrapped, created_at, held) VALUES (?, ?, ?, ?, 0, ?)",
+                     (G["namespace"], k["subject"], k["version"], bytes.fromhex(k["wrapped_hex"]), k["held"]))
+    plant_ledger(conn, G["ledger"])
+    return conn
+
+
+def plant_ledger(conn, row):
+    conn.execute("DELETE FROM ward_ledger")
+    conn.execute("INSERT INTO ward_ledger (id, counter, body, mac) VALUES (1, ?, ?, ?)", (row["counter"], row["body"], row["mac"]))
+
+
+@pytest.fixture
+def kr():
+    return Keyring.loads(json.dumps(G["keyring"]), MasterKey.parse(G["master_key"]))
+
+
+def column(conn, kr):
+    subjects = SubjectKeys(conn, kr, G["namespace"])
+    return Column(G["table"], G["column"], kr, bind=G["bind"], subjects=subjects, subject_column=G["bind"][0])
+
+
+def test_opens_v4_values_of_present_subjects(db, kr):
+    col = column(db, kr)
+    for v in G["values"]:
+        ct = bytes.fromhex(v["ciphertext_hex"])
+        assert parse_header(ct).version == 4 and parse_header(ct).key_class == 2
+        if v["subject"] == "carol":  # forgotten: her key is gone
+            with pytest.raises(SubjectRefusedError):
+                col.open(ct, v["row"], v["subject"])
+        else:
+            assert col.open_text(ct, v["row"], v["subject"]) == v["plaintext"]
+
+
+def test_seals_v4_into_an_existing_key(db, kr):
+    col = column(db, kr)
+    ct = col.seal("from python", 7, "alice")
+    h = parse_header(ct)
+    assert (h.version, h.key_class) == (4, 2)
+    assert h.key_id == next(k["version"] for k in G["keys"] if k["subject"] == "alice")
+    assert col.open_text(ct, 7, "alice") == "from python"
+    before = db.execute("SELECT count(*) FROM ward_subject_keys").fetchone()
+    with pytest.raises(SubjectRefusedError):
+        col.seal("to a subject without a key", 8, "dave")
+    assert db.execute("SELECT count(*) FROM ward_subject_keys").fetchone() == before
+
+
+def test_rolled_back_ledger_refused(db, kr):
+    plant_ledger(db, G["older_ledger"])
+    with pytest.raises(LedgerError, match="older copy"):
+        column(db, kr).seal("x", 7, "alice")
+
+
+def test_tampered_or_missing_ledger_refused(db, kr):
+    row = dict(G["ledger"])
+    row["body"] = row["body"].replace('"opened":1796000001000', '"opened":1796000001001')
+    plant_ledger(db, row)
+    with pytest.raises(LedgerError, match="MAC"):
+        column(db, kr).seal("x", 7, "alice")
+    db.execute("DROP TABLE ward_ledger")
+    with pytest.raises(LedgerError, match="no ledger"):
+        column(db, kr).seal("x", 7, "alice")
+
+
+def test_tombstone_refused(db, kr):
+    db.execute("INSERT INTO ward_subject_tombstones VALUES (?, 'alice', 0, 1, '00')", (G["namespace"],))
+    with pytest.raises(SubjectRefusedError, match="forgotten"):
+        column(db, kr).seal("x", 7, "alice")
+
+
+def test_private_key_refused(db, kr):
+    db.execute("UPDATE ward_subject_keys SET held = 1 WHERE subject = 'bob'")
+    col = column(db, kr)
+    with pytest.raises(SubjectRefusedError, match="private"):
+        col.seal("x", 7, "bob")
+    v = next(v for v in G["values"] if v["subject"] == "bob")
+    with pytest.raises(SubjectRefusedError):
+        col.open(bytes.fromhex(v["ciphertext_hex"]), v["row"], "bob")
+
+
+def test_v3_until_the_fleet_opens_v4(db, kr):
+    body = json.loads(G["ledger"]["body"])
+    assert LedgerState(body["database"], 3, 1, frozenset()).allows("ciphertext:v4") is False
+    keys = SubjectKeys(db, kr, G["namespace"])
+    keys._ledger = LedgerState(body["database"], 3, 1, frozenset())
+    col = Column(G["table"], G["column"], kr, bind=G["bind"], subjects=keys, subject_column=G["bind"][0])
+    ct = col.seal("while a v3-only process runs", 9, "alice")
+    assert parse_header(ct).version == 3
+    assert col.open_text(ct, 9, "alice") == "while a v3-only process runs"
