@@ -260,3 +260,15 @@ func subjectKeyFromSecret(alg Algorithm, version uint32, secret []byte) (*Subjec
 	}
 	return newSubjectKey(alg, version, append([]byte(nil), secret...))
 }
+
+// DeriveScope returns K_scope of this subject key for scope (FORMAT.md,
+// ciphertext v4): the key its v4 values of that scope are sealed under,
+// and nothing else. It is secret. It exists to hand one scope of one
+// subject's values to a reader (a worker process) that must open no other
+// column and no other subject's values; see field.Column.SubjectGrant.
+func (sk *SubjectKey) DeriveScope(scope string) ([]byte, error) {
+	if sk.k.refused {
+		return nil, ErrNotApproved
+	}
+	return hkdfScope(sk.k.material, scope, sk.k.Algorithm.KeySize())
+}

@@ -80,6 +80,11 @@ type Config struct {
 	// SubjectTTL bounds how long a process keeps a user's unwrapped key
 	// (default 30 s): a deleted account stops opening everywhere within it.
 	SubjectTTL time.Duration
+	// AssistantWorker, when set, is the command line of a process that
+	// answers for the assistant (examples/chat/worker/assistant.py, on the
+	// Python package): it gets each conversation's ciphertexts and a
+	// subject grant of message bodies, never a private user's messages.
+	AssistantWorker []string
 	// Recovery offers users who turn on private mode a recovery code
 	// (shown once): with it, a password reset keeps their messages. Off,
 	// a reset of a private account loses them, and the service says so
@@ -281,6 +286,11 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err != nil {
 		return nil, err
 	}
+	if len(cfg.AssistantWorker) > 0 {
+		if srv.worker, err = NewWorker(cfg.AssistantWorker, 0); err != nil {
+			return nil, err
+		}
+	}
 	return &Service{cfg: cfg, db: db, dialect: dialect, kr: kr, ledger: lg, store: st, server: srv, log: log, journal: j}, nil
 }
 
@@ -321,6 +331,9 @@ func (s *Service) Handler() http.Handler { return s.server.handler() }
 
 // Close closes the database.
 func (s *Service) Close() error {
+	if s.server.worker != nil {
+		s.server.worker.Close()
+	}
 	if s.journal != nil {
 		s.journal.Close()
 	}

@@ -37,6 +37,7 @@ type server struct {
 	store     *store
 	hasher    *password.Hasher
 	assistant Assistant
+	worker    *Worker // nil: the assistant runs in-process
 	limits    Limits
 	trusted   []netip.Prefix
 	log       *slog.Logger
@@ -463,6 +464,69 @@ func (s *server) listMessages(w http.ResponseWriter, r *http.Request, user int64
 	writeJSON(w, http.StatusOK, ms)
 }
 
+// answer is the assistant's reply to a conversation: from the worker
+// process when there is one and the user is not private, else in-process.
+// On false it has written the error response.
+func (s *server) answer(w http.ResponseWriter, r *http.Request, st *store, user, conv int64) (string, bool) {
+	text, used, err := s.viaWorker(r.Context(), st, user, conv)
+	if err != nil {
+		s.log.Warn("assistant worker failed", "err", err)
+		fail(w, http.StatusBadGateway, "the assistant failed")
+		return "", false
+	}
+	if used {
+		return text, true
+	}
+	// The assistant reads the decrypted context through the same API a
+	// real model would get — and only while the user's session holds
+	// their key: for a private user without it, it gets a typed error,
+	// never plaintext, and says so.
+	history, err := st.messages(r.Context(), user, conv, contextMessages)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "could not load the context")
+		return "", false
+	}
+	for _, m := range history {
+		if m.Error == messageLockedError {
+			failCode(w, http.StatusForbidden, "the assistant cannot read this conversation: "+msgLocked, codeLocked)
+			return "", false
+		}
+	}
+	text, err = s.assistant.Reply(r.Context(), history)
+	if err != nil {
+		fail(w, http.StatusBadGateway, "the assistant failed")
+		return "", false
+	}
+	return text, true
+}
+
+// viaWorker answers through the worker process: never for a private user
+// (whose messages leave the service only inside their session), nor for a
+// conversation holding a value a subject grant cannot open (v3, before
+// the fleet opened v4).
+func (s *server) viaWorker(ctx context.Context, st *store, user, conv int64) (string, bool, error) {
+	if s.worker == nil {
+		return "", false, nil
+	}
+	if _, isField := st.codec.(FieldCodec); !isField {
+		return "", false, nil
+	}
+	private, err := s.store.subjects.Private(ctx, subjectOf(user))
+	if err != nil || private {
+		return "", false, err
+	}
+	req, ok, err := st.workerHistory(ctx, user, conv, contextMessages)
+	if err != nil || !ok {
+		if err == nil {
+			s.log.Info("assistant in-process: the conversation holds values a subject grant cannot open (ciphertext v3)")
+		}
+		return "", false, err
+	}
+	defer req.Grant.Destroy()
+	text, err := s.worker.ask(ctx, req)
+	return text, true, err
+}
+
 func (s *server) sendMessage(w http.ResponseWriter, r *http.Request, user int64) {
 	conv, ok := s.conversation(w, r, user)
 	if !ok {
@@ -488,24 +552,8 @@ func (s *server) sendMessage(w http.ResponseWriter, r *http.Request, user int64)
 		fail(w, http.StatusInternalServerError, "could not store the message")
 		return
 	}
-	// The assistant reads the decrypted context through the same API a
-	// real model would get — and only while the user's session holds
-	// their key: for a private user without it, it gets a typed error,
-	// never plaintext, and says so.
-	history, err := st.messages(r.Context(), user, conv, contextMessages)
-	if err != nil {
-		fail(w, http.StatusInternalServerError, "could not load the context")
-		return
-	}
-	for _, m := range history {
-		if m.Error == messageLockedError {
-			failCode(w, http.StatusForbidden, "the assistant cannot read this conversation: "+msgLocked, codeLocked)
-			return
-		}
-	}
-	text, err := s.assistant.Reply(r.Context(), history)
-	if err != nil {
-		fail(w, http.StatusBadGateway, "the assistant failed")
+	text, ok := s.answer(w, r, st, user, conv)
+	if !ok {
 		return
 	}
 	reply, err := st.addMessage(r.Context(), user, conv, "assistant", text)

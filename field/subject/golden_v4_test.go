@@ -1,6 +1,7 @@
 package subject
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -52,6 +53,27 @@ type subjectV4Golden struct {
 	} `json:"values"`
 	Ledger      ledgerRow `json:"ledger"`
 	OlderLedger ledgerRow `json:"older_ledger"`
+	// SubjectGrant opens alice's values of the column and nothing else.
+	SubjectGrant json.RawMessage `json:"subject_grant_alice"`
+}
+
+// aliceGrant is the subject grant of alice's first value's key version.
+func aliceGrant(t *testing.T, col *field.Column, ctHex string) []byte {
+	raw, _ := hex.DecodeString(ctHex)
+	ct, err := field.ParseCiphertext(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := field.SubjectKeyVersion(ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := col.SubjectGrant("alice", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := g.Marshal()
+	return b
 }
 
 func readLedgerRow(t *testing.T, db *sql.DB) ledgerRow {
@@ -96,6 +118,7 @@ func writeSubjectV4Golden(t *testing.T, path string) {
 		}{int64(i + 1), u, u + "'s message, v4", hex.EncodeToString(ct.Bytes())})
 	}
 	g.OlderLedger = readLedgerRow(t, db)
+	g.SubjectGrant = aliceGrant(t, col, g.Values[0].Ciphertext)
 	if err := s.Forget(ctx, "carol"); err != nil { // moves the ledger (and its anchor) on
 		t.Fatal(err)
 	}
@@ -183,6 +206,11 @@ func TestGoldenSubjectV4(t *testing.T) {
 	}
 	if opened != 2 || len(g.Keys) != 2 {
 		t.Fatalf("opened %d values with %d keys, want 2 of 3 (carol was forgotten)", opened, len(g.Keys))
+	}
+	var want bytes.Buffer
+	json.Compact(&want, g.SubjectGrant)
+	if got := aliceGrant(t, col, g.Values[0].Ciphertext); string(got) != want.String() {
+		t.Errorf("alice's subject grant is\n%s\nnot\n%s", got, want.String())
 	}
 	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
 	for _, c := range []struct {

@@ -119,3 +119,30 @@ def test_v3_until_the_fleet_opens_v4(db, kr):
     ct = col.seal("while a v3-only process runs", 9, "alice")
     assert parse_header(ct).version == 3
     assert col.open_text(ct, 9, "alice") == "while a v3-only process runs"
+
+
+def test_subject_grant_opens_one_subjects_values_of_one_column():
+    from ward import NotGrantedError, WrongContextError
+    from ward.errors import UnsupportedVersionError
+    from ward.subject import SubjectGrant
+
+    g = SubjectGrant.loads(G["subject_grant_alice"])
+    col = Column(G["table"], G["column"], None, bind=G["bind"], subjects=g, subject_column=G["bind"][0])
+    for v in G["values"]:
+        ct = bytes.fromhex(v["ciphertext_hex"])
+        if v["subject"] == "alice":
+            assert col.open_text(ct, v["row"], "alice") == v["plaintext"]
+            with pytest.raises(WrongContextError):  # presented as another user's
+                col.open(ct, v["row"], "bob")
+        else:
+            with pytest.raises(WrongContextError):
+                col.open(ct, v["row"], v["subject"])
+    other = Column("conversations", "title", None, bind=G["bind"], subjects=g, subject_column=G["bind"][0])
+    alice = bytes.fromhex(G["values"][0]["ciphertext_hex"])
+    with pytest.raises(WrongContextError):
+        other.open(alice, 1, "alice")
+    with pytest.raises(UnsupportedVersionError):
+        col.seal("a grant never seals", 1, "alice")
+    v3 = bytes.fromhex(vectors("field/subject/testdata/store-v1.json")["values"][0]["ciphertext_hex"])
+    with pytest.raises(NotGrantedError):
+        col.open(v3, 1, "alice")

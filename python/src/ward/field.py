@@ -156,6 +156,8 @@ class Column:
         column, else the keyring's primary; v4 unless the column writes v3."""
         pt = plaintext.encode() if isinstance(plaintext, str) else bytes(plaintext)
         if self.subjects is not None:
+            if not hasattr(self.subjects, "seal_for"):
+                raise UnsupportedVersionError("a grant opens values and never seals")
             version = self.subjects.version_for(self.write_version)
             ctx = self.context(version, row, values)
             return self.subjects.seal_for(self._subject(values), pt, self.scope, ctx, version)

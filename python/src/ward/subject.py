@@ -111,3 +111,64 @@ class SubjectKeys:
         if version == 4:
             return seal_v4(alg, CLASS_SUBJECT, v, scoped_key(alg, material, scope), plaintext, context)
         return seal_v3(alg, CLASS_SUBJECT, v, material, plaintext, context)
+
+
+class SubjectGrant:
+    """A service's grant of one subject's ciphertext v4 values of one
+    column (``ward-subject-grant/v1``, FORMAT.md): K_scope per key version.
+    It opens that subject's values of that column and nothing else, and
+    never seals. Build it with :meth:`loads` from what the service sent."""
+
+    FORMAT = "ward-subject-grant/v1"
+
+    def __init__(self, table: str, column: str, subject: str, keys: dict[int, tuple[aead.Algorithm, bytes]]):
+        from .field import field_scope
+
+        self.table, self.column, self.subject = table, column, subject
+        self._scope = field_scope(table, column)
+        self._keys = keys
+
+    @classmethod
+    def loads(cls, doc: dict[str, Any] | str | bytes) -> "SubjectGrant":
+        """Parse the grant's JSON form (a dict, or its text)."""
+        import json
+
+        from ._wire import b64std
+        from .errors import CorruptFileError, UnsupportedVersionError
+
+        if not isinstance(doc, dict):
+            try:
+                doc = json.loads(doc)
+            except ValueError:
+                raise CorruptFileError("a subject grant that is not JSON") from None
+        if not isinstance(doc, dict) or doc.get("format") != cls.FORMAT:
+            raise UnsupportedVersionError("not a ward-subject-grant/v1")
+        keys: dict[int, tuple[aead.Algorithm, bytes]] = {}
+        try:
+            for k in doc["keys"]:
+                alg = aead.by_name(k["alg"])
+                m = b64std(k["material"], "material")
+                if len(m) != alg.key_size:
+                    raise CorruptFileError("a subject grant key of the wrong size")
+                keys[int(k["version"])] = (alg, m)
+            return cls(str(doc["table"]), str(doc["column"]), str(doc["subject"]), keys)
+        except (KeyError, TypeError, ValueError) as e:
+            raise CorruptFileError(f"a subject grant: {type(e).__name__}") from None
+
+    def __repr__(self) -> str:
+        return f"SubjectGrant({self.table}.{self.column}, {len(self._keys)} keys)"
+
+    def resolve_for(self, subject: str, h: Header, scope: bytes) -> bytes:
+        """K_scope of a v4 class-2 value of the granted subject and column."""
+        from .errors import NotGrantedError, WrongContextError
+
+        if h.version != 4 or h.key_class != CLASS_SUBJECT:
+            raise NotGrantedError("a subject grant opens ciphertext v4 under the subject's key only")
+        if scope != self._scope:
+            raise WrongContextError("the grant does not name this column")
+        if subject != self.subject:
+            raise WrongContextError("the grant names another subject")
+        got = self._keys.get(h.key_id)
+        if got is None or got[0] != h.alg:
+            raise UnknownKeyError("the grant does not hold this key version")
+        return got[1]

@@ -24,6 +24,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -64,6 +65,7 @@ type options struct {
 	trusted, origins                        []string
 	allowUnpeppered                         bool
 	recovery                                bool
+	assistantWorker                         string
 }
 
 // run executes one command line and returns the exit code.
@@ -109,6 +111,7 @@ func newRoot(o *options, out io.Writer) *cobra.Command {
 	f.StringVar(&o.masterKeyFile, "master-key-file", "", "file holding the base64 master key (default: the key itself, base64, in $"+local.EnvVar+")")
 	f.BoolVar(&o.allowUnpeppered, "allow-unpeppered-hashes", false, "accept password hashes from before the pepper (upgraded at log-in)")
 	f.BoolVar(&o.recovery, "recovery", false, "offer users who turn private mode on a recovery code (shown once), so that a password reset keeps their messages")
+	f.StringVar(&o.assistantWorker, "assistant-worker", "", "command line of a process that answers for the assistant, e.g. 'python3 examples/chat/worker/assistant.py' (the Python package's worker: it gets each conversation's ciphertexts and a grant of that user's message bodies, never a private user's messages); default: in-process")
 	f.StringArrayVar(&o.trusted, "trusted-proxy", nil, "CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable)")
 	f.StringVar(&o.forgetJournal, "forget-journal", "", "folder outside the database where account deletions are also recorded, for 'ward ledger recover' after a failover or restore (default $WARD_FORGET_JOURNAL)")
 	f.StringArrayVar(&o.origins, "origin", nil, "public https origin browsers use, e.g. https://chat.example.com (repeatable); none: a local development service on localhost")
@@ -185,7 +188,7 @@ func (o *options) config(ctx context.Context) (chat.Config, error) {
 		return chat.Config{}, err
 	}
 	cfg := chat.Config{DB: o.db, KeyringPath: o.keyring, KeyService: ks, AllowUnpepperedHashes: o.allowUnpeppered, Origins: o.origins, Recovery: o.recovery,
-		ForgetJournal: envOr(o.forgetJournal, "WARD_FORGET_JOURNAL", "")}
+		ForgetJournal: envOr(o.forgetJournal, "WARD_FORGET_JOURNAL", ""), AssistantWorker: strings.Fields(o.assistantWorker)}
 	for _, c := range o.trusted {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {

@@ -42,6 +42,7 @@ func TestScripts(t *testing.T) {
 // complete.
 var flagTests = map[string]string{
 	"ward-chat --allow-unpeppered-hashes": "TestServiceFlags",
+	"ward-chat --assistant-worker":        "TestServiceFlags",
 	"ward-chat --db":                      "testdata/script/chat.txtar",
 	"ward-chat --forget-journal":          "TestServiceFlags",
 	"ward-chat --keyring":                 "testdata/script/chat.txtar",
@@ -86,6 +87,9 @@ func TestServiceFlags(t *testing.T) {
 	if !cfg.AllowUnpepperedHashes || !cfg.Recovery || !slices.Equal(cfg.Origins, []string{"https://chat.example.com"}) ||
 		len(cfg.TrustedProxies) != 2 || cfg.TrustedProxies[0] != netip.MustParsePrefix("10.0.0.0/8") {
 		t.Fatalf("with every flag: %+v", cfg)
+	}
+	if cfg := parse("--assistant-worker", "python3 worker/assistant.py"); !slices.Equal(cfg.AssistantWorker, []string{"python3", "worker/assistant.py"}) || len(def.AssistantWorker) != 0 {
+		t.Fatalf("--assistant-worker: %q, default %q", cfg.AssistantWorker, def.AssistantWorker)
 	}
 	if cfg := parse("--forget-journal", "/var/lib/ward/forgets"); cfg.ForgetJournal != "/var/lib/ward/forgets" || def.ForgetJournal != "" {
 		t.Fatalf("--forget-journal: %q, default %q", cfg.ForgetJournal, def.ForgetJournal)
