@@ -204,3 +204,39 @@ func (r *Runner) Argon2Sodium(ctx context.Context, m, t uint32, n int) (Hashes, 
 	err = runJSON(ctx, &out, bin, strconv.Itoa(int(m)), strconv.Itoa(int(t)), strconv.Itoa(n))
 	return Hashes{out.MS, out.PeakKiB / 1024}, err
 }
+
+// PythonEnv names a Python interpreter that has the ward package
+// installed (pip install ./python), for the Python reader's peer.
+const PythonEnv = "WARD_PYTHON"
+
+// installWardPython is what brings the Python package.
+const installWardPython = "python3 -m venv V && V/bin/pip install ./python, then set WARD_PYTHON=V/bin/python,"
+
+// PythonField is what python/ward_field.py measures: nanoseconds per
+// value per round of the ward Python package's seal and open, and of raw
+// AES-GCM from the same cryptography package, interleaved.
+type PythonField struct {
+	Version   string    `json:"version"`
+	Algorithm string    `json:"alg"`
+	Size      int       `json:"size"`
+	RawSealNs []float64 `json:"raw_seal_ns"`
+	SealNs    []float64 `json:"seal_ns"`
+	RawOpenNs []float64 `json:"raw_open_ns"`
+	OpenNs    []float64 `json:"open_ns"`
+}
+
+// WardPython runs python/ward_field.py with $WARD_PYTHON (else python3 if
+// it imports the package) on a keyring file and its master key file.
+func (r *Runner) WardPython(ctx context.Context, keyringPath, masterKeyPath string, size, rounds, perRound int) (PythonField, error) {
+	const peer = "python/ward_field.py"
+	py := os.Getenv(PythonEnv)
+	if py == "" {
+		py = "python3"
+	}
+	if _, err := execOutput(ctx, py, "-c", "import ward, ward.field"); err != nil {
+		return PythonField{}, &MissingError{Peer: peer, Need: "the ward Python package", Install: installWardPython}
+	}
+	var out PythonField
+	err := runJSON(ctx, &out, py, r.path(peer), keyringPath, masterKeyPath, strconv.Itoa(size), strconv.Itoa(rounds), strconv.Itoa(perRound))
+	return out, err
+}

@@ -10,6 +10,8 @@ from .errors import MalformedError
 
 def uvarint(n: int) -> bytes:
     """Encode n as an unsigned LEB128 varint (Go's binary.AppendUvarint)."""
+    if 0 <= n < 0x80:
+        return _SMALL[n]
     if n < 0:
         raise ValueError("uvarint of a negative number")
     out = bytearray()
@@ -18,6 +20,9 @@ def uvarint(n: int) -> bytes:
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+_SMALL = [bytes((i,)) for i in range(0x80)]
 
 
 def lp(b: bytes | str) -> bytes:

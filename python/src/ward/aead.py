@@ -3,6 +3,7 @@ and PyNaCl (libsodium); nothing here is a primitive of its own."""
 
 from __future__ import annotations
 
+import functools
 import hmac
 import os
 import struct
@@ -41,10 +42,10 @@ TAG_SIZE = 16
 
 def algorithm(code: int) -> Algorithm:
     """The algorithm of a header byte, or UnsupportedVersionError."""
-    try:
-        return ALGORITHMS[code]
-    except KeyError:
-        raise UnsupportedVersionError(f"algorithm byte {code:#04x}") from None
+    a = ALGORITHMS.get(code)
+    if a is None:
+        raise UnsupportedVersionError(f"algorithm byte {code:#04x}")
+    return a
 
 
 def by_name(name: str) -> Algorithm:
@@ -70,11 +71,18 @@ def hmac_sha256(key: bytes, msg: bytes) -> bytes:
     return hmac.new(key, msg, sha256).digest()
 
 
+@functools.lru_cache(maxsize=1024)
+def _aesgcm(key: bytes) -> AESGCM:
+    # building the cipher context costs about as much as a 500-byte open:
+    # one per key, as Go keeps one cipher.AEAD per key
+    return AESGCM(key)
+
+
 def seal(alg: Algorithm, key: bytes, nonce: bytes, plaintext: bytes, ad: bytes) -> bytes:
     """ciphertext ‖ tag of plaintext under key and nonce, bound to ad."""
     if alg is XCHACHA20POLY1305:
         return sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(plaintext, ad, nonce, key)
-    return AESGCM(key).encrypt(nonce, plaintext, ad)
+    return _aesgcm(key).encrypt(nonce, plaintext, ad)
 
 
 def open_(alg: Algorithm, key: bytes, nonce: bytes, sealed: bytes, ad: bytes) -> bytes:
@@ -82,7 +90,7 @@ def open_(alg: Algorithm, key: bytes, nonce: bytes, sealed: bytes, ad: bytes) ->
     try:
         if alg is XCHACHA20POLY1305:
             return sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(sealed, ad, nonce, key)
-        return AESGCM(key).decrypt(nonce, sealed, ad)
+        return _aesgcm(key).decrypt(nonce, sealed, ad)
     except (InvalidTag, CryptoError):
         raise AuthenticationError("the value failed authentication") from None
 
@@ -92,12 +100,16 @@ def random_nonce(alg: Algorithm) -> bytes:
     return os.urandom(alg.nonce_size)
 
 
+@functools.lru_cache(maxsize=1024)
+def _ecb(key: bytes) -> Cipher:
+    return Cipher(algorithms.AES(key), modes.ECB())
+
+
 def masked_check(alg: Algorithm, check_key: bytes, nonce: bytes, context: bytes) -> bytes:
     """The 4-byte context check of ciphertext v3 and v4 (FORMAT.md)."""
     if alg is XCHACHA20POLY1305:
         return seal(alg, check_key, nonce, b"", context)[:4]
-    enc = Cipher(algorithms.AES(check_key), modes.ECB()).encryptor()
-    block = enc.update(nonce + bytes(16 - len(nonce))) + enc.finalize()
+    block = _ecb(check_key).encryptor().update(nonce + bytes(16 - len(nonce)))
     crc = google_crc32c.value(context)
     return struct.pack(">I", crc ^ struct.unpack(">I", block[:4])[0])
 

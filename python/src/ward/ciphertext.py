@@ -3,9 +3,9 @@ against whatever holds the keys (a keyring, a grant, a subject's key)."""
 
 from __future__ import annotations
 
+import functools
 import struct
-from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from . import aead
 from .aead import Algorithm
@@ -28,8 +28,7 @@ V4_CHECK_INFO = b"ward ciphertext v4 context check"
 V4_SCOPE_INFO = b"ward ciphertext v4 scope\x00"
 
 
-@dataclass(frozen=True)
-class Header:
+class Header(NamedTuple):
     """A parsed ciphertext header."""
 
     version: int
@@ -38,10 +37,7 @@ class Header:
     key_id: int
     check: bytes
     size: int  # header bytes before the nonce
-
-    @property
-    def nonce_end(self) -> int:
-        return self.size + self.alg.nonce_size
+    nonce_end: int  # header and nonce
 
 
 def parse_header(ct: bytes) -> Header:
@@ -49,18 +45,19 @@ def parse_header(ct: bytes) -> Header:
     if not ct:
         raise MalformedError("an empty ciphertext")
     v = ct[0]
-    if v in (1, 2):
+    if v == 3 or v == 4:
+        if len(ct) < V3_HEADER:
+            raise MalformedError("ciphertext truncated")
+        cls = ct[1]
+        if cls != CLASS_KEYRING and cls != CLASS_SUBJECT:
+            raise UnsupportedVersionError(f"key class {cls}")
+        alg = aead.algorithm(ct[2])
+        h = Header(v, cls, alg, int.from_bytes(ct[3:7], "big"), ct[7:11], V3_HEADER, V3_HEADER + alg.nonce_size)
+    elif v == 1 or v == 2:
         if len(ct) < V2_HEADER:
             raise MalformedError("ciphertext truncated")
         alg = aead.algorithm(ct[1])
-        h = Header(v, CLASS_KEYRING, alg, struct.unpack(">I", ct[2:6])[0], ct[6:10], V2_HEADER)
-    elif v in (3, 4):
-        if len(ct) < V3_HEADER:
-            raise MalformedError("ciphertext truncated")
-        if ct[1] not in (CLASS_KEYRING, CLASS_SUBJECT):
-            raise UnsupportedVersionError(f"key class {ct[1]}")
-        alg = aead.algorithm(ct[2])
-        h = Header(v, ct[1], alg, struct.unpack(">I", ct[3:7])[0], ct[7:11], V3_HEADER)
+        h = Header(v, CLASS_KEYRING, alg, int.from_bytes(ct[2:6], "big"), ct[6:10], V2_HEADER, V2_HEADER + alg.nonce_size)
     else:
         raise UnsupportedVersionError(f"ciphertext version {v}")
     if len(ct) < h.nonce_end + aead.TAG_SIZE:
@@ -79,6 +76,12 @@ def _ad(h: Header, ct: bytes, context: bytes) -> bytes:
     return ct[: h.size] + context
 
 
+@functools.lru_cache(maxsize=1024)
+def check_key(key: bytes, info: bytes, size: int) -> bytes:
+    """K_check of a key (HKDF, cached: one per key as Go keeps it)."""
+    return aead.hkdf(key, info, size)
+
+
 def _check(h: Header, key: bytes, nonce: bytes, context: bytes) -> bytes:
     """The header's context check recomputed for context (diagnosis only)."""
     if h.version == 1:
@@ -87,7 +90,7 @@ def _check(h: Header, key: bytes, nonce: bytes, context: bytes) -> bytes:
         k = aead.hkdf(key, V2_CHECK_INFO, 32)
         return aead.hmac_sha256(k, nonce + context)[:4]
     info = V4_CHECK_INFO if h.version == 4 else V3_CHECK_INFO
-    return aead.masked_check(h.alg, aead.hkdf(key, info, h.alg.key_size), nonce, context)
+    return aead.masked_check(h.alg, check_key(key, info, h.alg.key_size), nonce, context)
 
 
 def open_with(ct: bytes, context: bytes, h: Header, key: bytes) -> bytes:
@@ -107,7 +110,7 @@ def open_with(ct: bytes, context: bytes, h: Header, key: bytes) -> bytes:
 def seal_v3(alg: Algorithm, key_class: int, key_id: int, material: bytes, plaintext: bytes, context: bytes) -> bytes:
     """A v3 ciphertext under material (a keyring key, or a subject key)."""
     nonce = aead.random_nonce(alg)
-    check = aead.masked_check(alg, aead.hkdf(material, V3_CHECK_INFO, alg.key_size), nonce, context)
+    check = aead.masked_check(alg, check_key(material, V3_CHECK_INFO, alg.key_size), nonce, context)
     head = bytes([3, key_class, alg.code]) + struct.pack(">I", key_id) + check
     return head + nonce + aead.seal(alg, material, nonce, plaintext, head + context)
 
@@ -118,7 +121,7 @@ def seal_v4(alg: Algorithm, key_class: int, key_id: int, k_scope: bytes, plainte
     head = bytes([4, key_class, alg.code]) + struct.pack(">I", key_id)
     nonce = aead.random_nonce(alg)
     sealed = aead.seal(alg, k_scope, nonce, plaintext, head + context)
-    check = aead.masked_check(alg, aead.hkdf(k_scope, V4_CHECK_INFO, alg.key_size), nonce, context)
+    check = aead.masked_check(alg, check_key(k_scope, V4_CHECK_INFO, alg.key_size), nonce, context)
     return head + check + nonce + sealed
 
 

@@ -50,17 +50,22 @@ def encode_bound(v: Any) -> bytes | None:
 
 def row_text(row: Any) -> bytes:
     """A row key's text: an integer in decimal, a string as given."""
+    t = type(row)
+    if t is int or t is str:
+        return str(row).encode()
     if isinstance(row, bool) or not isinstance(row, (int, str, bytes)):
         raise BindingError(f"a row key of type {type(row).__name__}: use an int or a str")
     return row if isinstance(row, bytes) else str(row).encode()
 
 
-def _tail(bind: Sequence[str], row: Any, values: Sequence[Any]) -> bytes:
+def _names(bind: Sequence[str]) -> bytes:
+    return uvarint(len(bind)) + b"".join(lp(n) for n in bind)
+
+
+def _tail(bind: Sequence[str], row: Any, values: Sequence[Any], names: bytes | None = None) -> bytes:
     if len(values) != len(bind):
         raise BindingError(f"the column binds {len(bind)} columns, {len(values)} values given")
-    out = bytearray(uvarint(len(bind)))
-    for name in bind:
-        out += lp(name)
+    out = bytearray(_names(bind) if names is None else names)
     out += lp(row_text(row))
     for v in values:
         b = encode_bound(v)
@@ -111,6 +116,8 @@ class Column:
         self.table, self.column, self.bind = table, column, tuple(bind)
         self.keys, self.subjects, self.subject_column = keys, subjects, subject_column
         self.scope = field_scope(table, column)
+        self._names = _names(self.bind)
+        self._v3_head = b"ward/field/v3\x00" + lp(table) + lp(column)
         if ledger is not None and not ledger.allows("ciphertext:v4"):
             write_version = 3  # the fleet has not opened v4: some process reads v3 only
         self.write_version = write_version
@@ -121,9 +128,11 @@ class Column:
     def context(self, version: int, row: Any, values: Sequence[Any]) -> bytes:
         """The context a value of this version is bound to."""
         if version == 4:
-            return context_v4(self.bind, row, values)
+            if not self.bind and not values:  # the common column: names' count 0, the row
+                return self._names + lp(row_text(row))
+            return _tail(self.bind, row, values, self._names)
         if version == 3:
-            return context_v3(self.table, self.column, self.bind, row, values)
+            return self._v3_head + _tail(self.bind, row, values, self._names)
         return context_legacy(self.table, self.column, self.bind, row, values)
 
     def _subject(self, values: Sequence[Any]) -> str:

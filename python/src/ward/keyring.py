@@ -105,6 +105,9 @@ class Keyring:
             raise CorruptFileError("a keyring needs exactly one primary key")
         self.primary = primaries[0]
         self._scoped: dict[tuple[int, bytes], bytes] = {}
+        # (key ID, algorithm, scope) -> K_scope of an enabled key: a loaded
+        # keyring never changes, so a resolution holds for its life
+        self._resolved: dict[tuple[int, int, bytes], bytes] = {}
 
     @classmethod
     def loads(cls, data: bytes | str, ks: KeyService) -> "Keyring":
@@ -176,12 +179,19 @@ class Keyring:
 
     def resolve(self, h: Header, scope: bytes) -> bytes:
         """The AEAD key that opens a class-1 value of header h."""
+        if h.version == 4 and h.key_class == CLASS_KEYRING:  # the common case, cached
+            got = self._resolved.get((h.key_id, h.alg.code, scope))
+            if got is not None:
+                return got
         if h.key_class != CLASS_KEYRING:
             raise UnknownKeyError("a subject key sealed this value, not a keyring key")
         k = self.key(h.key_id)
         if k.alg != h.alg:
             raise UnknownKeyError(f"the value's algorithm is not key {k.id:08x}'s")
-        return self.scoped(k, scope) if h.version == 4 else k.material
+        if h.version != 4:
+            return k.material
+        got = self._resolved[(h.key_id, h.alg.code, scope)] = self.scoped(k, scope)
+        return got
 
     def open(self, ct: bytes, context: bytes = b"", scope: bytes = b"") -> bytes:
         """Open a binary ciphertext bound to context (v4: under scope)."""

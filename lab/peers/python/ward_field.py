@@ -1,0 +1,67 @@
+"""The ward Python package's per-value cost (ward-lab's aead scenario).
+
+Arguments: keyring file, master key file, value size, rounds, values per
+round. Like the Go lab's field case it seals and opens the values of
+messages.body in row 123456 (ciphertext v4, the keyring's primary), beside
+raw AES-GCM from the same ``cryptography`` with a fresh random nonce per
+value, in interleaved rounds. Prints JSON: nanoseconds per value per round.
+"""
+
+import json
+import os
+import sys
+import time
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+import ward
+from ward import Column, Keyring, MasterKey
+
+
+def rounds_of(ops, rounds, n):
+    out = [[] for _ in ops]
+    for op in ops:  # warm-up: imports, caches, the first AEAD objects
+        op(max(1, n // 10))
+    for _ in range(rounds):
+        for i, op in enumerate(ops):
+            t = time.perf_counter_ns()
+            op(n)
+            out[i].append((time.perf_counter_ns() - t) / n)
+    return out
+
+
+def main():
+    kr_path, mk_path, size, rounds, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    kr = Keyring.load(kr_path, MasterKey.load(mk_path))
+    col = Column("messages", "body", kr)
+    pt = os.urandom(size)
+    ct = col.seal(pt, 123456)
+    if col.open(ct, 123456) != pt:
+        raise SystemExit("ward_field.py: a value did not open to what was sealed")
+    raw = AESGCM(os.urandom(kr.primary.alg.key_size))
+    nonce = os.urandom(12)
+    raw_ct = raw.encrypt(nonce, pt, None)
+
+    def raw_seal(k):
+        for _ in range(k):
+            raw.encrypt(os.urandom(12), pt, None)
+
+    def raw_open(k):
+        for _ in range(k):
+            raw.decrypt(nonce, raw_ct, None)
+
+    def field_seal(k):
+        for _ in range(k):
+            col.seal(pt, 123456)
+
+    def field_open(k):
+        for _ in range(k):
+            col.open(ct, 123456)
+
+    rs, fs, ro, fo = rounds_of([raw_seal, field_seal, raw_open, field_open], rounds, n)
+    json.dump({"version": ward.__version__, "alg": kr.primary.alg.name, "size": size,
+               "raw_seal_ns": rs, "seal_ns": fs, "raw_open_ns": ro, "open_ns": fo}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+package aeadlab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/lab/peers"
+)
+
+// pythonSizes are the sizes the Python package is measured at: a short
+// value, the chat message, a page.
+var pythonSizes = []int{64, 500, 4096}
+
+// implPython names the Python package's cases.
+const implPython = "python-field"
+
+func pythonCase(op string, size int) string {
+	return fmt.Sprintf("%s/%s/%s", implPython, op, sizeName(size))
+}
+
+func pythonRaw(op string, size int) string {
+	return fmt.Sprintf("python-raw/%s/%s", op, sizeName(size))
+}
+
+func pythonVsGo(op string, size int) string {
+	return fmt.Sprintf("ratio/python-vs-go/%s/%s", op, sizeName(size))
+}
+
+func pythonOverhead(op string, size int) string {
+	return fmt.Sprintf("ratio/python-field-overhead/%s/%s", op, sizeName(size))
+}
+
+// pythonPeer measures the ward Python package's seal and open (ciphertext
+// v4, AES-256-GCM) beside raw AES-GCM from the same cryptography package,
+// and sets it beside Go's field layer of this run (goNs: ns per value per
+// round of the v4 cases, by size and op).
+func pythonPeer(ctx context.Context, env *lab.Env, goNs map[caseKey][]float64) {
+	pr, err := peers.New()
+	if err != nil {
+		env.Record(lab.Unavailable("aead", implPython, lab.SourcePeer, err))
+		return
+	}
+	defer pr.Close()
+	dir, err := os.MkdirTemp("", "ward-lab-python-")
+	if err != nil {
+		env.Record(lab.Unavailable("aead", implPython, lab.SourcePeer, err))
+		return
+	}
+	defer os.RemoveAll(dir)
+	mk := local.Generate()
+	krPath, mkPath := filepath.Join(dir, "kr.json"), filepath.Join(dir, "mk.b64")
+	if _, err := keyring.Create(ctx, krPath, mk, keyring.AES256GCM); err != nil {
+		env.Record(lab.Unavailable("aead", implPython, lab.SourcePeer, err))
+		return
+	}
+	if err := os.WriteFile(mkPath, []byte(mk.Encode()), 0o600); err != nil {
+		env.Record(lab.Unavailable("aead", implPython, lab.SourcePeer, err))
+		return
+	}
+	perRound := 2000
+	if env.Quick {
+		perRound = 500
+	}
+	for _, size := range pythonSizes {
+		fmt.Fprintf(env.Log, "aead: the Python package at %s\n", sizeLabel(size))
+		got, err := pr.WardPython(ctx, krPath, mkPath, size, env.Sampling.Samples, perRound)
+		if err != nil {
+			env.Record(lab.Unavailable("aead", implPython, lab.SourcePeer, err))
+			return
+		}
+		recordPython(env, got, goNs)
+	}
+}
+
+// recordPython records one size's Python figures and their ratios.
+func recordPython(env *lab.Env, got peers.PythonField, goNs map[caseKey][]float64) {
+	for _, c := range []struct {
+		op      string
+		py, raw []float64
+	}{{"seal", got.SealNs, got.RawSealNs}, {"open", got.OpenNs, got.RawOpenNs}} {
+		p := map[string]any{"alg": got.Algorithm, "op": c.op, "size": got.Size, "impl": implPython, "version": got.Version}
+		r := lab.FromSamples("aead", pythonCase(c.op, got.Size), p, "time", "ns/op", c.py)
+		r.Note = "ward's Python package (python/, on cryptography and PyNaCl): ciphertext v4 of messages.body, one row, interleaved with raw AES-GCM in the same process"
+		raw := lab.FromSamples("aead", pythonRaw(c.op, got.Size), map[string]any{"alg": got.Algorithm, "op": c.op, "size": got.Size, "impl": "python-raw"}, "time", "ns/op", c.raw)
+		raw.Note = "cryptography's AESGCM with a fresh random nonce per value (os.urandom), the Python floor"
+		env.Record(r, raw, lab.PairedRatio("aead", pythonOverhead(c.op, got.Size), p, "field_overhead", c.py, c.raw,
+			"per-round ratio of the Python package's time to raw AESGCM's in the same Python process"))
+		if g := goNs[caseKey{keyring.AES256GCM, c.op, got.Size, implV4, "on"}]; len(g) > 0 {
+			env.Record(lab.CrossRatio("aead", pythonVsGo(c.op, got.Size), p, "time_ratio", c.py, g,
+				"the Python package's time per value over Go's field layer (ciphertext v4, AES-256-GCM), same machine, same run"))
+		}
+	}
+}
+
+// pythonTable sets the Python package beside Go per value.
+func pythonTable(rs lab.Results) (lab.Table, bool) {
+	t := lab.Table{Caption: "ward in Python (python/): per value, ciphertext v4 AES-256-GCM, beside Go's field layer and Python's raw AES-GCM, medians with p05–p95",
+		Head: []string{"op", "size", "Python", "Go (field layer)", "Python / Go", "Python raw AESGCM", "Python layer overhead"}}
+	found := false
+	for _, op := range []string{"seal", "open"} {
+		for _, size := range pythonSizes {
+			py, ok := rs.Get(pythonCase(op, size), "time")
+			if !ok {
+				continue
+			}
+			found = true
+			goT, _ := rs.Get(caseKey{keyring.AES256GCM, op, size, implV4, "on"}.name(), "time")
+			ratio, _ := rs.Get(pythonVsGo(op, size), "time_ratio")
+			raw, _ := rs.Get(pythonRaw(op, size), "time")
+			ov, _ := rs.Get(pythonOverhead(op, size), "field_overhead")
+			t.Rows = append(t.Rows, []string{op, sizeLabel(size), micros(py), micros(goT), lab.FormatNumber(ratio.Median) + "x (" + ratio.Spread() + ")", micros(raw), percent(ov)})
+		}
+	}
+	return t, found
+}
+
+// micros prints a time per value in µs with its spread.
+func micros(r lab.Result) string {
+	if r.N == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s µs (%s to %s)", lab.FormatNumber(r.Median/1e3), lab.FormatNumber(r.P05/1e3), lab.FormatNumber(r.P95/1e3))
+}
+
+// pythonAnswer says what a Python reader pays per chat message.
+func pythonAnswer(rs lab.Results) (string, bool) {
+	op, okO := rs.Get(pythonCase("open", 500), "time")
+	seal, okS := rs.Get(pythonCase("seal", 500), "time")
+	if !okO || !okS {
+		return "", false
+	}
+	ro, _ := rs.Get(pythonVsGo("open", 500), "time_ratio")
+	ov, _ := rs.Get(pythonOverhead("open", 500), "field_overhead")
+	return fmt.Sprintf("ward's Python package opens a 500-byte message in %s µs (p05–p95 %s to %s), %sx Go's field layer in the same run, and seals one in %s µs; over Python's own raw AES-GCM its layer adds %s per open.",
+		lab.FormatNumber(op.Median/1e3), lab.FormatNumber(op.P05/1e3), lab.FormatNumber(op.P95/1e3), lab.FormatNumber(ro.Median),
+		lab.FormatNumber(seal.Median/1e3), percent(ov)), true
+}
