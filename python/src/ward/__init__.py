@@ -24,7 +24,7 @@ from .errors import (
     WrongContextError,
     WrongWrapperError,
 )
-from .field import Column, field_scope
+from .field import Column, RowMAC, field_scope
 from .grant import Grant
 from .keyring import Keyring
 from .kms import AwsKms, MasterKey
@@ -34,6 +34,6 @@ __version__ = "0.4.0"
 __all__ = [
     "AuthenticationError", "AwsKms", "BindingError", "BlindIndex", "Column", "CorruptFileError",
     "Grant", "KeyDisabledError", "Keyring", "LedgerError", "MalformedError", "MasterKey",
-    "NotGrantedError", "SubjectRefusedError", "UnknownKeyError", "UnsupportedVersionError",
+    "NotGrantedError", "RowMAC", "SubjectRefusedError", "UnknownKeyError", "UnsupportedVersionError",
     "WardError", "WrongContextError", "WrongWrapperError", "field_scope",
 ]

@@ -30,7 +30,7 @@ MAX_INPUT = 64 << 20
 PROG = "python3 -m ward"
 
 #: Errors meaning "checked, and it does not open" (exit 1), with a hint.
-FAILED_HINTS: dict[type, str] = {
+FAILED_HINTS: dict[type[WardError], str] = {
     WrongContextError: "pass the same --context (or --table/--column/--row and --bind) used to encrypt",
     AuthenticationError: "the value was damaged",
     UnknownKeyError: "the value was sealed under a key this keyring (or grant) does not hold",
@@ -39,6 +39,9 @@ FAILED_HINTS: dict[type, str] = {
     MalformedError: "",
     UnsupportedVersionError: "",
 }
+
+
+FAILED: tuple[type[WardError], ...] = tuple(FAILED_HINTS)
 
 
 class UsageError(WardError):
@@ -158,7 +161,7 @@ def main(argv: Sequence[str] | None = None, stdin=None, stdout=None, stderr=None
         run(a, stdin, stdout)
         stdout.flush()
         return 0
-    except tuple(FAILED_HINTS) as e:
+    except FAILED as e:
         print(f"{PROG}: error: {e}", file=stderr)
         hint = FAILED_HINTS.get(type(e), "")
         if hint:
