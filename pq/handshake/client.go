@@ -59,6 +59,9 @@ func (cfg *ClientConfig) check() error {
 	if !cfg.Suite.valid() {
 		return fmt.Errorf("%w: %v", ErrUnsupportedSuite, cfg.Suite)
 	}
+	if err := checkApproved(cfg.Suite, cfg.Backend); err != nil {
+		return err
+	}
 	signed := cfg.Suite.Sig != SigNone
 	if signed && cfg.PinnedKey == nil && cfg.PinnedFingerprint == nil && !cfg.InsecureSkipPin {
 		return errors.New("handshake: a signed suite needs PinnedKey or PinnedFingerprint (or InsecureSkipPin)")

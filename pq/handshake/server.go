@@ -192,6 +192,9 @@ func (cfg *ServerConfig) key(alg Sig) *SigningKey {
 }
 
 func (cfg *ServerConfig) accepts(s Suite) bool {
+	if !Approved(s, cfg.Backend) { // the FIPS 140-3 mode: refused with a suite alert
+		return false
+	}
 	if cfg.Suites == nil {
 		return s.Sig == SigNone || cfg.key(s.Sig) != nil
 	}
