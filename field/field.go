@@ -227,22 +227,31 @@ func NewColumn(kr *keyring.Keyring, table, column string, opts ...ColumnOption) 
 // with [keyring.ErrWrongContext], and values in older versions with
 // [keyring.ErrNotGranted] (ward reseal moves a column to v4). It takes the
 // options of NewColumn that decide how values open (Bind, WithEncoding,
-// AcceptLegacyBinding, RefuseLegacyForms); a grant does not open values
-// sealed under subjects' keys (PerSubject is refused).
+// AcceptLegacyBinding, RefuseLegacyForms). For a column sealed under
+// subjects' own keys, pass PerSubject with a subject.GrantKeys of the
+// grant: it opens the values of ordinary users whose key rows hold the
+// grant's wrap, and nothing of a forgotten or private user.
 func GrantColumn(g *keyring.Grant, table, column string, opts ...ColumnOption) (*Column, error) {
 	if g == nil {
 		return nil, errors.New("field: nil grant")
-	}
-	s, err := g.Scope(table, column)
-	if err != nil {
-		return nil, fmt.Errorf("field: %w", err)
 	}
 	c, err := newColumn(nil, table, column, opts)
 	if err != nil {
 		return nil, err
 	}
 	if c.subjects != nil {
-		return nil, fmt.Errorf("field: %s.%s: a grant does not open values sealed under subjects' keys", table, column)
+		// A per-subject column: values open with the keys PerSubject
+		// gives (subject.GrantKeys), which the grant unwraps from each
+		// subject's key row; values under keyring keys, none.
+		if _, _, err := g.SubjectScope(table, column); err != nil {
+			return nil, fmt.Errorf("field: %w", err)
+		}
+		c.scope = g.NoScope(table, column)
+		return c, nil
+	}
+	s, err := g.Scope(table, column)
+	if err != nil {
+		return nil, fmt.Errorf("field: %w", err)
 	}
 	c.scope = s
 	return c, nil

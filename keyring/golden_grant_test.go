@@ -46,7 +46,7 @@ func writeGoldenGrant(t *testing.T) {
 	kr, _ := New(AES256GCM)
 	old := kr.Primary().ID
 	kr.Rotate(ctx, XChaCha20Poly1305)
-	g, err := kr.Grant([]GrantScope{{"notes", "title"}}, old, kr.Primary().ID)
+	g, err := kr.Grant([]GrantScope{{Table: "notes", Column: "title"}}, old, kr.Primary().ID)
 	if err != nil {
 		t.Fatal(err)
 	}

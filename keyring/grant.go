@@ -34,9 +34,14 @@ var (
 	ErrGrantSeals = errors.New("keyring: a grant opens values; it never seals")
 )
 
-// GrantScope is a scope a grant opens: one column of one table.
+// GrantScope is a scope a grant opens: one column of one table. A column
+// sealed under subjects' own keys (field.PerSubject) names its subjects'
+// Namespace: the grant then holds the key that unwraps, from each
+// subject's key row, that column's key of the subject (FORMAT.md, "Grant
+// file v1"), never a subject's key.
 type GrantScope struct {
 	Table, Column string
+	Namespace     string // per-subject columns only
 }
 
 // String returns "table.column".
@@ -72,6 +77,7 @@ type Grant struct {
 type grantKey struct {
 	Table     string `json:"table"`
 	Column    string `json:"column"`
+	Namespace string `json:"namespace,omitempty"` // a per-subject column's
 	ID        uint32 `json:"id"`
 	Algorithm string `json:"alg"`
 	Material  []byte `json:"material"`
@@ -107,11 +113,11 @@ func (kr *Keyring) Grant(scopes []GrantScope, ids ...KeyID) (*Grant, error) {
 			if k.Algorithm == XChaCha20Poly1305 && fipsOn() {
 				return nil, ErrNotApproved
 			}
-			m, err := hkdfScope(k.material, FieldScope(sc.Table, sc.Column), k.Algorithm.KeySize())
+			m, err := hkdfScope(k.material, sc.derivation(), k.Algorithm.KeySize())
 			if err != nil {
 				return nil, err
 			}
-			g.raw = append(g.raw, grantKey{Table: sc.Table, Column: sc.Column, ID: uint32(id), Algorithm: k.Algorithm.String(), Material: m})
+			g.raw = append(g.raw, grantKey{Table: sc.Table, Column: sc.Column, Namespace: sc.Namespace, ID: uint32(id), Algorithm: k.Algorithm.String(), Material: m})
 		}
 	}
 	if err := g.build(); err != nil {
@@ -136,7 +142,7 @@ func (g *Grant) build() error {
 		if err != nil {
 			return err
 		}
-		sc := GrantScope{r.Table, r.Column}
+		sc := GrantScope{r.Table, r.Column, r.Namespace}
 		if g.keys[sc] == nil {
 			g.keys[sc] = map[KeyID]*scopedKey{}
 			g.scopes = append(g.scopes, sc)
@@ -172,9 +178,10 @@ func (g *Grant) String() string {
 	return fmt.Sprintf("grant{id=%s keyring=%s scopes=%v keys=%v material=REDACTED}", g.id, g.keyring, g.scopes, g.ids)
 }
 
-// Scope returns the read-only scope of table.column, or [ErrNotGranted].
+// Scope returns the read-only scope of table.column, or [ErrNotGranted]
+// (also for a per-subject column: see [Grant.SubjectScope]).
 func (g *Grant) Scope(table, column string) (*Scope, error) {
-	keys, ok := g.keys[GrantScope{table, column}]
+	keys, ok := g.keys[GrantScope{table, column, ""}]
 	if !ok {
 		return nil, fmt.Errorf("%w: grant %s opens %v, not %s.%s", ErrNotGranted, g.id, g.scopes, table, column)
 	}

@@ -29,7 +29,7 @@ func TestGrantOpensItsScopeOnly(t *testing.T) {
 	b1, _ := body.Seal([]byte("a body"), []byte("row 1"))
 	v3, _ := kr.Seal([]byte("v3"), []byte("row 1"))
 
-	g, err := kr.Grant([]GrantScope{{"notes", "title"}})
+	g, err := kr.Grant([]GrantScope{{Table: "notes", Column: "title"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestGrantOpensItsScopeOnly(t *testing.T) {
 func TestGrantFileAttacks(t *testing.T) {
 	ctx := context.Background()
 	kr := mustNew(t, AES256GCM)
-	g, _ := kr.Grant([]GrantScope{{"notes", "title"}})
+	g, _ := kr.Grant([]GrantScope{{Table: "notes", Column: "title"}})
 	reader := local.Generate()
 	file, _ := g.Marshal(ctx, reader)
 	if _, err := UnmarshalGrant(ctx, file, local.Generate()); !errors.Is(err, ErrWrongWrapper) {
@@ -109,7 +109,7 @@ func TestGrantFileAttacks(t *testing.T) {
 	if _, err := kr.Grant(nil); err == nil {
 		t.Fatal("a grant without a scope")
 	}
-	if _, err := kr.Grant([]GrantScope{{"notes", "title"}}, 12345); !errors.Is(err, ErrUnknownKey) {
+	if _, err := kr.Grant([]GrantScope{{Table: "notes", Column: "title"}}, 12345); !errors.Is(err, ErrUnknownKey) {
 		t.Fatalf("a grant of an unknown key: %v", err)
 	}
 	for in, want := range map[string]string{"notes.title": "notes.title", "app.notes.title": "app.notes.title"} {

@@ -357,6 +357,9 @@ func (sk *SubjectKey) scoped(scope string) (*scopedKey, error) {
 			}
 		}
 	}
+	if sk.fixed {
+		return nil, fmt.Errorf("%w: the grant opens one column's values of this subject", ErrNotGranted)
+	}
 	d, err := sk.k.derive(scope)
 	if err != nil {
 		return nil, err
@@ -386,6 +389,9 @@ const maxSubjectScopes = 8
 func (sk *SubjectKey) AppendSealScopedAD(dst, plaintext []byte, scope string, ad []byte) ([]byte, error) {
 	if len(ad) < headerSize {
 		return dst, errNoRoom(ad)
+	}
+	if sk.fixed {
+		return dst, ErrGrantSeals
 	}
 	k, err := sk.scoped(scope)
 	if err != nil {

@@ -22,6 +22,9 @@ import (
 type SubjectKey struct {
 	k      *key
 	scopes atomic.Pointer[[]scopeEntry] // keys derived for v4 scopes
+	// fixed marks a grant reader's key (GrantedSubjectKey): its one scope
+	// in scopes is all it opens; it never seals or derives.
+	fixed bool
 }
 
 // ErrSubjectKey means a value sealed under a subject key was given to a
@@ -80,6 +83,9 @@ func (sk *SubjectKey) Format(f fmt.State, _ rune) { f.Write([]byte(sk.String()))
 // that mode it panics for a key of an algorithm the mode refuses, which
 // only unwrapping a stored key can give ([NewSubjectKey] refuses them).
 func (sk *SubjectKey) AppendSeal(dst, plaintext, context []byte) []byte {
+	if sk.fixed {
+		panic("keyring: AppendSeal of a grant reader's subject key (GrantedSubjectKey), which never seals")
+	}
 	if fips140.Enabled() {
 		adp, ad := pooledAD(context)
 		defer releaseAD(adp, ad)
@@ -97,6 +103,9 @@ func (sk *SubjectKey) AppendSeal(dst, plaintext, context []byte) []byte {
 func (sk *SubjectKey) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
 	if len(ad) < headerSize {
 		return dst, errNoRoom(ad)
+	}
+	if sk.fixed {
+		return dst, ErrGrantSeals
 	}
 	if sk.k.random || sk.k.refused {
 		return dst, errV3InFIPS
@@ -126,6 +135,9 @@ func (sk *SubjectKey) AppendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
 	k := sk.k
 	if k.refused {
 		return dst, ErrNotApproved
+	}
+	if sk.fixed {
+		return dst, fmt.Errorf("%w: a grant opens ciphertext v4 only", ErrNotGranted)
 	}
 	// Fast path: a whole v3 class-2 header naming this key's version and
 	// algorithm, the common case.
@@ -267,6 +279,9 @@ func subjectKeyFromSecret(alg Algorithm, version uint32, secret []byte) (*Subjec
 // subject's values to a reader (a worker process) that must open no other
 // column and no other subject's values; see field.Column.SubjectGrant.
 func (sk *SubjectKey) DeriveScope(scope string) ([]byte, error) {
+	if sk.fixed {
+		return nil, ErrNotGranted
+	}
 	if sk.k.refused {
 		return nil, ErrNotApproved
 	}

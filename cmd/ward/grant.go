@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/internal/cli"
 	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
@@ -87,8 +90,12 @@ func (a *app) issueGrant(cmd *cobra.Command, o *grantOptions) error {
 	if err != nil {
 		return err
 	}
-	kr, err := a.loadKeyring(cmd)
+	kr, ls, err := a.keyringLedgers(cmd)
 	if err != nil {
+		return err
+	}
+	defer ls.close()
+	if scopes, err = subjectNamespaces(ctx, kr, ls, scopes); err != nil {
 		return err
 	}
 	g, err := kr.Grant(scopes, ids...)
@@ -99,15 +106,13 @@ func (a *app) issueGrant(cmd *cobra.Command, o *grantOptions) error {
 	if err != nil {
 		return err
 	}
-	ls, err := openCheckedLedgers(ctx, a.dbs, kr)
-	if err != nil {
-		return err
-	}
-	defer ls.close()
 	for i, l := range ls.l {
 		if err := l.RecordGrant(ctx, kr, ledger.GrantOf(g)); err != nil {
 			return fmt.Errorf("%s: recording the grant: %w", dburl.Redact(ls.urls[i]), err)
 		}
+	}
+	if err := refreshGrantWraps(ctx, a.stdout, kr, ls, ledger.GrantOf(g).Scopes); err != nil {
+		return err
 	}
 	if err := writeNew(o.out, file); err != nil {
 		return err
@@ -232,7 +237,11 @@ func (a *app) revokeGrant(cmd *cobra.Command, id string, o *grantOptions) error 
 			return fmt.Errorf("%s: %w", dburl.Redact(ls.urls[i]), err)
 		}
 	}
+	err = refreshGrantWraps(ctx, a.stdout, kr, ls, rec.Scopes) // a per-subject column's wraps go at once
 	ls.close()
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(a.stdout, "grant %s revoked; it opens %s values sealed under keys %v: in this database until they are re-sealed under a newer key, and in every copy of it taken before, for ever\n",
 		rec.ID, strings.Join(rec.Scopes, ", "), rec.Keys)
 	if o.revokeOffline {
@@ -254,4 +263,51 @@ func (a *app) keyringLedgers(cmd *cobra.Command) (*keyring.Keyring, *ledgers, er
 		return nil, nil, err
 	}
 	return kr, ls, nil
+}
+
+// subjectNamespaces sets the namespace of every scope that names a column
+// sealed under subjects' keys, as the first database's ledger records it.
+func subjectNamespaces(ctx context.Context, kr *keyring.Keyring, ls *ledgers, scopes []keyring.GrantScope) ([]keyring.GrantScope, error) {
+	st, err := ls.l[0].Verified(ctx, kr)
+	if err != nil || st == nil {
+		return scopes, err
+	}
+	for i, sc := range scopes {
+		for _, c := range st.Columns {
+			if c.Table == sc.Table && c.Column == sc.Column && c.Subject != "" {
+				scopes[i].Namespace = c.Namespace
+			}
+		}
+	}
+	return scopes, nil
+}
+
+// refreshGrantWraps rewrites, in every database, the grants' wraps of the
+// subject keys of each namespace whose per-subject columns scopes name
+// (subject.Store.RefreshGrants): after a grant, so that it opens what was
+// sealed before; after a revocation, so that its wraps are gone.
+func refreshGrantWraps(ctx context.Context, out io.Writer, kr *keyring.Keyring, ls *ledgers, scopes []string) error {
+	for i, l := range ls.l {
+		st, err := l.Verified(ctx, kr)
+		if err != nil || st == nil {
+			return err
+		}
+		done := map[string]bool{}
+		for _, c := range st.Columns {
+			if c.Subject == "" || done[c.Namespace] || !slices.Contains(scopes, c.Table+"."+c.Column) {
+				continue
+			}
+			done[c.Namespace] = true
+			s, err := subject.Open(ctx, subject.Config{DB: l.DB, Dialect: l.Dialect, Keyring: kr, Ledger: l, Namespace: c.Namespace})
+			if err != nil {
+				return fmt.Errorf("%s: %w", dburl.Redact(ls.urls[i]), err)
+			}
+			n, err := s.RefreshGrants(ctx)
+			if err != nil {
+				return fmt.Errorf("%s: %w", dburl.Redact(ls.urls[i]), err)
+			}
+			fmt.Fprintf(out, "%s: the grants' wraps of %d keys of namespace %s rewritten\n", dburl.Redact(ls.urls[i]), n, c.Namespace)
+		}
+	}
+	return nil
 }

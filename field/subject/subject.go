@@ -123,6 +123,7 @@ type Store struct {
 	private          map[string]privateEntry
 	clock            *clock
 	dbID             string // the ledger's database ID, once verified (anchored.go)
+	grants           grantedCache
 }
 
 // cached are a subject's unwrapped keys. The entry lives at most the TTL
@@ -210,7 +211,7 @@ func (s *Store) create(ctx context.Context) error {
 		{s.keys, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 			namespace %[2]s NOT NULL, subject %[2]s NOT NULL, version BIGINT NOT NULL,
 			first SMALLINT, wrapped %[3]s NOT NULL, created_at BIGINT NOT NULL,
-			held SMALLINT NOT NULL DEFAULT 0, recovery %[3]s,
+			held SMALLINT NOT NULL DEFAULT 0, recovery %[3]s, scoped %[3]s,
 			PRIMARY KEY (namespace, subject, version), UNIQUE (namespace, subject, first))`, s.keys, id, blob)},
 		{s.tombstones, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 			namespace %[2]s NOT NULL, subject %[2]s NOT NULL, forgotten_at BIGINT NOT NULL,
@@ -223,7 +224,7 @@ func (s *Store) create(ctx context.Context) error {
 			return fmt.Errorf("subject: creating tables: %w", err)
 		}
 	}
-	return nil
+	return s.addScopedColumn(ctx)
 }
 
 // Namespace returns the store's namespace.
@@ -284,7 +285,15 @@ func (s *Store) sealingKey(ctx context.Context, subject string) (*keyring.Subjec
 			if err := s.refuseKeyringKey(ctx, subject); err != nil {
 				return nil, err
 			}
-			return s.unwrapAndCache(subject, version, wrapped, true)
+			sk, err := s.unwrapAndCache(subject, version, wrapped, true)
+			if err != nil {
+				return nil, err
+			}
+			// Before it seals: a grant of the column must open what it seals.
+			if err := s.fillScoped(ctx, subject, sk); err != nil {
+				return nil, err
+			}
+			return sk, nil
 		}
 		// No key: a first seal, unless the subject was forgotten (or its
 		// keys deleted by a database writer, which only an audit of

@@ -335,8 +335,12 @@ type keyRowFull struct {
 // casRow rewrites one key row if it still holds what was read.
 func (s *Store) casRow(ctx context.Context, tx *sql.Tx, r keyRowFull, wrapped []byte, h held, recovery []byte) error {
 	p := s.cfg.Dialect.Placeholder
-	res, err := tx.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET wrapped = %s, held = %s, recovery = %s WHERE namespace = %s AND subject = %s AND version = %s AND wrapped = %s AND held = %s`,
-		s.keys, p(1), p(2), p(3), p(4), p(5), p(6), p(7), p(8)), wrapped, int16(h), recovery, s.cfg.Namespace, r.subject, r.version, r.wrapped, int16(r.held))
+	scoped := ""
+	if h != heldByKeyring {
+		scoped = ", scoped = NULL" // a key the keyring does not hold is never granted
+	}
+	res, err := tx.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET wrapped = %s, held = %s, recovery = %s%s WHERE namespace = %s AND subject = %s AND version = %s AND wrapped = %s AND held = %s`,
+		s.keys, p(1), p(2), p(3), scoped, p(4), p(5), p(6), p(7), p(8)), wrapped, int16(h), recovery, s.cfg.Namespace, r.subject, r.version, r.wrapped, int16(r.held))
 	if err != nil {
 		return fmt.Errorf("subject: rewriting the key of %s/%s version %d: %w", s.cfg.Namespace, r.subject, r.version, err)
 	}

@@ -60,3 +60,34 @@ def test_blind_index_vectors():
     for vec in v["vectors"]:
         bi = BlindIndex(kr, vec["table"], vec["column"], size=vec["size"], normalize=vec["normalize"])
         assert bi.compute(bytes.fromhex(vec["value"])).hex() == vec["index_hex"], vec
+
+
+def test_grant_of_a_per_subject_column():
+    """A grant of messages.body sealed under users' keys: alice's body
+    opens from her key row's wrap; bob (private since) has none."""
+    import sqlite3
+
+    from ward import SubjectRefusedError
+    from ward.subject import GrantSubjects
+
+    v = vectors("field/subject/testdata/grant-subject-v1.json")
+    g = Grant.loads(json.dumps(v["grant"]), MasterKey.parse(v["reader_master_key"]))
+    assert g.subject_columns == {("messages", "body"): "users"}
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE ward_subject_keys (namespace TEXT, subject TEXT, version BIGINT, held SMALLINT, scoped BLOB)")
+    for k in v["keys"]:
+        db.execute("INSERT INTO ward_subject_keys VALUES (?, ?, ?, ?, ?)", (v["namespace"], k["subject"], k["version"], k["held"], bytes.fromhex(k["scoped_hex"])))
+    col = Column(v["table"], v["column"], g, bind=v["bind"], subjects=GrantSubjects(db, g, v["table"], v["column"]), subject_column=v["bind"][0])
+    for val in v["values"]:
+        ct = bytes.fromhex(val["ciphertext_hex"])
+        if val["opens"]:
+            assert col.open_text(ct, val["row"], val["subject"]) == val["plaintext"]
+            with pytest.raises(WardError):  # presented as another user's: no such key of bob's
+                col.open(ct, val["row"], "bob")
+        else:
+            with pytest.raises(SubjectRefusedError):
+                col.open(ct, val["row"], val["subject"])
+    db.execute("DELETE FROM ward_subject_keys WHERE subject = 'alice'")  # forgotten
+    alice = next(x for x in v["values"] if x["subject"] == "alice")
+    with pytest.raises(SubjectRefusedError):
+        col.open(bytes.fromhex(alice["ciphertext_hex"]), alice["row"], "alice")

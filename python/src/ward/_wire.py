@@ -25,6 +25,20 @@ def uvarint(n: int) -> bytes:
 _SMALL = [bytes((i,)) for i in range(0x80)]
 
 
+def read_uvarint(b: bytes, i: int) -> tuple[int, int]:
+    """Decode a uvarint at b[i:]; returns (value, next index) or ValueError."""
+    n = shift = 0
+    while True:
+        if i >= len(b) or shift > 63:
+            raise ValueError("a truncated or overlong uvarint")
+        c = b[i]
+        i += 1
+        n |= (c & 0x7F) << shift
+        if c < 0x80:
+            return n, i
+        shift += 7
+
+
 def lp(b: bytes | str) -> bytes:
     """Length-prefix b: uvarint(len(b)) followed by b."""
     if isinstance(b, str):

@@ -18,6 +18,11 @@ from .kms import KeyService
 FORMAT = "ward-grant/v1"
 
 
+def subject_grant_scope(namespace: str, table: str, column: str) -> bytes:
+    """The scope a per-subject column's keys are wrapped under for grants."""
+    return b"ward/subject-grant/v1\x00" + lp(namespace) + lp(table) + lp(column)
+
+
 def _rfc3339_seconds(s: str) -> str:
     t = datetime.fromisoformat(s.replace("Z", "+00:00")).astimezone(timezone.utc)
     return t.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -32,13 +37,21 @@ class Grant:
         self.keyring: str = doc["keyring"]
         self.scopes: list[str] = list(doc["scopes"])
         self._keys: dict[tuple[bytes, int], tuple[aead.Algorithm, bytes]] = {}
+        #: per-subject columns the grant opens, by (table, column): their namespace
+        self.subject_columns: dict[tuple[str, str], str] = {}
         scopes, ids = set(), set()
         for k in payload.get("keys") or []:
             alg = aead.by_name(k["alg"])
             material = b64std(k["material"], "material")
             if len(material) != alg.key_size:
                 raise CorruptFileError("a grant key of the wrong size")
-            self._keys[(field_scope(k["table"], k["column"]), int(k["id"]))] = (alg, material)
+            ns = k.get("namespace") or ""
+            if ns:
+                self.subject_columns[(k["table"], k["column"])] = ns
+                scope = subject_grant_scope(ns, k["table"], k["column"])
+            else:
+                scope = field_scope(k["table"], k["column"])
+            self._keys[(scope, int(k["id"]))] = (alg, material)
             scopes.add(f"{k['table']}.{k['column']}")
             ids.add(f"{int(k['id']):08x}")
         if sorted(scopes) != self.scopes or sorted(ids) != list(doc["keys"]):
@@ -82,6 +95,15 @@ class Grant:
     def covers(self, table: str, column: str) -> bool:
         """Whether the grant names table.column."""
         return field_scope(table, column) in self._scope_bytes
+
+    def open_wrap(self, table: str, column: str, wrap: bytes, context: bytes) -> bytes:
+        """Open a subject's wrapped column key (a key row's scoped entry)."""
+        from .ciphertext import open_value
+
+        ns = self.subject_columns.get((table, column))
+        if ns is None:
+            raise NotGrantedError(f"the grant does not open {table}.{column} under subjects' keys")
+        return open_value(bytes(wrap), context, subject_grant_scope(ns, table, column), self.resolve)
 
     def resolve(self, h: Header, scope: bytes) -> bytes:
         """K_scope for a v4 class-1 value of a granted scope."""

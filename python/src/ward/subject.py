@@ -172,3 +172,66 @@ class SubjectGrant:
         if got is None or got[0] != h.alg:
             raise UnknownKeyError("the grant does not hold this key version")
         return got[1]
+
+
+
+def parse_scoped(b: bytes | None) -> dict[str, bytes]:
+    """A key row's ``scoped`` column: the grants' wraps by ``table.column``."""
+    from ._wire import read_uvarint
+
+    out: dict[str, bytes] = {}
+    b = bytes(b or b"")
+    i = 0
+    while i < len(b):
+        try:
+            n, i = read_uvarint(b, i)
+            name, i = b[i : i + n], i + n
+            m, i = read_uvarint(b, i)
+            wrap, i = b[i : i + m], i + m
+        except ValueError:
+            break
+        if len(name) != n or len(wrap) != m:
+            break
+        out[name.decode(errors="replace")] = wrap
+    return out
+
+
+class GrantSubjects:
+    """What a grant of a per-subject column opens: each subject's key of
+    that column, unwrapped from the subject's key row (its ``scoped``
+    column) on every use, so that a forgotten user's values (rows deleted)
+    and a private user's (rows without wraps) never open."""
+
+    def __init__(self, conn: Any, grant: Any, table: str, column: str, keys_table: str = KEYS_TABLE):
+        from ._db import ident
+
+        ns = grant.subject_columns.get((table, column))
+        if ns is None:
+            raise SubjectRefusedError(f"the grant does not open {table}.{column} under subjects' keys")
+        self.conn, self.grant, self.namespace = conn, grant, ns
+        self.table, self.column, self.keys_table = table, column, ident(keys_table)
+
+    def __repr__(self) -> str:
+        return f"GrantSubjects({self.table}.{self.column})"
+
+    def resolve_for(self, subject: str, h: Header, scope: bytes) -> bytes:
+        """K_scope of a class-2 v4 value of subject in the granted column."""
+        from .errors import NotGrantedError
+        from .field import field_scope
+
+        if h.version != 4 or h.key_class != CLASS_SUBJECT:
+            raise NotGrantedError("a grant opens ciphertext v4 under the subject's key only")
+        if scope != field_scope(self.table, self.column):
+            raise NotGrantedError("the grant does not name this column")
+        rows = query(self.conn, f"SELECT scoped FROM {self.keys_table} WHERE namespace = ? AND subject = ? AND version = ? AND held = 0",
+                     (self.namespace, subject, h.key_id))
+        wrap = parse_scoped(rows[0][0] if rows else None).get(f"{self.table}.{self.column}")
+        if wrap is None:
+            raise SubjectRefusedError("the subject's key holds no wrap for this grant: forgotten, private, or not sealed since the grant")
+        payload = self.grant.open_wrap(self.table, self.column, wrap, wrap_context(self.namespace, subject, h.key_id))
+        if len(payload) < 6 or payload[0] != 1:
+            raise WardError("a granted key payload of an unknown version")
+        alg = aead.algorithm(payload[1])
+        if struct.unpack(">I", payload[2:6])[0] != h.key_id or len(payload) != 6 + alg.key_size or alg != h.alg:
+            raise WardError("a granted key that does not match its row")
+        return payload[6:]
