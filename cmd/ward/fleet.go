@@ -63,8 +63,11 @@ func (a *app) rotateFleet(cmd *cobra.Command, kr *keyring.Keyring, alg keyring.A
 	}
 	if o.noReencrypt {
 		fmt.Fprintln(a.stdout, "not re-encrypting (--no-reencrypt): run 'ward reseal' on each column")
+		return nil
 	}
-	return nil
+	// As the columns moved to the new key, so do the wraps grants of
+	// per-subject columns open: a grant of the older keys only opens none.
+	return refreshGrantWraps(cmd.Context(), a.stdout, kr, ls, nil, true)
 }
 
 // rotationObserver prints the steps of a rotation: progress and warnings

@@ -111,7 +111,7 @@ func (a *app) issueGrant(cmd *cobra.Command, o *grantOptions) error {
 			return fmt.Errorf("%s: recording the grant: %w", dburl.Redact(ls.urls[i]), err)
 		}
 	}
-	if err := refreshGrantWraps(ctx, a.stdout, kr, ls, ledger.GrantOf(g).Scopes); err != nil {
+	if err := refreshGrantWraps(ctx, a.stdout, kr, ls, ledger.GrantOf(g).Scopes, false); err != nil {
 		return err
 	}
 	if err := writeNew(o.out, file); err != nil {
@@ -237,7 +237,7 @@ func (a *app) revokeGrant(cmd *cobra.Command, id string, o *grantOptions) error 
 			return fmt.Errorf("%s: %w", dburl.Redact(ls.urls[i]), err)
 		}
 	}
-	err = refreshGrantWraps(ctx, a.stdout, kr, ls, rec.Scopes) // a per-subject column's wraps go at once
+	err = refreshGrantWraps(ctx, a.stdout, kr, ls, rec.Scopes, true) // a per-subject column no grant names loses its wraps at once
 	ls.close()
 	if err != nil {
 		return err
@@ -284,9 +284,10 @@ func subjectNamespaces(ctx context.Context, kr *keyring.Keyring, ls *ledgers, sc
 
 // refreshGrantWraps rewrites, in every database, the grants' wraps of the
 // subject keys of each namespace whose per-subject columns scopes name
-// (subject.Store.RefreshGrants): after a grant, so that it opens what was
-// sealed before; after a revocation, so that its wraps are gone.
-func refreshGrantWraps(ctx context.Context, out io.Writer, kr *keyring.Keyring, ls *ledgers, scopes []string) error {
+// (all, for nil; subject.Store.RefreshGrants): after a grant, so that it
+// opens what was sealed before; after a revocation, so that its wraps are
+// gone; after a rotation that re-seals, under the new key (rewrite).
+func refreshGrantWraps(ctx context.Context, out io.Writer, kr *keyring.Keyring, ls *ledgers, scopes []string, rewrite bool) error {
 	for i, l := range ls.l {
 		st, err := l.Verified(ctx, kr)
 		if err != nil || st == nil {
@@ -294,7 +295,7 @@ func refreshGrantWraps(ctx context.Context, out io.Writer, kr *keyring.Keyring, 
 		}
 		done := map[string]bool{}
 		for _, c := range st.Columns {
-			if c.Subject == "" || done[c.Namespace] || !slices.Contains(scopes, c.Table+"."+c.Column) {
+			if c.Subject == "" || done[c.Namespace] || (scopes != nil && !slices.Contains(scopes, c.Table+"."+c.Column)) {
 				continue
 			}
 			done[c.Namespace] = true
@@ -302,7 +303,7 @@ func refreshGrantWraps(ctx context.Context, out io.Writer, kr *keyring.Keyring, 
 			if err != nil {
 				return fmt.Errorf("%s: %w", dburl.Redact(ls.urls[i]), err)
 			}
-			n, err := s.RefreshGrants(ctx)
+			n, err := s.RefreshGrants(ctx, rewrite)
 			if err != nil {
 				return fmt.Errorf("%s: %w", dburl.Redact(ls.urls[i]), err)
 			}

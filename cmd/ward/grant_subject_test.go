@@ -46,6 +46,12 @@ func TestGrantPerSubjectColumn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := db.Exec(`CREATE TABLE messages (id INTEGER PRIMARY KEY, user_id TEXT NOT NULL, body BLOB NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO messages VALUES (1, 'alice', ?)`, ct); err != nil {
+		t.Fatal(err)
+	}
 	readerKey := filepath.Join(c.dir, "reader.mk")
 	if code, _, e := c.run("keyring", "gen-master-key", "--out", readerKey); code != 0 {
 		t.Fatal(e)
@@ -57,8 +63,8 @@ func TestGrantPerSubjectColumn(t *testing.T) {
 		t.Fatalf("grant: %d %q %q", code, stdout, e)
 	}
 	mk, _ := local.Load(readerKey, nil)
-	open := func() (string, error) {
-		g, err := keyring.LoadGrant(ctx, out, mk)
+	open := func(file string) (string, error) {
+		g, err := keyring.LoadGrant(ctx, file, mk)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,14 +78,39 @@ func TestGrantPerSubjectColumn(t *testing.T) {
 		}
 		return col.OpenString(field.RowInt(1).With("alice"), ct)
 	}
-	if pt, err := open(); err != nil || pt != "alice's body" {
+	if pt, err := open(out); err != nil || pt != "alice's body" {
 		t.Fatalf("the reader opens alice's body: %q %v", pt, err)
 	}
-	code, stdout, e = c.run("grant", "revoke", id[1], "--db", url, "--offline")
+	// A rotation moves the wraps to the new key, as it re-seals the
+	// columns: the grant of the older key opens them no more; a new one does.
+	if code, stdout, e := c.run("keyring", "rotate", "--db", url, "--wait", "10s"); code != 0 || !strings.Contains(stdout, "wraps of 1 keys of namespace users") {
+		t.Fatalf("rotate: %d %q %q", code, stdout, e)
+	}
+	if _, err := open(out); err == nil {
+		t.Fatal("a grant of the older key opened a wrap written after the rotation")
+	}
+	out2 := filepath.Join(c.dir, "bodies2.grant")
+	code, stdout, e = c.run("grant", "--db", url, "--scope", "messages.body", "--to-master-key-file", readerKey, "--out", out2)
+	id2 := regexp.MustCompile(`grant (g-[0-9a-f]{16})`).FindStringSubmatch(stdout)
+	if code != 0 || id2 == nil {
+		t.Fatalf("second grant: %d %q %q", code, stdout, e)
+	}
+	if pt, err := open(out2); err != nil || pt != "alice's body" {
+		t.Fatalf("a grant after the rotation: %q %v", pt, err)
+	}
+	// Revoking the first keeps the second's wraps; revoking the second
+	// removes them at once.
+	if code, _, e := c.run("grant", "revoke", id[1], "--db", url, "--offline"); code != 0 {
+		t.Fatalf("revoke: %d %q", code, e)
+	}
+	if pt, err := open(out2); err != nil || pt != "alice's body" {
+		t.Fatalf("the live grant after another's revocation: %q %v", pt, err)
+	}
+	code, stdout, e = c.run("grant", "revoke", id2[1], "--db", url, "--offline")
 	if code != 0 || !strings.Contains(stdout, "wraps of 1 keys of namespace users") {
 		t.Fatalf("revoke: %d %q %q", code, stdout, e)
 	}
-	if _, err := open(); !errors.Is(err, field.ErrSubjectKeyMissing) {
+	if _, err := open(out2); !errors.Is(err, field.ErrSubjectKeyMissing) {
 		t.Fatalf("after the revocation: %v", err)
 	}
 }

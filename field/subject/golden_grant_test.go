@@ -78,7 +78,7 @@ func writeGrantSubjectGolden(t *testing.T, path string) {
 	}
 	gr, _ := kr.Grant([]keyring.GrantScope{{Table: "messages", Column: "body", Namespace: "users"}})
 	l.RecordGrant(ctx, kr, ledger.GrantOf(gr))
-	if _, err := s.RefreshGrants(ctx); err != nil {
+	if _, err := s.RefreshGrants(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	rows, _ := db.Query(`SELECT subject, version, held, scoped FROM ward_subject_keys ORDER BY subject, version`)

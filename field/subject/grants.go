@@ -104,18 +104,23 @@ func grantedIn(st *ledger.State, namespace string) []grantedColumn {
 // uvarint(len(name)) name uvarint(len(wrap)) wrap, where wrap is sk's
 // ScopePayload for the column sealed by the keyring's scope
 // SubjectGrantScope(namespace, table, column) for the key's wrap context.
-func (s *Store) scopedWraps(subject string, sk *keyring.SubjectKey, cols []grantedColumn) ([]byte, error) {
+// A wrap in keep (the row's, by column) is kept as it is, so that a grant
+// deriving from an older keyring key still opens it.
+func (s *Store) scopedWraps(subject string, sk *keyring.SubjectKey, cols []grantedColumn, keep map[string][]byte) ([]byte, error) {
 	var out []byte
 	wc := s.wrapContext(subject, sk.Version())
 	for _, c := range cols {
-		p, err := sk.ScopePayload(keyring.FieldScope(c.table, c.column))
-		if err != nil {
-			return nil, err
-		}
-		w, err := s.cfg.Keyring.Scope(keyring.SubjectGrantScope(s.cfg.Namespace, c.table, c.column)).Seal(p, wc)
-		clear(p)
-		if err != nil {
-			return nil, fmt.Errorf("subject: wrapping %s's key of %s for grants: %w", subject, c.name(), err)
+		w, ok := keep[c.name()]
+		if !ok {
+			p, err := sk.ScopePayload(keyring.FieldScope(c.table, c.column))
+			if err != nil {
+				return nil, err
+			}
+			w, err = s.cfg.Keyring.Scope(keyring.SubjectGrantScope(s.cfg.Namespace, c.table, c.column)).Seal(p, wc)
+			clear(p)
+			if err != nil {
+				return nil, fmt.Errorf("subject: wrapping %s's key of %s for grants: %w", subject, c.name(), err)
+			}
 		}
 		out = appendEntry(appendEntry(out, []byte(c.name())), w)
 	}
@@ -178,12 +183,13 @@ func (s *Store) fillScoped(ctx context.Context, subject string, sk *keyring.Subj
 	if !missing && !tooLong.Bool {
 		return nil
 	}
-	return s.writeScoped(ctx, subject, sk, cols)
+	return s.writeScoped(ctx, subject, sk, cols, have)
 }
 
-// writeScoped stores sk's wraps for cols in its row (still keyring-held).
-func (s *Store) writeScoped(ctx context.Context, subject string, sk *keyring.SubjectKey, cols []grantedColumn) error {
-	w, err := s.scopedWraps(subject, sk, cols)
+// writeScoped stores sk's wraps for cols in its row (still keyring-held),
+// keeping those in keep.
+func (s *Store) writeScoped(ctx context.Context, subject string, sk *keyring.SubjectKey, cols []grantedColumn, keep map[string][]byte) error {
+	w, err := s.scopedWraps(subject, sk, cols, keep)
 	if err != nil {
 		return err
 	}
@@ -196,15 +202,17 @@ func (s *Store) writeScoped(ctx context.Context, subject string, sk *keyring.Sub
 	return nil
 }
 
-// RefreshGrants rewrites, for every keyring-wrapped key of the namespace,
-// the wraps of the per-subject columns that unrevoked grants open now
-// (read from the ledger, which must record them), and removes the wraps
-// of columns no grant opens any more. Run it after recording a grant of a
-// per-subject column (ward grant does) and after revoking one (ward grant
-// revoke does): until then a new grant opens only values of keys that
-// sealed since, and a revoked one keeps what it held. It returns how many
-// keys it wrote.
-func (s *Store) RefreshGrants(ctx context.Context) (int64, error) {
+// RefreshGrants brings, for every keyring-wrapped key of the namespace,
+// the wraps of the per-subject columns that unrevoked grants open now (read
+// from the ledger, which must record them) up to date: it removes the
+// wraps of columns no grant opens any more and adds the missing ones,
+// sealed under the keyring's primary key. With rewrite it seals every
+// wrap again under the primary, so that a grant deriving only from older
+// keys opens none of them: after a revocation, once the keyring rotated.
+// Run it after recording a grant of a per-subject column (ward grant
+// does) and after revoking one (ward grant revoke does, before and after
+// its rotation). It returns how many keys it wrote.
+func (s *Store) RefreshGrants(ctx context.Context, rewrite bool) (int64, error) {
 	s.grants.mu.Lock()
 	s.grants.expires = time.Time{}
 	s.grants.mu.Unlock()
@@ -218,20 +226,46 @@ func (s *Store) RefreshGrants(ctx context.Context) (int64, error) {
 			if r.held != heldByKeyring {
 				continue
 			}
-			sk, err := s.cfg.Keyring.UnwrapSubjectKey(r.wrapped, s.wrapContext(r.subject, uint32(r.version)))
-			if err != nil {
-				return fmt.Errorf("subject: unwrapping the key of %s/%s version %d: %w", s.cfg.Namespace, r.subject, r.version, err)
-			}
-			err = s.writeScoped(ctx, r.subject, sk, cols)
-			sk.Destroy()
+			wrote, err := s.refreshRow(ctx, r, cols, rewrite)
 			if err != nil {
 				return err
 			}
-			n++
+			if wrote {
+				n++
+			}
 		}
 		return nil
 	})
 	return n, err
+}
+
+// refreshRow is RefreshGrants for one key row; it reports whether it wrote.
+func (s *Store) refreshRow(ctx context.Context, r keyRow, cols []grantedColumn, rewrite bool) (bool, error) {
+	var keep map[string][]byte
+	if !rewrite {
+		p := s.cfg.Dialect.Placeholder
+		var scoped []byte
+		err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s FROM %s WHERE namespace = %s AND subject = %s AND version = %s`,
+			scopedCol.Value(), s.keys, p(1), p(2), p(3)), s.cfg.Namespace, r.subject, r.version).Scan(&scoped)
+		if err != nil {
+			return false, fmt.Errorf("subject: reading the grants' wraps of %s/%s: %w", s.cfg.Namespace, r.subject, err)
+		}
+		keep = parseScoped(scoped)
+		same := len(keep) == len(cols)
+		for _, c := range cols {
+			_, ok := keep[c.name()]
+			same = same && ok
+		}
+		if same {
+			return false, nil
+		}
+	}
+	sk, err := s.cfg.Keyring.UnwrapSubjectKey(r.wrapped, s.wrapContext(r.subject, uint32(r.version)))
+	if err != nil {
+		return false, fmt.Errorf("subject: unwrapping the key of %s/%s version %d: %w", s.cfg.Namespace, r.subject, r.version, err)
+	}
+	defer sk.Destroy()
+	return true, s.writeScoped(ctx, r.subject, sk, cols, keep)
 }
 
 // GrantKeys opens, for the holder of a grant of a per-subject column, each

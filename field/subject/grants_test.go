@@ -40,7 +40,7 @@ func TestGrantPerSubject(t *testing.T) {
 		if err := e.ledger.RecordGrant(ctx, e.kr, ledger.GrantOf(g)); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := s.RefreshGrants(ctx); err != nil || n != 1 { // alice's key; carol's is private
+		if n, err := s.RefreshGrants(ctx, false); err != nil || n != 1 { // alice's key; carol's is private
 			t.Fatalf("refresh: %d keys, %v", n, err)
 		}
 		e.insert(t, body, 3, "bob", "bob's body, sealed after the grant")
@@ -81,7 +81,7 @@ func TestGrantPerSubject(t *testing.T) {
 		if _, err := e.ledger.RevokeGrant(ctx, e.kr, g.ID(), g.Created()); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.RefreshGrants(ctx); err != nil {
+		if _, err := s.RefreshGrants(ctx, true); err != nil {
 			t.Fatal(err)
 		}
 		revoked, _ := NewGrantKeys(Config{DB: e.db, Dialect: e.d, KeysTable: e.keys}, g, "messages", "body")
