@@ -78,7 +78,7 @@ func aeadGlance(rs lab.Results) (string, lab.Table) {
 		figure(rs, "field-report/java-aes-gcm/5M-ops", "hw_speedup", 1, "x") + " over 5M operations",
 		figure(rs, fmt.Sprintf(c, "seal")+"raw/aes-hw-speedup", "hw_speedup", 1, "x"),
 		notRun}
-	t.Rows = append(t.Rows, hw)
+	t.Rows = append(t.Rows, hw, pythonGlanceRow(rs))
 	for _, alg := range []string{"AES-256-GCM", "AES-128-GCM"} { // the JVM peer runs the report's AES-128 when asked to be quick
 		p := "java-aes-gcm/" + alg + "/seal/500B/"
 		if jvm, ok := rs.Get(p+"intrinsics-on", "throughput"); ok && jvm.Median > 0 {
@@ -92,6 +92,17 @@ func aeadGlance(rs lab.Results) (string, lab.Table) {
 	lead := fmt.Sprintf("a 500-byte message takes %s µs to seal with ward (%sx raw AES-GCM); AES hardware: %sx here, 1.67–5.72x in the report.",
 		lab.FormatNumber(rs.Median(fmt.Sprintf(c, "seal")+"field/aes-hw-on", "time")/1e3), lab.FormatNumber(over.Median), lab.FormatNumber(hwx.Median))
 	return lead, t
+}
+
+// pythonGlanceRow is what a reader in Python pays to open a message: ward's
+// Python package beside Go's field layer, in the same run.
+func pythonGlanceRow(rs lab.Results) []string {
+	const cas = "python-field/open/500B"
+	if _, ok := rs.Get(cas, "time"); !ok {
+		return []string{"500-byte message, open from Python", "–", notRun + " (ward's Python package: set WARD_PYTHON)", "–"}
+	}
+	return []string{"500-byte message, open from Python", "–",
+		figure(rs, cas, "time", 1e-3, " µs") + " with ward's Python package, " + figure(rs, "ratio/python-vs-go/open/500B", "time_ratio", 1, "x") + " Go's", "–"}
 }
 
 // passwordGlance: Argon2id here against the reports' 450 ms and 170 ms.
