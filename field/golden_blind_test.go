@@ -5,9 +5,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
-	"os"
 	"testing"
 
+	"github.com/wardlab/ward/internal/golden"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -56,10 +56,7 @@ func writeGoldenBlind(t *testing.T) {
 		}
 	}
 	f.Keyring, _ = kr.Marshal(ctx, mk)
-	out, _ := json.MarshalIndent(f, "", "  ")
-	if err := os.WriteFile(goldenBlindPath, append(out, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	golden.Write(t, goldenBlindPath, f)
 }
 
 // TestGoldenBlind recomputes the checked-in blind indexes (values are hex:
@@ -68,19 +65,9 @@ func TestGoldenBlind(t *testing.T) {
 	if *updateBlind {
 		writeGoldenBlind(t)
 	}
-	raw, err := os.ReadFile(goldenBlindPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var f goldenBlindFile
-	if err := json.Unmarshal(raw, &f); err != nil {
-		t.Fatal(err)
-	}
-	mk, _ := local.Parse(f.MasterKey)
-	kr, err := keyring.Unmarshal(context.Background(), f.Keyring, mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	golden.Read(t, goldenBlindPath, &f)
+	kr := golden.Keyring(t, f.MasterKey, f.Keyring)
 	norms := map[string]func(string) string{"nfc": NormalizeNFC, "fold": NormalizeFold}
 	for _, v := range f.Vectors {
 		bi, err := NewBlindIndex(kr, v.Table, v.Column, WithIndexSize(v.Size), WithNormalizer(norms[v.Normalize]))

@@ -5,9 +5,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
-	"os"
 	"testing"
 
+	"github.com/wardlab/ward/internal/golden"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -64,10 +64,7 @@ func writeGoldenRowMAC(t *testing.T) {
 		f.Vectors = append(f.Vectors, v)
 	}
 	f.Keyring, _ = kr.Marshal(ctx, mk)
-	out, _ := json.MarshalIndent(f, "", "  ")
-	if err := os.WriteFile(goldenRowMACPath, append(out, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	golden.Write(t, goldenRowMACPath, f)
 }
 
 // TestGoldenRowMAC recomputes and verifies the checked-in row MACs, and
@@ -76,19 +73,9 @@ func TestGoldenRowMAC(t *testing.T) {
 	if *updateRowMAC {
 		writeGoldenRowMAC(t)
 	}
-	raw, err := os.ReadFile(goldenRowMACPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var f goldenRowMACFile
-	if err := json.Unmarshal(raw, &f); err != nil {
-		t.Fatal(err)
-	}
-	mk, _ := local.Parse(f.MasterKey)
-	kr, err := keyring.Unmarshal(context.Background(), f.Keyring, mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	golden.Read(t, goldenRowMACPath, &f)
+	kr := golden.Keyring(t, f.MasterKey, f.Keyring)
 	for _, v := range f.Vectors {
 		m, _ := NewRowMAC(kr, v.Table, v.Columns...)
 		tag, _ := hex.DecodeString(v.MAC)

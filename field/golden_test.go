@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/internal/golden"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -414,13 +415,5 @@ func TestRowOf(t *testing.T) {
 // goldenKeyring opens a golden file's keyring under its master key.
 func goldenKeyring(t *testing.T, masterKey string, file json.RawMessage) *keyring.Keyring {
 	t.Helper()
-	mk, err := local.Parse(masterKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kr, err := keyring.Unmarshal(context.Background(), file, mk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kr
+	return golden.Keyring(t, masterKey, file)
 }

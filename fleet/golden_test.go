@@ -5,11 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/internal/golden"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -45,10 +45,7 @@ func writeGolden(t *testing.T) {
 		f.Rows = append(f.Rows, goldenRow{p, hex.EncodeToString(mac(key, &p))})
 	}
 	f.Keyring, _ = kr.Marshal(ctx, mk)
-	out, _ := json.MarshalIndent(f, "", "  ")
-	if err := os.WriteFile(goldenPath, append(out, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	golden.Write(t, goldenPath, f)
 }
 
 // TestGoldenRegistry recomputes the checked-in rows' MACs (one from a
@@ -57,20 +54,9 @@ func TestGoldenRegistry(t *testing.T) {
 	if *updateGolden {
 		writeGolden(t)
 	}
-	raw, err := os.ReadFile(goldenPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var f goldenFile
-	if err := json.Unmarshal(raw, &f); err != nil {
-		t.Fatal(err)
-	}
-	mk, _ := local.Parse(f.MasterKey)
-	kr, err := keyring.Unmarshal(context.Background(), f.Keyring, mk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _ := macKey(kr)
+	golden.Read(t, goldenPath, &f)
+	key, _ := macKey(golden.Keyring(t, f.MasterKey, f.Keyring))
 	for _, r := range f.Rows {
 		if got := hex.EncodeToString(mac(key, &r.Process)); got != r.MAC {
 			t.Errorf("%s: %s, want %s", r.Process.ID, got, r.MAC)

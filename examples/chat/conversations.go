@@ -113,25 +113,17 @@ func (s *store) addMessage(ctx context.Context, user, conv int64, role, body str
 // and with the role it was sealed for; one that fails is reported, not
 // dropped, and the rest still load.
 func (s *store) messages(ctx context.Context, user, conv int64, limit int) ([]Message, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, role, body FROM messages WHERE conversation_id = ? AND user_id = ? ORDER BY created DESC, id DESC LIMIT ?`), conv, user, limit)
+	stored, err := s.sealedMessages(ctx, user, conv, limit)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	var out []Message
-	for rows.Next() {
-		var m Message
-		var raw []byte
-		if err := rows.Scan(&m.ID, &m.Role, &raw); err != nil {
-			return nil, err
-		}
-		if m.Body, err = s.open(s.cols.body, field.RowInt(m.ID).With(conv, user, m.Role), raw); err != nil {
+	for _, sm := range stored {
+		m := Message{ID: sm.id, Role: sm.role}
+		if m.Body, err = s.open(s.cols.body, field.RowInt(sm.id).With(conv, user, sm.role), sm.raw); err != nil {
 			m.Body, m.Error = "", openError(err, messageLockedError, messageIntegrityError)
 		}
 		out = append(out, m)
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -6,12 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/dbtest"
+	"github.com/wardlab/ward/internal/golden"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"
@@ -48,18 +48,9 @@ type grantSubjectGolden struct {
 
 func writeGrantSubjectGolden(t *testing.T, path string) {
 	ctx := context.Background()
-	mk, reader := local.Generate(), local.Generate()
-	dir := t.TempDir()
-	kr, _ := keyring.Create(ctx, filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
-	db, _ := sql.Open("sqlite", dbtest.SQLiteDSN(filepath.Join(dir, "g.db")))
-	defer db.Close()
-	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
-	l.Record(ctx, kr)
-	s, err := Open(ctx, Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	col, _ := field.NewColumn(kr, "messages", "body", field.Bind("user_id"), field.PerSubject(s, "user_id"))
+	w := newGoldenWriter(t)
+	mk, kr, db, l, s, col := w.mk, w.kr, w.db, w.l, w.s, w.col
+	reader := local.Generate()
 	l.RecordColumns(ctx, kr, ledger.ColumnOf(col, "id"))
 	g := grantSubjectGolden{Comment: "a grant of a per-subject column (FORMAT.md, Grant file v1, Subject keys: scoped); written once with -update-grant",
 		MasterKey: mk.Encode(), ReaderMasterKey: reader.Encode(), Namespace: "users", Table: "messages", Column: "body", Bind: []string{"user_id"}}
@@ -97,10 +88,7 @@ func writeGrantSubjectGolden(t *testing.T, path string) {
 	rows.Close()
 	g.Grant, _ = gr.Marshal(ctx, reader)
 	g.Keyring, _ = kr.Marshal(ctx, mk)
-	out, _ := json.MarshalIndent(g, "", "  ")
-	if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	golden.Write(t, path, g)
 }
 
 // TestGoldenGrantSubject puts the checked-in key rows into a fresh
@@ -112,14 +100,8 @@ func TestGoldenGrantSubject(t *testing.T) {
 		writeGrantSubjectGolden(t, path)
 	}
 	ctx := context.Background()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var g grantSubjectGolden
-	if err := json.Unmarshal(raw, &g); err != nil {
-		t.Fatal(err)
-	}
+	golden.Read(t, path, &g)
 	reader, _ := local.Parse(g.ReaderMasterKey)
 	gr, err := keyring.UnmarshalGrant(ctx, g.Grant, reader)
 	if err != nil {

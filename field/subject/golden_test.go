@@ -8,16 +8,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/dbtest"
-	"github.com/wardlab/ward/keyring"
-	"github.com/wardlab/ward/kms/local"
-	"github.com/wardlab/ward/ledger"
+	"github.com/wardlab/ward/internal/golden"
 )
 
 var updateStore = flag.Bool("update-store", false, "write testdata/store-v1.json (only when the store's formats are added)")
@@ -66,21 +63,9 @@ type storeGolden struct {
 
 func writeStoreGolden(t *testing.T, path string) {
 	ctx := context.Background()
-	mk := local.Generate()
-	dir := t.TempDir()
-	kr, err := keyring.Create(ctx, filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, _ := sql.Open("sqlite", dbtest.SQLiteDSN(filepath.Join(dir, "g.db")))
-	defer db.Close()
-	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
-	l.Record(ctx, kr)
-	s, err := Open(ctx, Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	col, _ := field.NewColumn(kr, "messages", "body", field.Bind("user_id"), field.PerSubject(s, "user_id"))
+	w := newGoldenWriter(t)
+	mk, kr, db, s, col := w.mk, w.kr, w.db, w.s, w.col
+	var err error
 	secret := make([]byte, 32)
 	for i := range secret {
 		secret[i] = byte(i)
@@ -156,10 +141,7 @@ func writeStoreGolden(t *testing.T, path string) {
 	if g.Keyring, err = kr.Marshal(ctx, mk); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := json.MarshalIndent(g, "", "  ")
-	if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	golden.Write(t, path, g)
 }
 
 // TestGoldenStore puts rows an earlier build wrote into a fresh database
@@ -171,22 +153,9 @@ func TestGoldenStore(t *testing.T) {
 		writeStoreGolden(t, path)
 	}
 	ctx := context.Background()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var g storeGolden
-	if err := json.Unmarshal(raw, &g); err != nil {
-		t.Fatal(err)
-	}
-	mk, err := local.Parse(g.MasterKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kr, err := keyring.Unmarshal(ctx, g.Keyring, mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	golden.Read(t, path, &g)
+	kr := golden.Keyring(t, g.MasterKey, g.Keyring)
 	db, err := sql.Open("sqlite", dbtest.SQLiteDSN(filepath.Join(t.TempDir(), "g.db")))
 	if err != nil {
 		t.Fatal(err)

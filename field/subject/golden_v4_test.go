@@ -7,12 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/dbtest"
+	"github.com/wardlab/ward/internal/golden"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"
@@ -86,23 +86,9 @@ func readLedgerRow(t *testing.T, db *sql.DB) ledgerRow {
 
 func writeSubjectV4Golden(t *testing.T, path string) {
 	ctx := context.Background()
-	mk := local.Generate()
-	dir := t.TempDir()
-	kr, err := keyring.Create(ctx, filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, _ := sql.Open("sqlite", dbtest.SQLiteDSN(filepath.Join(dir, "g.db")))
-	defer db.Close()
-	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
-	if err := l.Record(ctx, kr); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(ctx, Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	col, _ := field.NewColumn(kr, "messages", "body", field.Bind("user_id"), field.PerSubject(s, "user_id"))
+	w := newGoldenWriter(t)
+	mk, kr, db, l, s, col := w.mk, w.kr, w.db, w.l, w.s, w.col
+	var err error
 	g := subjectV4Golden{Comment: "ward subject keys with class-2 ciphertext v4 and the ledger that gates writing (FORMAT.md, Subject keys, Keyring ledger); written once with -update-v4",
 		MasterKey: mk.Encode(), Namespace: "users", Table: "messages", Column: "body", Bind: []string{"user_id"}}
 	for i, u := range []string{"alice", "bob", "carol"} {
@@ -148,10 +134,40 @@ func writeSubjectV4Golden(t *testing.T, path string) {
 	if g.Keyring, err = kr.Marshal(ctx, mk); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := json.MarshalIndent(g, "", "  ")
-	if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
+	golden.Write(t, path, g)
+}
+
+// goldenWriter is what the writers of this package's vector files start
+// from: a keyring file, a SQLite database with its ledger, the users'
+// store and messages.body sealed per user.
+type goldenWriter struct {
+	mk  *local.MasterKey
+	kr  *keyring.Keyring
+	db  *sql.DB
+	l   *ledger.Ledger
+	s   *Store
+	col *field.Column
+}
+
+func newGoldenWriter(t *testing.T) *goldenWriter {
+	ctx := context.Background()
+	w := &goldenWriter{mk: local.Generate()}
+	dir := t.TempDir()
+	var err error
+	if w.kr, err = keyring.Create(ctx, filepath.Join(dir, "kr.json"), w.mk, keyring.AES256GCM); err != nil {
 		t.Fatal(err)
 	}
+	w.db, _ = sql.Open("sqlite", dbtest.SQLiteDSN(filepath.Join(dir, "g.db")))
+	t.Cleanup(func() { w.db.Close() })
+	w.l = &ledger.Ledger{DB: w.db, Dialect: field.SQLite}
+	if err := w.l.Record(ctx, w.kr); err != nil {
+		t.Fatal(err)
+	}
+	if w.s, err = Open(ctx, Config{DB: w.db, Dialect: field.SQLite, Keyring: w.kr, Ledger: w.l, Namespace: "users"}); err != nil {
+		t.Fatal(err)
+	}
+	w.col, _ = field.NewColumn(w.kr, "messages", "body", field.Bind("user_id"), field.PerSubject(w.s, "user_id"))
+	return w
 }
 
 // TestGoldenSubjectV4 puts the checked-in keys and ledger into a fresh
@@ -163,19 +179,9 @@ func TestGoldenSubjectV4(t *testing.T) {
 		writeSubjectV4Golden(t, path)
 	}
 	ctx := context.Background()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var g subjectV4Golden
-	if err := json.Unmarshal(raw, &g); err != nil {
-		t.Fatal(err)
-	}
-	mk, _ := local.Parse(g.MasterKey)
-	kr, err := keyring.Unmarshal(ctx, g.Keyring, mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	golden.Read(t, path, &g)
+	kr := golden.Keyring(t, g.MasterKey, g.Keyring)
 	db, _ := sql.Open("sqlite", dbtest.SQLiteDSN(filepath.Join(t.TempDir(), "g.db")))
 	defer db.Close()
 	s, err := Open(ctx, Config{DB: db, Dialect: field.SQLite, Keyring: kr, Namespace: g.Namespace})

@@ -136,6 +136,7 @@ var Plumbing = []string{
 	Module + "/internal/conncap",
 	Module + "/internal/dbtest",
 	Module + "/internal/dburl",
+	Module + "/internal/golden",
 	Module + "/internal/killtest",
 	Module + "/internal/mytest",
 	Module + "/internal/myserver",

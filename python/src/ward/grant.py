@@ -12,7 +12,7 @@ from ._wire import b64std, lp
 from .ciphertext import CLASS_KEYRING, Header
 from .errors import CorruptFileError, NotGrantedError, UnknownKeyError, UnsupportedVersionError, WrongContextError
 from .field import field_scope
-from .keyring import MAX_FILE, unwrap_file
+from .keyring import read_bounded, unwrap_file
 from .kms import KeyService
 
 FORMAT = "ward-grant/v1"
@@ -83,11 +83,7 @@ class Grant:
     @classmethod
     def load(cls, path: str, ks: KeyService) -> "Grant":
         """Read and open a grant file."""
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE + 1)
-        if len(data) > MAX_FILE:
-            raise CorruptFileError("a grant file larger than 16 MiB")
-        return cls.loads(data, ks)
+        return cls.loads(read_bounded(path, "a grant file"), ks)
 
     def __repr__(self) -> str:
         return f"Grant({self.id}, {','.join(self.scopes)})"

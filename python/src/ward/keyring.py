@@ -48,6 +48,15 @@ class Key:
         return f"Key(id={self.id:08x}, alg={self.alg.name}, state={self.state})"
 
 
+def read_bounded(path: str, what: str) -> bytes:
+    """A keyring or grant file's bytes, refusing one past MAX_FILE."""
+    with open(path, "rb") as f:
+        data = f.read(MAX_FILE + 1)
+    if len(data) > MAX_FILE:
+        raise CorruptFileError(f"{what} larger than 16 MiB")
+    return data
+
+
 def _file_key_context(aad: bytes, purpose: str) -> dict[str, str]:
     return {"ward:purpose": purpose, "ward:aad-sha256": sha256(aad).hexdigest()}
 
@@ -131,11 +140,7 @@ class Keyring:
     @classmethod
     def load(cls, path: str, ks: KeyService) -> "Keyring":
         """Read and open a keyring file."""
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE + 1)
-        if len(data) > MAX_FILE:
-            raise CorruptFileError("a keyring file larger than 16 MiB")
-        return cls.loads(data, ks)
+        return cls.loads(read_bounded(path, "a keyring file"), ks)
 
     def __repr__(self) -> str:
         return f"Keyring({self.id}, generation {self.generation}, {len(self.keys)} keys)"
