@@ -47,7 +47,7 @@ func TestBrowserChat(t *testing.T) {
 		run(chromedp.WaitVisible("#send"))
 		run(chromedp.SendKeys("#text", secret))
 		run(chromedp.Click("#send-button"))
-		run(chromedp.WaitVisible(".msg.assistant"))
+		waitReply(t, ctx, ta)
 		log, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("log").textContent`))
 		if err != nil {
 			t.Fatal(err)
@@ -127,7 +127,7 @@ func TestBrowserAccount(t *testing.T) {
 		login("first password")
 		run(chromedp.SendKeys("#text", "note to self"))
 		run(chromedp.Click("#send-button"))
-		run(chromedp.WaitVisible(".msg.assistant"))
+		waitReply(t, ctx, ta)
 
 		// Private mode, with its recovery code shown once.
 		run(chromedp.Click("#account summary"))
@@ -173,4 +173,20 @@ func TestBrowserAccount(t *testing.T) {
 			t.Fatalf("%d users after deleting the account (%v)", n, err)
 		}
 	})
+}
+
+// waitReply waits for the assistant's reply on the page; if none comes in
+// 40 s it fails saying what the page and the database hold, so that a
+// slow or failed request is told from a page that never sent it.
+func waitReply(t *testing.T, ctx context.Context, ta *testApp) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, 40*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(wctx, chromedp.WaitVisible(".msg.assistant")); err == nil {
+		return
+	}
+	page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	var n int
+	ta.db.QueryRow(`SELECT count(*) FROM messages`).Scan(&n)
+	t.Fatalf("no reply on the page after 40 s; %d messages stored; the page shows %q", n, page)
 }
