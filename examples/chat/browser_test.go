@@ -25,7 +25,7 @@ func TestBrowserChat(t *testing.T) {
 		run := func(a chromedp.Action[chromedp.Void]) {
 			t.Helper()
 			if _, err := chromedp.Run(ctx, a); err != nil {
-				t.Fatal(err)
+				failWithPage(t, ctx, err)
 			}
 		}
 		secret := "私の秘密の予定 42"
@@ -99,7 +99,7 @@ func TestBrowserAccount(t *testing.T) {
 		run := func(a chromedp.Action[chromedp.Void]) {
 			t.Helper()
 			if _, err := chromedp.Run(ctx, a); err != nil {
-				t.Fatal(err)
+				failWithPage(t, ctx, err)
 			}
 		}
 		text := func(id string) string {
@@ -189,4 +189,17 @@ func waitReply(t *testing.T, ctx context.Context, ta *testApp) {
 	var n int
 	ta.db.QueryRow(`SELECT count(*) FROM messages`).Scan(&n)
 	t.Fatalf("no reply on the page after 40 s; %d messages stored; the page shows %q", n, page)
+}
+
+// failWithPage fails the test with err and, when the browser still
+// answers, the page's text: which request failed, or that none came back.
+func failWithPage(t *testing.T, ctx context.Context, err error) {
+	t.Helper()
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	page, perr := chromedp.Run(pctx, chromedp.Evaluate[string](`document.body.innerText`))
+	if perr != nil {
+		t.Fatalf("%v (the page did not answer either: %v)", err, perr)
+	}
+	t.Fatalf("%v; the page shows %q", err, page)
 }

@@ -130,11 +130,18 @@ func TestHandshakeFlags(t *testing.T) {
 		t.Fatalf("serve --key-file: %v %v", st, err)
 	}
 	addr2, out2 := serve(t, "listening on ", "handshake", "serve", "--listen", "127.0.0.1:0", "--key-file", keys)
-	fp := func(s string) string {
-		_, after, _ := strings.Cut(s, "mldsa65 fingerprint: ")
-		return strings.Fields(after + " ")[0]
+	// The fingerprints follow the address line: wait for them.
+	fp := func(b *syncBuffer) string {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, after, ok := strings.Cut(b.String(), "mldsa65 fingerprint: "); ok {
+				if f := strings.Fields(after); len(f) > 0 && strings.Contains(after, "\n") {
+					return f[0]
+				}
+			}
+		}
+		return ""
 	}
-	if fp(out.String()) == "" || fp(out.String()) != fp(out2.String()) {
+	if fp(out) == "" || fp(out) != fp(out2) {
 		t.Fatalf("serve --key-file did not keep the keys: %q %q", out, out2)
 	}
 	// Signed suites need a pin: --insecure-skip-pin goes without, and
@@ -165,7 +172,7 @@ func TestHandshakeFlags(t *testing.T) {
 		}
 		return d.Runs[0].BytesDown
 	}
-	_, byFP, _ := dial("handshake", "dial", addr2, "--suite", "mlkem768+mldsa65", "--runs", "1", "--json", "--pin", fp(out2.String()))
+	_, byFP, _ := dial("handshake", "dial", addr2, "--suite", "mlkem768+mldsa65", "--runs", "1", "--json", "--pin", fp(out2))
 	code, byKey, e := dial("handshake", "dial", addr2, "--suite", "mlkem768+mldsa65", "--runs", "1", "--json", "--pin-key", pub)
 	if code != 0 || down(byKey) == 0 || down(byKey) >= down(byFP) {
 		t.Fatalf("dial --pin-key: %d, %d bytes down against %d with --pin: %q", code, down(byKey), down(byFP), e)
