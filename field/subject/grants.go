@@ -57,24 +57,38 @@ func (s *Store) addScopedColumn(ctx context.Context) error {
 }
 
 // granted returns the per-subject columns of the namespace that unrevoked
-// grants open, from the verified ledger (read at most once per TTL); none
-// without a ledger.
-func (s *Store) granted(ctx context.Context) ([]grantedColumn, error) {
+// grants open, from the verified ledger (read at most once per TTL, never
+// under a lock, within grantReadTimeout); none without a ledger. Sealing
+// does not wait on it: when the ledger cannot be read or verified, it
+// answers none for a second, and a grant's holder opens the keys that
+// sealed meanwhile once a refresh (RefreshGrants) writes their wraps.
+func (s *Store) granted(ctx context.Context) []grantedColumn {
 	if s.cfg.Ledger == nil {
-		return nil, nil
+		return nil
 	}
 	s.grants.mu.Lock()
-	defer s.grants.mu.Unlock()
-	if time.Now().Before(s.grants.expires) {
-		return s.grants.cols, nil
+	cols, fresh := s.grants.cols, time.Now().Before(s.grants.expires)
+	s.grants.mu.Unlock()
+	if fresh {
+		return cols
 	}
-	st, err := s.cfg.Ledger.Verified(ctx, s.cfg.Keyring)
+	rctx, cancel := context.WithTimeout(ctx, grantReadTimeout)
+	defer cancel()
+	ttl := s.cfg.TTL
+	st, err := s.cfg.Ledger.Verified(rctx, s.cfg.Keyring)
 	if err != nil {
-		return nil, fmt.Errorf("subject: reading the grants of %s: %w", s.cfg.Namespace, err)
+		st, ttl = nil, time.Second
 	}
-	s.grants.cols, s.grants.expires = grantedIn(st, s.cfg.Namespace), time.Now().Add(s.cfg.TTL)
-	return s.grants.cols, nil
+	cols = grantedIn(st, s.cfg.Namespace)
+	s.grants.mu.Lock()
+	s.grants.cols, s.grants.expires = cols, time.Now().Add(ttl)
+	s.grants.mu.Unlock()
+	return cols
 }
+
+// grantReadTimeout bounds the ledger read of granted: sealing never waits
+// longer on it.
+const grantReadTimeout = 2 * time.Second
 
 // grantedIn lists the per-subject columns of namespace that st's unrevoked
 // grants name, sorted.
@@ -162,14 +176,14 @@ func cutEntry(b []byte) (v, rest []byte, ok bool) {
 // fillScoped makes sure a keyring-wrapped key about to seal holds a wrap
 // for every granted column, so that a grant opens what it seals.
 func (s *Store) fillScoped(ctx context.Context, subject string, sk *keyring.SubjectKey) error {
-	cols, err := s.granted(ctx)
-	if err != nil || len(cols) == 0 {
-		return err
+	cols := s.granted(ctx)
+	if len(cols) == 0 {
+		return nil
 	}
 	p := s.cfg.Dialect.Placeholder
 	var scoped []byte
 	var tooLong sql.NullBool // NULL for a row without wraps
-	err = s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s, %s FROM %s WHERE namespace = %s AND subject = %s AND version = %s AND held = 0`,
+	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s, %s FROM %s WHERE namespace = %s AND subject = %s AND version = %s AND held = 0`,
 		scopedCol.Value(), sqltable.TooLong(scopedCol), s.keys, p(1), p(2), p(3)), s.cfg.Namespace, subject, int64(sk.Version())).Scan(&scoped, &tooLong)
 	if err != nil {
 		return fmt.Errorf("subject: reading the grants' wraps of %s/%s: %w", s.cfg.Namespace, subject, err)
@@ -213,13 +227,17 @@ func (s *Store) writeScoped(ctx context.Context, subject string, sk *keyring.Sub
 // does) and after revoking one (ward grant revoke does, before and after
 // its rotation). It returns how many keys it wrote.
 func (s *Store) RefreshGrants(ctx context.Context, rewrite bool) (int64, error) {
-	s.grants.mu.Lock()
-	s.grants.expires = time.Time{}
-	s.grants.mu.Unlock()
-	cols, err := s.granted(ctx)
-	if err != nil {
-		return 0, err
+	if s.cfg.Ledger == nil {
+		return 0, errors.New("subject: RefreshGrants needs Config.Ledger, which records the grants")
 	}
+	st, err := s.cfg.Ledger.Verified(ctx, s.cfg.Keyring) // here an error is the caller's
+	if err != nil {
+		return 0, fmt.Errorf("subject: reading the grants of %s: %w", s.cfg.Namespace, err)
+	}
+	cols := grantedIn(st, s.cfg.Namespace)
+	s.grants.mu.Lock()
+	s.grants.cols, s.grants.expires = cols, time.Now().Add(s.cfg.TTL)
+	s.grants.mu.Unlock()
 	var n int64
 	err = s.scan(ctx, 500, func(rows []keyRow) error {
 		for _, r := range rows {
