@@ -33,7 +33,7 @@ import (
 	"sync/atomic"
 
 	"github.com/wardlab/ward/forms"
-	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -56,6 +56,7 @@ const (
 // Column seals and opens the values of one database column.
 type Column struct {
 	kr            *keyring.Keyring
+	core          *keycore.Keyring // kr, for the sealing and opening paths (nil for a grant)
 	table         string
 	name          string
 	enc           Encoding
@@ -66,7 +67,7 @@ type Column struct {
 	prefix        []byte   // v3 context prefix under the column's binding
 	prefix4       []byte   // v4 context prefix (the bound columns' names)
 	scopeName     string   // the column's v4 scope (keyring.FieldScope)
-	scope         *keyring.Scope
+	scope         *keycore.Scope
 	ads4          *sync.Pool   // v4 associated-data buffers (see newAD4)
 	v4Form        forms.Form   // forms.Ciphertext(4)
 	unboundPrefix []byte       // v3 context prefix without bound columns
@@ -216,7 +217,7 @@ func NewColumn(kr *keyring.Keyring, table, column string, opts ...ColumnOption) 
 	if err != nil {
 		return nil, err
 	}
-	c.scope = kr.Scope(c.scopeName)
+	c.scope = c.core.Scope(c.scopeName)
 	return c, nil
 }
 
@@ -243,13 +244,14 @@ func GrantColumn(g *keyring.Grant, table, column string, opts ...ColumnOption) (
 		// A per-subject column: values open with the keys PerSubject
 		// gives (subject.GrantKeys), which the grant unwraps from each
 		// subject's key row; values under keyring keys, none.
-		if _, _, err := g.SubjectScope(table, column); err != nil {
+		cg := (*keycore.Grant)(g)
+		if _, _, err := cg.SubjectScope(table, column); err != nil {
 			return nil, fmt.Errorf("field: %w", err)
 		}
-		c.scope = g.NoScope(table, column)
+		c.scope = cg.NoScope(table, column)
 		return c, nil
 	}
-	s, err := g.Scope(table, column)
+	s, err := (*keycore.Grant)(g).Scope(table, column)
 	if err != nil {
 		return nil, fmt.Errorf("field: %w", err)
 	}
@@ -262,7 +264,7 @@ func newColumn(kr *keyring.Keyring, table, column string, opts []ColumnOption) (
 	if table == "" || column == "" {
 		return nil, errors.New("field: table and column names are required")
 	}
-	c := &Column{kr: kr, table: table, name: column, stats: &columnStats{}}
+	c := &Column{kr: kr, core: (*keycore.Keyring)(kr), table: table, name: column, stats: &columnStats{}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -381,10 +383,10 @@ func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, e
 		if c.subjects != nil && c.gate.Allows(c.subjectForm) {
 			var sk *keyring.SubjectKey
 			if sk, err = c.sealingKey(&row); err == nil {
-				out, err = sk.AppendSealAD(dst, plaintext, ad)
+				out, err = (*keycore.SubjectKey)(sk).AppendSealAD(dst, plaintext, ad)
 			}
 		} else {
-			out, err = c.kr.AppendSealAD(dst, plaintext, ad)
+			out, err = c.core.AppendSealAD(dst, plaintext, ad)
 		}
 		c.putAD(adp, ad, true)
 		if err == nil {
@@ -412,7 +414,7 @@ func (c *Column) appendSealV4(dst []byte, row *RowKey, plaintext []byte) ([]byte
 	if c.subjects != nil && c.gate.Allows(c.subjectForm) {
 		var sk *keyring.SubjectKey
 		if sk, err = c.sealingKey(row); err == nil {
-			out, err = sk.AppendSealScopedAD(dst, plaintext, c.scopeName, ad)
+			out, err = (*keycore.SubjectKey)(sk).AppendSealScopedAD(dst, plaintext, c.scopeName, ad)
 		}
 	} else {
 		out, err = c.scope.AppendSealAD(dst, plaintext, ad)
@@ -436,8 +438,8 @@ func (c *Column) putAD4(p *[]byte, ad []byte, prefixed bool) {
 // newPrefixed makes an associated-data buffer: the header's room, then
 // prefix, with room for a row's part.
 func newPrefixed(prefix []byte) *[]byte {
-	b := make([]byte, 0, keyproto.HeaderRoom+len(prefix)+96)
-	b = append(b[:keyproto.HeaderRoom], prefix...)
+	b := make([]byte, 0, keycore.HeaderRoom+len(prefix)+96)
+	b = append(b[:keycore.HeaderRoom], prefix...)
 	return &b
 }
 
@@ -450,16 +452,16 @@ func repool(pool *sync.Pool, prefix []byte, p *[]byte, ad []byte, prefixed bool)
 		return
 	}
 	if prefixed {
-		*p = ad[:keyproto.HeaderRoom+len(prefix)]
+		*p = ad[:keycore.HeaderRoom+len(prefix)]
 	} else {
-		*p = append(ad[:keyproto.HeaderRoom], prefix...)
+		*p = append(ad[:keycore.HeaderRoom], prefix...)
 	}
 	pool.Put(p)
 }
 
 // The buffers of a column's adPool hold a value's associated data under
 // assembly: room for the ciphertext's header, which the keyring writes
-// ([keyproto.HeaderRoom]), then the column's v3 context prefix, which is
+// ([keycore.HeaderRoom]), then the column's v3 context prefix, which is
 // the same for every value and is kept there between uses, so that a seal
 // or an open appends only the row's part of the context. One buffer
 // handed to the keyring lets the AEAD read it without a copy; the pool
@@ -468,7 +470,7 @@ func repool(pool *sync.Pool, prefix []byte, p *[]byte, ad []byte, prefixed bool)
 func (c *Column) newAD() any { return newPrefixed(c.prefix) }
 
 // sealWork is the spare capacity the keyring's context check uses as its
-// work area when sealing (see keyring.AppendSealAD).
+// work area when sealing (see keycore.Keyring.AppendSealAD).
 const sealWork = 32
 
 // getAD returns a pooled buffer holding the header's room and the
@@ -538,23 +540,23 @@ func (c *Column) sealingKey(row *RowKey) (*keyring.SubjectKey, error) {
 // key, or (class 2) the row's subject key. ad is the header's room
 // followed by the context (see adPool).
 func (c *Column) open(dst []byte, row *RowKey, ciphertext, ad []byte) ([]byte, error) {
-	if !keyproto.IsSubjectSealed(ciphertext) {
+	if !keycore.IsSubjectSealed(ciphertext) {
 		if ciphertext[0] == version4 {
 			return c.scope.AppendOpenAD(dst, ciphertext, ad)
 		}
 		if c.kr == nil { // a grant: it says why
 			return c.scope.AppendOpenAD(dst, ciphertext, ad)
 		}
-		return c.kr.AppendOpenAD(dst, ciphertext, ad)
+		return c.core.AppendOpenAD(dst, ciphertext, ad)
 	}
 	return c.openSubject(dst, row, ciphertext, ad)
 }
 
 // openSubject opens a class-2 value with the row's subject key.
 func (c *Column) openSubject(dst []byte, row *RowKey, ciphertext, ad []byte) ([]byte, error) {
-	version, ok := keyproto.SubjectKeyVersion(ciphertext)
+	version, ok := keycore.SubjectKeyVersion(ciphertext)
 	if !ok {
-		_, err := keyproto.KeyIDOf(ciphertext) // why the header does not parse
+		_, err := keycore.KeyIDOf(ciphertext) // why the header does not parse
 		return dst, err
 	}
 	if c.subjects == nil {
@@ -569,10 +571,11 @@ func (c *Column) openSubject(dst []byte, row *RowKey, ciphertext, ad []byte) ([]
 	if err != nil {
 		return dst, err
 	}
+	k := (*keycore.SubjectKey)(sk)
 	if ciphertext[0] == version4 {
-		return sk.AppendOpenScopedAD(dst, ciphertext, c.scopeName, ad)
+		return k.AppendOpenScopedAD(dst, ciphertext, c.scopeName, ad)
 	}
-	return sk.AppendOpenAD(dst, ciphertext, ad)
+	return k.AppendOpenAD(dst, ciphertext, ad)
 }
 
 // AppendOpen appends the plaintext of a binary ciphertext for row to dst.
@@ -594,7 +597,7 @@ func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, 
 	if current {
 		ad, err = c.contextTail(*adp, &row)
 	} else {
-		ad, err = c.contextFor((*adp)[:keyproto.HeaderRoom], &row, ciphertext[0])
+		ad, err = c.contextFor((*adp)[:keycore.HeaderRoom], &row, ciphertext[0])
 	}
 	if err != nil {
 		c.putAD(adp, *adp, false)
@@ -603,7 +606,7 @@ func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, 
 	out, err := c.open(dst, &row, ciphertext, ad)
 	if err != nil && c.legacy && errors.Is(err, keyring.ErrWrongContext) {
 		current = false
-		ad = c.unboundContextFor(ad[:keyproto.HeaderRoom], &row, ciphertext[0])
+		ad = c.unboundContextFor(ad[:keycore.HeaderRoom], &row, ciphertext[0])
 		if out, err = c.open(dst, &row, ciphertext, ad); err == nil {
 			c.stats.legacyOpens.Add(1)
 		}
@@ -627,7 +630,7 @@ func (c *Column) appendOpenV4(dst []byte, row *RowKey, ciphertext []byte) ([]byt
 	out, err := c.open(dst, row, ciphertext, ad)
 	if err != nil && c.legacy && errors.Is(err, keyring.ErrWrongContext) {
 		prefixed = false
-		ad = c.unboundContextFor(ad[:keyproto.HeaderRoom], row, version4)
+		ad = c.unboundContextFor(ad[:keycore.HeaderRoom], row, version4)
 		if out, err = c.open(dst, row, ciphertext, ad); err == nil {
 			c.stats.legacyOpens.Add(1)
 		}
@@ -672,7 +675,7 @@ func (c *Column) Matches(row RowKey, ct Ciphertext) (bound, unbound bool) {
 	var buf [128]byte
 	matches := c.scope.ContextMatches
 	if raw[0] != version4 && c.kr != nil {
-		matches = c.kr.ContextMatches
+		matches = c.core.ContextMatches
 	}
 	if cx, err := c.contextFor(buf[:0], &row, raw[0]); err == nil {
 		bound, _ = matches(raw, cx)
@@ -890,7 +893,18 @@ func (c Ciphertext) KeyID() (keyring.KeyID, error) {
 	if c.plain != nil {
 		return 0, c.plain
 	}
-	return keyproto.KeyIDOf(c.data)
+	return keycore.KeyIDOf(c.data)
+}
+
+// SubjectKeyVersion reports whether the value was sealed under a
+// subject's own key (a column of [PerSubject]), and which version of it,
+// from its header alone: what a census of one user's values needs. It
+// authenticates nothing; only opening does.
+func (c Ciphertext) SubjectKeyVersion() (version uint32, ok bool) {
+	if !c.valid || c.plain != nil {
+		return 0, false
+	}
+	return keycore.SubjectKeyVersion(c.data)
 }
 
 // Version returns the value's format version (its first byte): 0 for NULL
@@ -938,14 +952,14 @@ func (c *Ciphertext) Scan(src any) error {
 			return c.Scan(string(v))
 		}
 		*c = Ciphertext{data: append([]byte(nil), v...), valid: true}
-		if _, err := keyproto.KeyIDOf(v); err != nil {
+		if _, err := keycore.KeyIDOf(v); err != nil {
 			c.plain = err
 		}
 	case string:
 		*c = Ciphertext{valid: true, text: true}
 		b, err := keyring.DecodeText(v)
 		if err == nil {
-			_, err = keyproto.KeyIDOf(b)
+			_, err = keycore.KeyIDOf(b)
 		}
 		if err != nil {
 			c.data, c.plain = []byte(v), err

@@ -2,7 +2,6 @@ package field
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 )
 
@@ -48,10 +47,6 @@ func (g *SubjectGrant) Destroy() {
 	}
 }
 
-// ErrNotV4 means a subject grant was asked for a value that is not
-// ciphertext v4 under a subject key: its key cannot be scoped.
-var ErrNotV4 = errors.New("field: a subject grant covers ciphertext v4 under a subject key only")
-
 // SubjectGrant returns the grant of subject's values of this per-subject
 // column sealed under the given key versions. It refuses a column without
 // subject keys, and passes on the store's refusals (a forgotten subject, a
@@ -80,15 +75,4 @@ func (c *Column) SubjectGrant(subject string, versions ...uint32) (*SubjectGrant
 		g.Keys = append(g.Keys, SubjectGrantKey{Version: v, Algorithm: sk.Algorithm().String(), Material: m})
 	}
 	return g, nil
-}
-
-// SubjectKeyVersion returns the subject key version a stored value names,
-// or ErrNotV4 for a value that is not ciphertext v4 of class 2 (which a
-// subject grant cannot cover).
-func SubjectKeyVersion(ct Ciphertext) (uint32, error) {
-	b := ct.Bytes()
-	if len(b) < 7 || b[0] != version4 || b[1] != 2 {
-		return 0, ErrNotV4
-	}
-	return uint32(b[3])<<24 | uint32(b[4])<<16 | uint32(b[5])<<8 | uint32(b[6]), nil
 }

@@ -65,7 +65,7 @@ func TestAwait(t *testing.T) {
 		if ps, err := reg.List(ctx, op); err != nil || len(ps) != 3 || !exitedIn(ps, mg.ID()) {
 			t.Fatalf("after a late heartbeat: %+v %v", ps, err)
 		}
-		id, err := op.Add(ctx, keyring.AES256GCM)
+		id, err := keyring.NewManager(op).Add(ctx, keyring.AES256GCM)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func TestAwait(t *testing.T) {
 		}
 		// b freezes (no heartbeat) before the next key: it blocks until
 		// its last heartbeat is older than StaleAfter, then is reported.
-		id2, _ := op.Add(ctx, keyring.AES256GCM)
+		id2, _ := keyring.NewManager(op).Add(ctx, keyring.AES256GCM)
 		a.Reload(ctx)
 		ma.Beat(ctx)
 		time.Sleep(150 * time.Millisecond)
@@ -131,7 +131,7 @@ func TestRegistryWriterAttacks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, _ := op.Add(ctx, keyring.AES256GCM)
+		id, _ := keyring.NewManager(op).Add(ctx, keyring.AES256GCM)
 		holds := func(p Process) bool { return p.Has(id) }
 		// The writer claims the process holds the new key.
 		if _, err := db.Exec(d.Rebind(`UPDATE `+table+` SET `+reg.keysCol()+` = ? WHERE id = ?`), id.String(), m.ID()); err != nil {

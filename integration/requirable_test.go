@@ -60,16 +60,17 @@ func serveModule(t *testing.T, proxy, path, v, dir string) {
 	}
 }
 
-// TestRequirable: an adopter's module outside the workspace requires
-// kms/awskms at a release version, with no replace directive, and builds
-// a program that uses it with the library (field, keyring, kms). The
-// library and awskms are served from this checkout by a module proxy in a
-// folder, at the version awskms's go.mod requires of the library, as a
-// release tags them both; everything else comes from the module cache.
-func TestRequirable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a module outside the workspace")
-	}
+// releaseProxy serves the library and kms/awskms from this checkout in a
+// folder module proxy, at the version awskms's go.mod requires of the
+// library (as a release tags them both), and returns the proxy, that
+// version and the environment of a go command outside the workspace that
+// reads them there and everything else from the module cache. It first
+// downloads the library's and awskms's module graphs into the cache (with
+// the proxy the environment names; in CI's namespace, where GOPROXY=off,
+// .ci/run has fetched them), so that a fresh machine's cache holds every
+// module an adopter's go mod tidy reads.
+func releaseProxy(t *testing.T) (proxy, v string, env []string) {
+	t.Helper()
 	b, err := os.ReadFile("../kms/awskms/go.mod")
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,6 @@ func TestRequirable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v string
 	for _, r := range mf.Require {
 		if r.Mod.Path == "github.com/wardlab/ward" {
 			v = r.Mod.Version
@@ -90,10 +90,38 @@ func TestRequirable(t *testing.T) {
 	if !semver.IsValid(v) || module.IsPseudoVersion(v) {
 		t.Fatalf("kms/awskms requires the library at %q: want a release version, which an adopter can download", v)
 	}
-	proxy := t.TempDir()
+	for _, dir := range []string{"..", "../kms/awskms", "../examples"} {
+		if out, err := goCmd(t, dir, []string{"GOWORK=off", "GOFLAGS=-mod=mod"}, "mod", "download"); err != nil {
+			t.Fatalf("go mod download in %s (the modules an adopter's build reads): %v\n%s", dir, err, out)
+		}
+	}
+	proxy = t.TempDir()
 	serveModule(t, proxy, "github.com/wardlab/ward", v, "..")
 	serveModule(t, proxy, "github.com/wardlab/ward/kms/awskms", v, "../kms/awskms")
+	cache, err := goCmd(t, ".", nil, "env", "GOMODCACHE")
+	if err != nil {
+		t.Fatal(cache)
+	}
+	// A module cache of its own: ward's modules at v0.1.0 are this
+	// checkout's, served here, never a copy an earlier run left in the
+	// user's cache (and none is left there). -trimpath lets the build
+	// cache reuse what the workspace compiled of the other modules.
+	env = []string{"GOWORK=off", "GOFLAGS=-mod=mod -modcacherw -trimpath", "GOSUMDB=off", "GOTOOLCHAIN=local",
+		"GOMODCACHE=" + t.TempDir(),
+		"GOPROXY=file://" + filepath.ToSlash(proxy) + ",file://" + filepath.ToSlash(filepath.Join(strings.TrimSpace(cache), "cache", "download"))}
+	return proxy, v, env
+}
 
+// TestRequirable: an adopter's module outside the workspace requires
+// kms/awskms at a release version, with no replace directive, and builds
+// a program that uses it with the library (field, keyring, kms). The
+// library and awskms are served from this checkout by a module proxy in a
+// folder (releaseProxy); everything else comes from the module cache.
+func TestRequirable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module outside the workspace")
+	}
+	_, v, env := releaseProxy(t)
 	app := t.TempDir()
 	files := map[string]string{
 		"go.mod": "module example.com/adopter\n\ngo 1.27\n\nrequire github.com/wardlab/ward/kms/awskms " + v + "\n",
@@ -124,12 +152,6 @@ func main() {
 			t.Fatal(err)
 		}
 	}
-	cache, err := goCmd(t, app, nil, "env", "GOMODCACHE")
-	if err != nil {
-		t.Fatal(cache)
-	}
-	env := []string{"GOWORK=off", "GOFLAGS=-mod=mod", "GOSUMDB=off", "GOTOOLCHAIN=local",
-		"GOPROXY=file://" + filepath.ToSlash(proxy) + ",file://" + filepath.ToSlash(filepath.Join(strings.TrimSpace(cache), "cache", "download"))}
 	if out, err := goCmd(t, app, env, "mod", "tidy"); err != nil {
 		t.Fatalf("go mod tidy in a module outside the workspace: %v\n%s", err, out)
 	}

@@ -27,7 +27,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	ct, _ := kr.Seal([]byte("hello"), []byte("greeting"))
-	if _, err := kr.Rotate(ctx, keyring.AES256GCM); err != nil {
+	if _, err := keyring.NewManager(kr).AddPrimary(ctx, keyring.AES256GCM); err != nil {
 		log.Fatal(err)
 	}
 
@@ -74,9 +74,9 @@ func ExampleKeyring_Reload() {
 	service, _ := keyring.Create(ctx, path, mk, keyring.AES256GCM)
 
 	operator, _ := keyring.Load(ctx, path, mk)
-	operator.Rotate(ctx, keyring.AES256GCM)
+	keyring.NewManager(operator).AddPrimary(ctx, keyring.AES256GCM)
 
-	_, err := service.Rotate(ctx, keyring.AES256GCM)
+	_, err := keyring.NewManager(service).AddPrimary(ctx, keyring.AES256GCM)
 	fmt.Println(errors.Is(err, keyring.ErrStale))
 	fmt.Println(service.Reload(ctx), service.Primary().ID == operator.Primary().ID)
 	// Output:

@@ -2,304 +2,168 @@
 //
 // A [Keyring] has exactly one primary key, which seals new values, and any
 // number of decrypt-only or disabled keys kept for existing data. Every
-// ciphertext starts with a version byte and the ID of its key (see
-// [parseHeader] and FORMAT.md), so keys can rotate without re-encrypting
-// everything at once. Values are bound to a context (for databases: table,
-// column, row and any bound columns) that must be presented again to open
-// them.
+// ciphertext starts with a version byte and the ID of its key (FORMAT.md),
+// so keys can rotate without re-encrypting everything at once. Values are
+// bound to a context (for databases: table, column, row and any bound
+// columns) that must be presented again to open them.
 //
 // A keyring lives in a file sealed under a key service (package kms: a
 // local master key or a KMS key); this package never writes key material in
-// plaintext. [Create] makes a new file and [Load] opens one; a keyring
-// loaded from a file saves every change (Add, Rotate, Promote, Disable,
-// Enable, Rewrap) durably, under an exclusive lock and only if the file is
-// still the one it loaded, before the change takes effect in the process.
-// [New] makes a keyring that lives in memory only.
+// plaintext. [Create] makes a new file and [Load] opens one; [New] makes a
+// keyring that lives in memory only. A [Keyring] is what an application
+// uses: it seals, opens, derives, issues grants and follows its file. A
+// [Manager] changes its keys (add, promote, disable, remove, re-wrap the
+// file); a keyring loaded from a file saves every change durably, under an
+// exclusive lock and only if the file is still the one it loaded, before
+// the change takes effect in the process. A fleet of processes sharing a
+// file rotates with package lifecycle, which waits for every process
+// between the steps.
 //
 // Most users should not seal values directly but use package field, which
 // builds the context from where a value lives and plugs into database/sql.
+//
+// This package is the face of ward's internal keycore package, which holds
+// the mechanism (formats, key material, the state the ledger rests on).
 package keyring
 
 import (
 	"context"
-	"crypto/hkdf"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"fmt"
-	"maps"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/wardlab/ward/internal/keycore"
+	"github.com/wardlab/ward/kms"
 )
 
 // Keyring is a set of versioned keys with exactly one primary. Sealing and
-// opening are safe for concurrent use and lock-free; changes (Add, Rotate,
-// …) are serialised and publish a new snapshot atomically, so a value
-// sealed during a rotation is always openable afterwards. Printing a
+// opening are safe for concurrent use and lock-free; changes (through a
+// [Manager]) are serialised and publish a new snapshot atomically, so a
+// value sealed during a rotation is always openable afterwards. Printing a
 // Keyring shows its ID, generation and key IDs, never key material.
-type Keyring struct {
-	mu       sync.Mutex // serialises changes
-	snap     atomic.Pointer[snapshot]
-	rootSalt [32]byte // salt for Derive, stored with the keyring
-	root     [32]byte // secret derivation root for Derive
-	id       string   // public ID derived from rootSalt
-	file     *file    // nil for a keyring that lives in memory only
+type Keyring keycore.Keyring
 
-	plainScope atomic.Pointer[Scope] // the empty scope's (see unscoped)
+func (kr *Keyring) core() *keycore.Keyring { return (*keycore.Keyring)(kr) }
 
-	watchEvery        atomic.Int64  // Watch's interval (ns), 0 when not watching
-	lastUnknownReload atomic.Int64  // Unix ns of the last re-read for an unknown key ID
-	unknownMu         sync.Mutex    // guards unknownWait
-	unknownWait       chan struct{} // closed when the re-read in flight ends; nil when none is
-	unknownReloads    atomic.Uint64 // re-reads for unknown key IDs, for tests
-}
-
-// snapshot is one immutable state of a keyring.
-type snapshot struct {
-	keys       []*key // in creation order
-	byID       map[KeyID]*key
-	primary    *key
-	generation uint64            // incremented by every saved change
-	stateKeys  []stateKey        // by epoch, oldest first; see anchor.go
-	anchors    map[string]Anchor // by database ID; see anchor.go
-	removed    []KeyID           // keys removed for good; see retained.go
-	retained   []retained        // derivations kept for removed keys
+// ring returns the face of a core keyring, or nil.
+func ring(k *keycore.Keyring, err error) (*Keyring, error) {
+	if err != nil {
+		return nil, err
+	}
+	return (*Keyring)(k), nil
 }
 
 // New creates a keyring that lives in memory only, with one fresh primary
 // key of the given algorithm. To keep it, use [Create] instead.
-func New(alg Algorithm) (*Keyring, error) {
-	kr := newEmpty()
-	s := &snapshot{byID: map[KeyID]*key{}, anchors: map[string]Anchor{}}
-	if _, err := s.add(alg, Primary, time.Now()); err != nil {
-		return nil, err
-	}
-	kr.snap.Store(s)
-	return kr, nil
+func New(alg Algorithm) (*Keyring, error) { return ring(keycore.New(alg)) }
+
+// Create makes a new keyring file at path with one primary key of alg,
+// sealed under ks, and returns the keyring, which saves its changes there.
+// It fails (with an error matching fs.ErrExist) if the file exists: it
+// never replaces keys.
+func Create(ctx context.Context, path string, ks kms.KeyService, alg Algorithm) (*Keyring, error) {
+	return ring(keycore.Create(ctx, path, ks, alg))
 }
 
-func newEmpty() *Keyring {
-	kr := &Keyring{}
-	rand.Read(kr.root[:])
-	rand.Read(kr.rootSalt[:])
-	kr.id = keyringID(kr.rootSalt)
-	return kr
+// Load opens the keyring file at path, sealed under ks. The keyring saves
+// its changes back to the file. A missing file is an error (matching
+// fs.ErrNotExist), never a new keyring: create one with [Create].
+func Load(ctx context.Context, path string, ks kms.KeyService) (*Keyring, error) {
+	return ring(keycore.Load(ctx, path, ks))
 }
 
-// keyringID names a keyring publicly and stably: it does not change when
-// keys rotate or the file is rewrapped.
-func keyringID(salt [32]byte) string {
-	sum := sha256.Sum256(append([]byte("ward keyring id v1\x00"), salt[:]...))
-	return "kr-" + hex.EncodeToString(sum[:8])
+// Unmarshal opens a keyring sealed by [Keyring.Marshal], or written in
+// format v1. It returns [ErrWrongWrapper] when data names another wrapping
+// key than ks, [ErrCorruptKeyring] when it fails authentication or does
+// not parse, and a [VersionError] for an unknown format. The keyring lives
+// in memory; use [Load] for one that saves its changes.
+func Unmarshal(ctx context.Context, data []byte, ks kms.KeyService) (*Keyring, error) {
+	return ring(keycore.Unmarshal(ctx, data, ks))
 }
-
-func (kr *Keyring) load() *snapshot { return kr.snap.Load() }
 
 // ID returns the keyring's public identifier, "kr-" and 16 hex digits. It
 // stays the same across rotations, saves and rewraps, so a database can
 // record which keyring its values belong to.
-func (kr *Keyring) ID() string { return kr.id }
+func (kr *Keyring) ID() string { return kr.core().ID() }
+
+// Path returns the file a keyring was loaded from or created in, or ""
+// for a keyring that lives in memory.
+func (kr *Keyring) Path() string { return kr.core().Path() }
 
 // Generation counts the saved changes of the keyring's file: 0 for a file
 // written before format v2, then one more with every change. A database
 // can record the highest generation it has seen to detect a file rolled
 // back to an older copy.
-func (kr *Keyring) Generation() uint64 { return kr.load().generation }
+func (kr *Keyring) Generation() uint64 { return kr.core().Generation() }
 
 // Keys lists the public information of every key, in creation order.
-func (kr *Keyring) Keys() []KeyInfo {
-	s := kr.load()
-	out := make([]KeyInfo, len(s.keys))
-	for i, k := range s.keys {
-		out[i] = k.KeyInfo
-	}
-	return out
-}
+func (kr *Keyring) Keys() []KeyInfo { return kr.core().Keys() }
 
 // Primary returns the public information of the primary key.
-func (kr *Keyring) Primary() KeyInfo { return kr.load().primary.KeyInfo }
+func (kr *Keyring) Primary() KeyInfo { return kr.core().Primary() }
 
 // Lookup returns the public information of the key with the given ID.
-func (kr *Keyring) Lookup(id KeyID) (KeyInfo, bool) {
-	k, ok := kr.load().byID[id]
-	if !ok {
-		return KeyInfo{}, false
-	}
-	return k.KeyInfo, true
-}
+func (kr *Keyring) Lookup(id KeyID) (KeyInfo, bool) { return kr.core().Lookup(id) }
+
+// Removed lists the key IDs removed from the keyring (retired), oldest
+// first: their material is gone; [Keyring.DeriveFromKey] answers for them
+// only with what [Manager.RemoveKeeping] kept.
+func (kr *Keyring) Removed() []KeyID { return kr.core().Removed() }
 
 // String describes the keyring by its public facts only.
-func (kr *Keyring) String() string {
-	s := kr.load()
-	ids := make([]string, len(s.keys))
-	for i, k := range s.keys {
-		ids[i] = k.ID.String() + "(" + k.State.String() + ")"
-	}
-	return fmt.Sprintf("Keyring(%s, generation %d, keys %v)", kr.id, s.generation, ids)
-}
+func (kr *Keyring) String() string { return kr.core().String() }
 
 // GoString is String: a keyring never prints its material.
-func (kr *Keyring) GoString() string { return kr.String() }
+func (kr *Keyring) GoString() string { return kr.core().String() }
 
 // Format prints String whatever the verb, so that %v, %+v, %#v and %x never
 // reveal the derivation root or key material.
 func (kr *Keyring) Format(f fmt.State, _ rune) { f.Write([]byte(kr.String())) }
 
-// Add creates a new decrypt-only key and returns its ID. Distribute the
-// keyring to every reader before promoting the key, so no reader meets a
-// ciphertext under a key it does not have yet. A keyring loaded from a file
-// saves the change first (see [Keyring.update]).
-func (kr *Keyring) Add(ctx context.Context, alg Algorithm) (KeyID, error) {
-	var id KeyID
-	err := kr.update(ctx, func(next *snapshot) (err error) {
-		id, err = next.add(alg, DecryptOnly, time.Now())
-		return err
-	})
-	return id, err
+// Seal encrypts plaintext under the primary key, bound to context, and
+// returns a binary ciphertext: format v3, or in the FIPS 140-3 mode
+// (crypto/fips140.Enabled), format v4 of the empty scope, whose nonce the
+// module generates. The same context must be passed to Open.
+func (kr *Keyring) Seal(plaintext, context []byte) ([]byte, error) {
+	return kr.core().AppendSeal(nil, plaintext, context)
 }
 
-// Rotate adds a new key and promotes it in one step, returning its ID. The
-// previous primary becomes decrypt-only. With several readers, prefer Add,
-// distribute, then Promote.
-func (kr *Keyring) Rotate(ctx context.Context, alg Algorithm) (KeyID, error) {
-	var id KeyID
-	err := kr.update(ctx, func(next *snapshot) (err error) {
-		if id, err = next.add(alg, DecryptOnly, time.Now()); err != nil {
-			return err
-		}
-		return next.setState(id, Primary)
-	})
-	return id, err
+// AppendSeal is like Seal but appends the ciphertext to dst.
+func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
+	return kr.core().AppendSeal(dst, plaintext, context)
 }
 
-// Promote makes the key primary; the previous primary becomes decrypt-only.
-// A disabled key cannot be promoted without being enabled first.
-func (kr *Keyring) Promote(ctx context.Context, id KeyID) error {
-	return kr.update(ctx, func(next *snapshot) error { return next.setState(id, Primary) })
+// Open authenticates and decrypts a binary ciphertext (v1 to v3, or v4 of
+// the empty scope) sealed for context. On any error it returns nil
+// plaintext.
+func (kr *Keyring) Open(ciphertext, context []byte) ([]byte, error) {
+	return kr.core().AppendOpen(nil, ciphertext, context)
 }
 
-// Disable stops a key from opening values; its material is kept so that it
-// can be enabled again. The primary key cannot be disabled
-// ([ErrPrimaryKey]): promote its successor first.
-func (kr *Keyring) Disable(ctx context.Context, id KeyID) error {
-	return kr.update(ctx, func(next *snapshot) error { return next.setState(id, Disabled) })
+// AppendOpen is like Open but appends the plaintext to dst. On error dst is
+// returned unchanged.
+func (kr *Keyring) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
+	return kr.core().AppendOpen(dst, ciphertext, context)
 }
 
-// Enable makes a disabled key decrypt-only again.
-func (kr *Keyring) Enable(ctx context.Context, id KeyID) error {
-	return kr.update(ctx, func(next *snapshot) error { return next.setState(id, DecryptOnly) })
+// ContextMatches reports whether the context check of a ciphertext matches
+// context, without decrypting: a cheap test, for jobs that look for values
+// bound under an older context layout, of which context a value was
+// sealed for. A true answer is a hint (the check is 32 bits), not an
+// authentication: only Open authenticates.
+func (kr *Keyring) ContextMatches(ciphertext, context []byte) (bool, error) {
+	return kr.core().ContextMatches(ciphertext, context)
 }
 
-// Remove deletes a key and its material from the keyring for good: values
-// and wrapped subject keys sealed under it never open again with this
-// keyring, nor with any copy of the file saved afterwards. It is the last
-// step of retiring a key (ward keyring retire), after a census found
-// nothing under it; the primary key cannot be removed ([ErrPrimaryKey]).
-// Copies of the file saved before still hold the key: SECURITY.md states
-// that window.
-func (kr *Keyring) Remove(ctx context.Context, id KeyID) error {
-	return kr.RemoveKeeping(ctx, id)
-}
-
-// update applies change to a copy of the current state and publishes the
-// copy. A keyring loaded from a file first saves the copy (locked,
-// compare-and-swap, fsync, rename): if saving fails, nothing changes in the
-// process either, so no value is ever sealed under a key that exists
-// nowhere on disk.
-func (kr *Keyring) update(ctx context.Context, change func(next *snapshot) error) error {
-	kr.mu.Lock()
-	defer kr.mu.Unlock()
-	next := kr.load().clone()
-	if err := change(next); err != nil {
-		return err
-	}
-	next.generation++
-	next.addStateKey()
-	if kr.file != nil {
-		if err := kr.file.save(ctx, kr, next, kr.file.ks); err != nil {
-			return err
-		}
-	}
-	kr.snap.Store(next)
-	return nil
-}
-
-// add appends a fresh key.
-func (s *snapshot) add(alg Algorithm, st State, created time.Time) (KeyID, error) {
-	if !alg.valid() {
-		return 0, fmt.Errorf("keyring: unsupported algorithm %v", alg)
-	}
-	material := make([]byte, alg.KeySize())
-	rand.Read(material)
-	var id KeyID
-	for id == 0 || s.byID[id] != nil || slices.Contains(s.removed, id) { // a removed key's ID is never reused
-		var b [4]byte
-		rand.Read(b[:])
-		id = KeyID(binary.BigEndian.Uint32(b[:]))
-	}
-	k, err := newKey(KeyInfo{ID: id, Algorithm: alg, State: st, Created: created.UTC()}, material)
-	if err != nil {
-		return 0, err
-	}
-	s.keys = append(s.keys, k)
-	s.byID[id] = k
-	if st == Primary {
-		s.primary = k
-	}
-	return id, nil
-}
-
-// setState changes one key's state, keeping exactly one primary.
-func (s *snapshot) setState(id KeyID, st State) error {
-	cur, ok := s.byID[id]
-	if !ok {
-		return &KeyError{ID: id, Err: ErrUnknownKey}
-	}
-	if cur.State == st {
-		return nil
-	}
-	if cur.State == Primary {
-		return &KeyError{ID: id, Err: ErrPrimaryKey}
-	}
-	if st == Primary && cur.State == Disabled {
-		return &KeyError{ID: id, Err: ErrKeyDisabled}
-	}
-	replace := func(k *key, st State) *key {
-		nk := k.withState(st)
-		s.keys[slices.Index(s.keys, k)] = nk
-		s.byID[nk.ID] = nk
-		return nk
-	}
-	if st == Primary {
-		replace(s.primary, DecryptOnly)
-		s.primary = replace(cur, Primary)
-	} else {
-		replace(cur, st)
-	}
-	return nil
-}
-
-func (s *snapshot) clone() *snapshot {
-	n := &snapshot{keys: slices.Clone(s.keys), byID: make(map[KeyID]*key, len(s.byID)+1), primary: s.primary, generation: s.generation,
-		stateKeys: slices.Clip(s.stateKeys), anchors: maps.Clone(s.anchors), removed: slices.Clip(s.removed), retained: slices.Clip(s.retained)}
-	if n.anchors == nil {
-		n.anchors = map[string]Anchor{}
-	}
-	for id, k := range s.byID {
-		n.byID[id] = k
-	}
-	return n
-}
+// Scope returns the keyring's view of one scope (see [FieldScope]): it
+// seals and opens ciphertext v4 values of that scope.
+func (kr *Keyring) Scope(scope string) *Scope { return (*Scope)(kr.core().Scope(scope)) }
 
 // Derive returns length bytes of key material for a named purpose, derived
 // with HKDF-SHA-256 from a secret root that is stored with the keyring and
 // does not change when data keys rotate. Package field uses it for
 // blind-index keys and row MACs. The result is secret.
 func (kr *Keyring) Derive(purpose string, length int) ([]byte, error) {
-	return hkdf.Key(sha256.New, kr.root[:], kr.rootSalt[:], "ward keyring derive v1\x00"+purpose, length)
+	return kr.core().Derive(purpose, length)
 }
 
 // DeriveFromKey returns length bytes derived with HKDF-SHA-256 from the
@@ -309,13 +173,63 @@ func (kr *Keyring) Derive(purpose string, length int) ([]byte, error) {
 // uses it for peppers). Disabled keys return [ErrKeyDisabled]. The result
 // is secret.
 func (kr *Keyring) DeriveFromKey(id KeyID, purpose string, length int) ([]byte, error) {
-	s := kr.load()
-	k, ok := s.byID[id]
-	if !ok {
-		return s.retainedFor(id, purpose, length)
+	return kr.core().DeriveFromKey(id, purpose, length)
+}
+
+// WrapSubjectKey seals sk under the keyring's primary key, bound to
+// context (the field layer binds the subject's namespace, ID and the
+// key's version). The result is a class-1 ciphertext, so it rotates,
+// re-wraps and is censused like any value under a keyring key.
+func (kr *Keyring) WrapSubjectKey(sk *SubjectKey, context []byte) ([]byte, error) {
+	return kr.core().WrapSubjectKey(sk.core(), context)
+}
+
+// UnwrapSubjectKey opens a subject key wrapped by [Keyring.WrapSubjectKey]
+// for the same context. Errors are those of [Keyring.Open], or
+// [ErrMalformed] for a payload that is not a subject key.
+func (kr *Keyring) UnwrapSubjectKey(wrapped, context []byte) (*SubjectKey, error) {
+	sk, err := kr.core().UnwrapSubjectKey(wrapped, context)
+	if err != nil {
+		return nil, err
 	}
-	if k.State == Disabled {
-		return nil, &KeyError{ID: id, Err: ErrKeyDisabled}
+	return (*SubjectKey)(sk), nil
+}
+
+// Grant derives, for each scope, the key of each key in ids (every key that
+// is not disabled when ids is empty) for that scope, and returns them as a
+// new grant with a fresh ID.
+func (kr *Keyring) Grant(scopes []GrantScope, ids ...KeyID) (*Grant, error) {
+	g, err := kr.core().Grant(scopes, ids...)
+	if err != nil {
+		return nil, err
 	}
-	return derive(k.material, purpose, length)
+	return (*Grant)(g), nil
+}
+
+// Watch re-reads the keyring's file every interval until ctx ends, and
+// publishes a newer generation (see Reload). onError, if not nil, receives
+// each failed re-read (a file of another keyring, an older copy, an
+// unreachable KMS); the keyring in memory is then left as it was. It
+// returns at once, with an error only for a keyring without a file.
+//
+// Between re-reads, a keyring loaded from a file that meets a ciphertext
+// under a key ID it does not hold re-reads the file once before failing
+// (at most once a second), so that a value written by a process that
+// already promoted a new key opens here too.
+func (kr *Keyring) Watch(ctx context.Context, interval time.Duration, onError func(error)) error {
+	return kr.core().Watch(ctx, interval, onError)
+}
+
+// Reload reads the keyring's file again and publishes its keys, for a
+// process that must pick up a change another process saved (a rotation by
+// the CLI, a copy distributed from another host). It refuses a file of an
+// older generation than the one in memory ([ErrRollback]) and a file of
+// another keyring.
+func (kr *Keyring) Reload(ctx context.Context) error { return kr.core().Reload(ctx) }
+
+// Marshal seals the keyring under ks (format v2): a fresh AES-256-GCM file
+// key encrypts the key list, and ks wraps the file key. The result is a
+// JSON document safe to store on disk.
+func (kr *Keyring) Marshal(ctx context.Context, ks kms.KeyService) ([]byte, error) {
+	return kr.core().Marshal(ctx, ks)
 }

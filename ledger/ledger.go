@@ -3,7 +3,7 @@
 // its values are sealed under, which key IDs they may use and in what
 // state, the columns ward seals into, named marks and counters that must
 // not go backwards (subjects forgotten). The keyring file anchors every
-// write ([keyring.Anchor]), so a database writer can neither forge the
+// write ([Anchor]), so a database writer can neither forge the
 // record nor put an older copy back unnoticed.
 package ledger
 
@@ -22,7 +22,7 @@ import (
 	"sync/atomic"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 )
@@ -43,13 +43,13 @@ const maxBody = 1 << 20
 // values are sealed under, the key IDs they may use with their states, the
 // highest keyring generation seen, named marks (a migration ran) and a
 // counter. It is a single row, MAC'd under the keyring's newest state key
-// (see keyproto.StateMAC: a copy of the keyring file from before
+// (a state key of the keyring file: a copy of the file from before
 // a key change cannot forge it) and rewritten by compare-and-swap on the
 // counter.
 //
 // A MAC proves what the row says, not that it is there, so every write is
 // also remembered outside the database, in the keyring file's anchor for
-// the database ([keyring.Anchor]). A service checks the ledger when it
+// the database ([Anchor]). A service checks the ledger when it
 // starts and before it writes: it refuses a keyring that lacks a recorded
 // key ID, belongs to another database, or is older than a generation
 // seen ([*keyring.RollbackError]); and it refuses a ledger that was
@@ -406,7 +406,7 @@ func (l *Ledger) verifiedOnce(ctx context.Context, kr *keyring.Keyring) (*State,
 		} else if n > 0 {
 			return nil, fmt.Errorf("%w: %d entries in %s (run 'ward ledger adopt' once)", ErrNotAdopted, n, LegacyTable)
 		}
-		if dbs := keyproto.Anchored(kr); len(dbs) > 0 {
+		if dbs := core(kr).Anchored(); len(dbs) > 0 {
 			if fresh, err := l.fresh(ctx); err != nil {
 				return nil, err
 			} else if fresh {
@@ -420,7 +420,7 @@ func (l *Ledger) verifiedOnce(ctx context.Context, kr *keyring.Keyring) (*State,
 	if err != nil {
 		return nil, err
 	}
-	if a, ok := keyproto.Anchor(kr, st.Database); !ok {
+	if a, ok := core(kr).Anchor(st.Database); !ok {
 		// The one write that may lack its anchor: a first write that
 		// crashed before saving it (or a service without write access to
 		// the keyring file).
@@ -453,8 +453,8 @@ func authenticate(s *stored, kr *keyring.Keyring) (*State, error) {
 	if err != nil || s.counter < 0 || uint64(s.counter) != st.Counter {
 		return nil, ErrTampered
 	}
-	if err := keyproto.VerifyStateMAC(kr, st.Epoch, stateMessage(s.body), mac); err != nil {
-		if errors.Is(err, keyring.ErrUnknownEpoch) {
+	if err := core(kr).VerifyStateMAC(st.Epoch, stateMessage(s.body), mac); err != nil {
+		if errors.Is(err, keycore.ErrUnknownEpoch) {
 			return nil, fmt.Errorf("ledger: the database's ledger was written under a newer keyring file (generation %d or later): %w", st.Generation, err)
 		}
 		return nil, fmt.Errorf("%w: %w", ErrTampered, err)
@@ -599,7 +599,7 @@ func (l *Ledger) Marked(ctx context.Context, kr *keyring.Keyring, mark string) (
 	if slices.Contains(st.Marks, mark) {
 		return true, nil
 	}
-	a, _ := keyproto.Anchor(kr, st.Database)
+	a, _ := core(kr).Anchor(st.Database)
 	return a.HasMark(mark), nil
 }
 
@@ -637,7 +637,7 @@ func (l *Ledger) Adopt(ctx context.Context, kr *keyring.Keyring, opts AdoptOptio
 	if s != nil {
 		return Adopted{}, fmt.Errorf("%w (database %s)", ErrAlreadyAdopted, s.state.Database)
 	}
-	if dbs := keyproto.Anchored(kr); len(dbs) > 0 && !opts.AnotherDatabase {
+	if dbs := core(kr).Anchored(); len(dbs) > 0 && !opts.AnotherDatabase {
 		return Adopted{}, fmt.Errorf("%w: keyring %s anchors databases %s; adopt this one only if it is not one of them (a database whose ledger was deleted must not be adopted again)", ErrMissing, kr.ID(), strings.Join(dbs, ", "))
 	}
 	legacy, err := l.legacyEntries(ctx)
@@ -755,7 +755,7 @@ func unchanged(cur, next *State, kr *keyring.Keyring) bool {
 		slices.EqualFunc(cur.Columns, next.Columns, Column.equal) && maps.Equal(cur.Counters, next.Counters) &&
 		slices.Equal(cur.Recheck, next.Recheck) && len(cur.Recoveries) == len(next.Recoveries) &&
 		slices.EqualFunc(cur.Forms, next.Forms, Form.equal) && cur.Expect == next.Expect &&
-		slices.EqualFunc(cur.Grants, next.Grants, Grant.equal) && cur.Epoch == keyproto.StateEpoch(kr)
+		slices.EqualFunc(cur.Grants, next.Grants, Grant.equal) && cur.Epoch == core(kr).StateEpoch()
 }
 
 // update reads the ledger (as m says), applies change to a copy,
@@ -779,16 +779,16 @@ func (l *Ledger) update(ctx context.Context, kr *keyring.Keyring, m mode, change
 			return l.anchorNow(ctx, kr, cur) // unchanged: let the anchor catch up
 		}
 		next.Counter++
-		if a, ok := keyproto.Anchor(kr, next.Database); ok && m == recovering {
+		if a, ok := core(kr).Anchor(next.Database); ok && m == recovering {
 			next.Counter = max(next.Counter, a.Counter+1)
 		}
-		next.Epoch = keyproto.StateEpoch(kr)
+		next.Epoch = core(kr).StateEpoch()
 		next.Generation = max(next.Generation, kr.Generation())
 		body, err := json.Marshal(next)
 		if err != nil {
 			return fmt.Errorf("ledger: encoding the ledger: %w", err)
 		}
-		epoch, mac := keyproto.StateMAC(kr, stateMessage(string(body)))
+		epoch, mac := core(kr).StateMAC(stateMessage(string(body)))
 		if epoch != next.Epoch {
 			continue // the keyring changed under us
 		}
@@ -880,15 +880,15 @@ func (l *Ledger) anchorNow(ctx context.Context, kr *keyring.Keyring, st *State) 
 
 // anchor records st in the keyring file.
 func (l *Ledger) anchor(ctx context.Context, kr *keyring.Keyring, st *State) error {
-	if a, ok := keyproto.Anchor(kr, st.Database); ok && a.Counter >= st.Counter && a.Epoch >= st.Epoch && anchorHas(a, st) {
+	if a, ok := core(kr).Anchor(st.Database); ok && a.Counter >= st.Counter && a.Epoch >= st.Epoch && anchorHas(a, st) {
 		return nil
 	}
 	cols := make([]string, len(st.Columns))
 	for i, c := range st.Columns {
 		cols[i] = c.Table + "." + c.Column
 	}
-	err := keyproto.SetAnchor(ctx, kr, st.Database, keyring.Anchor{Counter: st.Counter, Epoch: st.Epoch, Marks: st.Marks, Counters: st.Counters, Columns: cols})
-	if errors.Is(err, keyring.ErrAnchorRollback) {
+	err := core(kr).SetAnchor(ctx, st.Database, Anchor{Counter: st.Counter, Epoch: st.Epoch, Marks: st.Marks, Counters: st.Counters, Columns: cols})
+	if errors.Is(err, keycore.ErrAnchorRollback) {
 		return nil // another process anchored a newer state first
 	}
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
@@ -80,7 +79,7 @@ func TestLedger(t *testing.T) {
 		if err != nil || st == nil || st.Keyring != kr.ID() || len(st.Keys) != 1 || st.Keys[0].ID != kr.Primary().ID || st.Keys[0].State != "primary" || st.Counter != 1 {
 			t.Fatalf("ledger state %+v %v", st, err)
 		}
-		if a, ok := keyproto.Anchor(kr, st.Database); !ok || a.Counter != 1 {
+		if a, ok := core(kr).Anchor(st.Database); !ok || a.Counter != 1 {
 			t.Fatalf("anchor %+v %v after the first write", a, ok)
 		}
 		// Recording what is recorded writes nothing.
@@ -107,11 +106,11 @@ func TestLedger(t *testing.T) {
 			t.Fatal("a bad table name was recorded")
 		}
 		stale, _ := os.ReadFile(kr.Path())
-		id, _ := kr.Add(ctx, keyring.AES256GCM)
+		id, _ := keyring.NewManager(kr).Add(ctx, keyring.AES256GCM)
 		if err := l.Record(ctx, kr, id); err != nil {
 			t.Fatal(err)
 		}
-		kr.Promote(ctx, id)
+		keyring.NewManager(kr).Promote(ctx, id)
 		if err := l.Record(ctx, kr); err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +156,7 @@ func TestLedgerWriterAttacks(t *testing.T) {
 		}
 		before := readRow(t, d, l)
 		oldFile, _ := os.ReadFile(kr.Path())
-		if _, err := kr.Rotate(ctx, keyring.AES256GCM); err != nil {
+		if _, err := keyring.NewManager(kr).AddPrimary(ctx, keyring.AES256GCM); err != nil {
 			t.Fatal(err)
 		}
 		if err := l.Record(ctx, kr); err != nil {
@@ -206,9 +205,9 @@ func TestLedgerWriterAttacks(t *testing.T) {
 			t.Fatal(err)
 		}
 		st, _ := l.Read(ctx)
-		forged := fmt.Sprintf(`{"database":%q,"keyring":%q,"keys":[],"generation":1,"counter":99,"epoch":%d}`, st.Database, kr.ID(), keyproto.StateEpoch(old))
-		epoch, mac := keyproto.StateMAC(old, stateMessage(forged))
-		if epoch != keyproto.StateEpoch(old) {
+		forged := fmt.Sprintf(`{"database":%q,"keyring":%q,"keys":[],"generation":1,"counter":99,"epoch":%d}`, st.Database, kr.ID(), core(old).StateEpoch())
+		epoch, mac := core(old).StateMAC(stateMessage(forged))
+		if epoch != core(old).StateEpoch() {
 			t.Fatal("epoch")
 		}
 		writeRow(t, d, l, ledgerRow{counter: 99, body: forged, mac: fmt.Sprintf("%x", mac)})
@@ -290,8 +289,8 @@ func TestLedgerAdopt(t *testing.T) {
 		if err := l2.Check(ctx, kr); err != nil {
 			t.Fatal(err)
 		}
-		if len(keyproto.Anchored(kr)) != 2 {
-			t.Fatalf("anchored %v", keyproto.Anchored(kr))
+		if len(core(kr).Anchored()) != 2 {
+			t.Fatalf("anchored %v", core(kr).Anchored())
 		}
 	})
 }
@@ -350,8 +349,8 @@ func TestLedgerConcurrentRecord(t *testing.T) {
 			}
 		}
 		kr.Reload(ctx)
-		if err := (&Ledger{DB: d.db, Dialect: d.dialect, Table: table}).Check(ctx, kr); err != nil || len(keyproto.Anchored(kr)) != 1 {
-			t.Fatalf("after concurrent first writes: %v, anchored %v", err, keyproto.Anchored(kr))
+		if err := (&Ledger{DB: d.db, Dialect: d.dialect, Table: table}).Check(ctx, kr); err != nil || len(core(kr).Anchored()) != 1 {
+			t.Fatalf("after concurrent first writes: %v, anchored %v", err, core(kr).Anchored())
 		}
 	})
 }
@@ -394,10 +393,10 @@ func TestGoldenLedger(t *testing.T) {
 			t.Fatalf("golden body %s: %v", r.Body, err)
 		}
 		mac, _ := hex.DecodeString(r.MAC)
-		if err := keyproto.VerifyStateMAC(kr, r.Epoch, stateMessage(r.Body), mac); err != nil {
+		if err := core(kr).VerifyStateMAC(r.Epoch, stateMessage(r.Body), mac); err != nil {
 			t.Fatalf("golden row at epoch %d: %v", r.Epoch, err)
 		}
-		if a, ok := keyproto.Anchor(kr, st.Database); !ok || a.Counter < st.Counter || !a.HasMark("golden") {
+		if a, ok := core(kr).Anchor(st.Database); !ok || a.Counter < st.Counter || !a.HasMark("golden") {
 			t.Fatalf("golden anchor %+v %v", a, ok)
 		}
 	}
@@ -413,23 +412,23 @@ func writeLedgerGolden(t *testing.T, path string) {
 	}
 	g := ledgerGolden{Comment: "ward ledger state v1: HMAC-SHA-256 under a keyring state key; regenerate with go test ./field -run GoldenLedger -update-ledger only when the format changes", MasterKey: mk.Encode()}
 	row := func(counter uint64) {
-		st := State{Database: "db-0123456789abcdef", Keyring: kr.ID(), Generation: kr.Generation(), Counter: counter, Epoch: keyproto.StateEpoch(kr), Marks: []string{"golden"}}
+		st := State{Database: "db-0123456789abcdef", Keyring: kr.ID(), Generation: kr.Generation(), Counter: counter, Epoch: core(kr).StateEpoch(), Marks: []string{"golden"}}
 		for _, k := range kr.Keys() {
 			st.Keys = append(st.Keys, Key{ID: k.ID, State: k.State.String()})
 		}
 		body, _ := json.Marshal(st)
-		epoch, mac := keyproto.StateMAC(kr, stateMessage(string(body)))
+		epoch, mac := core(kr).StateMAC(stateMessage(string(body)))
 		g.Rows = append(g.Rows, struct {
 			Body  string `json:"body"`
 			Epoch uint64 `json:"epoch"`
 			MAC   string `json:"mac"`
 		}{string(body), epoch, hex.EncodeToString(mac)})
-		if err := keyproto.SetAnchor(ctx, kr, st.Database, keyring.Anchor{Counter: counter, Epoch: epoch, Marks: st.Marks}); err != nil {
+		if err := core(kr).SetAnchor(ctx, st.Database, Anchor{Counter: counter, Epoch: epoch, Marks: st.Marks}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	row(1)
-	if _, err := kr.Rotate(ctx, keyring.AES256GCM); err != nil {
+	if _, err := keyring.NewManager(kr).AddPrimary(ctx, keyring.AES256GCM); err != nil {
 		t.Fatal(err)
 	}
 	row(2)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -31,7 +30,7 @@ type Inspection struct {
 	State *State
 	// Anchor is what the keyring file remembers of the database (zero
 	// when Anchored is false).
-	Anchor   keyring.Anchor
+	Anchor   Anchor
 	Anchored bool
 	// Behind is what the anchor can prove the database lost; empty when
 	// the ledger is not behind its anchor.
@@ -79,13 +78,13 @@ func (l *Ledger) Inspect(ctx context.Context, kr *keyring.Keyring) (Inspection, 
 		return Inspection{}, err
 	}
 	in := Inspection{State: st}
-	in.Anchor, in.Anchored = keyproto.Anchor(kr, st.Database)
+	in.Anchor, in.Anchored = core(kr).Anchor(st.Database)
 	in.Behind = behind(st, in.Anchor, kr)
 	return in, nil
 }
 
 // behind compares a ledger with its anchor and keyring.
-func behind(st *State, a keyring.Anchor, kr *keyring.Keyring) Behind {
+func behind(st *State, a Anchor, kr *keyring.Keyring) Behind {
 	var b Behind
 	if a.Counter > st.Counter {
 		b.Writes = a.Counter - st.Counter
@@ -133,7 +132,7 @@ func columnNames(st *State) []string {
 
 // anchorHas reports whether an anchor already records a state's counters
 // and columns.
-func anchorHas(a keyring.Anchor, st *State) bool {
+func anchorHas(a Anchor, st *State) bool {
 	for name, n := range st.Counters {
 		if a.Counters[name] < n {
 			return false
@@ -175,7 +174,7 @@ type RecoverOptions struct {
 // the recovery in [State.Recoveries] and anchors the result.
 func (l *Ledger) Recover(ctx context.Context, kr *keyring.Keyring, opts RecoverOptions) (*State, error) {
 	err := l.update(ctx, kr, recovering, func(st *State) {
-		a, _ := keyproto.Anchor(kr, st.Database)
+		a, _ := core(kr).Anchor(st.Database)
 		b := behind(st, a, kr)
 		found := st.Counter
 		for i, k := range st.Keys {

@@ -81,7 +81,7 @@ func Retire(ctx context.Context, kr *keyring.Keyring, dbs []Database, id keyring
 			return nil, inDB(d.Name, fmt.Errorf("recording the retirement: %w", err))
 		}
 	}
-	if err := kr.RemoveKeeping(ctx, id, password.PepperPurpose); err != nil {
+	if err := keyring.NewManager(kr).RemoveKeeping(ctx, id, password.PepperPurpose); err != nil {
 		return nil, fmt.Errorf("lifecycle: removing %v from the keyring: %w", id, err)
 	}
 	return kept, nil

@@ -69,7 +69,7 @@ func Rotate(ctx context.Context, kr *keyring.Keyring, dbs []Database, opts Rotat
 		return r, err
 	}
 	r.Old = kr.Primary().ID
-	if err := kr.Promote(ctx, id); err != nil {
+	if err := keyring.NewManager(kr).Promote(ctx, id); err != nil {
 		return r, fmt.Errorf("lifecycle: promoting %v: %w", id, err)
 	}
 	r.Promoted = true
@@ -124,7 +124,7 @@ func addKey(ctx context.Context, kr *keyring.Keyring, opts RotateOptions, r *Rot
 		if alg == 0 {
 			alg = keyring.DefaultAlgorithm
 		}
-		id, err := kr.Add(ctx, alg)
+		id, err := keyring.NewManager(kr).Add(ctx, alg)
 		if err != nil {
 			return fmt.Errorf("lifecycle: adding a key: %w", err)
 		}

@@ -308,7 +308,7 @@ func (h *Hasher) VerifyAndUpgrade(ctx context.Context, password []byte, encoded 
 // keyring key id. The base64 keeps the input printable for every scheme.
 // PepperPurpose names the derivation of a keyring key that peppers
 // passwords (keyring.Keyring.DeriveFromKey): retiring a key keeps it
-// (keyring.Keyring.RemoveKeeping, lifecycle.Retire), so that hashes
+// (keyring.Manager.RemoveKeeping, lifecycle.Retire), so that hashes
 // peppered with the key keep verifying while its material is gone.
 const PepperPurpose = "password-pepper"
 

@@ -276,7 +276,7 @@ func TestPepper(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Rotation: old hashes still verify and ask for a rehash.
-	kr.Rotate(ctx, keyring.AES256GCM)
+	keyring.NewManager(kr).AddPrimary(ctx, keyring.AES256GCM)
 	res, err := h.Verify(ctx, []byte("pw"), enc)
 	if err != nil || !res.NeedsRehash {
 		t.Fatal(res, err)

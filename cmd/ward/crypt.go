@@ -341,6 +341,7 @@ func (a *app) grantOpen(cmd *cobra.Command, cf *contextFlags, in []byte) error {
 		return cli.Failed(err, hint)
 	}
 	_, err = a.stdout.Write(pt)
+	clear(pt)
 	return err
 }
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/wardlab/ward/internal/cli"
 
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/dburl"
 )
 
 // connectTimeout bounds the first contact with a database server.

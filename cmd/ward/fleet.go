@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/fleet"
 	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/internal/cli"
-	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/internal/cli"
-	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/kms/kmsurl"

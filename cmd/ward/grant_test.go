@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -161,4 +162,57 @@ func (c *cliEnv) sealed(t *testing.T, col, text string) string {
 		t.Fatalf("encrypt: %q", e)
 	}
 	return out
+}
+
+// retainer keeps every slice written to it, not a copy, so that a test
+// can see whether the writer's caller cleared what it wrote.
+type retainer struct{ got [][]byte }
+
+func (r *retainer) Write(p []byte) (int, error) { r.got = append(r.got, p); return len(p), nil }
+
+// TestDecryptClearsPlaintext: 'ward decrypt' clears the plaintext it
+// printed, with the keyring and with a grant (which did not).
+func TestDecryptClearsPlaintext(t *testing.T) {
+	c := newCLI(t)
+	c.newKeyring(t)
+	url, _ := c.sqlite(t, "app.db")
+	title := c.sealed(t, "title", "groceries")
+	readerKey := filepath.Join(c.dir, "reader.mk")
+	if code, _, e := c.run("keyring", "gen-master-key", "--out", readerKey); code != 0 {
+		t.Fatal(e)
+	}
+	grant := filepath.Join(c.dir, "titles.grant")
+	if code, _, e := c.run("grant", "--db", url, "--scope", "notes.title", "--to-master-key-file", readerKey, "--out", grant); code != 0 {
+		t.Fatal(e)
+	}
+	mk, err := local.Load(readerKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"keyring", c.env, []string{"decrypt", "--table", "notes", "--column", "title", "--row", "1"}},
+		{"grant", map[string]string{local.EnvVar: mk.Encode()}, []string{"decrypt", "--grant", grant, "--table", "notes", "--column", "title", "--row", "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errb := &retainer{}, &bytes.Buffer{}
+			a := &app{stdin: strings.NewReader(title), stdout: out, stderr: errb, getenv: func(k string) string { return tc.env[k] }}
+			if code := a.run(context.Background(), tc.args); code != 0 {
+				t.Fatalf("decrypt: %d %s", code, errb)
+			}
+			var printed int
+			for _, p := range out.got {
+				printed += len(p)
+				if !bytes.Equal(p, make([]byte, len(p))) {
+					t.Fatalf("the plaintext written (%d bytes) was not cleared: %q", len(p), p)
+				}
+			}
+			if printed != len("groceries") {
+				t.Fatalf("%d bytes written, want the plaintext's %d", printed, len("groceries"))
+			}
+		})
+	}
 }

@@ -129,17 +129,17 @@ or a KMS key from --kms) and never holds key material in plaintext. Every
 change is saved under a lock, only if the file is still the one that was
 read, before it takes effect.`,
 	}
-	disable := a.newKeyringStateCmd("disable", "Stop a key from opening values", (*keyring.Keyring).Disable)
-	demote := a.newKeyringStateCmd("demote", "Deprecated: use 'keyring disable'", (*keyring.Keyring).Disable)
+	disable := a.newKeyringStateCmd("disable", "Stop a key from opening values", (*keyring.Manager).Disable)
+	demote := a.newKeyringStateCmd("demote", "Deprecated: use 'keyring disable'", (*keyring.Manager).Disable)
 	demote.Hidden = true
 	demote.PreRun = func(*cobra.Command, []string) {
 		a.deprecated("'keyring demote'", "use 'ward keyring disable' (the same operation)")
 	}
 	cmd.PersistentFlags().StringArrayVar(&a.dbs, "db", nil, "a database this keyring serves (repeatable): its ledger is checked before keys change and records them after")
 	cmd.AddCommand(a.newKeyringNewCmd(), a.newKeyringAddCmd(), a.newKeyringRotateCmd(),
-		a.newKeyringStateCmd("promote", "Make a key primary (the old primary becomes decrypt-only)", (*keyring.Keyring).Promote),
+		a.newKeyringStateCmd("promote", "Make a key primary (the old primary becomes decrypt-only)", (*keyring.Manager).Promote),
 		disable, demote,
-		a.newKeyringStateCmd("enable", "Make a disabled key decrypt-only again", (*keyring.Keyring).Enable),
+		a.newKeyringStateCmd("enable", "Make a disabled key decrypt-only again", (*keyring.Manager).Enable),
 		a.newKeyringListCmd(), a.newGenMasterKeyCmd(), a.newKeyringRewrapCmd(), a.newKeyringRetireCmd())
 	return cmd
 }
@@ -213,11 +213,11 @@ func (a *app) newKeyringAddCmd() *cobra.Command {
 			var id keyring.KeyID
 			err = a.keyChange(cmd, kr, func() ([]keyring.KeyID, error) {
 				var err error
-				if id, err = kr.Add(cmd.Context(), alg.alg); err != nil {
+				if id, err = keyring.NewManager(kr).Add(cmd.Context(), alg.alg); err != nil {
 					return nil, saveError(err)
 				}
 				if promote {
-					if err := kr.Promote(cmd.Context(), id); err != nil {
+					if err := keyring.NewManager(kr).Promote(cmd.Context(), id); err != nil {
 						return nil, saveError(err)
 					}
 				}
@@ -271,7 +271,7 @@ single process that reloads on SIGHUP; it is deprecated.`,
 				var id keyring.KeyID
 				err = a.keyChange(cmd, kr, func() ([]keyring.KeyID, error) {
 					var err error
-					if id, err = kr.Rotate(cmd.Context(), alg.alg); err != nil {
+					if id, err = keyring.NewManager(kr).AddPrimary(cmd.Context(), alg.alg); err != nil {
 						return nil, saveError(err)
 					}
 					return []keyring.KeyID{id}, nil
@@ -298,7 +298,7 @@ single process that reloads on SIGHUP; it is deprecated.`,
 	return cmd
 }
 
-func (a *app) newKeyringStateCmd(name, short string, op func(*keyring.Keyring, context.Context, keyring.KeyID) error) *cobra.Command {
+func (a *app) newKeyringStateCmd(name, short string, op func(*keyring.Manager, context.Context, keyring.KeyID) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   name + " KEY-ID",
 		Short: short,
@@ -313,7 +313,7 @@ func (a *app) newKeyringStateCmd(name, short string, op func(*keyring.Keyring, c
 				return err
 			}
 			err = a.keyChange(cmd, kr, func() ([]keyring.KeyID, error) {
-				if err := op(kr, cmd.Context(), id); err != nil {
+				if err := op(keyring.NewManager(kr), cmd.Context(), id); err != nil {
 					return nil, saveError(err)
 				}
 				return []keyring.KeyID{kr.Primary().ID}, nil
@@ -433,7 +433,7 @@ master key as usual.`,
 			} else if ks, err = local.Load(toMasterKeyFile, a.getenv); err != nil {
 				return cli.Usage(err, "")
 			}
-			if err := kr.Rewrap(cmd.Context(), ks); err != nil {
+			if err := keyring.NewManager(kr).Rewrap(cmd.Context(), ks); err != nil {
 				return saveError(err)
 			}
 			fmt.Fprintf(a.stdout, "%s is now sealed under %v\n", kr.Path(), ks.Key())

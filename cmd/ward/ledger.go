@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/internal/cli"
-	"github.com/wardlab/ward/internal/dburl"
-	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/replication"
@@ -127,10 +127,10 @@ func (a *app) keyChange(cmd *cobra.Command, kr *keyring.Keyring, change func() (
 
 // ledgerReport is what 'ward ledger' shows of one database.
 type ledgerReport struct {
-	DB     string          `json:"db"`
-	Ledger *ledger.State   `json:"ledger"`
-	Anchor *keyring.Anchor `json:"anchor,omitempty"`
-	Check  string          `json:"check,omitempty"`
+	DB     string         `json:"db"`
+	Ledger *ledger.State  `json:"ledger"`
+	Anchor *ledger.Anchor `json:"anchor,omitempty"`
+	Check  string         `json:"check,omitempty"`
 	// Durability says what the database's replication gives ward's
 	// promises (package replication), as a service says it at start.
 	Durability string `json:"durability,omitempty"`
@@ -196,7 +196,7 @@ func (a *app) ledgerReports(cmd *cobra.Command, dbs []string) (out []ledgerRepor
 		}
 		r := ledgerReport{DB: dburl.Redact(dbs[i]), Ledger: st}
 		if kr != nil && st != nil {
-			if a, ok := keyproto.Anchor(kr, st.Database); ok {
+			if a, ok := (*keycore.Keyring)(kr).Anchor(st.Database); ok {
 				r.Anchor = &a
 			}
 		}

@@ -30,8 +30,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/internal/cli"
-	"github.com/wardlab/ward/internal/dburl"
 
 	_ "github.com/wardlab/ward/kms/awskms" // registers awskms://
 )
@@ -76,9 +76,9 @@ func (a *app) run(ctx context.Context, args []string) int {
 	// The databases' passwords are scrubbed from everything printed,
 	// drivers' messages included.
 	secrets := dburl.CommandSecrets(args, a.getenv)
-	a.stdout, a.stderr = cli.Scrub(a.stdout, secrets), cli.Scrub(a.stderr, secrets)
+	a.stdout, a.stderr = dburl.Scrub(a.stdout, secrets), dburl.Scrub(a.stderr, secrets)
 	dburl.LogDriverTo(a.stderr)
-	return cli.Run(ctx, a.newRootCmd(), args, a.stdin, a.stdout, a.stderr)
+	return cli.Run(ctx, a.newRootCmd(), args, a.stdin, a.stdout, a.stderr, dburl.PoolerHint)
 }
 
 func (a *app) newRootCmd() *cobra.Command {

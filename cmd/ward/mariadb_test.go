@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardlab/ward/internal/dburl"
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/internal/mytest"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/internal/cli"
-	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/lifecycle"
 	"github.com/wardlab/ward/replication"

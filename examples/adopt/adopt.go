@@ -21,7 +21,6 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/reseal"
-	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"
@@ -153,7 +152,7 @@ func insertReturning(ctx context.Context, tx *sql.Tx, d field.Dialect, q string,
 }
 
 func taken(err error) error {
-	if sqltable.Duplicate(err) || err != nil && strings.Contains(strings.ToLower(err.Error()), "unique") {
+	if field.Duplicate(err) || err != nil && strings.Contains(strings.ToLower(err.Error()), "unique") {
 		return fmt.Errorf("%w (%v)", ErrTaken, err)
 	}
 	return err

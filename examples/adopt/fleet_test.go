@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardlab/ward/examples/internal/fleetbench"
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/dburl"
+	"github.com/wardlab/ward/internal/fleetbench"
 )
 
 // BenchmarkFleetRotation is the adopters issue's rotation across a running

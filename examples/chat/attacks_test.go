@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"
@@ -498,7 +498,7 @@ func TestExistingDatabase(t *testing.T) {
 	if _, err := old.Open(field.RowInt(ms[0].ID), ct); err == nil {
 		t.Fatal("old binding still opens")
 	}
-	if _, ok := keyproto.SubjectKeyVersion(raw); !ok {
+	if _, ok := keycore.SubjectKeyVersion(raw); !ok {
 		t.Fatal("the migrated message is not under its user's own key")
 	}
 	s.Close()

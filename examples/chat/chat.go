@@ -30,9 +30,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
-	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/internal/mytest"
 	"github.com/wardlab/ward/internal/pgtest"
 	"github.com/wardlab/ward/kms/local"
@@ -352,7 +352,7 @@ func TestChatWhileRotating(t *testing.T) {
 		for rows.Next() {
 			var raw []byte
 			rows.Scan(&raw)
-			if _, ok := keyproto.SubjectKeyVersion(raw); !ok {
+			if _, ok := keycore.SubjectKeyVersion(raw); !ok {
 				t.Fatalf("a message is not under its user's key: %x", raw[:8])
 			}
 		}

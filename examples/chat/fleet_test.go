@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardlab/ward/examples/internal/fleetbench"
+	"github.com/wardlab/ward/internal/fleetbench"
 )
 
 // BenchmarkFleetRotation is the adopters issue's rotation across a running

@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/keyproto"
 	"github.com/wardlab/ward/ledger"
 )
 
@@ -41,7 +40,7 @@ func Inspect(ctx context.Context, dbURL string, out io.Writer) error {
 		key := "not a ward ciphertext"
 		if id, kerr := ct.KeyID(); err == nil && kerr == nil {
 			key = fmt.Sprintf("v%d, key %v", ct.Version(), id)
-			if v, ok := keyproto.SubjectKeyVersion(raw); ok {
+			if v, ok := ct.SubjectKeyVersion(); ok {
 				key = fmt.Sprintf("v%d, the user's own key, version %d", ct.Version(), v)
 			}
 		}

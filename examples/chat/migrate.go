@@ -15,7 +15,6 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/reseal"
-	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -391,10 +390,10 @@ func inLockRow(ctx context.Context, db *sql.DB, fn func(querier) error) error {
 	for {
 		now := time.Now()
 		_, err := db.ExecContext(ctx, `INSERT INTO chat_migration_lock (id, holder, expires) VALUES (1, ?, ?)`, me, now.Add(lockLease).UnixMilli())
-		if err != nil && sqltable.Duplicate(err) {
+		if err != nil && field.Duplicate(err) {
 			_, err = db.ExecContext(ctx, `UPDATE chat_migration_lock SET holder = ?, expires = ? WHERE id = 1 AND expires < ?`, me, now.Add(lockLease).UnixMilli(), now.UnixMilli())
 		}
-		if err != nil && !sqltable.Conflict(err) {
+		if err != nil && !field.Retryable(err) {
 			return fmt.Errorf("taking the migration lock: %w", err)
 		}
 		var holder string

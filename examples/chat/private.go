@@ -14,8 +14,6 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/field/subject"
-	"github.com/wardlab/ward/internal/keyproto"
-	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/password"
 )
 
@@ -118,8 +116,10 @@ func (s *store) sealRemaining(ctx context.Context, user int64) (int, error) {
 		if r.raw == nil {
 			continue
 		}
-		if _, subjectSealed := keyproto.SubjectKeyVersion(r.raw); subjectSealed {
-			continue
+		if ct, err := field.ParseCiphertext(r.raw); err == nil {
+			if _, subjectSealed := ct.SubjectKeyVersion(); subjectSealed {
+				continue
+			}
 		}
 		rk := field.RowInt(r.id).With(user)
 		if !r.isTitle {
@@ -372,10 +372,14 @@ func (s *server) deleteAccount(w http.ResponseWriter, r *http.Request, user int6
 func (s *store) deleteAccount(ctx context.Context, user int64) error {
 	for attempt := 1; ; attempt++ {
 		err := s.deleteAccountOnce(ctx, user)
-		if !sqltable.Conflict(err) || attempt == 8 {
+		if !field.Retryable(err) || attempt == 8 {
 			return err
 		}
-		time.Sleep(time.Duration(attempt) * 5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(time.Duration(attempt) * 5 * time.Millisecond):
+		}
 	}
 }
 

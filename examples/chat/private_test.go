@@ -10,7 +10,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
-	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/keycore"
 )
 
 // resetLink returns the token of the newest reset link for email.
@@ -287,7 +287,7 @@ func mustParse(t *testing.T, raw []byte) field.Ciphertext {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := keyproto.SubjectKeyVersion(raw); !ok {
+	if _, ok := keycore.SubjectKeyVersion(raw); !ok {
 		t.Fatal("a message not under its user's key")
 	}
 	return ct

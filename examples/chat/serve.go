@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wardlab/ward/conncap"
 	"github.com/wardlab/ward/fleet"
-	"github.com/wardlab/ward/internal/conncap"
 )
 
 // Timeouts of the HTTP server: a client that trickles its headers or body,

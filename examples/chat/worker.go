@@ -200,8 +200,8 @@ func (s *store) workerHistory(ctx context.Context, user, conv int64, limit int) 
 		if err != nil {
 			return nil, false, nil
 		}
-		v, err := field.SubjectKeyVersion(ct)
-		if err != nil {
+		v, ok := ct.SubjectKeyVersion()
+		if !ok || ct.Version() != 4 { // a subject grant covers v4 only
 			return nil, false, nil
 		}
 		versions = append(versions, v)

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -67,7 +67,7 @@ func (r *Job) classify(row dbRow, primary keyring.KeyID) (valueState, field.Ciph
 		return statePlain, ct, 0
 	}
 	id, _ := ct.KeyID()
-	if version, subject := keyproto.SubjectKeyVersion(ct.Bytes()); subject && r.Column.PerSubject() {
+	if version, subject := keycore.SubjectKeyVersion(ct.Bytes()); subject && r.Column.PerSubject() {
 		// Sealed under the subject's key: PerSubject columns bind, so the
 		// value was sealed under the column's binding, and checking it
 		// would need the subject's key. It is stale when the subject has a
@@ -183,7 +183,7 @@ func (r *Job) Count(ctx context.Context) (Census, error) {
 			case stateIndex:
 				c.IndexMissing++
 			}
-			if _, subject := keyproto.SubjectKeyVersion(ct.Bytes()); subject {
+			if _, subject := keycore.SubjectKeyVersion(ct.Bytes()); subject {
 				c.SubjectSealed++
 				c.PerVersion[ct.Version()]++
 				continue

@@ -16,7 +16,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/dbtest"
-	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -81,7 +81,7 @@ func TestReencrypt(t *testing.T) {
 		col := mustColumn(t, kr, d.table(t, "reenc"), "body")
 		const n = 1000
 		fillTable(t, d, col, n)
-		newID, _ := kr.Rotate(context.Background(), keyring.AES256GCM)
+		newID, _ := keyring.NewManager(kr).AddPrimary(context.Background(), keyring.AES256GCM)
 
 		job := &Job{DB: d.db, Dialect: d.dialect, Column: col, Key: "id", BatchSize: 37}
 		census, err := job.Count(context.Background())
@@ -146,7 +146,7 @@ func TestReencryptUnreadableRows(t *testing.T) {
 		col := mustColumn(t, kr, d.table(t, "bad"), "body")
 		fillTable(t, d, col, 60)
 		d.db.Exec(d.q(fmt.Sprintf(`UPDATE %s SET body = ? WHERE id = 3`, col.Table())), []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38})
-		kr.Rotate(context.Background(), keyring.AES256GCM)
+		keyring.NewManager(kr).AddPrimary(context.Background(), keyring.AES256GCM)
 		st, err := (&Job{DB: d.db, Dialect: d.dialect, Column: col, Key: "id"}).Run(context.Background())
 		if !errors.Is(err, ErrUnreadableRows) || st.Failed != 1 || st.Reencrypted != 60-1-1 {
 			t.Fatalf("%+v %v", st, err)
@@ -230,7 +230,7 @@ func TestReencryptLeavesV1Behind(t *testing.T) {
 	col := mustColumn(t, kr, "messages", "body", field.WithEncoding(field.Text))
 	job := &Job{DB: db, Dialect: field.SQLite, Column: col, Key: "id"}
 	c, _ := job.Count(ctx)
-	id, _ := keyproto.KeyIDOf(mustDecode(t, string(text)))
+	id, _ := keycore.KeyIDOf(mustDecode(t, string(text)))
 	if c.PerVersion[1] != 1 || id != kr.Primary().ID || c.Current != 0 {
 		t.Fatalf("census %+v", c)
 	}

@@ -78,7 +78,7 @@ func TestReencryptKilled(t *testing.T) {
 		col := mustColumn(t, kr, d.table(t, "killed"), "body")
 		const n = 2000
 		fillTable(t, d, col, n)
-		newID, _ := kr.Rotate(context.Background(), keyring.AES256GCM)
+		newID, _ := keyring.NewManager(kr).AddPrimary(context.Background(), keyring.AES256GCM)
 		mk := local.Generate()
 		krPath := filepath.Join(t.TempDir(), "keyring.json")
 		data, err := kr.Marshal(context.Background(), mk)

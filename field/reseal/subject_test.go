@@ -9,7 +9,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
-	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"
@@ -88,7 +88,7 @@ func TestPerSubjectMigration(t *testing.T) {
 			u := users[i%4]
 			var ct field.Ciphertext
 			d.db.QueryRow(d.q(fmt.Sprintf(`SELECT body FROM %s WHERE id = ?`, table)), i).Scan(&ct)
-			_, subjectSealed := keyproto.SubjectKeyVersion(ct.Bytes())
+			_, subjectSealed := keycore.SubjectKeyVersion(ct.Bytes())
 			got, err := col.OpenString(field.RowInt(i).With(u), ct)
 			switch u {
 			case "alice", "bob":
@@ -157,7 +157,7 @@ func TestSubjectKeyRotation(t *testing.T) {
 			u := users[i%3]
 			var ct field.Ciphertext
 			d.db.QueryRow(d.q(fmt.Sprintf(`SELECT body FROM %s WHERE id = ?`, table)), i).Scan(&ct)
-			v, _ := keyproto.SubjectKeyVersion(ct.Bytes())
+			v, _ := keycore.SubjectKeyVersion(ct.Bytes())
 			want := before[u] + 1
 			if u == "carol" {
 				want = before[u]
@@ -224,7 +224,7 @@ func TestPrivateSubjectJob(t *testing.T) {
 			who := users[i%2]
 			var ct field.Ciphertext
 			d.db.QueryRow(d.q(fmt.Sprintf(`SELECT body FROM %s WHERE id = ?`, table)), i).Scan(&ct)
-			_, subjectSealed := keyproto.SubjectKeyVersion(ct.Bytes())
+			_, subjectSealed := keycore.SubjectKeyVersion(ct.Bytes())
 			_, plainErr := col.OpenString(field.RowInt(i).With(who), ct)
 			got, err := col.WithKeys(u).OpenString(field.RowInt(i).With(who), ct)
 			switch {

@@ -97,7 +97,7 @@ func TestFaultLoops(t *testing.T) {
 		}
 		for _, op := range []string{"private", "change", "reset", "rewrap", "rotate"} {
 			if op == "rewrap" { // a new keyring key to re-wrap under
-				if _, err := f.kr.Rotate(ctx, keyring.AES256GCM); err != nil {
+				if _, err := keyring.NewManager(f.kr).AddPrimary(ctx, keyring.AES256GCM); err != nil {
 					t.Fatal(err)
 				}
 			}

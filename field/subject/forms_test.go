@@ -6,7 +6,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/forms"
-	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/keycore"
 )
 
 // TestPerSubjectWaitsForTheFleet: a PerSubject column with a gate seals
@@ -38,7 +38,7 @@ func TestPerSubjectWaitsForTheFleet(t *testing.T) {
 		g.SetOpen([]forms.Form{forms.Subject("messages", "body")})
 		e.insert(t, col, 2, "alice", "after")
 		ct, _ := col.SealString(field.RowInt(3).With("alice"), "x")
-		if !keyproto.IsSubjectSealed(ct.Bytes()) {
+		if !keycore.IsSubjectSealed(ct.Bytes()) {
 			t.Fatal("after the form opened the column still seals under keyring keys")
 		}
 		for id, want := range map[int64]string{1: "before", 2: "after"} {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
@@ -126,7 +127,7 @@ func (s *Store) scopedWraps(subject string, sk *keyring.SubjectKey, cols []grant
 	for _, c := range cols {
 		w, ok := keep[c.name()]
 		if !ok {
-			p, err := sk.ScopePayload(keyring.FieldScope(c.table, c.column))
+			p, err := (*keycore.SubjectKey)(sk).ScopePayload(keyring.FieldScope(c.table, c.column))
 			if err != nil {
 				return nil, err
 			}
@@ -296,7 +297,7 @@ func (s *Store) refreshRow(ctx context.Context, r keyRow, cols []grantedColumn, 
 type GrantKeys struct {
 	db                       *dbRef
 	namespace, table, column string
-	scope                    *keyring.Scope
+	scope                    *keycore.Scope
 	ttl                      time.Duration
 	mu                       sync.Mutex
 	cache                    map[grantKeyID]grantEntry
@@ -321,7 +322,7 @@ type grantEntry struct {
 // cfg's tables (cfg.Keyring is not used: a grant holder has none; cfg.TTL
 // bounds how long an unwrapped key is kept).
 func NewGrantKeys(cfg Config, g *keyring.Grant, table, column string) (*GrantKeys, error) {
-	ns, scope, err := g.SubjectScope(table, column)
+	ns, scope, err := (*keycore.Grant)(g).SubjectScope(table, column)
 	if err != nil {
 		return nil, err
 	}
@@ -380,10 +381,11 @@ func (r *GrantKeys) OpeningKey(subject string, version uint32) (*keyring.Subject
 		return nil, fmt.Errorf("subject: unwrapping %s/%s's key of %s.%s with the grant: %w", r.namespace, subject, r.table, r.column, err)
 	}
 	defer clear(payload)
-	sk, err := keyring.GrantedSubjectKey(payload, keyring.FieldScope(r.table, r.column))
+	ck, err := keycore.GrantedSubjectKey(payload, keyring.FieldScope(r.table, r.column))
 	if err != nil {
 		return nil, err
 	}
+	sk := (*keyring.SubjectKey)(ck)
 	if sk.Version() != version {
 		return nil, fmt.Errorf("subject: %s/%s: a granted key names version %d, its row %d: %w", r.namespace, subject, sk.Version(), version, keyring.ErrMalformed)
 	}

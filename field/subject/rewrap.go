@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
@@ -136,7 +136,7 @@ func (c *rewrapCounts) todo(rows []keyRow, opts RewrapOptions, primary keyring.K
 			c.userHeld.Add(1)
 			continue
 		}
-		id, err := keyproto.KeyIDOf(r.wrapped)
+		id, err := keycore.KeyIDOf(r.wrapped)
 		if err == nil && id == primary {
 			c.current.Add(1)
 			continue
@@ -314,7 +314,7 @@ func (s *Store) Census(ctx context.Context) (Census, error) {
 				out.Lost++
 				continue
 			}
-			id, err := keyproto.KeyIDOf(r.wrapped)
+			id, err := keycore.KeyIDOf(r.wrapped)
 			if err != nil {
 				return fmt.Errorf("subject: %s/%s version %d: %w", s.cfg.Namespace, r.subject, r.version, err)
 			}

@@ -36,7 +36,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
@@ -546,7 +546,7 @@ func (s *Store) tombstone(ctx context.Context, subject string) (*tombstone, erro
 // verifyTombstone checks a tombstone row's MAC.
 func (s *Store) verifyTombstone(subject string, at, epoch int64, macHex string) bool {
 	mac, err := hex.DecodeString(macHex)
-	return err == nil && epoch >= 0 && keyproto.VerifyStateMAC(s.cfg.Keyring, uint64(epoch), s.tombstoneMessage(subject, at), mac) == nil
+	return err == nil && epoch >= 0 && core(s.cfg.Keyring).VerifyStateMAC(uint64(epoch), s.tombstoneMessage(subject, at), mac) == nil
 }
 
 // IsForgotten reports whether the subject has a tombstone that verifies.
@@ -605,17 +605,22 @@ func (s *Store) Forget(ctx context.Context, subject string) error {
 // 0 for a subject that never had a key (its tombstone is written all the
 // same, so that no key is created for it later).
 //
-// On MySQL a deadlock, or on a Galera cluster a transaction that lost
-// certification to a concurrent one on another node (error 1213), rolled
-// the forget back: it is run again, up to forgetAttempts times. A caller of
+// A transaction the database rolled back for a concurrent one
+// ([field.Retryable]: a deadlock, or on a Galera cluster a transaction
+// that lost certification to one on another node) is run again, up to
+// forgetAttempts times, with a short pause that ends with ctx. A caller of
 // ForgetIn retries its own transaction so.
 func (s *Store) ForgetKeys(ctx context.Context, subject string) (int64, error) {
 	for attempt := 1; ; attempt++ {
 		keys, err := s.forgetOnce(ctx, subject)
-		if !sqltable.Conflict(err) || attempt == forgetAttempts {
+		if !field.Retryable(err) || attempt == forgetAttempts {
 			return keys, err
 		}
-		time.Sleep(time.Duration(attempt) * 5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return keys, errors.Join(err, ctx.Err())
+		case <-time.After(time.Duration(attempt) * 5 * time.Millisecond):
+		}
 	}
 }
 
@@ -647,7 +652,8 @@ func (s *Store) forgetOnce(ctx context.Context, subject string) (int64, error) {
 // tx. After tx commits, call done: it drops the subject from this
 // process's cache and brings the keyring file's anchor up to date. If tx
 // does not commit, nothing happened (a journal record may remain: a
-// recovery then forgets the subject, as was asked).
+// recovery then forgets the subject, as was asked). If tx fails with an
+// error [field.Retryable] reports, run the whole transaction again.
 func (s *Store) ForgetIn(ctx context.Context, tx *sql.Tx, subject string) (keys int64, done func(context.Context) error, err error) {
 	if err := checkSubject(subject); err != nil {
 		return 0, nil, err
@@ -718,7 +724,7 @@ func (s *Store) forgotNow(ctx context.Context, subject string, anchor func(conte
 // new (the count, the journal). It returns whether the tombstone is new
 // and how many key versions it deleted.
 func (s *Store) forget(ctx context.Context, tx *sql.Tx, subject string, at time.Time, before func(added int64) error) (added, keys int64, err error) {
-	epoch, mac := keyproto.StateMAC(s.cfg.Keyring, s.tombstoneMessage(subject, at.Unix()))
+	epoch, mac := core(s.cfg.Keyring).StateMAC(s.tombstoneMessage(subject, at.Unix()))
 	if err := s.durable(ctx, tx); err != nil {
 		return 0, 0, err
 	}
@@ -894,3 +900,6 @@ func (s *Store) journaledBack(ctx context.Context, database string, tombstoned [
 	}
 	return back, nil
 }
+
+// core is the keyring's mechanism: its state MACs (tombstones).
+func core(kr *keyring.Keyring) *keycore.Keyring { return (*keycore.Keyring)(kr) }

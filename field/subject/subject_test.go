@@ -406,14 +406,14 @@ func TestBackupAfterRetire(t *testing.T) {
 		if err := s.Forget(ctx, "alice"); err != nil {
 			t.Fatal(err)
 		}
-		newKey, err := e.kr.Add(ctx, keyring.AES256GCM)
+		newKey, err := keyring.NewManager(e.kr).Add(ctx, keyring.AES256GCM)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := e.ledger.Record(ctx, e.kr, newKey); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.kr.Promote(ctx, newKey); err != nil {
+		if err := keyring.NewManager(e.kr).Promote(ctx, newKey); err != nil {
 			t.Fatal(err)
 		}
 		st, err := s.Rewrap(ctx, RewrapOptions{Workers: 2, Batch: 1})
@@ -431,7 +431,7 @@ func TestBackupAfterRetire(t *testing.T) {
 		if err := e.ledger.Retire(ctx, e.kr, oldKey); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.kr.Remove(ctx, oldKey); err != nil {
+		if err := keyring.NewManager(e.kr).Remove(ctx, oldKey); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.ledger.Check(ctx, e.kr); err != nil {
@@ -517,7 +517,7 @@ func TestRewrapShards(t *testing.T) {
 		if _, err := s.Provision(ctx, subjects); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.kr.Rotate(ctx, keyring.AES256GCM); err != nil {
+		if _, err := keyring.NewManager(e.kr).AddPrimary(ctx, keyring.AES256GCM); err != nil {
 			t.Fatal(err)
 		}
 		var total int64

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/keyproto"
+	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 )
@@ -50,7 +50,7 @@ var ErrNoSession = fmt.Errorf("%w (no live session)", field.ErrSubjectLocked)
 var ErrWrongSecret = errors.New("subject: the secret does not unwrap the subject's keys")
 
 // kek derives a key-encryption key from a secret for the subject.
-func (s *Store) kek(info string, subject string, secret []byte) (*keyring.SubjectKey, error) {
+func (s *Store) kek(info string, subject string, secret []byte) (*keycore.SubjectKey, error) {
 	if len(secret) < 16 {
 		return nil, errors.New("subject: a key-encryption secret needs at least 16 bytes")
 	}
@@ -59,7 +59,7 @@ func (s *Store) kek(info string, subject string, secret []byte) (*keyring.Subjec
 		return nil, err
 	}
 	defer clear(k)
-	return keyproto.SubjectKeyFromSecret(keyring.AES256GCM, 1, k)
+	return keycore.SubjectKeyFromSecret(keyring.AES256GCM, 1, k)
 }
 
 // Unlocked holds a subject's unwrapped keys, every version: what a log-in
@@ -151,7 +151,7 @@ func (s *Store) MakePrivate(ctx context.Context, subject string, secret []byte, 
 		return nil, "", err
 	}
 	var code string
-	var rkek *keyring.SubjectKey
+	var rkek *keycore.SubjectKey
 	if opts.Recovery {
 		raw := make([]byte, recoveryCodeLen)
 		rand.Read(raw)
@@ -185,7 +185,7 @@ func (s *Store) MakePrivate(ctx context.Context, subject string, secret []byte, 
 }
 
 // makePrivate wraps every key of the subject under kek (and rkek) in tx.
-func (s *Store) makePrivate(ctx context.Context, tx *sql.Tx, subject string, kek, rkek *keyring.SubjectKey) (*Unlocked, error) {
+func (s *Store) makePrivate(ctx context.Context, tx *sql.Tx, subject string, kek, rkek *keycore.SubjectKey) (*Unlocked, error) {
 	if err := s.durable(ctx, tx); err != nil {
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func (s *Store) makePrivate(ctx context.Context, tx *sql.Tx, subject string, kek
 
 // newPrivateKey stores a first key for u's subject, wrapped only under
 // kek (and rkek, for recovery).
-func (s *Store) newPrivateKey(ctx context.Context, tx *sql.Tx, u *Unlocked, kek, rkek *keyring.SubjectKey) error {
+func (s *Store) newPrivateKey(ctx context.Context, tx *sql.Tx, u *Unlocked, kek, rkek *keycore.SubjectKey) error {
 	subject := u.subject
 	version := randomVersion()
 	sk, err := keyring.NewSubjectKey(s.cfg.Algorithm, version)
@@ -236,12 +236,12 @@ func (s *Store) newPrivateKey(ctx context.Context, tx *sql.Tx, u *Unlocked, kek,
 	wc := s.wrapContext(subject, version)
 	var rec []byte
 	if rkek != nil {
-		rec = keyproto.WrapSubjectKeyWith(rkek, sk, wc)
+		rec = wrapWith(rkek, sk, wc)
 	}
 	p := s.cfg.Dialect.Placeholder
 	ins, skip := sqltable.IfAbsent(s.cfg.Dialect.String())
 	res, err := tx.ExecContext(ctx, fmt.Sprintf(`%s %s (namespace, subject, version, first, wrapped, created_at, held, recovery) VALUES (%s, %s, %s, 1, %s, %s, 1, %s)%s`,
-		ins, s.keys, p(1), p(2), p(3), p(4), p(5), p(6), skip), s.cfg.Namespace, subject, int64(version), keyproto.WrapSubjectKeyWith(kek, sk, wc), time.Now().Unix(), rec)
+		ins, s.keys, p(1), p(2), p(3), p(4), p(5), p(6), skip), s.cfg.Namespace, subject, int64(version), wrapWith(kek, sk, wc), time.Now().Unix(), rec)
 	if err != nil {
 		return fmt.Errorf("subject: storing the key of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
@@ -254,7 +254,7 @@ func (s *Store) newPrivateKey(ctx context.Context, tx *sql.Tx, u *Unlocked, kek,
 
 // privateRow re-wraps one key row of u's subject under kek (and rkek, or
 // the row's recovery wrap as it is), by compare-and-swap.
-func (s *Store) privateRow(ctx context.Context, tx *sql.Tx, u *Unlocked, r keyRowFull, kek, rkek *keyring.SubjectKey) error {
+func (s *Store) privateRow(ctx context.Context, tx *sql.Tx, u *Unlocked, r keyRowFull, kek, rkek *keycore.SubjectKey) error {
 	var sk *keyring.SubjectKey
 	var err error
 	wc := s.wrapContext(r.subject, uint32(r.version))
@@ -264,7 +264,7 @@ func (s *Store) privateRow(ctx context.Context, tx *sql.Tx, u *Unlocked, r keyRo
 			return fmt.Errorf("subject: unwrapping the key of %s/%s version %d: %w", s.cfg.Namespace, u.subject, r.version, err)
 		}
 	case heldByUser:
-		if sk, err = keyproto.UnwrapSubjectKeyWith(kek, r.wrapped, wc); err != nil {
+		if sk, err = unwrapWith(kek, r.wrapped, wc); err != nil {
 			return fmt.Errorf("%w: %s/%s version %d", ErrWrongSecret, s.cfg.Namespace, u.subject, r.version)
 		}
 	default:
@@ -272,9 +272,9 @@ func (s *Store) privateRow(ctx context.Context, tx *sql.Tx, u *Unlocked, r keyRo
 	}
 	rec := r.recovery
 	if rkek != nil {
-		rec = keyproto.WrapSubjectKeyWith(rkek, sk, wc)
+		rec = wrapWith(rkek, sk, wc)
 	}
-	if err := s.casRow(ctx, tx, r, keyproto.WrapSubjectKeyWith(kek, sk, wc), heldByUser, rec); err != nil {
+	if err := s.casRow(ctx, tx, r, wrapWith(kek, sk, wc), heldByUser, rec); err != nil {
 		return err
 	}
 	u.add(sk)
@@ -373,7 +373,7 @@ func (s *Store) Unlock(ctx context.Context, subject string, secret []byte) (*Unl
 		if r.held != heldByUser {
 			continue
 		}
-		sk, err := keyproto.UnwrapSubjectKeyWith(kek, r.wrapped, s.wrapContext(subject, uint32(r.version)))
+		sk, err := unwrapWith(kek, r.wrapped, s.wrapContext(subject, uint32(r.version)))
 		if err != nil {
 			u.Destroy()
 			return nil, fmt.Errorf("%w: %s/%s version %d", ErrWrongSecret, s.cfg.Namespace, subject, r.version)
@@ -480,11 +480,11 @@ func (s *Store) ChangeSecret(ctx context.Context, tx *sql.Tx, subject string, ol
 			continue
 		}
 		wc := s.wrapContext(subject, uint32(r.version))
-		sk, err := keyproto.UnwrapSubjectKeyWith(oldKEK, r.wrapped, wc)
+		sk, err := unwrapWith(oldKEK, r.wrapped, wc)
 		if err != nil {
 			return fmt.Errorf("%w: %s/%s version %d", ErrWrongSecret, s.cfg.Namespace, subject, r.version)
 		}
-		err = s.casRow(ctx, tx, r, keyproto.WrapSubjectKeyWith(newKEK, sk, wc), heldByUser, r.recovery)
+		err = s.casRow(ctx, tx, r, wrapWith(newKEK, sk, wc), heldByUser, r.recovery)
 		sk.Destroy()
 		if err != nil {
 			return err
@@ -517,7 +517,7 @@ func (s *Store) Reset(ctx context.Context, tx *sql.Tx, subject, code string, new
 	if err != nil {
 		return 0, err
 	}
-	var rkek *keyring.SubjectKey
+	var rkek *keycore.SubjectKey
 	if code != "" {
 		raw, err := parseRecoveryCode(code)
 		if err != nil {
@@ -546,11 +546,11 @@ func (s *Store) Reset(ctx context.Context, tx *sql.Tx, subject, code string, new
 		if r.recovery == nil {
 			return 0, fmt.Errorf("%w: %s/%s version %d has no recovery wrap", ErrWrongSecret, s.cfg.Namespace, subject, r.version)
 		}
-		sk, err := keyproto.UnwrapSubjectKeyWith(rkek, r.recovery, wc)
+		sk, err := unwrapWith(rkek, r.recovery, wc)
 		if err != nil {
 			return 0, fmt.Errorf("%w: the recovery code does not open %s/%s", ErrWrongSecret, s.cfg.Namespace, subject)
 		}
-		err = s.casRow(ctx, tx, r, keyproto.WrapSubjectKeyWith(newKEK, sk, wc), heldByUser, r.recovery)
+		err = s.casRow(ctx, tx, r, wrapWith(newKEK, sk, wc), heldByUser, r.recovery)
 		sk.Destroy()
 		if err != nil {
 			return 0, err
@@ -573,7 +573,7 @@ func (s *Store) Reset(ctx context.Context, tx *sql.Tx, subject, code string, new
 
 // freshUserKey stores a new key version for a subject whose keys a reset
 // without recovery lost, wrapped under the new secret's KEK.
-func (s *Store) freshUserKey(ctx context.Context, tx *sql.Tx, subject string, newest int64, newKEK, rkek *keyring.SubjectKey) (*keyring.SubjectKey, error) {
+func (s *Store) freshUserKey(ctx context.Context, tx *sql.Tx, subject string, newest int64, newKEK, rkek *keycore.SubjectKey) (*keyring.SubjectKey, error) {
 	if newest >= 1<<32-1 {
 		return nil, fmt.Errorf("subject: %s/%s has no key version left", s.cfg.Namespace, subject)
 	}
@@ -588,7 +588,7 @@ func (s *Store) freshUserKey(ctx context.Context, tx *sql.Tx, subject string, ne
 	wc := s.wrapContext(subject, version)
 	var rec []byte
 	if rkek != nil {
-		rec = keyproto.WrapSubjectKeyWith(rkek, sk, wc)
+		rec = wrapWith(rkek, sk, wc)
 	}
 	p := s.cfg.Dialect.Placeholder
 	first := any(nil)
@@ -597,7 +597,7 @@ func (s *Store) freshUserKey(ctx context.Context, tx *sql.Tx, subject string, ne
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, first, wrapped, created_at, held, recovery) VALUES (%s, %s, %s, %s, %s, %s, 1, %s)`,
 		s.keys, p(1), p(2), p(3), p(4), p(5), p(6), p(7)), s.cfg.Namespace, subject, int64(version), first,
-		keyproto.WrapSubjectKeyWith(newKEK, sk, wc), time.Now().Unix(), rec); err != nil {
+		wrapWith(newKEK, sk, wc), time.Now().Unix(), rec); err != nil {
 		sk.Destroy()
 		return nil, fmt.Errorf("subject: storing the new key of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
@@ -644,7 +644,7 @@ func sessionID(token []byte) string {
 // secret as salt. Neither half alone opens them: not the token (a stolen
 // cookie without the keyring), not the server (which never stores the
 // token, only sessionID's hash of it).
-func (s *Store) sessionKey(subject string, token []byte) (*keyring.SubjectKey, error) {
+func (s *Store) sessionKey(subject string, token []byte) (*keycore.SubjectKey, error) {
 	if len(token) < 16 {
 		return nil, errors.New("subject: a session token needs at least 16 bytes")
 	}
@@ -658,7 +658,7 @@ func (s *Store) sessionKey(subject string, token []byte) (*keyring.SubjectKey, e
 		return nil, err
 	}
 	defer clear(k)
-	return keyproto.SubjectKeyFromSecret(keyring.AES256GCM, 1, k)
+	return keycore.SubjectKeyFromSecret(keyring.AES256GCM, 1, k)
 }
 
 // StartSession stores u's keys sealed under the session key of token
@@ -693,7 +693,7 @@ func (s *Store) StartSession(ctx context.Context, u *Unlocked, token []byte, exp
 	}
 	for _, v := range slices.Sorted(maps.Keys(u.keys)) {
 		k := u.keys[v]
-		w := keyproto.WrapSubjectKeyWith(sk, k, append([]byte(id), s.wrapContext(u.subject, v)...))
+		w := wrapWith(sk, k, append([]byte(id), s.wrapContext(u.subject, v)...))
 		if _, err := q.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (namespace, session, subject, version, wrapped, expires_at) VALUES (%s, %s, %s, %s, %s, %s) %s`,
 			s.sessions, p(1), p(2), p(3), p(4), p(5), p(6), upsert), s.cfg.Namespace, id, u.subject, int64(v), w, expires.Unix()); err != nil {
 			return fmt.Errorf("subject: starting a session: %w", err)
@@ -753,7 +753,7 @@ func (s *Store) Session(ctx context.Context, subject string, token []byte) (*Unl
 		if v <= 0 || v > 1<<32-1 {
 			continue
 		}
-		k, err := keyproto.UnwrapSubjectKeyWith(sk, w, append([]byte(id), s.wrapContext(subject, uint32(v))...))
+		k, err := unwrapWith(sk, w, append([]byte(id), s.wrapContext(subject, uint32(v))...))
 		if err != nil {
 			u.Destroy()
 			return nil, fmt.Errorf("%w: a session copy does not open: %v", ErrNoSession, err)
@@ -788,4 +788,20 @@ func (s *Store) PurgeSessions(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("subject: purging sessions: %w", err)
 	}
 	return res.RowsAffected()
+}
+
+// wrapWith seals sk under a key-encryption key of the user's (derived from
+// their password, recovery code or session token), bound to context.
+func wrapWith(kek *keycore.SubjectKey, sk *keyring.SubjectKey, context []byte) []byte {
+	return keycore.WrapSubjectKeyWith(kek, (*keycore.SubjectKey)(sk), context)
+}
+
+// unwrapWith opens a subject key wrapped by wrapWith under the same kek
+// and context.
+func unwrapWith(kek *keycore.SubjectKey, wrapped, context []byte) (*keyring.SubjectKey, error) {
+	sk, err := keycore.UnwrapSubjectKeyWith(kek, wrapped, context)
+	if err != nil {
+		return nil, err
+	}
+	return (*keyring.SubjectKey)(sk), nil
 }

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -41,8 +40,10 @@ func Failed(err error, hint string) error { return &Error{Code: ExitFailed, Err:
 func Usage(err error, hint string) error { return &Error{Code: ExitUsage, Err: err, Hint: hint} }
 
 // Run executes root with args and returns the exit code, printing an
-// error and its hint to stderr as "name: error: …".
-func Run(ctx context.Context, root *cobra.Command, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// error and its hint to stderr as "name: error: …". Each of hints is asked
+// for a hint that knows more than the error's own (dburl.PoolerHint names
+// a pooler's setting): the first that answers wins.
+func Run(ctx context.Context, root *cobra.Command, args []string, stdin io.Reader, stdout, stderr io.Writer, hints ...func(error) string) int {
 	root.SetArgs(args)
 	if stdin != nil {
 		root.SetIn(stdin)
@@ -61,54 +62,14 @@ func Run(ctx context.Context, root *cobra.Command, args []string, stdin io.Reade
 	if errors.As(err, &ce) {
 		code, hint = ce.Code, ce.Hint
 	}
-	if h := PoolerHint(err); h != "" {
-		hint = h
+	for _, h := range hints {
+		if h := h(err); h != "" {
+			hint = h
+			break
+		}
 	}
 	if hint != "" {
 		fmt.Fprintf(stderr, "hint: %s\n", hint)
 	}
 	return code
-}
-
-// PoolerHint names the fix when err is PostgreSQL's answer to a client
-// whose prepared statements a pooler in transaction mode (PgBouncer,
-// RDS Proxy, Supavisor) handed to another server connection: SQLSTATE
-// 26000 (prepared statement does not exist) or 42P05 (already exists).
-// It is "" for any other error.
-func PoolerHint(err error) string {
-	var pg interface{ SQLState() string } // pgx's *pgconn.PgError, without importing a driver
-	if !errors.As(err, &pg) || (pg.SQLState() != "26000" && pg.SQLState() != "42P05") {
-		return ""
-	}
-	return "a connection pooler in transaction mode (PgBouncer, RDS Proxy, Supavisor) sits between ward and PostgreSQL: add default_query_exec_mode=exec to the database URL (docs/OPERATIONS.md, \"Poolers\")"
-}
-
-// Scrub returns a writer that writes to w with every occurrence of each
-// secret replaced by REDACTED, so that no message — a driver's own
-// included — prints a password the command line or the environment
-// handed to a database. Secrets shorter than 3 bytes are left alone
-// (they would mangle everything else).
-func Scrub(w io.Writer, secrets []string) io.Writer {
-	var pairs []string
-	for _, s := range secrets {
-		if len(s) >= 3 {
-			pairs = append(pairs, s, "REDACTED")
-		}
-	}
-	if len(pairs) == 0 {
-		return w
-	}
-	return &scrubber{w: w, r: strings.NewReplacer(pairs...)}
-}
-
-type scrubber struct {
-	w io.Writer
-	r *strings.Replacer
-}
-
-func (s *scrubber) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(s.w, s.r.Replace(string(p))); err != nil {
-		return 0, err
-	}
-	return len(p), nil
 }

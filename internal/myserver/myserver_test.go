@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/wardlab/ward/internal/dburl"
+	"github.com/wardlab/ward/dburl"
 )
 
 // TestServer: a server starts, takes the user's writes in its database

@@ -3,7 +3,7 @@ package mytest
 import (
 	"testing"
 
-	"github.com/wardlab/ward/internal/dburl"
+	"github.com/wardlab/ward/dburl"
 )
 
 // TestDatabasesApart: two callers get two databases; a table one creates

@@ -59,11 +59,20 @@ func Duplicate(err error) bool {
 	return strings.Contains(err.Error(), "UNIQUE constraint failed") || strings.Contains(err.Error(), "constraint failed: PRIMARY KEY")
 }
 
-// Conflict reports whether err is MySQL's 1213: a deadlock, or on a Galera
-// cluster a transaction that lost certification to a concurrent one on
-// another node. The transaction was rolled back and may be retried; a
-// compare-and-swap counts it as a lost race.
+// Conflict reports whether err is a transaction the server rolled back
+// for a concurrent one: MySQL's 1213 (a deadlock, or on a Galera cluster a
+// transaction that lost certification to a concurrent one on another
+// node), PostgreSQL's 40001 (a serialization failure) or 40P01 (a
+// deadlock). The transaction may be retried; a compare-and-swap counts it
+// as a lost race.
 func Conflict(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pg interface{ SQLState() string }
+	if errors.As(err, &pg) {
+		return pg.SQLState() == "40001" || pg.SQLState() == "40P01"
+	}
 	n, ok := mysqlNumber(err)
 	return ok && n == 1213
 }

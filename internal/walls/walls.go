@@ -119,8 +119,7 @@ var Library = []string{
 	Module + "/journal",
 	Module + "/replication",
 	Module + "/internal/sqltable",
-	Module + "/internal/keyhooks",
-	Module + "/internal/keyproto",
+	Module + "/internal/keycore",
 	Module + "/password",
 	Module + "/password/internal/argon2",
 	Module + "/kms",
@@ -128,14 +127,18 @@ var Library = []string{
 	Module + "/kms/kmsurl",
 }
 
-// Plumbing are the root module's packages that are not library: shared
-// helpers of ward's binaries, the lab and tests. Library packages must not
-// import them (except conncap, which holds no dependency).
+// Plumbing are the root module's packages that are not library: public
+// helpers a program beside the library uses (dburl opens databases and
+// scrubs their passwords from output, conncap caps a server's
+// connections: ward's binaries and the examples import them, and so can
+// an adopter's program), and internal helpers of ward's binaries, the lab
+// and tests. Library packages must not import them.
 var Plumbing = []string{
+	Module + "/conncap",
 	Module + "/contrib/internal/ormkit",
-	Module + "/internal/conncap",
+	Module + "/dburl",
 	Module + "/internal/dbtest",
-	Module + "/internal/dburl",
+	Module + "/internal/fleetbench",
 	Module + "/internal/golden",
 	Module + "/internal/killtest",
 	Module + "/internal/mytest",
@@ -240,4 +243,45 @@ func hasPrefix(prefixes []string, path string) bool {
 func isStd(path string) bool {
 	first, _, _ := strings.Cut(path, "/")
 	return !strings.Contains(first, ".")
+}
+
+// MayImportKeyring are the packages under internal/ that may import
+// package keyring: test helpers, which read vectors through the public
+// API. Every other internal package is mechanism under the library
+// (internal/keycore is keyring's) or plumbing beside it, and an import
+// back up the layers is what the typed core replaced.
+var MayImportKeyring = []string{Module + "/internal/golden"}
+
+// UpwardImports returns the packages among pkgs under the root module's
+// internal/ that import package keyring, outside MayImportKeyring.
+func UpwardImports(pkgs []Package) []string {
+	var out []string
+	for _, p := range pkgs {
+		if !strings.HasPrefix(p.ImportPath, Module+"/internal/") || contains(MayImportKeyring, p.ImportPath) {
+			continue
+		}
+		if contains(p.Imports, Module+"/keyring") {
+			out = append(out, fmt.Sprintf("%s imports %s/keyring: internal packages sit below the library (use internal/keycore)", p.ImportPath, Module))
+		}
+	}
+	return out
+}
+
+// ExampleImports returns, among pkgs, every import of a root-module
+// internal/ package by a package under examples/: adopters copy the
+// examples into modules of their own, where such an import does not
+// build ("use of internal package … not allowed").
+func ExampleImports(pkgs []Package) []string {
+	var out []string
+	for _, p := range pkgs {
+		if !strings.HasPrefix(p.ImportPath, Module+"/examples/") {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, Module+"/internal/") {
+				out = append(out, fmt.Sprintf("%s imports %s: an example uses only what a module outside ward can import", p.ImportPath, imp))
+			}
+		}
+	}
+	return out
 }

@@ -6,7 +6,7 @@ import (
 	"net"
 	"sync"
 
-	"github.com/wardlab/ward/internal/conncap"
+	"github.com/wardlab/ward/conncap"
 )
 
 // Defaults of ServeOptions.

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/wardlab/ward/internal/conncap"
+	"github.com/wardlab/ward/conncap"
 )
 
 // ServerOptions configure an HTTPS server that reports what each client

@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/internal/cli"
 
 	"github.com/wardlab/ward/lab"
@@ -49,7 +50,7 @@ func main() {
 
 // run executes one command line and returns the exit code.
 func (a *app) run(ctx context.Context, args []string) int {
-	return cli.Run(ctx, a.newRootCmd(), args, nil, a.stdout, a.stderr)
+	return cli.Run(ctx, a.newRootCmd(), args, nil, a.stdout, a.stderr, dburl.PoolerHint)
 }
 
 // newRootCmd builds the command tree.

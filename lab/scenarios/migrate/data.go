@@ -137,7 +137,7 @@ func (e *env) encryptExisting(ctx context.Context, k jobKey) ([]lab.Result, erro
 
 // rotate adds a primary key and re-encrypts the (encrypted) table.
 func (e *env) rotate(ctx context.Context, k jobKey) ([]lab.Result, error) {
-	if _, err := e.kr.Rotate(ctx, keyring.AES256GCM); err != nil {
+	if _, err := keyring.NewManager(e.kr).AddPrimary(ctx, keyring.AES256GCM); err != nil {
 		return nil, err
 	}
 	col, err := e.column()

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/internal/myserver"
 	"github.com/wardlab/ward/lab"
 )

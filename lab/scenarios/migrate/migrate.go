@@ -15,8 +15,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/internal/pgcluster"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/lab"

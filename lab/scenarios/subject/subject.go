@@ -17,9 +17,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
-	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/internal/pgcluster"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/lab"
@@ -440,7 +440,7 @@ func (s Scenario) rewrap(ctx context.Context, env *lab.Env, e *world) error {
 	}
 	fmt.Fprintf(env.Log, "subject: %d subject keys stored in %v\n", n, time.Since(start).Round(time.Millisecond))
 	for _, w := range Workers {
-		if _, err := e.kr.Rotate(ctx, keyring.AES256GCM); err != nil {
+		if _, err := keyring.NewManager(e.kr).AddPrimary(ctx, keyring.AES256GCM); err != nil {
 			return err
 		}
 		if err := e.ledger.Record(ctx, e.kr); err != nil {

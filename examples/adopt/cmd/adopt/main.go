@@ -26,9 +26,9 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/examples/adopt"
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )

@@ -30,8 +30,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardlab/ward/internal/cli"
-	"github.com/wardlab/ward/internal/dburl"
+	"github.com/wardlab/ward/dburl"
 	_ "github.com/wardlab/ward/kms/awskms" // registers awskms://
 
 	"github.com/wardlab/ward/examples/chat"
@@ -73,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// The databases' passwords are scrubbed from everything printed,
 	// drivers' messages included, as in ward.
 	secrets := dburl.CommandSecrets(args, os.Getenv)
-	stdout, stderr = cli.Scrub(stdout, secrets), cli.Scrub(stderr, secrets)
+	stdout, stderr = dburl.Scrub(stdout, secrets), dburl.Scrub(stderr, secrets)
 	dburl.LogDriverTo(stderr)
 	var o options
 	root := newRoot(&o, stdout)
@@ -86,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "ward-chat: error: %v\n", err)
 	var h *hinted
-	if hint := cli.PoolerHint(err); hint != "" {
+	if hint := dburl.PoolerHint(err); hint != "" {
 		fmt.Fprintf(stderr, "hint: %s\n", hint)
 	} else if errors.As(err, &h) {
 		fmt.Fprintf(stderr, "hint: %s\n", h.hint)

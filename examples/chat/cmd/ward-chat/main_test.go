@@ -16,11 +16,11 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/examples/chat"
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/fleet"
 	"github.com/wardlab/ward/internal/cli/clitest"
-	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )

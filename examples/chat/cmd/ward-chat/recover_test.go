@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/dburl"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"

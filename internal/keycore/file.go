@@ -1,0 +1,229 @@
+package keycore
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/wardlab/ward/kms"
+)
+
+// maxKeyringFile caps how much Load reads.
+const maxKeyringFile = 16 << 20
+
+// file is where a keyring loaded with Load or made with Create lives.
+type file struct {
+	path string
+	mu   sync.Mutex // guards ks and sum
+	ks   kms.KeyService
+	sum  [32]byte // SHA-256 of the bytes last read or written
+}
+
+// Path returns the file a keyring was loaded from or created in, or ""
+// for a keyring that lives in memory.
+func (kr *Keyring) Path() string {
+	if kr.file == nil {
+		return ""
+	}
+	return kr.file.path
+}
+
+// Create makes a new keyring file at path with one primary key of alg,
+// sealed under ks, and returns the keyring, which saves its changes there.
+// It fails (with an error matching fs.ErrExist) if the file exists: it
+// never replaces keys.
+func Create(ctx context.Context, path string, ks kms.KeyService, alg Algorithm) (*Keyring, error) {
+	kr, err := New(alg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return nil, fmt.Errorf("keyring: creating %s: %w", path, fs.ErrExist)
+	}
+	// Sealed before anything touches the folder: a key service that fails
+	// (no credentials, wrong key) leaves nothing behind, not even a lock
+	// file.
+	s := kr.load()
+	s.generation = 1
+	s.addStateKey()
+	data, err := kr.marshal(ctx, s, ks)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := lock(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if _, err := os.Lstat(path); err == nil { // created meanwhile
+		return nil, fmt.Errorf("keyring: creating %s: %w", path, fs.ErrExist)
+	}
+	data = append(data, '\n')
+	if err := writeAtomic(path, data); err != nil {
+		return nil, err
+	}
+	kr.file = &file{path: path, ks: ks, sum: sha256.Sum256(data)}
+	return kr, nil
+}
+
+// Load opens the keyring file at path, sealed under ks. The keyring saves
+// its changes back to the file. A missing file is an error (matching
+// fs.ErrNotExist), never a new keyring: create one with [Create].
+func Load(ctx context.Context, path string, ks kms.KeyService) (*Keyring, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	kr, _, err := unmarshal(ctx, data, ks)
+	if err != nil {
+		return nil, fmt.Errorf("%w (file %s)", err, path)
+	}
+	kr.file = &file{path: path, ks: ks, sum: sha256.Sum256(data)}
+	return kr, nil
+}
+
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyringFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("keyring: reading %s: %w", path, err)
+	}
+	if len(data) > maxKeyringFile {
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrCorruptKeyring, path, maxKeyringFile)
+	}
+	return data, nil
+}
+
+// Reload reads the keyring's file again and publishes its keys, for a
+// process that must pick up a change another process saved (a rotation by
+// the CLI, a copy distributed from another host). It refuses a file of an
+// older generation than the one in memory ([ErrRollback]) and a file of
+// another keyring.
+func (kr *Keyring) Reload(ctx context.Context) error {
+	if kr.file == nil {
+		return errors.New("keyring: Reload needs a keyring loaded from a file")
+	}
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	f := kr.file
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	data, err := readFile(f.path)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(data)
+	if sum == f.sum {
+		return nil
+	}
+	other, _, err := unmarshal(ctx, data, f.ks)
+	if err != nil {
+		return fmt.Errorf("%w (file %s)", err, f.path)
+	}
+	defer other.destroyRoot()
+	if other.id != kr.id {
+		return fmt.Errorf("%w: %s holds keyring %s, this process has %s", ErrWrongKeyring, f.path, other.id, kr.id)
+	}
+	s := other.load()
+	if have := kr.load().generation; s.generation <= have {
+		return &RollbackError{Path: f.path, Generation: s.generation, Seen: have}
+	}
+	kr.snap.Store(s)
+	f.sum = sum
+	return nil
+}
+
+func (kr *Keyring) destroyRoot() { clear(kr.root[:]) }
+
+// Rewrap seals the keyring's file under another key service (a new master
+// key, or KMS key rotation) without touching the data keys. Later changes
+// are saved under to.
+func (kr *Keyring) Rewrap(ctx context.Context, to kms.KeyService) error {
+	if kr.file == nil {
+		return errors.New("keyring: Rewrap needs a keyring loaded from a file")
+	}
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	next := kr.load().clone()
+	next.generation++
+	if err := kr.file.save(ctx, kr, next, to); err != nil {
+		return err
+	}
+	kr.snap.Store(next)
+	return nil
+}
+
+// save writes next to the file under ks, if the file still holds exactly
+// what this process last read or wrote: under an exclusive lock (a lock
+// file beside the keyring, which survives the rename), then write, fsync,
+// rename and fsync of the directory.
+func (f *file) save(ctx context.Context, kr *Keyring, next *snapshot, ks kms.KeyService) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	unlock, err := lock(ctx, f.path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	cur, err := readFile(f.path)
+	if err != nil {
+		return &StaleError{Path: f.path, Err: err}
+	}
+	if sha256.Sum256(cur) != f.sum {
+		return &StaleError{Path: f.path}
+	}
+	data, err := kr.marshal(ctx, next, ks)
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	if err := writeAtomic(f.path, data); err != nil {
+		return err
+	}
+	f.sum = sha256.Sum256(data)
+	f.ks = ks
+	return nil
+}
+
+// writeAtomic writes data to a temporary file beside path (mode 0600),
+// syncs it, renames it over path and syncs the directory, so that after a
+// crash path holds either the old or the new content, never a mix.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	t, err := os.CreateTemp(dir, ".keyring-*")
+	if err != nil {
+		return fmt.Errorf("keyring: saving: %w", err)
+	}
+	defer os.Remove(t.Name())
+	_, err = t.Write(data)
+	if err == nil {
+		err = t.Sync()
+	}
+	if cerr := t.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(t.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("keyring: saving %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return fmt.Errorf("keyring: syncing %s: %w", dir, err)
+		}
+	}
+	return nil
+}
