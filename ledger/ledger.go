@@ -421,11 +421,8 @@ func (l *Ledger) verifiedOnce(ctx context.Context, kr *keyring.Keyring) (*State,
 		return nil, err
 	}
 	if a, ok := core(kr).Anchor(st.Database); !ok {
-		// The one write that may lack its anchor: a first write that
-		// crashed before saving it (or a service without write access to
-		// the keyring file).
-		if st.Counter > 1 {
-			return nil, fmt.Errorf("%w: the ledger names database %s at counter %d: the keyring file was restored from before the database was first anchored, or is another copy", ErrAnchorMissing, st.Database, st.Counter)
+		if err := unanchored(kr, st); err != nil {
+			return nil, err
 		}
 	} else if st.Counter < a.Counter || st.Epoch < a.Epoch {
 		return nil, fmt.Errorf("%w: counter %d, anchored at %d: an older copy of the ledger was put back", ErrReplayed, st.Counter, a.Counter)
@@ -440,6 +437,28 @@ func (l *Ledger) verifiedOnce(ctx context.Context, kr *keyring.Keyring) (*State,
 		return nil, &MissingKeysError{Keyring: kr.ID(), IDs: missing}
 	}
 	return st, nil
+}
+
+// unanchored decides on an authenticated ledger whose database the
+// keyring file does not anchor. While the keyring anchors any database, it
+// is refused: a ledger naming a database the keyring never anchored is
+// one a database writer forged (with any keyring file ever written) or
+// copied from another database, and accepting it would let the next
+// write anchor the forged database and compare the real history with
+// nothing. A database joins a keyring that anchors others only through
+// Adopt, which finishes an adoption interrupted between the ledger's
+// first write and its anchor. A keyring that anchors nothing accepts the
+// first write of its first database (a first start that crashed before
+// its anchor, or a service that cannot write the keyring file).
+func unanchored(kr *keyring.Keyring, st *State) error {
+	if dbs := core(kr).Anchored(); len(dbs) > 0 {
+		return fmt.Errorf("%w: the ledger names database %s, which keyring %s does not anchor (it anchors %s): a ledger a database writer forged or copied from another database, or an adoption of this database that was interrupted (then run 'ward ledger adopt --another-database' again)",
+			ErrAnchorMissing, st.Database, kr.ID(), strings.Join(dbs, ", "))
+	}
+	if st.Counter > 1 {
+		return fmt.Errorf("%w: the ledger names database %s at counter %d: the keyring file was restored from before the database was first anchored, or is another copy", ErrAnchorMissing, st.Database, st.Counter)
+	}
+	return nil
 }
 
 // authenticate checks a stored ledger's MAC, its keyring and its
@@ -635,7 +654,7 @@ func (l *Ledger) Adopt(ctx context.Context, kr *keyring.Keyring, opts AdoptOptio
 		return Adopted{}, err
 	}
 	if s != nil {
-		return Adopted{}, fmt.Errorf("%w (database %s)", ErrAlreadyAdopted, s.state.Database)
+		return l.finishAdoption(ctx, kr, s, opts)
 	}
 	if dbs := core(kr).Anchored(); len(dbs) > 0 && !opts.AnotherDatabase {
 		return Adopted{}, fmt.Errorf("%w: keyring %s anchors databases %s; adopt this one only if it is not one of them (a database whose ledger was deleted must not be adopted again)", ErrMissing, kr.ID(), strings.Join(dbs, ", "))
@@ -672,6 +691,24 @@ func (l *Ledger) Adopt(ctx context.Context, kr *keyring.Keyring, opts AdoptOptio
 		db = st.Database
 	})
 	return Adopted{Database: db, Legacy: len(legacy)}, err
+}
+
+// finishAdoption is Adopt on a database that has a ledger: one whose first
+// write an interrupted adoption left unanchored (authenticated, counter 1,
+// a database the keyring does not anchor) is anchored now, if the
+// operator confirms it is another database; any other is already adopted.
+func (l *Ledger) finishAdoption(ctx context.Context, kr *keyring.Keyring, s *stored, opts AdoptOptions) (Adopted, error) {
+	st, err := authenticate(s, kr)
+	if err != nil {
+		return Adopted{}, err
+	}
+	if _, anchored := core(kr).Anchor(st.Database); anchored || st.Counter != 1 || !opts.AnotherDatabase {
+		return Adopted{}, fmt.Errorf("%w (database %s)", ErrAlreadyAdopted, st.Database)
+	}
+	if err := l.anchor(ctx, kr, st); err != nil {
+		return Adopted{}, err
+	}
+	return Adopted{Database: st.Database}, nil
 }
 
 // maxAttempts bounds compare-and-swap retries against concurrent writers.

@@ -151,6 +151,9 @@ func (kr *Keyring) StateMAC(msg []byte) (epoch uint64, mac []byte) {
 func (kr *Keyring) VerifyStateMAC(epoch uint64, msg, mac []byte) error {
 	s := kr.load()
 	secret, ok := s.stateKeyAt(epoch)
+	if !ok && epoch == 0 {
+		return fmt.Errorf("%w: state MAC'd under epoch 0 (the root alone, which any copy of the keyring file derives), in a keyring with state keys", ErrStateMAC)
+	}
 	if !ok {
 		return fmt.Errorf("%w: epoch %d, this keyring file's newest is %d", ErrUnknownEpoch, epoch, s.newestEpoch())
 	}
@@ -183,9 +186,12 @@ func (s *snapshot) newestStateKey() (uint64, []byte) {
 
 func (s *snapshot) newestEpoch() uint64 { e, _ := s.newestStateKey(); return e }
 
+// stateKeyAt returns the state secret of an epoch. Epoch 0 is the root
+// alone: it verifies only in a keyring without state keys (a file from
+// before them), since any keyring file ever written derives it.
 func (s *snapshot) stateKeyAt(epoch uint64) ([]byte, bool) {
 	if epoch == 0 {
-		return nil, true
+		return nil, len(s.stateKeys) == 0
 	}
 	for _, k := range s.stateKeys {
 		if k.epoch == epoch {

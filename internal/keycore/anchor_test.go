@@ -118,3 +118,30 @@ func TestStateMACEpochs(t *testing.T) {
 		t.Fatal("another keyring's state MAC verified")
 	}
 }
+
+// TestStateMACEpochZero: a MAC under epoch 0 — the root alone, which any
+// copy of the keyring file ever written derives — verifies only in a
+// keyring without state keys (a file from before them); every keyring
+// made since has state keys, in memory too.
+func TestStateMACEpochZero(t *testing.T) {
+	kr, err := New(AES256GCM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kr.StateEpoch() == 0 {
+		t.Fatal("a new keyring has no state key")
+	}
+	msg := []byte("ward ledger state v1\x00{}")
+	forged := kr.stateMAC(0, nil, msg) // the root alone
+	if err := kr.VerifyStateMAC(0, msg, forged); !errors.Is(err, ErrStateMAC) {
+		t.Fatalf("an epoch-0 MAC in a keyring with state keys: %v, want ErrStateMAC", err)
+	}
+	// A file written before state keys keeps verifying its epoch-0 state.
+	legacy, _ := New(AES256GCM)
+	s := legacy.load().clone()
+	s.stateKeys = nil
+	legacy.snap.Store(s)
+	if err := legacy.VerifyStateMAC(0, msg, legacy.stateMAC(0, nil, msg)); err != nil {
+		t.Fatalf("epoch 0 in a keyring without state keys: %v", err)
+	}
+}

@@ -49,10 +49,7 @@ func Create(ctx context.Context, path string, ks kms.KeyService, alg Algorithm) 
 	// Sealed before anything touches the folder: a key service that fails
 	// (no credentials, wrong key) leaves nothing behind, not even a lock
 	// file.
-	s := kr.load()
-	s.generation = 1
-	s.addStateKey()
-	data, err := kr.marshal(ctx, s, ks)
+	data, err := kr.marshal(ctx, kr.load(), ks)
 	if err != nil {
 		return nil, err
 	}

@@ -73,6 +73,10 @@ func New(alg Algorithm) (*Keyring, error) {
 	if _, err := s.add(alg, Primary, time.Now()); err != nil {
 		return nil, err
 	}
+	// Generation 1 and its state key, as a file Create writes: state is
+	// never MAC'd under the root alone (epoch 0).
+	s.generation = 1
+	s.addStateKey()
 	kr.snap.Store(s)
 	return kr, nil
 }

@@ -146,3 +146,34 @@ def test_subject_grant_opens_one_subjects_values_of_one_column():
     v3 = bytes.fromhex(vectors("field/subject/testdata/store-v1.json")["values"][0]["ciphertext_hex"])
     with pytest.raises(NotGrantedError):
         col.open(v3, 1, "alice")
+
+
+def forge_ledger(kr, database, epoch, key=None):
+    """A ledger row as the holder of a keyring file would forge it."""
+    import hmac as _hmac
+    import hashlib
+    body = json.dumps({"database": database, "keyring": kr.id, "keys": [], "generation": 1, "counter": 1, "epoch": epoch}, separators=(",", ":"))
+    k = key if key is not None else kr.state_mac_key(epoch)
+    mac = _hmac.new(k, b"ward ledger state v1\x00" + body.encode(), hashlib.sha256).hexdigest()
+    return {"counter": 1, "body": body, "mac": mac}
+
+
+def test_forged_unanchored_ledger_refused(db, kr):
+    """A ledger under a database ID the keyring does not anchor, at counter
+    1, is refused while the keyring anchors another (Go: ledger
+    TestForgedUnanchoredLedger)."""
+    epoch = max(kr.state_keys)
+    plant_ledger(db, forge_ledger(kr, "db-00000000feedbeef", epoch))
+    with pytest.raises(LedgerError, match="does not anchor"):
+        column(db, kr).seal("x", 7, "alice")
+
+
+def test_epoch_zero_ledger_refused(db, kr):
+    """A ledger MAC'd under the root alone (epoch 0) is refused in a keyring
+    with state keys (Go: keycore TestStateMACEpochZero)."""
+    from ward import aead
+    anchored = next(iter(kr.anchors))
+    root_only = aead.hkdf(kr._root, b"ward keyring state mac v1\x000", 32, salt=None)
+    plant_ledger(db, forge_ledger(kr, anchored, 0, key=root_only))
+    with pytest.raises(LedgerError, match="epoch 0"):
+        column(db, kr).seal("x", 7, "alice")

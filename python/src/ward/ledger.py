@@ -45,6 +45,8 @@ def verify_row(kr: Keyring, counter: int, body: str, mac_hex: str) -> LedgerStat
         raise LedgerError("the ledger's counter does not match its body: a database writer changed it")
     epoch = int(st.get("epoch", 0))
     key = kr.state_mac_key(epoch)
+    if key is None and epoch == 0:
+        raise LedgerError("the ledger is MAC'd under epoch 0 (the root alone, which any copy of the keyring file derives) in a keyring with state keys: a database writer forged it")
     if key is None:
         raise LedgerError(f"the ledger was written under a newer keyring file (state epoch {epoch}): load the current file")
     want = aead.hmac_sha256(key, b"ward ledger state v1\x00" + body.encode())
@@ -55,6 +57,12 @@ def verify_row(kr: Keyring, counter: int, body: str, mac_hex: str) -> LedgerStat
     db = str(st.get("database", ""))
     anchor = kr.anchors.get(db)
     if anchor is None:
+        if kr.anchors:
+            # A database the keyring never anchored, while it anchors
+            # others: a ledger forged (with any keyring file ever written)
+            # or copied from another database; only ward ledger adopt
+            # --another-database joins a database to such a keyring.
+            raise LedgerError(f"the ledger names database {db[:40]}, which keyring {kr.id} does not anchor (it anchors {', '.join(sorted(kr.anchors))[:200]}): forged or copied by a database writer, or an interrupted adoption (ward ledger adopt --another-database)")
         if counter > 1:
             raise LedgerError(f"the keyring file does not anchor database {db[:40]} at counter {counter}: it is another copy, or older than the database")
     elif counter < int(anchor.get("counter", 0)) or epoch < int(anchor.get("epoch", 0)):
