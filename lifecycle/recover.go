@@ -162,7 +162,7 @@ func Recover(ctx context.Context, kr *keyring.Keyring, d Database, opts RecoverO
 		return Recovered{}, inDB(d.Name, err)
 	}
 	for _, id := range in.Behind.Retired {
-		refs, err := referencesIn(ctx, kr, d, in.State, id)
+		refs, err := referencesIn(ctx, kr, d, in.State, id, false)
 		if err != nil {
 			return Recovered{}, inDB(d.Name, err)
 		}
@@ -182,7 +182,7 @@ func Recover(ctx context.Context, kr *keyring.Keyring, d Database, opts RecoverO
 	counters := map[string]uint64{}
 	for i, np := range plan.Namespaces {
 		for _, sub := range np.reapply {
-			if _, _, err := stores[i].Reapply(ctx, sub, at(records, np.Namespace, sub)); err != nil {
+			if _, _, err := stores[i].Reapply(ctx, in.State.Database, sub, at(records, np.Namespace, sub)); err != nil {
 				return out, inDB(d.Name, err)
 			}
 			out.Reapplied++
@@ -209,9 +209,13 @@ func recoveryStores(ctx context.Context, kr *keyring.Keyring, d Database, in led
 		names = append(names, records.Namespaces()...)
 	}
 	slices.Sort(names)
+	// The ledger is behind its anchor: its authenticated state, with the
+	// anchor's marks (kept once recorded), stands for it.
+	verified := *in.State
+	verified.Marks = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(in.State.Marks), in.Anchor.Marks...))))
 	var out []*subject.Store
 	for _, ns := range slices.Compact(names) {
-		s, err := subject.Open(ctx, subject.Config{DB: d.DB, Dialect: d.Dialect, Keyring: kr, Ledger: d.ledger(), Namespace: ns})
+		s, err := subject.Open(ctx, subject.Config{DB: d.DB, Dialect: d.Dialect, Keyring: kr, Ledger: d.ledger(), Namespace: ns, Verified: &verified})
 		if err != nil {
 			return nil, err
 		}

@@ -95,11 +95,14 @@ func References(ctx context.Context, kr *keyring.Keyring, d Database, id keyring
 	if err != nil {
 		return nil, err
 	}
-	return referencesIn(ctx, kr, d, st, id)
+	return referencesIn(ctx, kr, d, st, id, true)
 }
 
-// referencesIn is References with the ledger's state already read.
-func referencesIn(ctx context.Context, kr *keyring.Keyring, d Database, st *ledger.State, id keyring.KeyID) ([]Reference, error) {
+// referencesIn is References with the ledger's state already read; with
+// tombstones, the tombstones MAC'd under the key's integrity epoch count
+// too (a recovery asks what a retired key made unreadable: values and
+// keys, not tombstones, which it writes again).
+func referencesIn(ctx context.Context, kr *keyring.Keyring, d Database, st *ledger.State, id keyring.KeyID, tombstones bool) ([]Reference, error) {
 	var out []Reference
 	add := func(format string, args ...any) {
 		out = append(out, Reference{DB: d.Name, What: fmt.Sprintf(format, args...)})
@@ -133,6 +136,16 @@ func referencesIn(ctx context.Context, kr *keyring.Keyring, d Database, st *ledg
 		}
 		if n := c.ByKey[id]; n > 0 {
 			add("%d subject keys of %s are wrapped under it", n, s.Namespace())
+		}
+		if !tombstones {
+			continue
+		}
+		n, err := s.TombstonesAt(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			add("%d tombstones of %s are MAC'd under its integrity epoch (or as v1): a rotation or ward subject rewrap moves them", n, s.Namespace())
 		}
 	}
 	return out, nil

@@ -46,6 +46,12 @@ func (s *Store) journaledPrivate(ctx context.Context, subject string) (bool, err
 // databaseID is the ledger's database ID, read from a verified ledger
 // once per Store (it never changes; "" while the database has no ledger).
 func (s *Store) databaseID(ctx context.Context) (string, error) {
+	if v := s.cfg.Verified; v != nil {
+		return v.Database, nil
+	}
+	if s.cfg.Ledger == nil {
+		return "", nil
+	}
 	s.mu.Lock()
 	db := s.dbID
 	s.mu.Unlock()

@@ -95,6 +95,13 @@ func TestFaultLoops(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// Forgotten subjects: their tombstones move to the new key's
+		// integrity epoch with the re-wrap (RemacTombstones), killed too.
+		for i := range faultForgotten {
+			if err := s.Forget(ctx, fmt.Sprint("gone", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		for _, op := range []string{"private", "change", "reset", "rewrap", "rotate"} {
 			if op == "rewrap" { // a new keyring key to re-wrap under
 				if _, err := keyring.NewManager(f.kr).AddPrimary(ctx, keyring.AES256GCM); err != nil {
@@ -129,10 +136,20 @@ func (f *faultEnv) loop(t *testing.T, op string, kills int) {
 		if err != nil || len(c.ByKey) != 1 || c.ByKey[f.kr.Primary().ID] != faultUsers/2 {
 			t.Fatalf("after the re-wrap: %+v %v", c, err)
 		}
+		for _, k := range f.kr.Keys() {
+			n, err := s.TombstonesAt(ctx, k.ID)
+			if err != nil || (k.ID != f.kr.Primary().ID && n != 0) {
+				t.Fatalf("after the re-wrap: %d tombstones under the epoch of %v, %v", n, k.ID, err)
+			}
+		}
 	}
 }
 
-// check opens every subject's value as its state says it must open.
+// faultForgotten is how many subjects the loops start forgotten.
+const faultForgotten = 10
+
+// check opens every subject's value as its state says it must open, and
+// finds every forgotten subject's tombstone valid.
 func (f *faultEnv) check(t *testing.T, op string, kill int) {
 	t.Helper()
 	ctx := context.Background()
@@ -142,6 +159,9 @@ func (f *faultEnv) check(t *testing.T, op string, kill int) {
 	s, err := Open(ctx, f.config(f.d.DB, f.kr))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if valid, bad, err := s.Tombstoned(ctx); err != nil || len(valid) != faultForgotten || len(bad) != 0 {
+		t.Fatalf("%s, kill %d: tombstones valid %v, bad %v, %v", op, kill, valid, bad, err)
 	}
 	col := column(t, f.kr, s, f.tables[4])
 	dialect, _ := field.ParseDialect(f.d.Driver)

@@ -43,6 +43,10 @@ type RewrapStats struct {
 	Conflicts int64 // changed by another writer between read and write: left to the next run
 	UserHeld  int64 // user-held keys: skipped (only their user can re-wrap them, at log-in)
 	Elapsed   time.Duration
+	// Tombstones is what moving the tombstones to the current integrity
+	// epoch did (RemacTombstones; shard 0 of a sharded run, and only with
+	// a ledger).
+	Tombstones RemacStats
 }
 
 // Rewrap re-wraps every key of the namespace that is not wrapped under
@@ -110,7 +114,15 @@ func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, er
 	if err != nil {
 		return st, err
 	}
-	return st, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return st, err
+	}
+	// The tombstones move with the keys: the older key's epoch, which
+	// they may name, ends when it is retired.
+	if s.cfg.Ledger != nil && opts.Shard == 0 {
+		st.Tombstones, err = s.RemacTombstones(ctx)
+	}
+	return st, err
 }
 
 // rewrapCounts count a re-wrap's work across its workers.

@@ -28,7 +28,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"runtime"
@@ -109,6 +108,10 @@ type Config struct {
 	// KeysTable, TombstonesTable and SessionsTable name the tables
 	// (defaults above).
 	KeysTable, TombstonesTable, SessionsTable string
+	// Verified, if set, is a ledger state the caller authenticated by
+	// other means, whose database ID and marks stand for Ledger's: a
+	// recovery, whose ledger is behind its anchor (lifecycle.Recover).
+	Verified *ledger.State
 }
 
 // Store is a namespace's subject keys. It implements [field.SubjectKeys].
@@ -124,6 +127,8 @@ type Store struct {
 	clock            *clock
 	dbID             string // the ledger's database ID, once verified (anchored.go)
 	grants           grantedCache
+	tombV1Refused    bool      // the ledger refuses v1 tombstones (tombstone.go)
+	tombV1Asked      time.Time // when the ledger was last asked
 }
 
 // cached are a subject's unwrapped keys. The entry lives at most the TTL
@@ -497,16 +502,6 @@ func (s *Store) forgottenHere(subject string) error {
 	return nil
 }
 
-// tombstoneMessage is what a tombstone's MAC covers.
-func (s *Store) tombstoneMessage(subject string, at int64) []byte {
-	b := []byte("ward subject tombstone v1\x00")
-	b = binary.AppendUvarint(b, uint64(len(s.cfg.Namespace)))
-	b = append(b, s.cfg.Namespace...)
-	b = binary.AppendUvarint(b, uint64(len(subject)))
-	b = append(b, subject...)
-	return binary.BigEndian.AppendUint64(b, uint64(at))
-}
-
 // checkNotForgotten returns an error matching field.ErrSubjectErased if a
 // tombstone with a valid MAC names the subject. A tombstone that fails its
 // MAC was planted or altered by a database writer: it is reported as such,
@@ -540,13 +535,7 @@ func (s *Store) tombstone(ctx context.Context, subject string) (*tombstone, erro
 	if err != nil {
 		return nil, fmt.Errorf("subject: reading the tombstone of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
-	return &tombstone{at: at, valid: s.verifyTombstone(subject, at, epoch, macHex)}, nil
-}
-
-// verifyTombstone checks a tombstone row's MAC.
-func (s *Store) verifyTombstone(subject string, at, epoch int64, macHex string) bool {
-	mac, err := hex.DecodeString(macHex)
-	return err == nil && epoch >= 0 && core(s.cfg.Keyring).VerifyStateMAC(uint64(epoch), s.tombstoneMessage(subject, at), mac) == nil
+	return &tombstone{at: at, valid: s.verifyTombstone(ctx, subject, at, epoch, macHex)}, nil
 }
 
 // IsForgotten reports whether the subject has a tombstone that verifies.
@@ -675,7 +664,7 @@ func (s *Store) ForgetIn(ctx context.Context, tx *sql.Tx, subject string) (keys 
 	s.Purge(subject)
 	at := time.Now()
 	var anchor func(context.Context) error
-	_, keys, err = s.forget(ctx, tx, subject, at, func(added int64) error {
+	_, keys, err = s.forget(ctx, tx, st.Database, subject, at, func(added int64) error {
 		if added > 0 { // counted in the same transaction: never one without the other
 			var err error
 			if anchor, err = s.cfg.Ledger.CountTx(ctx, tx, s.cfg.Keyring, s.counterName(), 1); err != nil {
@@ -708,6 +697,9 @@ func (s *Store) forgotNow(ctx context.Context, subject string, anchor func(conte
 	}
 	s.forgotten[subject] = time.Now()
 	s.mu.Unlock()
+	if err := s.refuseV1WhenNone(ctx); err != nil {
+		return fmt.Errorf("subject: %s/%s is forgotten and counted: %w", s.cfg.Namespace, subject, err)
+	}
 	if anchor == nil {
 		return nil
 	}
@@ -723,15 +715,18 @@ func (s *Store) forgotNow(ctx context.Context, subject string, anchor func(conte
 // in tx, made durable; then it calls before with whether the tombstone is
 // new (the count, the journal). It returns whether the tombstone is new
 // and how many key versions it deleted.
-func (s *Store) forget(ctx context.Context, tx *sql.Tx, subject string, at time.Time, before func(added int64) error) (added, keys int64, err error) {
-	epoch, mac := core(s.cfg.Keyring).StateMAC(s.tombstoneMessage(subject, at.Unix()))
+func (s *Store) forget(ctx context.Context, tx *sql.Tx, database, subject string, at time.Time, before func(added int64) error) (added, keys int64, err error) {
+	epoch, mac, err := s.tombstoneMAC(database, subject, at.Unix())
+	if err != nil {
+		return 0, 0, err
+	}
 	if err := s.durable(ctx, tx); err != nil {
 		return 0, 0, err
 	}
 	p := s.cfg.Dialect.Placeholder
 	ins, skip := sqltable.IfAbsent(s.cfg.Dialect.String())
 	res, err := tx.ExecContext(ctx, fmt.Sprintf(`%s %s (namespace, subject, forgotten_at, epoch, mac) VALUES (%s, %s, %s, %s, %s)%s`,
-		ins, s.tombstones, p(1), p(2), p(3), p(4), p(5), skip), s.cfg.Namespace, subject, at.Unix(), int64(epoch), hex.EncodeToString(mac))
+		ins, s.tombstones, p(1), p(2), p(3), p(4), p(5), skip), s.cfg.Namespace, subject, at.Unix(), epoch, mac)
 	if err != nil {
 		return 0, 0, fmt.Errorf("subject: writing the tombstone of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
@@ -770,7 +765,7 @@ func (s *Store) Tombstoned(ctx context.Context) (valid, bad []string, err error)
 		if err := rows.Scan(&sub, &at, &epoch, &mac); err != nil {
 			return valid, bad, fmt.Errorf("subject: reading tombstones: %w", err)
 		}
-		if s.verifyTombstone(sub, at, epoch, mac) {
+		if s.verifyTombstone(ctx, sub, at, epoch, mac) {
 			valid = append(valid, sub)
 		} else if len(bad) < 10 {
 			bad = append(bad, sub)
@@ -785,10 +780,11 @@ func (s *Store) Tombstoned(ctx context.Context) (valid, bad []string, err error)
 // Reapply forgets a subject again, as it was at a given time, without
 // verifying or counting in the ledger: for a recovery after the database
 // went back in time (package lifecycle), which has verified the ledger
-// against the keyring's custody and counts the tombstones itself. It
+// against the keyring's custody, names its database (the tombstone is
+// bound to it) and counts the tombstones itself. It
 // returns whether it wrote a new tombstone and how many key versions it
 // deleted.
-func (s *Store) Reapply(ctx context.Context, subject string, at time.Time) (added bool, keys int64, err error) {
+func (s *Store) Reapply(ctx context.Context, database, subject string, at time.Time) (added bool, keys int64, err error) {
 	if err := checkSubject(subject); err != nil {
 		return false, 0, err
 	}
@@ -798,7 +794,7 @@ func (s *Store) Reapply(ctx context.Context, subject string, at time.Time) (adde
 		return false, 0, fmt.Errorf("subject: forgetting %s/%s again: %w", s.cfg.Namespace, subject, err)
 	}
 	defer tx.Rollback()
-	n, keys, err := s.forget(ctx, tx, subject, at, nil)
+	n, keys, err := s.forget(ctx, tx, database, subject, at, nil)
 	if err == nil {
 		err = tx.Commit()
 	}
