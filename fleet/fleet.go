@@ -273,6 +273,7 @@ type Member struct {
 	stop   context.CancelFunc
 	done   chan struct{}
 	errors func(error)
+	marked time.Time // when the gate last learned the ledger's marks
 }
 
 // Join registers this process (host name, pid) with what kr holds, and

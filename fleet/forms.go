@@ -126,6 +126,9 @@ func (m *Member) joinForms(ctx context.Context) error {
 		return err
 	}
 	m.r.Gate.SetOpen(names(opened))
+	if st != nil {
+		m.r.Gate.SetMarks(st.Marks)
+	}
 	return nil
 }
 
@@ -143,7 +146,7 @@ func (m *Member) advance(ctx context.Context) error {
 	g := m.r.Gate
 	want := g.Wanted()
 	if len(want) == 0 {
-		return nil
+		return m.refreshMarks(ctx)
 	}
 	lg := m.r.ledger()
 	st, err := lg.Verified(ctx, m.kr)
@@ -180,6 +183,30 @@ func (m *Member) advance(ctx context.Context) error {
 		return fmt.Errorf("fleet: advancing forms: %w", err)
 	}
 	g.SetOpen(opened)
+	if st != nil {
+		g.SetMarks(st.Marks)
+	}
+	return nil
+}
+
+// marksEvery is how often a member whose gate wants no form reads the
+// ledger's marks again (a job that moved every row of a table records a
+// mark: from then on the table's older forms are refused).
+const marksEvery = 30 * time.Second
+
+// refreshMarks tells the gate the ledger's marks, at most every marksEvery.
+func (m *Member) refreshMarks(ctx context.Context) error {
+	if m.r.Gate == nil || time.Since(m.marked) < marksEvery {
+		return nil
+	}
+	st, err := m.r.ledger().Verified(ctx, m.kr)
+	if err != nil {
+		return fmt.Errorf("fleet: reading the database's marks: %w", err)
+	}
+	if st != nil {
+		m.r.Gate.SetMarks(st.Marks)
+	}
+	m.marked = time.Now()
 	return nil
 }
 

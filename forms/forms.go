@@ -41,6 +41,9 @@ const (
 	KindPassword = "password"
 	// KindCiphertext: values may be written in a ciphertext version.
 	KindCiphertext = "ciphertext"
+	// KindIntegrity: integrity records (row MACs, fleet rows, tombstones)
+	// may be written in a version.
+	KindIntegrity = "integrity"
 )
 
 // Release is the ward release that introduced capabilities: every kind of
@@ -65,6 +68,11 @@ const Pepper Form = KindPassword + ":pepper"
 // Ciphertext is the form "values may be written in ciphertext version v".
 func Ciphertext(version int) Form { return Form(fmt.Sprintf("%s:v%d", KindCiphertext, version)) }
 
+// IntegrityV2 is the form "integrity records may be written v2": bound to
+// their database and MAC'd under an integrity epoch (FORMAT.md), which a
+// process of a release before them cannot verify.
+const IntegrityV2 Form = KindIntegrity + ":v2"
+
 // Kind returns the form's kind (KindSealed, …).
 func (f Form) Kind() string {
 	k, _, _ := strings.Cut(string(f), ":")
@@ -75,7 +83,7 @@ func (f Form) Kind() string {
 // this release does not know).
 func ReleaseOf(f Form) string {
 	switch f.Kind() {
-	case KindSealed, KindSubject, KindPassword, KindCiphertext:
+	case KindSealed, KindSubject, KindPassword, KindCiphertext, KindIntegrity:
 		return Release
 	}
 	return ""
@@ -131,6 +139,7 @@ type Gate struct {
 	want  []Form
 	hold  atomic.Bool
 	open  atomic.Pointer[map[Form]bool]
+	marks atomic.Pointer[map[string]bool]
 	ready chan struct{} // closed by the first SetOpen
 	once  sync.Once
 }
@@ -247,6 +256,37 @@ func (g *Gate) SetOpen(fs []Form) {
 	g.open.Store(&next)
 	g.mu.Unlock()
 	g.once.Do(func() { close(g.ready) })
+}
+
+// SetMarks adds to the marks the database's ledger records (its fleet
+// member calls it after each read of the ledger): facts that never go
+// away, such as a job having moved every row of a table to a newer form.
+func (g *Gate) SetMarks(marks []string) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	next := map[string]bool{}
+	if cur := g.marks.Load(); cur != nil {
+		for m := range *cur {
+			next[m] = true
+		}
+	}
+	for _, m := range marks {
+		next[m] = true
+	}
+	g.marks.Store(&next)
+}
+
+// Marked reports whether the database's ledger records mark, as far as
+// this process has read it. A nil Gate knows no mark.
+func (g *Gate) Marked(mark string) bool {
+	if g == nil {
+		return false
+	}
+	m := g.marks.Load()
+	return m != nil && (*m)[mark]
 }
 
 // Ready is closed once the gate has learned its database's opened forms.

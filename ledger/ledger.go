@@ -145,6 +145,10 @@ type State struct {
 	// Grants are the grants issued for the database's columns
 	// ([Ledger.RecordGrant]), revoked or not, sorted by ID.
 	Grants []Grant `json:"grants,omitempty"`
+	// MACs are the columns of row MACs ([field.RowMAC]) recorded with
+	// [Ledger.RowMAC], sorted by table and column: what a rotation's
+	// re-MAC pass moves to the current integrity epoch.
+	MACs []MACColumn `json:"macs,omitempty"`
 }
 
 // RetiredState is the state a ledger records for a retired key
@@ -760,6 +764,7 @@ func successor(cur *State, kr *keyring.Keyring) State {
 	next.Recoveries = slices.Clone(cur.Recoveries)
 	next.Forms = cloneForms(cur.Forms)
 	next.Grants = cloneGrants(cur.Grants)
+	next.MACs = cloneMACs(cur.MACs)
 	return next
 }
 
@@ -780,6 +785,7 @@ func normalise(next *State, kr *keyring.Keyring) {
 	next.Recheck = slices.Compact(next.Recheck)
 	next.Forms = sortForms(next.Forms)
 	next.Grants = cloneGrants(next.Grants)
+	next.MACs = sortMACs(next.MACs)
 	slices.SortFunc(next.Columns, func(a, b Column) int {
 		return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.Column, b.Column))
 	})
@@ -792,7 +798,8 @@ func unchanged(cur, next *State, kr *keyring.Keyring) bool {
 		slices.EqualFunc(cur.Columns, next.Columns, Column.equal) && maps.Equal(cur.Counters, next.Counters) &&
 		slices.Equal(cur.Recheck, next.Recheck) && len(cur.Recoveries) == len(next.Recoveries) &&
 		slices.EqualFunc(cur.Forms, next.Forms, Form.equal) && cur.Expect == next.Expect &&
-		slices.EqualFunc(cur.Grants, next.Grants, Grant.equal) && cur.Epoch == core(kr).StateEpoch()
+		slices.EqualFunc(cur.Grants, next.Grants, Grant.equal) && slices.EqualFunc(cur.MACs, next.MACs, MACColumn.equal) &&
+		cur.Epoch == core(kr).StateEpoch()
 }
 
 // update reads the ledger (as m says), applies change to a copy,

@@ -67,6 +67,8 @@ type Observer struct {
 	Subjects func(s SubjectResult, err error)
 	// Skipped reports a recorded column no job moves, and why.
 	Skipped func(db string, c ledger.Column, why string)
+	// MACs reports a recorded column of row MACs a re-MAC pass moved.
+	MACs func(m MACResult, err error)
 }
 
 // ColumnResult is what a re-sealing job did to one recorded column.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/wardlab/ward/field/reseal"
@@ -123,6 +125,15 @@ func referencesIn(ctx context.Context, kr *keyring.Keyring, d Database, st *ledg
 			case n > 0:
 				add("%d values in %s.%s are sealed under it", n, c.Table, c.Column)
 			}
+		}
+	}
+	if st != nil && tombstones {
+		at, err := macsAt(ctx, d, st, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range slices.Sorted(maps.Keys(at)) {
+			add("%d row MACs in %s name its integrity epoch: a rotation's re-MAC pass (lifecycle.RemacRows) moves them", at[c], c)
 		}
 	}
 	stores, err := Stores(ctx, kr, d)

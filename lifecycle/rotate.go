@@ -40,6 +40,9 @@ type Rotation struct {
 	// namespaces, in the order of the databases given.
 	Columns  []ColumnResult
 	Subjects []SubjectResult
+	// MACs are the recorded row-MAC columns moved to the new integrity
+	// epoch (RemacRows).
+	MACs []MACResult
 }
 
 // Rotate rotates kr's primary key across every process that uses it, with
@@ -94,6 +97,16 @@ func Rotate(ctx context.Context, kr *keyring.Keyring, dbs []Database, opts Rotat
 		if err != nil {
 			return r, inDB(d.Name, err)
 		}
+		macs, err := RemacRows(ctx, kr, d)
+		r.MACs = append(r.MACs, macs...)
+		for _, m := range macs {
+			if f := opts.Observer.MACs; f != nil {
+				f(m, nil)
+			}
+		}
+		if err != nil {
+			return r, inDB(d.Name, err)
+		}
 	}
 	return r, nil
 }
@@ -108,6 +121,15 @@ func Reseal(ctx context.Context, kr *keyring.Keyring, d Database, obs Observer) 
 		return nil, nil, err
 	}
 	cols, subs, err := moveAll(ctx, kr, d, &obs)
+	if err != nil {
+		return cols, subs, inDB(d.Name, err)
+	}
+	macs, err := RemacRows(ctx, kr, d)
+	for _, m := range macs {
+		if obs.MACs != nil {
+			obs.MACs(m, nil)
+		}
+	}
 	return cols, subs, inDB(d.Name, err)
 }
 

@@ -18,8 +18,9 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/dburl"
+	"github.com/wardlab/ward/examples/internal/fleetbench"
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/internal/fleetbench"
+	"github.com/wardlab/ward/internal/pgtest"
 )
 
 // BenchmarkFleetRotation is the adopters issue's rotation across a running
@@ -35,7 +36,7 @@ import (
 //	go test ./examples/adopt -run '^$' -bench FleetRotation -benchtime 1x
 func BenchmarkFleetRotation(b *testing.B) {
 	bin := fleetbench.Build(b, "github.com/wardlab/ward/examples/adopt/cmd/adopt", "github.com/wardlab/ward/cmd/ward")
-	fleetbench.ForEachDB(b, func(b *testing.B, dbURL, dir string, env []string) { fleetRotation(b, bin, dbURL, dir, env) })
+	fleetbench.ForEachDB(b, pgtest.URL, func(b *testing.B, dbURL, dir string, env []string) { fleetRotation(b, bin, dbURL, dir, env) })
 }
 
 func fleetRotation(b *testing.B, bin, dbURL, dir string, env []string) {

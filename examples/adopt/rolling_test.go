@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/dburl"
+	"github.com/wardlab/ward/examples/internal/fleetbench"
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/forms"
-	"github.com/wardlab/ward/internal/fleetbench"
 	"github.com/wardlab/ward/internal/mytest"
 	"github.com/wardlab/ward/internal/pgtest"
 	"github.com/wardlab/ward/keyring"

@@ -106,8 +106,10 @@ func TestKeyringFailsClosed(t *testing.T) {
 		if _, err := Init(ctx, typo); !errors.Is(err, keyring.ErrWrongKeyring) {
 			t.Fatalf("init over a database of another keyring: %v", err)
 		}
-		if _, err := Open(ctx, ta.cfg); err != nil { // the right one still opens
+		if again, err := Open(ctx, ta.cfg); err != nil { // the right one still opens
 			t.Fatal(err)
+		} else {
+			again.Close()
 		}
 		old, _ := os.ReadFile(ta.cfg.KeyringPath)
 		if err := ta.app.Rotate(ctx, io.Discard); err != nil {

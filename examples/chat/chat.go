@@ -33,6 +33,8 @@ import (
 	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
+	"github.com/wardlab/ward/fleet"
+	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
@@ -80,6 +82,10 @@ type Config struct {
 	// SubjectTTL bounds how long a process keeps a user's unwrapped key
 	// (default 30 s): a deleted account stops opening everywhere within it.
 	SubjectTTL time.Duration
+	// KeyringPoll is how often the service re-reads its keyring file
+	// (default 5 s): a rotation waits about that long for it at each of
+	// its two waits.
+	KeyringPoll time.Duration
 	// AssistantWorker, when set, is the command line of a process that
 	// answers for the assistant (examples/chat/worker/assistant.py, on the
 	// Python package): it gets each conversation's ciphertexts and a
@@ -149,6 +155,9 @@ type Service struct {
 	log     *slog.Logger
 	rotMu   sync.Mutex // serialises Reload and Rotate
 	journal *journal.Journal
+	member  *fleet.Member      // the process's registration, from Open to Close
+	stop    context.CancelFunc // ends the keyring watch (follow)
+	gate    *forms.Gate        // the forms its columns and row MACs write
 }
 
 // ErrNoKeyring means the keyring file does not exist: create it with Init
@@ -255,8 +264,15 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err != nil {
 		return nil, err
 	}
-	st, err := newStore(db, dialect, kr, cfg.Codec, subjects)
+	gate := forms.New()
+	st, err := newStore(db, dialect, kr, cfg.Codec, subjects, gate)
 	if err != nil {
+		return nil, err
+	}
+	if err := st.cols.rowMACs(ctx, lg, kr, gate); err != nil {
+		return nil, err
+	}
+	if err := openSchemaForms(ctx, lg, kr, st.cols); err != nil {
 		return nil, err
 	}
 	// The columns a fleet rotation re-encrypts (ward keyring rotate --db).
@@ -291,7 +307,35 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 			return nil, err
 		}
 	}
-	return &Service{cfg: cfg, db: db, dialect: dialect, kr: kr, ledger: lg, store: st, server: srv, log: log, journal: j}, nil
+	svc := &Service{cfg: cfg, db: db, dialect: dialect, kr: kr, ledger: lg, store: st, server: srv, log: log, journal: j}
+	if err := svc.follow(ctx, gate); err != nil {
+		return nil, err
+	}
+	return svc, nil
+}
+
+// follow makes the service a member of its fleet from Open to Close: it
+// follows the keyring file (another process's rotation is picked up
+// within keyringPoll without a signal; SIGHUP still reloads at once) and
+// registers, so that a fleet rotation waits until it holds a new key and
+// forms open only once it reads them.
+func (s *Service) follow(ctx context.Context, gate *forms.Gate) error {
+	life, stop := context.WithCancel(context.WithoutCancel(ctx))
+	poll := s.cfg.KeyringPoll
+	if poll <= 0 {
+		poll = keyringPoll
+	}
+	if err := s.kr.Watch(life, poll, func(err error) { s.log.Warn("keyring re-read failed", "err", err) }); err != nil {
+		stop()
+		return err
+	}
+	m, err := joinFleet(ctx, s, gate)
+	if err != nil {
+		stop()
+		return err
+	}
+	s.member, s.stop, s.gate = m, stop, gate
+	return nil
 }
 
 // ErrNoDatabase means the SQLite file the configuration names does not
@@ -331,6 +375,12 @@ func (s *Service) Handler() http.Handler { return s.server.handler() }
 
 // Close closes the database.
 func (s *Service) Close() error {
+	if s.member != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.member.Leave(ctx) // a clean exit leaves the registry
+		cancel()
+		s.stop()
+	}
 	if s.server.worker != nil {
 		s.server.worker.Close()
 	}

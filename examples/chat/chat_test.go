@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/internal/mytest"
@@ -66,6 +67,9 @@ func newTestApp(t *testing.T, cfg Config) *testApp {
 	t.Helper()
 	if cfg.Limits == (Limits{}) {
 		cfg.Limits = testLimits
+	}
+	if cfg.KeyringPoll == 0 {
+		cfg.KeyringPoll = 100 * time.Millisecond // rotations wait for every open service
 	}
 	if _, err := Init(context.Background(), cfg); err != nil {
 		t.Fatal(err)

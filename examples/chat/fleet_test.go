@@ -17,7 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardlab/ward/internal/fleetbench"
+	"github.com/wardlab/ward/examples/internal/fleetbench"
+	"github.com/wardlab/ward/internal/pgtest"
 )
 
 // BenchmarkFleetRotation is the adopters issue's rotation across a running
@@ -34,7 +35,7 @@ import (
 //	go test ./examples/chat -run '^$' -bench FleetRotation -benchtime 1x
 func BenchmarkFleetRotation(b *testing.B) {
 	bin := fleetbench.Build(b, "github.com/wardlab/ward/examples/chat/cmd/ward-chat", "github.com/wardlab/ward/cmd/ward")
-	fleetbench.ForEachDB(b, func(b *testing.B, dbURL, dir string, env []string) { fleetRotation(b, bin, dbURL, dir, env) })
+	fleetbench.ForEachDB(b, pgtest.URL, func(b *testing.B, dbURL, dir string, env []string) { fleetRotation(b, bin, dbURL, dir, env) })
 }
 
 func fleetRotation(b *testing.B, bin, dbURL, dir string, env []string) {

@@ -315,8 +315,11 @@ func Migrate(ctx context.Context, cfg Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cols, err := newColumns(kr, true, subjects)
+	cols, err := newColumns(kr, true, subjects, nil)
 	if err != nil {
+		return err
+	}
+	if err := cols.rowMACs(ctx, ledger, kr, nil); err != nil {
 		return err
 	}
 	for _, col := range []*field.Column{cols.email, cols.body, cols.title} {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"
@@ -72,13 +73,29 @@ func (s *Service) database() lifecycle.Database {
 
 // printer prints what a rotation or a re-seal did.
 func (s *Service) printer(out io.Writer) lifecycle.Observer {
+	beat := func() { // this process holds the change at once: no wait for its own heartbeat
+		if s.member != nil {
+			s.member.Beat(context.Background())
+		}
+	}
 	return lifecycle.Observer{
-		Promoted: func(id, old keyring.KeyID) { fmt.Fprintf(out, "promoted %v; %v is decrypt-only\n", id, old) },
+		Added:    func(keyring.KeyID, bool) { beat() },
+		Promoted: func(id, old keyring.KeyID) { beat(); fmt.Fprintf(out, "promoted %v; %v is decrypt-only\n", id, old) },
 		Column: func(c lifecycle.ColumnResult, _ error) {
 			fmt.Fprintf(out, "%s.%s: %d re-encrypted under %v, %d already up to date\n", c.Column.Table, c.Column.Column, c.Stats.Reencrypted, s.kr.Primary().ID, c.Stats.Current)
 		},
 		Subjects: func(r lifecycle.SubjectResult, _ error) {
 			fmt.Fprintf(out, "user keys (%s): %d re-wrapped under %v, %d already up to date, %d held by their users\n", r.Namespace, r.Rewrap.Rewrapped, s.kr.Primary().ID, r.Rewrap.Current, r.Rewrap.UserHeld)
+		},
+		MACs: func(m lifecycle.MACResult, _ error) {
+			if m.Refused { // this process refuses them at once; others within their refresh
+				s.gate.SetMarks([]string{field.RowMACMovedMark(m.Column.Table)})
+			}
+			state := "v1 MACs refused"
+			if !m.Refused {
+				state = "v1 MACs still accepted: " + m.Why
+			}
+			fmt.Fprintf(out, "%s.%s: %d row MACs moved to epoch %v, %d already there, %d invalid; %s\n", m.Column.Table, m.Column.Column, m.Moved, s.kr.Primary().ID, m.Current, m.Invalid, state)
 		},
 		Skipped: func(_ string, c ledger.Column, why string) {
 			if c.Table != "" {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/conncap"
-	"github.com/wardlab/ward/fleet"
 )
 
 // Timeouts of the HTTP server: a client that trickles its headers or body,
@@ -55,20 +54,10 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, out io.Writer) err
 		}
 	}()
 	go s.sweep(ctx)
-	// Another process's rotation (the CLI, another instance) is picked up
-	// within keyringPoll without a signal; SIGHUP still reloads at once.
-	if err := s.kr.Watch(ctx, keyringPoll, func(err error) { s.server.log.Warn("keyring re-read failed", "err", err) }); err != nil {
-		return err
-	}
-	// Registered in the database, so that a fleet rotation (ward keyring
-	// rotate --db) waits until this process holds a new key before it is
-	// promoted; a clean exit leaves the registry.
-	member, err := (&fleet.Registry{DB: s.db, Dialect: s.dialect}).Join(ctx, s.kr, fleetHeartbeat,
-		func(err error) { s.server.log.Warn("fleet heartbeat failed", "err", err) })
-	if err != nil {
-		return err
-	}
-	defer member.Leave(context.WithoutCancel(ctx))
+	// Registered in the database since Open (joinFleet), so that a fleet
+	// rotation (ward keyring rotate --db) waits until this process holds a
+	// new key before it is promoted; a clean exit leaves the registry.
+	defer s.member.Leave(context.WithoutCancel(ctx))
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -87,7 +76,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, out io.Writer) err
 	fmt.Fprintf(out, "ward chat on http://%s/ (keyring %s, primary key %v)\n", ln.Addr(), s.kr.ID(), s.kr.Primary().ID)
 	capped := conncap.New(ln, conncap.Options{Total: l.MaxConns, PerPrefix: l.MaxConnsPerAddress})
 	hs.ConnState = capped.ConnState // idle keep-alive connections make room first
-	err = hs.Serve(capped)
+	err := hs.Serve(capped)
 	if errors.Is(err, http.ErrServerClosed) {
 		<-drained // Serve returns at once; the requests in flight finish first
 		return nil

@@ -14,7 +14,9 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
+	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // columns are the encrypted columns, blind index and row MACs of the
@@ -37,16 +39,17 @@ type columns struct {
 	resetMAC                           *field.RowMAC
 }
 
-func newColumns(kr *keyring.Keyring, migrating bool, subjects field.SubjectKeys) (*columns, error) {
+func newColumns(kr *keyring.Keyring, migrating bool, subjects field.SubjectKeys, gate *forms.Gate) (*columns, error) {
 	c := &columns{}
 	var err error
 	perUser := field.PerSubject(subjects, "user_id")
+	gated := field.WithForms(gate) // v4 once every registered process reads it
 	// The service refuses values in earlier ciphertext versions and
 	// bindings for good: it runs only on a migrated database. Migrate
 	// alone reads them, to re-seal them.
-	plain, bound := []field.ColumnOption{field.RefuseLegacyForms()}, []field.ColumnOption{field.RefuseLegacyForms()}
+	plain, bound := []field.ColumnOption{gated, field.RefuseLegacyForms()}, []field.ColumnOption{gated, field.RefuseLegacyForms()}
 	if migrating {
-		plain, bound = nil, []field.ColumnOption{field.AcceptLegacyBinding()}
+		plain, bound = []field.ColumnOption{gated}, []field.ColumnOption{gated, field.AcceptLegacyBinding()}
 	}
 	if c.email, err = field.NewColumn(kr, "users", "email", plain...); err != nil {
 		return nil, err
@@ -59,31 +62,44 @@ func newColumns(kr *keyring.Keyring, migrating bool, subjects field.SubjectKeys)
 	}
 	// Pending sign-ups and the outbox came after every legacy form.
 	strict := field.RefuseLegacyForms()
-	if c.signupEmail, err = field.NewColumn(kr, "signups", "email", strict); err != nil {
+	if c.signupEmail, err = field.NewColumn(kr, "signups", "email", strict, gated); err != nil {
 		return nil, err
 	}
-	if c.outboxTo, err = field.NewColumn(kr, "outbox", "recipient", strict); err != nil {
+	if c.outboxTo, err = field.NewColumn(kr, "outbox", "recipient", strict, gated); err != nil {
 		return nil, err
 	}
-	if c.outboxBody, err = field.NewColumn(kr, "outbox", "body", strict); err != nil {
-		return nil, err
-	}
-	if c.signupMAC, err = field.NewRowMAC(kr, "signups", "token_hash", "email_idx", "password", "expires"); err != nil {
+	if c.outboxBody, err = field.NewColumn(kr, "outbox", "body", strict, gated); err != nil {
 		return nil, err
 	}
 	if c.emailIdx, err = field.NewBlindIndex(kr, "users", "email", field.WithNormalizer(field.NormalizeFold)); err != nil {
 		return nil, err
 	}
-	if c.passwordMAC, err = field.NewRowMAC(kr, "users", "id", "password"); err != nil {
-		return nil, err
-	}
-	if c.sessionMAC, err = field.NewRowMAC(kr, "sessions", "token_hash", "user_id", "expires"); err != nil {
-		return nil, err
-	}
-	if c.resetMAC, err = field.NewRowMAC(kr, "resets", "token_hash", "user_id", "expires"); err != nil {
-		return nil, err
-	}
 	return c, nil
+}
+
+// The row MACs the service keeps: each column and what it covers, recorded
+// in the ledger so that a rotation moves them to each new integrity epoch.
+var (
+	passwordMACs = ledger.MACColumn{Table: "users", Column: "password_mac", Key: "id", Covers: []string{"id", "password"}}
+	sessionMACs  = ledger.MACColumn{Table: "sessions", Column: "mac", Key: "token_hash", Covers: []string{"token_hash", "user_id", "expires"}}
+	signupMACs   = ledger.MACColumn{Table: "signups", Column: "mac", Key: "token_hash", Covers: []string{"token_hash", "email_idx", "password", "expires"}}
+	resetMACs    = ledger.MACColumn{Table: "resets", Column: "mac", Key: "token_hash", Covers: []string{"token_hash", "user_id", "expires"}}
+)
+
+// rowMACs gives c its row MACs, bound to the database lg verifies and
+// rotating with the keyring (ledger.Ledger.RowMAC).
+func (c *columns) rowMACs(ctx context.Context, lg *ledger.Ledger, kr *keyring.Keyring, gate *forms.Gate) error {
+	for _, m := range []struct {
+		to  **field.RowMAC
+		col ledger.MACColumn
+	}{{&c.passwordMAC, passwordMACs}, {&c.sessionMAC, sessionMACs}, {&c.signupMAC, signupMACs}, {&c.resetMAC, resetMACs}} {
+		mac, err := lg.RowMAC(ctx, kr, m.col, gate)
+		if err != nil {
+			return fmt.Errorf("chat: the row MAC of %s: %w", m.col.Table, err)
+		}
+		*m.to = mac
+	}
+	return nil
 }
 
 // store holds users, sessions, conversations and messages.
@@ -154,8 +170,8 @@ var errExists = errors.New("chat: account exists")
 // errTampered is returned when a row MAC does not match.
 var errTampered = errors.New("chat: a row was altered in the database")
 
-func newStore(db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, codec Codec, subjects *subject.Store) (*store, error) {
-	cols, err := newColumns(kr, false, subjects)
+func newStore(db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, codec Codec, subjects *subject.Store, gate *forms.Gate) (*store, error) {
+	cols, err := newColumns(kr, false, subjects, gate)
 	if err != nil {
 		return nil, err
 	}

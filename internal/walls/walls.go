@@ -138,7 +138,6 @@ var Plumbing = []string{
 	Module + "/contrib/internal/ormkit",
 	Module + "/dburl",
 	Module + "/internal/dbtest",
-	Module + "/internal/fleetbench",
 	Module + "/internal/golden",
 	Module + "/internal/killtest",
 	Module + "/internal/mytest",

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardlab/ward/internal/pgtest"
 	"github.com/wardlab/ward/kms/local"
 )
 
@@ -112,11 +111,11 @@ func (r *Recorder) Report(b *testing.B, rotation, window time.Duration) {
 	b.ReportMetric(float64(len(r.lat))/window.Seconds(), "req/s")
 }
 
-// ForEachDB runs fn on a fresh SQLite file and, when WARD_TEST_POSTGRES_URL
-// is set, on PostgreSQL (a fresh schema), with the database's URL and a
-// folder for the fleet's files, which also hold the master key and the
-// keyring path in env.
-func ForEachDB(b *testing.B, fn func(b *testing.B, dbURL, dir string, env []string)) {
+// ForEachDB runs fn on a fresh SQLite file and, when pgURL gives one
+// (ward's internal/pgtest.URL, when WARD_TEST_POSTGRES_URL is set), on
+// PostgreSQL, with the database's URL and a folder for the fleet's files,
+// which also hold the master key and the keyring path in env.
+func ForEachDB(b *testing.B, pgURL func(testing.TB) string, fn func(b *testing.B, dbURL, dir string, env []string)) {
 	run := func(b *testing.B, url string) {
 		dir := b.TempDir()
 		if url == "" {
@@ -127,7 +126,7 @@ func ForEachDB(b *testing.B, fn func(b *testing.B, dbURL, dir string, env []stri
 	}
 	b.Run("sqlite", func(b *testing.B) { run(b, "") })
 	b.Run("postgres", func(b *testing.B) {
-		url := pgtest.URL(b)
+		url := pgURL(b)
 		if url == "" {
 			b.Skip("WARD_TEST_POSTGRES_URL is not set")
 		}
