@@ -22,11 +22,8 @@ package fleet
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -61,7 +58,7 @@ const maxRows = 10000
 const (
 	maxText     = 1024
 	maxKeysText = 1 << 20
-	macText     = 2 * sha256.Size
+	macText     = 128 // "v2:", an epoch, ":" and a MAC in hex
 )
 
 // listColumns reads a row with every text column within its bound: the
@@ -202,42 +199,14 @@ func (r *Registry) onPrimary(ctx context.Context) error {
 	return nil
 }
 
-// prepare creates the table if missing and derives the MAC key.
-func (r *Registry) prepare(ctx context.Context, kr *keyring.Keyring) (string, []byte, error) {
+// prepare creates the table if missing and reads what its row MACs need.
+func (r *Registry) prepare(ctx context.Context, kr *keyring.Keyring) (string, *rowMACs, error) {
 	t, err := r.table(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	key, err := macKey(kr)
-	return t, key, err
-}
-
-// macKey is the registry's MAC key, derived from the keyring.
-func macKey(kr *keyring.Keyring) ([]byte, error) { return kr.Derive("fleet registry v1", 32) }
-
-// mac authenticates every field of a row.
-func mac(key []byte, p *Process) []byte {
-	h := hmac.New(sha256.New, key)
-	var b []byte
-	for _, s := range []string{p.ID, p.Host, p.Keyring, keysText(p.Keys)} {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	for _, n := range []int64{int64(p.PID), int64(p.Generation), p.Started.UnixMilli(), p.Seen.UnixMilli()} {
-		b = binary.BigEndian.AppendUint64(b, uint64(n))
-	}
-	if p.Exited {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
-	}
-	if len(p.Forms) > 0 { // a row of a release from before forms has none, and its MAC as then
-		c := formsText(p.Forms)
-		b = binary.AppendUvarint(b, uint64(len(c)))
-		b = append(b, c...)
-	}
-	h.Write(b)
-	return h.Sum(nil)
+	m, err := r.macs(ctx, kr)
+	return t, m, err
 }
 
 func keysText(ids []keyring.KeyID) string {
@@ -267,7 +236,7 @@ func parseKeys(s string) ([]keyring.KeyID, error) {
 type Member struct {
 	r      *Registry
 	kr     *keyring.Keyring
-	key    []byte
+	key    *rowMACs
 	p      Process
 	mu     sync.Mutex
 	stop   context.CancelFunc
@@ -301,7 +270,7 @@ func (r *Registry) Join(ctx context.Context, kr *keyring.Keyring, heartbeat time
 	p := m.p
 	_, err = r.DB.ExecContext(ctx, r.Dialect.Rebind(fmt.Sprintf(`INSERT INTO %s (id, host, pid, keyring, generation, %s, started, seen, exited, mac, caps)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`, t, r.keysCol())), p.ID, p.Host, p.PID, p.Keyring, int64(p.Generation), keysText(p.Keys),
-		p.Started.UnixMilli(), p.Seen.UnixMilli(), hex.EncodeToString(mac(key, &p)), formsText(p.Forms))
+		p.Started.UnixMilli(), p.Seen.UnixMilli(), key.tag(&p, r.Gate), formsText(p.Forms))
 	if err != nil {
 		return nil, fmt.Errorf("fleet: registering: %w", err)
 	}
@@ -370,7 +339,7 @@ func (m *Member) write(ctx context.Context, exited bool) error {
 	// A heartbeat never revives a registration that left: one cancelled
 	// by Leave may still reach the server after Leave's own write.
 	_, err = m.r.DB.ExecContext(ctx, m.r.Dialect.Rebind(fmt.Sprintf(`UPDATE %s SET generation = ?, %s = ?, seen = ?, exited = ?, mac = ?, caps = ? WHERE id = ? AND exited = 0`, t, m.r.keysCol())),
-		int64(p.Generation), keysText(p.Keys), p.Seen.UnixMilli(), boolInt(exited), hex.EncodeToString(mac(m.key, &p)), formsText(p.Forms), p.ID)
+		int64(p.Generation), keysText(p.Keys), p.Seen.UnixMilli(), boolInt(exited), m.key.tag(&p, m.r.Gate), formsText(p.Forms), p.ID)
 	if err != nil {
 		return fmt.Errorf("fleet: heartbeat: %w", err)
 	}
@@ -406,7 +375,7 @@ func (r *Registry) List(ctx context.Context, kr *keyring.Keyring) ([]Process, er
 	if err := r.migrate(ctx, t); err != nil {
 		return nil, err
 	}
-	key, err := macKey(kr)
+	key, err := r.macs(ctx, kr)
 	if err != nil {
 		return nil, err
 	}
@@ -439,8 +408,7 @@ func (r *Registry) List(ctx context.Context, kr *keyring.Keyring) ([]Process, er
 		fs, ferr := parseForms(caps)
 		p.Forms = fs
 		kerr = errors.Join(kerr, ferr)
-		want, _ := hex.DecodeString(tag)
-		p.Tampered = tooLong || kerr != nil || !hmac.Equal(mac(key, &p), want)
+		p.Tampered = tooLong || kerr != nil || !key.verify(&p, tag)
 		out = append(out, p)
 	}
 	if len(out) > maxRows {

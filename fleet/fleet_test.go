@@ -14,6 +14,7 @@ import (
 	"github.com/wardlab/ward/internal/dbtest"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/ledger"
 )
 
 func forEachDB(t *testing.T, fn func(t *testing.T, db *sql.DB, d field.Dialect)) {
@@ -271,4 +272,82 @@ func exitedIn(ps []Process, id string) bool {
 		}
 	}
 	return false
+}
+
+// TestRegistryRowsAgainstOldKeyringFiles: rows are v2, bound to the
+// database and MAC'd under the epoch they name. A row forged with a
+// keyring file from before a rotation — v2 under its epoch, once the old
+// key is retired, or v1 (the root's key, which every copy derives), once
+// the ledger refuses v1 — and a row copied from another database are all
+// counted as tampered.
+func TestRegistryRowsAgainstOldKeyringFiles(t *testing.T) {
+	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "kr.json")
+		mk := local.Generate()
+		kr, err := keyring.Create(ctx, path, mk, keyring.AES256GCM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oldFile, _ := kr.Marshal(ctx, mk)
+		dbt := dbtest.DB{DB: db}
+		lg := &ledger.Ledger{DB: db, Dialect: d, Table: dbt.Table(t, "ledger")}
+		if err := lg.Record(ctx, kr); err != nil {
+			t.Fatal(err)
+		}
+		table := dbt.Table(t, "fleet")
+		reg := &Registry{DB: db, Dialect: d, Table: table, Ledger: lg}
+		m, err := reg.Join(ctx, kr, time.Hour, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := kr.Primary().ID
+		if _, err := keyring.NewManager(kr).AddPrimary(ctx, keyring.AES256GCM); err != nil {
+			t.Fatal(err)
+		}
+		m.Beat(ctx) // the heartbeat moves the row to the new epoch
+		if err := lg.Retire(ctx, kr, old); err != nil {
+			t.Fatal(err)
+		}
+		if err := keyring.NewManager(kr).Remove(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := reg.RefuseV1(ctx, kr); err != nil || !ok {
+			t.Fatalf("RefuseV1 with every row v2: %v, %v", ok, err)
+		}
+		oldKR, err := keyring.Unmarshal(ctx, oldFile, mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := lg.Verified(ctx, kr)
+		ps, err := reg.List(ctx, kr)
+		if err != nil || len(ps) != 1 || ps[0].Tampered {
+			t.Fatalf("the genuine row: %+v, %v", ps, err)
+		}
+		forged := ps[0]
+		forged.Forms = append(forged.Forms, "ciphertext:v9")
+		v1key, _ := oldKR.Derive("fleet registry v1", 32)
+		for name, tag := range map[string]string{
+			"v2 under the old epoch": (&rowMACs{kr: oldKR, database: st.Database}).tag(&forged, nil),
+			"v1":                     fmt.Sprintf("%x", rowMAC(v1key, &forged)),
+		} {
+			if _, err := db.Exec(d.Rebind(`UPDATE `+table+` SET caps = ?, mac = ? WHERE id = ?`), formsText(forged.Forms), tag, m.ID()); err != nil {
+				t.Fatal(err)
+			}
+			if ps, err := reg.List(ctx, kr); err != nil || !ps[0].Tampered {
+				t.Fatalf("a row forged with the old keyring file (%s): %+v, %v", name, ps, err)
+			}
+		}
+		// A genuine row of another database under the same keyring.
+		m.Beat(ctx)
+		var tag string
+		db.QueryRow(d.Rebind(`SELECT mac FROM `+table+` WHERE id = ?`), m.ID()).Scan(&tag)
+		other := &Registry{DB: db, Dialect: d, Table: table, Ledger: &ledger.Ledger{DB: db, Dialect: d, Table: dbt.Table(t, "ledger2")}}
+		if _, err := other.Ledger.Adopt(ctx, kr, ledger.AdoptOptions{AnotherDatabase: true}); err != nil {
+			t.Fatal(err)
+		}
+		if ps, err := other.List(ctx, kr); err != nil || !ps[0].Tampered {
+			t.Fatalf("a row read as another database's: %+v, %v", ps, err)
+		}
+	})
 }

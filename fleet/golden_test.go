@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func writeGolden(t *testing.T) {
 	ctx := context.Background()
 	mk := local.Generate()
 	kr, _ := keyring.New(keyring.AES256GCM)
-	key, _ := macKey(kr)
+	key, _ := kr.Derive("fleet registry v1", 32)
 	at := time.UnixMilli(1796000000123).UTC()
 	f := goldenFile{Comment: "ward process registry rows and their MACs (FORMAT.md, Process registry); regenerate with go test ./fleet -run Golden -update only when the MAC changes", MasterKey: mk.Encode()}
 	for _, p := range []Process{
@@ -42,7 +43,7 @@ func writeGolden(t *testing.T) {
 		{ID: "p-8899aabbccddeeff", Host: "web-2", PID: 7, Keyring: kr.ID(), Generation: 3, Keys: []keyring.KeyID{kr.Primary().ID}, Started: at, Seen: at, Exited: true,
 			Forms: []forms.Form{"ciphertext:v4", "sealed:notes.body"}},
 	} {
-		f.Rows = append(f.Rows, goldenRow{p, hex.EncodeToString(mac(key, &p))})
+		f.Rows = append(f.Rows, goldenRow{p, hex.EncodeToString(rowMAC(key, &p))})
 	}
 	f.Keyring, _ = kr.Marshal(ctx, mk)
 	golden.Write(t, goldenPath, f)
@@ -56,10 +57,60 @@ func TestGoldenRegistry(t *testing.T) {
 	}
 	var f goldenFile
 	golden.Read(t, goldenPath, &f)
-	key, _ := macKey(golden.Keyring(t, f.MasterKey, f.Keyring))
+	key, _ := golden.Keyring(t, f.MasterKey, f.Keyring).Derive("fleet registry v1", 32)
 	for _, r := range f.Rows {
-		if got := hex.EncodeToString(mac(key, &r.Process)); got != r.MAC {
+		if got := hex.EncodeToString(rowMAC(key, &r.Process)); got != r.MAC {
 			t.Errorf("%s: %s, want %s", r.Process.ID, got, r.MAC)
+		}
+	}
+}
+
+var updateV2 = flag.Bool("update-v2", false, "write testdata/registry-v2.json (only when the row MAC changes version)")
+
+const goldenV2Path = "testdata/registry-v2.json"
+
+type goldenV2File struct {
+	Comment   string          `json:"comment"`
+	MasterKey string          `json:"master_key"`
+	Keyring   json.RawMessage `json:"keyring"`
+	Database  string          `json:"database"`
+	Rows      []goldenRow     `json:"rows"`
+}
+
+// TestGoldenRegistryV2 recomputes the v2 rows' MACs (FORMAT.md: bound to
+// the database, under the epoch they name), and refuses them under
+// another database.
+func TestGoldenRegistryV2(t *testing.T) {
+	if *updateV2 {
+		mk := local.Generate()
+		kr, _ := keyring.New(keyring.AES256GCM)
+		f := goldenV2File{Comment: "ward process registry rows v2 (FORMAT.md, Process registry); regenerate with go test ./fleet -run GoldenRegistryV2 -update-v2 only when the MAC changes",
+			MasterKey: mk.Encode(), Database: "db-0123456789abcdef"}
+		m := &rowMACs{kr: kr, database: f.Database}
+		at := time.UnixMilli(1796000000123).UTC()
+		for _, p := range []Process{
+			{ID: "p-0011223344556677", Host: "web-1", PID: 4242, Keyring: kr.ID(), Generation: 3, Keys: []keyring.KeyID{kr.Primary().ID}, Started: at, Seen: at.Add(time.Minute),
+				Forms: []forms.Form{"ciphertext:v4", "integrity:v2"}},
+		} {
+			f.Rows = append(f.Rows, goldenRow{p, m.tag(&p, nil)})
+		}
+		f.Keyring, _ = kr.Marshal(context.Background(), mk)
+		golden.Write(t, goldenV2Path, f)
+	}
+	var f goldenV2File
+	golden.Read(t, goldenV2Path, &f)
+	kr := golden.Keyring(t, f.MasterKey, f.Keyring)
+	m := &rowMACs{kr: kr, database: f.Database}
+	other := &rowMACs{kr: kr, database: "db-fedcba9876543210"}
+	for _, r := range f.Rows {
+		if !strings.HasPrefix(r.MAC, "v2:") || !m.verify(&r.Process, r.MAC) {
+			t.Errorf("%s: %s does not verify", r.Process.ID, r.MAC)
+		}
+		if got := m.tag(&r.Process, nil); got != r.MAC {
+			t.Errorf("%s: %s, want %s", r.Process.ID, got, r.MAC)
+		}
+		if other.verify(&r.Process, r.MAC) {
+			t.Errorf("%s: the row verifies under another database", r.Process.ID)
 		}
 	}
 }

@@ -63,7 +63,7 @@ func newApp(t *testing.T, d dbtest.DB, n int) *app {
 			t.Fatal(err)
 		}
 	}
-	m, err := (&fleet.Registry{DB: d.DB, Dialect: dialect}).Join(ctx, kr, 20*time.Millisecond, nil)
+	m, err := (&fleet.Registry{DB: d.DB, Dialect: dialect, Ledger: a.db.Ledger}).Join(ctx, kr, 20*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestRotateWaitsForTheFleet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := (&fleet.Registry{DB: d.DB, Dialect: a.db.Dialect}).Join(ctx, frozen, 20*time.Millisecond, nil)
+		m, err := (&fleet.Registry{DB: d.DB, Dialect: a.db.Dialect, Ledger: a.db.Ledger}).Join(ctx, frozen, 20*time.Millisecond, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -72,6 +72,11 @@ func RemacRows(ctx context.Context, kr *keyring.Keyring, d Database) ([]MACResul
 		}
 		out = append(out, r)
 	}
+	// The registry's rows move with each heartbeat; once none is v1, v1
+	// rows are refused.
+	if _, err := (&fleet.Registry{DB: d.DB, Dialect: d.Dialect, Ledger: d.ledger()}).RefuseV1(ctx, kr); err != nil {
+		return out, fmt.Errorf("refusing v1 registry rows: %w", err)
+	}
 	return out, nil
 }
 

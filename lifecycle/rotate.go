@@ -172,7 +172,7 @@ func await(ctx context.Context, kr *keyring.Keyring, dbs []Database, opts Rotate
 		if obs.Waiting != nil {
 			wo.Progress = func(w []fleet.Process) { obs.Waiting(d.Name, what, w) }
 		}
-		res, err := (&fleet.Registry{DB: d.DB, Dialect: d.Dialect}).Await(ctx, kr, ready, wo)
+		res, err := (&fleet.Registry{DB: d.DB, Dialect: d.Dialect, Ledger: d.ledger()}).Await(ctx, kr, ready, wo)
 		if err != nil {
 			return inDB(d.Name, err)
 		}
