@@ -87,3 +87,88 @@ func TestGoldenRowMAC(t *testing.T) {
 		}
 	}
 }
+
+var updateRowMACv2 = flag.Bool("update-rowmac-v2", false, "rewrite testdata/row-mac-v2.json (only when the row MAC changes version)")
+
+const goldenRowMACv2Path = "testdata/row-mac-v2.json"
+
+// goldenRowMACv2File holds v2 MACs under two integrity epochs of one
+// keyring, each bound to Database.
+type goldenRowMACv2File struct {
+	Comment   string           `json:"comment"`
+	MasterKey string           `json:"master_key"`
+	Keyring   json.RawMessage  `json:"keyring"`
+	Database  string           `json:"database"`
+	Vectors   []goldenRowMACv2 `json:"vectors"`
+}
+
+type goldenRowMACv2 struct {
+	goldenRowMAC
+	Epoch string `json:"epoch"` // the integrity epoch, 8 hex digits
+}
+
+func writeGoldenRowMACv2(t *testing.T) {
+	ctx := context.Background()
+	mk := local.Generate()
+	kr, _ := keyring.New(keyring.AES256GCM)
+	f := goldenRowMACv2File{Comment: "ward row MAC v2 (FORMAT.md, Row MAC): bound to the database, under the integrity epoch it names; regenerate with go test ./field -run GoldenRowMACv2 -update-rowmac-v2 only when it changes",
+		MasterKey: mk.Encode(), Database: "db-00112233445566778899aabbccddeeff"}
+	vectors := []goldenRowMAC{
+		{Table: "sessions", Columns: []string{"token_hash", "user_id", "expires"}, Values: []*string{strp("abc"), strp("42"), strp("1767225600")}},
+		{Table: "users", Columns: []string{"id", "password"}, Values: []*string{strp("8"), nil}},
+	}
+	for epoch := range 2 {
+		if epoch == 1 {
+			if _, err := keyring.NewManager(kr).AddPrimary(ctx, keyring.AES256GCM); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, v := range vectors {
+			m, err := NewRowMACFor(kr, v.Table, v.Columns, RowMACOptions{Database: f.Database})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := m.Sum(rowMACArgs(v.Values)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v.MAC = hex.EncodeToString(sum)
+			f.Vectors = append(f.Vectors, goldenRowMACv2{goldenRowMAC: v, Epoch: kr.Primary().ID.String()})
+		}
+	}
+	f.Keyring, _ = kr.Marshal(ctx, mk)
+	golden.Write(t, goldenRowMACv2Path, f)
+}
+
+// TestGoldenRowMACv2 verifies the checked-in v2 row MACs of both epochs,
+// and refuses each with a value changed or bound to another database.
+func TestGoldenRowMACv2(t *testing.T) {
+	if *updateRowMACv2 {
+		writeGoldenRowMACv2(t)
+	}
+	var f goldenRowMACv2File
+	golden.Read(t, goldenRowMACv2Path, &f)
+	kr := golden.Keyring(t, f.MasterKey, f.Keyring)
+	epochs := map[string]bool{}
+	for _, v := range f.Vectors {
+		epochs[v.Epoch] = true
+		tag, _ := hex.DecodeString(v.MAC)
+		if got, ok := RowMACEpoch(tag); !ok || got.String() != v.Epoch {
+			t.Errorf("%s: epoch %v, want %s", v.Table, got, v.Epoch)
+		}
+		m, _ := NewRowMACFor(kr, v.Table, v.Columns, RowMACOptions{Database: f.Database})
+		if err := m.Verify(tag, rowMACArgs(v.Values)...); err != nil {
+			t.Errorf("%s %v (epoch %s): %v", v.Table, v.Columns, v.Epoch, err)
+		}
+		if err := m.Verify(tag, append(rowMACArgs(v.Values[:len(v.Values)-1]), "changed")...); err == nil {
+			t.Errorf("%s %v: a changed value verified", v.Table, v.Columns)
+		}
+		other, _ := NewRowMACFor(kr, v.Table, v.Columns, RowMACOptions{Database: f.Database + "0"})
+		if err := other.Verify(tag, rowMACArgs(v.Values)...); err == nil {
+			t.Errorf("%s %v: verified in another database", v.Table, v.Columns)
+		}
+	}
+	if len(epochs) != 2 {
+		t.Fatalf("the vectors name %d epochs, want 2", len(epochs))
+	}
+}

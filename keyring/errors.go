@@ -55,6 +55,10 @@ var (
 var (
 	// ErrNoPrimary means the keyring has no primary key to seal with.
 	ErrNoPrimary = keycore.ErrNoPrimary
+	// ErrEpochEnded means a record names an integrity epoch whose key was
+	// retired (Keyring.IntegrityKeyAt): a copy from before, or a forgery
+	// made with an old keyring file.
+	ErrEpochEnded = keycore.ErrEpochEnded
 	// ErrPrimaryKey means the operation would leave the keyring without
 	// exactly one primary key; promote another key first.
 	ErrPrimaryKey = keycore.ErrPrimaryKey

@@ -160,8 +160,10 @@ func (kr *Keyring) Scope(scope string) *Scope { return (*Scope)(kr.core().Scope(
 
 // Derive returns length bytes of key material for a named purpose, derived
 // with HKDF-SHA-256 from a secret root that is stored with the keyring and
-// does not change when data keys rotate. Package field uses it for
-// blind-index keys and row MACs. The result is secret.
+// does not change when data keys rotate: every copy of the keyring file
+// ever written derives the same bytes. Package field uses it for v1
+// blind-index keys and row MACs; a new record a database writer could
+// forge takes [Keyring.IntegrityKey] instead. The result is secret.
 func (kr *Keyring) Derive(purpose string, length int) ([]byte, error) {
 	return kr.core().Derive(purpose, length)
 }
@@ -174,6 +176,24 @@ func (kr *Keyring) Derive(purpose string, length int) ([]byte, error) {
 // is secret.
 func (kr *Keyring) DeriveFromKey(id KeyID, purpose string, length int) ([]byte, error) {
 	return kr.core().DeriveFromKey(id, purpose, length)
+}
+
+// IntegrityKey returns the integrity key of purpose in the current
+// integrity epoch, and the epoch (the primary key's ID), which a record
+// stores beside its MAC: a record a database writer could forge or copy
+// (a session's binding, a device token) is MAC'd under it, so that once
+// the epoch's key is retired a copy of the keyring file from before
+// forges nothing (FORMAT.md, "Integrity epochs"). The key is secret.
+func (kr *Keyring) IntegrityKey(purpose string) (KeyID, []byte, error) {
+	return kr.core().IntegrityKey(purpose)
+}
+
+// IntegrityKeyAt returns the integrity key of purpose in the epoch a
+// record names. It fails with [ErrEpochEnded] once the epoch's key was
+// retired, and with a *KeyError matching [ErrUnknownKey] or
+// [ErrKeyDisabled] for an epoch the keyring does not hold or disabled.
+func (kr *Keyring) IntegrityKeyAt(epoch KeyID, purpose string) ([]byte, error) {
+	return kr.core().IntegrityKeyAt(epoch, purpose)
 }
 
 // WrapSubjectKey seals sk under the keyring's primary key, bound to

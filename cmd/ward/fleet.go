@@ -45,7 +45,7 @@ func (a *app) rotateFleet(cmd *cobra.Command, kr *keyring.Keyring, alg keyring.A
 		return err
 	}
 	defer ls.close()
-	obs := a.rotationObserver()
+	obs := a.rotationObserver(kr)
 	r, err := lifecycle.Rotate(cmd.Context(), kr, ls.databases(), lifecycle.RotateOptions{
 		Algorithm: alg, Wait: o.wait, NoReseal: o.noReencrypt, Observer: obs,
 		Fleet: fleet.WaitOptions{StaleAfter: o.staleAfter, Skip: o.skip},
@@ -72,7 +72,7 @@ func (a *app) rotateFleet(cmd *cobra.Command, kr *keyring.Keyring, alg keyring.A
 
 // rotationObserver prints the steps of a rotation: progress and warnings
 // on stderr, results on stdout.
-func (a *app) rotationObserver() lifecycle.Observer {
+func (a *app) rotationObserver(kr *keyring.Keyring) lifecycle.Observer {
 	var last time.Time
 	var key keyring.KeyID
 	return lifecycle.Observer{
@@ -106,6 +106,7 @@ func (a *app) rotationObserver() lifecycle.Observer {
 		Subjects: func(s lifecycle.SubjectResult, _ error) {
 			fmt.Fprintf(a.stdout, "subject keys of %s: %d re-wrapped under %v, %d already current, %d user-held (under no keyring key)\n", s.Namespace, s.Rewrap.Rewrapped, key, s.Rewrap.Current, s.Rewrap.UserHeld)
 		},
+		MACs: func(m lifecycle.MACResult, _ error) { a.printMACs(kr, m) },
 		Skipped: func(db string, c ledger.Column, why string) {
 			if c.Table == "" {
 				fmt.Fprintf(a.stdout, "%s: %s: run 'ward reseal' on each\n", db, why)

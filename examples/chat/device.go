@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"time"
@@ -20,8 +22,16 @@ import (
 // exhausts only the (account, prefix) pairs it used: the account's owner
 // logs in at once from a browser that holds a token, and from a new
 // browser on any prefix the guesser has not used.
+//
+// A token names the integrity epoch it was signed in (the keyring's primary
+// key then) and is MAC'd under that epoch's key: a token made with a copy
+// of the keyring file from before a key was added, or signed in an epoch
+// whose key was retired, is refused, and its browser counts per prefix
+// until its next log-in. Tokens of the release before (MAC'd under a key
+// derived from the keyring's root, which every copy of the file derives)
+// are refused the same way.
 type devices struct {
-	key    []byte // HMAC key, derived from the keyring
+	kr     *keyring.Keyring
 	cookie string // "__Host-device" (https) or "device" (local)
 	secure bool
 }
@@ -32,49 +42,74 @@ const deviceTTL = 180 * 24 * time.Hour
 // deviceTagSize is the length of a token's truncated HMAC.
 const deviceTagSize = 16
 
+// devicePurpose names the tokens' integrity key.
+const devicePurpose = "chat device token"
+
+// A token is deviceVersion ‖ epoch (4 bytes, big-endian) ‖ random (16) ‖
+// tag (deviceTagSize), in unpadded base64url.
+const (
+	deviceVersion = 2
+	deviceRandom  = 16
+	deviceSize    = 1 + 4 + deviceRandom + deviceTagSize
+)
+
 func newDevices(kr *keyring.Keyring, o *origins) (*devices, error) {
-	k, err := kr.Derive("chat device token", 32)
-	if err != nil {
-		return nil, err
+	if _, _, err := kr.IntegrityKey(devicePurpose); err != nil {
+		return nil, fmt.Errorf("chat: device tokens: %w", err)
 	}
 	name := "device"
 	if o.secure {
 		name = "__Host-device"
 	}
-	return &devices{key: k, cookie: name, secure: o.secure}, nil
+	return &devices{kr: kr, cookie: name, secure: o.secure}, nil
 }
 
-// tag is the HMAC of a token's random part for an account (its blind
-// index key).
-func (d *devices) tag(account string, random []byte) []byte {
-	m := hmac.New(sha256.New, d.key)
+// tag is the HMAC, under key, of a token's header and random part for an
+// account.
+func tag(key []byte, account string, head []byte) []byte {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(account))
 	m.Write([]byte{0})
-	m.Write(random)
+	m.Write(head)
 	return m.Sum(nil)[:deviceTagSize]
 }
 
-// issue sets a new device token for account on the response.
+// issue sets a new device token for account on the response, signed in
+// the current epoch (none when the keyring has no primary key).
 func (d *devices) issue(w http.ResponseWriter, account string) {
-	random := make([]byte, 16)
-	rand.Read(random)
-	v := base64.RawURLEncoding.EncodeToString(append(random, d.tag(account, random)...))
+	epoch, key, err := d.kr.IntegrityKey(devicePurpose)
+	if err != nil {
+		return
+	}
+	b := make([]byte, 5, deviceSize)
+	b[0] = deviceVersion
+	binary.BigEndian.PutUint32(b[1:], uint32(epoch))
+	b = append(b, make([]byte, deviceRandom)...)
+	rand.Read(b[5:])
+	v := base64.RawURLEncoding.EncodeToString(append(b, tag(key, account, b)...))
 	http.SetCookie(w, &http.Cookie{Name: d.cookie, Value: v, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: d.secure, MaxAge: int(deviceTTL.Seconds())})
 }
 
 // valid returns the request's device token if it is one issued for
-// account, compared in constant time.
+// account in an epoch the keyring holds, compared in constant time. An
+// epoch the loaded keyring lacks is refused without a re-read of the
+// file, so that made-up tokens cost no I/O.
 func (d *devices) valid(r *http.Request, account string) (string, bool) {
 	c, err := r.Cookie(d.cookie)
 	if err != nil || len(c.Value) > 64 {
 		return "", false
 	}
-	b, err := base64.RawURLEncoding.DecodeString(c.Value)
-	if err != nil || len(b) != 16+deviceTagSize {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(c.Value)
+	if err != nil || len(b) != deviceSize || b[0] != deviceVersion {
 		return "", false
 	}
-	if !hmac.Equal(b[16:], d.tag(account, b[:16])) {
+	epoch := keyring.KeyID(binary.BigEndian.Uint32(b[1:5]))
+	if _, ok := d.kr.Lookup(epoch); !ok {
+		return "", false
+	}
+	key, err := d.kr.IntegrityKeyAt(epoch, devicePurpose)
+	if err != nil || !hmac.Equal(b[5+deviceRandom:], tag(key, account, b[:5+deviceRandom])) {
 		return "", false
 	}
 	return c.Value, true

@@ -2,16 +2,20 @@ package chat
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
 
@@ -196,4 +200,120 @@ func TestResetBudgets(t *testing.T) {
 	if code, msg := reset("127.22.0.1", "u9@example.com"); code != 429 || !strings.Contains(msg, "service") {
 		t.Fatalf("the service's budget: %d %q", code, msg)
 	}
+}
+
+// TestDeviceTokensPerEpoch: a device token is valid for its account while
+// the key of the epoch it was signed in is in the keyring, across a
+// rotation; once that key is retired it is refused, and so is every token
+// the holder of a keyring file from before could make — one signed in the
+// old file's epoch, one of the release before (keyed by the keyring's
+// root, which every copy of the file derives) — and a made-up epoch, a
+// changed byte, another account's token.
+func TestDeviceTokensPerEpoch(t *testing.T) {
+	ctx := context.Background()
+	kr, err := keyring.New(keyring.DefaultAlgorithm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := local.Generate()
+	oldFile, err := kr.Marshal(ctx, ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := kr.Primary().ID
+	d, err := newDevices(kr, &origins{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cookie := func(d *devices, account string) *http.Cookie {
+		w := httptest.NewRecorder()
+		d.issue(w, account)
+		cs := w.Result().Cookies()
+		if len(cs) != 1 {
+			t.Fatalf("issue set %d cookies", len(cs))
+		}
+		return cs[0]
+	}
+	valid := func(c *http.Cookie, account string) bool {
+		r := httptest.NewRequest("POST", "/api/login", nil)
+		r.AddCookie(c)
+		_, ok := d.valid(r, account)
+		return ok
+	}
+	before := cookie(d, "alice@example.com")
+	if !valid(before, "alice@example.com") {
+		t.Fatal("a fresh token is refused")
+	}
+	if valid(before, "bob@example.com") {
+		t.Fatal("alice's token is valid for bob")
+	}
+	raw, _ := base64.RawURLEncoding.DecodeString(before.Value)
+	for i := range raw {
+		changed := slices.Clone(raw)
+		changed[i] ^= 1
+		if valid(&http.Cookie{Name: before.Name, Value: base64.RawURLEncoding.EncodeToString(changed)}, "alice@example.com") {
+			t.Fatalf("a token with byte %d changed is valid", i)
+		}
+	}
+	// The release before's token: random ‖ HMAC(Derive("chat device token")).
+	rootKey, _ := kr.Derive(devicePurpose, 32)
+	random := make([]byte, 16)
+	v1 := base64.RawURLEncoding.EncodeToString(append(random, tag(rootKey, "alice@example.com", random)...))
+	if valid(&http.Cookie{Name: before.Name, Value: v1}, "alice@example.com") {
+		t.Fatal("a token of the release before (keyed by the root) is valid")
+	}
+	m := keyring.NewManager(kr)
+	if _, err := m.AddPrimary(ctx, keyring.DefaultAlgorithm); err != nil {
+		t.Fatal(err)
+	}
+	after := cookie(d, "alice@example.com")
+	if !valid(before, "alice@example.com") || !valid(after, "alice@example.com") {
+		t.Fatal("a rotation refuses the tokens of the epoch before while its key is in the keyring")
+	}
+	if err := m.Remove(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if valid(before, "alice@example.com") {
+		t.Fatal("a token of a retired epoch is valid")
+	}
+	if !valid(after, "alice@example.com") {
+		t.Fatal("a token of the current epoch is refused")
+	}
+	old, err := keyring.Unmarshal(ctx, oldFile, ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	od, err := newDevices(old, &origins{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if valid(cookie(od, "alice@example.com"), "alice@example.com") {
+		t.Fatal("a token made with the keyring file from before is valid")
+	}
+}
+
+// FuzzDeviceToken: any cookie value is refused or valid, never a panic,
+// and a valid one is a token issued for the account.
+func FuzzDeviceToken(f *testing.F) {
+	kr, err := keyring.New(keyring.DefaultAlgorithm)
+	if err != nil {
+		f.Fatal(err)
+	}
+	d, err := newDevices(kr, &origins{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	d.issue(w, "alice@example.com")
+	issued := w.Result().Cookies()[0].Value
+	f.Add(issued)
+	f.Add("")
+	f.Add("AgAAAAA")
+	f.Fuzz(func(t *testing.T, value string) {
+		r := httptest.NewRequest("POST", "/api/login", nil)
+		r.Header.Set("Cookie", d.cookie+"="+value)
+		if _, ok := d.valid(r, "alice@example.com"); ok && value != issued {
+			t.Fatalf("a token never issued is valid: %q", value)
+		}
+	})
 }

@@ -183,29 +183,70 @@ class Column:
 
 class RowMAC:
     """``field.RowMAC``: authenticates plain columns of a row that must not
-    be re-pointed (a session's user, a password hash and its account)."""
+    be re-pointed (a session's user, a password hash and its account).
 
-    def __init__(self, keyring: Any, table: str, *columns: str):
+    With ``database`` (the ledger's database ID) it is Go's
+    ``NewRowMACFor``: ``sum`` writes v2 (``0x02`` ‖ epoch ‖ HMAC, bound to
+    the database, under the primary key's integrity epoch) and ``verify``
+    accepts v2 of any epoch the keyring holds and, unless ``refuse_v1``, v1.
+    Without it, v1 only (keyed by the keyring's root, bound to no
+    database)."""
+
+    def __init__(self, keyring: Any, table: str, *columns: str, database: str | None = None, refuse_v1: bool = False):
         if not table or not columns:
             raise BindingError("a row MAC needs a table and columns")
-        purpose = b"row-mac\x00" + lp(table) + uvarint(len(columns)) + b"".join(lp(c) for c in columns)
-        self._key = keyring.derive(purpose, 32)
+        if database is not None and not database:
+            raise BindingError("a v2 row MAC needs the database's ID")
+        self._purpose = b"row-mac\x00" + lp(table) + uvarint(len(columns)) + b"".join(lp(c) for c in columns)
+        self._keyring = keyring
+        self._key = keyring.derive(self._purpose, 32)
+        self._database = database
+        self._refuse_v1 = refuse_v1
 
     def __repr__(self) -> str:
         return "RowMAC()"
+
+    @staticmethod
+    def _message(values: tuple[Any, ...]) -> bytes:
+        out = bytearray(uvarint(len(values)))
+        for v in values:
+            b = encode_bound(v)
+            out += b"\x00" if b is None else uvarint(len(b) + 1) + b
+        return bytes(out)
+
+    def _v2(self, epoch: int, msg: bytes) -> bytes:
+        from . import aead
+
+        head = b"\x02" + epoch.to_bytes(4, "big")
+        key = self._keyring.integrity_key(epoch, self._purpose)
+        return head + aead.hmac_sha256(key, b"ward row mac v2\x00" + head + lp(self._database or "") + msg)
 
     def sum(self, *values: Any) -> bytes:
         """The MAC of the values, in the columns' order."""
         from . import aead
 
-        out = bytearray(uvarint(len(values)))
-        for v in values:
-            b = encode_bound(v)
-            out += b"\x00" if b is None else uvarint(len(b) + 1) + b
-        return aead.hmac_sha256(self._key, bytes(out))
+        msg = self._message(values)
+        if self._database is None:
+            return aead.hmac_sha256(self._key, msg)
+        return self._v2(self._keyring.primary.id, msg)
 
     def verify(self, tag: bytes, *values: Any) -> bool:
-        """Whether tag is the values' MAC (constant time)."""
+        """Whether tag is the values' MAC (constant time); False for an
+        epoch the keyring lacks or disabled, and for a refused v1 MAC."""
         import hmac
 
-        return hmac.compare_digest(self.sum(*values), bytes(tag))
+        from . import aead
+        from .errors import WardError
+
+        tag, msg = bytes(tag), self._message(values)
+        if len(tag) == 32:
+            if self._database is not None and self._refuse_v1:
+                return False
+            return hmac.compare_digest(aead.hmac_sha256(self._key, msg), tag)
+        if self._database is None or len(tag) != 37 or tag[0] != 2:
+            return False
+        try:
+            want = self._v2(int.from_bytes(tag[1:5], "big"), msg)
+        except WardError:
+            return False
+        return hmac.compare_digest(want, tag)

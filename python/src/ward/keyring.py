@@ -169,6 +169,14 @@ class Keyring:
                 return None
         return aead.hkdf(self._root, b"ward keyring state mac v1\x00" + str(epoch).encode(), 32, salt=salt)
 
+    def integrity_key(self, epoch: int, purpose: bytes) -> bytes:
+        """``Keyring.IntegrityKeyAt``: the integrity key of purpose in an
+        epoch (the ID of the key primary when the record was written),
+        HKDF-SHA-256 of that key's material (FORMAT.md, "Integrity
+        epochs"); a typed error for a key the keyring lacks or disabled."""
+        k = self.key(epoch)
+        return aead.hkdf(k.material, b"ward keyring key-derive v1\x00ward integrity v1\x00" + purpose, 32)
+
     def key(self, key_id: int) -> Key:
         """The enabled key of an ID, or a typed error."""
         k = self.keys.get(key_id)
