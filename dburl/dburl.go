@@ -131,7 +131,11 @@ func (u URL) open(create bool) (*sql.DB, error) {
 	if err := privateFile(u.Path); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite", "file:"+u.Path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	// Write transactions begin IMMEDIATE: a deferred one that reads and
+	// then writes fails with SQLITE_BUSY_SNAPSHOT, which no busy timeout
+	// waits out, whenever another connection committed in between (read-only
+	// transactions stay deferred).
+	db, err := sql.Open("sqlite", "file:"+u.Path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
 	if err != nil {
 		return nil, err
 	}

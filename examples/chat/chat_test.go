@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -71,6 +72,9 @@ func newTestApp(t *testing.T, cfg Config) *testApp {
 	if cfg.KeyringPoll == 0 {
 		cfg.KeyringPoll = 100 * time.Millisecond // rotations wait for every open service
 	}
+	if cfg.Log == nil {
+		cfg.Log = failureLog(t)
+	}
 	if _, err := Init(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +85,19 @@ func newTestApp(t *testing.T, cfg Config) *testApp {
 	ts := httptest.NewServer(app.Handler())
 	t.Cleanup(func() { ts.Close(); app.Close() })
 	return &testApp{app: app, cfg: cfg, ts: ts, db: app.db}
+}
+
+// failureLog returns a logger whose lines the test prints only if it
+// fails, so a handler's 500 names its cause; lines written after the test
+// ends are kept, never sent to a finished t.
+func failureLog(t *testing.T) *slog.Logger {
+	var buf syncBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("service log:\n%s", buf.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 type client struct {

@@ -22,7 +22,7 @@ import (
 func TestBesideTheReleaseBefore(t *testing.T) {
 	forEachURL(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		cfg := Config{DB: url, KeyringPath: filepath.Join(t.TempDir(), "kr.json"), KeyService: local.Generate(), Limits: testLimits, KeyringPoll: 100 * time.Millisecond}
+		cfg := Config{DB: url, KeyringPath: filepath.Join(t.TempDir(), "kr.json"), KeyService: local.Generate(), Limits: testLimits, KeyringPoll: 100 * time.Millisecond, Log: failureLog(t)}
 		kr, err := Init(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)

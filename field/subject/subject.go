@@ -618,12 +618,22 @@ func (s *Store) ForgetKeys(ctx context.Context, subject string) (int64, error) {
 const forgetAttempts = 8
 
 func (s *Store) forgetOnce(ctx context.Context, subject string) (int64, error) {
+	if err := checkSubject(subject); err != nil {
+		return 0, err
+	}
+	// The ledger first, outside the transaction: on a first start it is
+	// created and recorded through its own connection, which a SQLite
+	// write transaction (begun IMMEDIATE) would hold off until it ended.
+	st, err := s.readyLedger(ctx)
+	if err != nil {
+		return 0, err
+	}
 	tx, err := s.cfg.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
 	defer tx.Rollback()
-	keys, done, err := s.ForgetIn(ctx, tx, subject)
+	keys, done, err := s.forgetIn(ctx, tx, subject, st)
 	if err != nil {
 		return 0, err
 	}
@@ -643,24 +653,42 @@ func (s *Store) forgetOnce(ctx context.Context, subject string) (int64, error) {
 // does not commit, nothing happened (a journal record may remain: a
 // recovery then forgets the subject, as was asked). If tx fails with an
 // error [field.Retryable] reports, run the whole transaction again.
+//
+// On SQLite, where a write transaction locks the whole database, a
+// process's first forget may create the ledger's table, and on a database
+// with no ledger yet records it, through Config.Ledger's own connection: if tx was begun IMMEDIATE (as dburl
+// opens SQLite) that waits for tx until the busy timeout. Record the
+// ledger at start ([ledger.Ledger.Record]), or run one Forget, first.
 func (s *Store) ForgetIn(ctx context.Context, tx *sql.Tx, subject string) (keys int64, done func(context.Context) error, err error) {
 	if err := checkSubject(subject); err != nil {
 		return 0, nil, err
 	}
-	if s.cfg.Ledger == nil {
-		return 0, nil, errors.New("subject: Forget needs Config.Ledger")
+	st, err := s.readyLedger(ctx)
+	if err != nil {
+		return 0, nil, err
 	}
-	// Verify the ledger first: a forget under another database's keyring
-	// would write a tombstone nobody can verify.
+	return s.forgetIn(ctx, tx, subject, st)
+}
+
+// readyLedger returns the ledger's verified state, recording it on a
+// first start (the journal names the database). It is verified first: a
+// forget under another database's keyring would write a tombstone nobody
+// can verify.
+func (s *Store) readyLedger(ctx context.Context) (*ledger.State, error) {
+	if s.cfg.Ledger == nil {
+		return nil, errors.New("subject: Forget needs Config.Ledger")
+	}
 	st, err := s.cfg.Ledger.Verified(ctx, s.cfg.Keyring)
-	if err == nil && st == nil { // a first start: the journal names the database
+	if err == nil && st == nil {
 		if err = s.cfg.Ledger.Record(ctx, s.cfg.Keyring); err == nil {
 			st, err = s.cfg.Ledger.Verified(ctx, s.cfg.Keyring)
 		}
 	}
-	if err != nil {
-		return 0, nil, err
-	}
+	return st, err
+}
+
+// forgetIn is ForgetIn with the ledger's verified state.
+func (s *Store) forgetIn(ctx context.Context, tx *sql.Tx, subject string, st *ledger.State) (keys int64, done func(context.Context) error, err error) {
 	s.Purge(subject)
 	at := time.Now()
 	var anchor func(context.Context) error

@@ -28,10 +28,11 @@ type DB struct {
 	Blob   string // the binary column type
 }
 
-// SQLiteDSN is the data source of a SQLite file with a busy timeout and
-// WAL, as the tests that run jobs beside writers need.
+// SQLiteDSN is the data source of a SQLite file with a busy timeout, WAL
+// and immediate write transactions, as dburl opens it and as the tests that
+// run jobs beside writers need.
 func SQLiteDSN(path string) string {
-	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
 }
 
 // ForEach runs fn against a fresh SQLite file and, when configured, a real

@@ -188,6 +188,12 @@ func AllGroups() []tls.CurveID {
 	return slices.DeleteFunc(all, func(id tls.CurveID) bool { return !Approved(id) })
 }
 
+// PostQuantumGroups is AllGroups without the classical ones: the hybrids
+// with ML-KEM and pure ML-KEM, a server's default.
+func PostQuantumGroups() []tls.CurveID {
+	return slices.DeleteFunc(AllGroups(), func(id tls.CurveID) bool { return !IsPostQuantum(id) })
+}
+
 // Approved reports whether Go's TLS negotiates a group in the current
 // mode: every group outside the FIPS 140-3 mode; in it (GODEBUG=fips140=on
 // or only, crypto/fips140.Enabled), the hybrids with ML-KEM, pure ML-KEM

@@ -3,7 +3,6 @@ package pqtls
 import (
 	"context"
 	"crypto/tls"
-	"net"
 	"os/exec"
 	"strings"
 	"testing"
@@ -38,27 +37,36 @@ func TestChromiumNegotiatesPQ(t *testing.T) {
 }
 
 // TestClassicalInterop: Debian's openssl s_client and curl, which speak
-// classical groups, talk to the server.
+// classical groups only, are refused by the default server and talk to one
+// with AllowClassical; openssl's TLS 1.2 is refused by both.
 func TestClassicalInterop(t *testing.T) {
-	addr, stop := startServer(t, ServerOptions{Chains: []*Chain{chain(t, ECDSAP256)}})
+	c := chain(t, ECDSAP256)
+	pqOnly, stopPQ := startServer(t, ServerOptions{Chains: []*Chain{c}})
+	defer stopPQ()
+	addr, stop := startServer(t, ServerOptions{Chains: []*Chain{c}, AllowClassical: true})
 	defer stop()
-	host, port, _ := net.SplitHostPort(addr)
 	if _, err := exec.LookPath("openssl"); err == nil {
+		for _, a := range []string{pqOnly, addr} {
+			if out, err := sClient(a, "-tls1_2"); err == nil || !strings.Contains(out, "alert protocol version") {
+				t.Fatalf("%s: openssl -tls1_2 connected:\n%s", a, out)
+			}
+		}
 		for _, g := range []string{"X25519", "P-256"} {
-			cmd := exec.Command("openssl", "s_client", "-connect", addr, "-groups", g, "-tls1_3")
-			cmd.Stdin = strings.NewReader("")
-			out, err := cmd.CombinedOutput()
+			if out, err := sClient(pqOnly, "-groups", g, "-tls1_3"); err == nil || !strings.Contains(out, "Cipher is (NONE)") {
+				t.Fatalf("the post-quantum-only server: openssl -groups %s connected:\n%s", g, out)
+			}
+			out, err := sClient(addr, "-groups", g, "-tls1_3")
 			if g == "X25519" && !Approved(tls.X25519) {
-				if err == nil && strings.Contains(string(out), "Server Temp Key: X25519") {
+				if err == nil && strings.Contains(out, "Server Temp Key: X25519") {
 					t.Fatal("the FIPS 140-3 mode negotiated plain X25519")
 				}
 				continue // refused, as the mode must
 			}
-			if err != nil || !strings.Contains(string(out), "TLSv1.3") {
+			if err != nil || !strings.Contains(out, "TLSv1.3") {
 				t.Fatalf("openssl -groups %s: %v\n%s", g, err, out)
 			}
 			want := map[string]string{"X25519": "X25519", "P-256": "ECDH, prime256v1"}[g]
-			if !strings.Contains(string(out), "Server Temp Key: "+want) {
+			if !strings.Contains(out, "Server Temp Key: "+want) {
 				t.Fatalf("openssl -groups %s: no %q in\n%s", g, want, out)
 			}
 		}
@@ -66,11 +74,20 @@ func TestClassicalInterop(t *testing.T) {
 		t.Log("openssl not installed: skipped")
 	}
 	if _, err := exec.LookPath("curl"); err == nil {
-		out, err := exec.Command("curl", "-sk", "--max-time", "10", "https://"+host+":"+port+"/json").CombinedOutput()
-		if err != nil || !strings.Contains(string(out), `"version":"TLS 1.3"`) {
+		out, err := exec.Command("curl", "-sk", "--max-time", "10", "https://"+addr+"/json").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), `"version":"TLS 1.3"`) || !strings.Contains(string(out), `"classical_allowed":true`) {
 			t.Fatalf("curl: %v %s", err, out)
 		}
 	} else {
 		t.Log("curl not installed: skipped")
 	}
+}
+
+// sClient runs openssl s_client against addr with args and returns its
+// output.
+func sClient(addr string, args ...string) (string, error) {
+	cmd := exec.Command("openssl", append([]string{"s_client", "-connect", addr}, args...)...)
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -97,33 +98,83 @@ func startServer(t *testing.T, o ServerOptions) (string, func()) {
 	return ln.Addr().String(), func() { srv.Close() }
 }
 
-// TestServerPage fetches /json over HTTPS with a post-quantum group and
-// with a classical one.
+// TestServerPage fetches /json over HTTPS with a post-quantum group and,
+// from a server that admits them, with a classical one.
 func TestServerPage(t *testing.T) {
 	c := chain(t, ECDSAP256)
-	addr, stop := startServer(t, ServerOptions{Chains: []*Chain{c}})
+	addr, stop := startServer(t, ServerOptions{Chains: []*Chain{c}, AllowClassical: true})
 	defer stop()
 	for _, g := range []tls.CurveID{tls.X25519MLKEM768, tls.X25519} {
-		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.Roots, CurvePreferences: []tls.CurveID{g}}}}
-		resp, err := client.Get("https://" + addr + "/json")
 		if !Approved(g) { // the FIPS 140-3 mode: a classical NIST curve instead
-			if err == nil {
+			if _, err := fetchNegotiated(addr, c, &tls.Config{CurvePreferences: []tls.CurveID{g}}); err == nil {
 				t.Fatalf("%v in the FIPS 140-3 mode: negotiated", g)
 			}
 			g = tls.CurveP256
-			client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.Roots, CurvePreferences: []tls.CurveID{g}}}}
-			resp, err = client.Get("https://" + addr + "/json")
 		}
+		n, err := fetchNegotiated(addr, c, &tls.Config{CurvePreferences: []tls.CurveID{g}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var n Negotiated
-		json.NewDecoder(resp.Body).Decode(&n)
-		resp.Body.Close()
-		if n.Group != g.String() || n.PostQuantum != IsPostQuantum(g) || n.Version != "TLS 1.3" || n.SignatureScheme != "ecdsa_secp256r1_sha256" {
+		if n.Group != g.String() || n.PostQuantum != IsPostQuantum(g) || n.Version != "TLS 1.3" || n.SignatureScheme != "ecdsa_secp256r1_sha256" || !n.ClassicalAllowed {
 			t.Fatalf("%v: %+v", g, n)
 		}
-		client.CloseIdleConnections()
+	}
+}
+
+// fetchNegotiated GETs /json from addr with a client configured as cfg
+// (trusting c) and returns what the server reports.
+func fetchNegotiated(addr string, c *Chain, cfg *tls.Config) (Negotiated, error) {
+	cfg.RootCAs = c.Roots
+	tr := &http.Transport{TLSClientConfig: cfg}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get("https://" + addr + "/json")
+	if err != nil {
+		return Negotiated{}, err
+	}
+	defer resp.Body.Close()
+	var n Negotiated
+	return n, json.NewDecoder(resp.Body).Decode(&n)
+}
+
+// TestServerPostQuantumOnly: by default the server speaks TLS 1.3 with
+// ML-KEM groups only: a TLS 1.2 client and a client offering only X25519
+// or P-256 fail the handshake, a classical group asked for without
+// AllowClassical is refused at start, and the page says which mode it is
+// in. With AllowClassical the classical clients connect, TLS 1.2 still
+// does not.
+func TestServerPostQuantumOnly(t *testing.T) {
+	c := chain(t, ECDSAP256)
+	if _, _, err := NewServer(nil, ServerOptions{Chains: []*Chain{c}, Groups: []tls.CurveID{tls.X25519MLKEM768, tls.X25519}}); !errors.Is(err, ErrClassicalGroup) {
+		t.Fatalf("X25519 without AllowClassical: %v", err)
+	}
+	for _, allow := range []bool{false, true} {
+		addr, stop := startServer(t, ServerOptions{Chains: []*Chain{c}, AllowClassical: allow})
+		if _, err := fetchNegotiated(addr, c, &tls.Config{MaxVersion: tls.VersionTLS12}); err == nil {
+			t.Fatalf("allow classical %v: a TLS 1.2 client connected", allow)
+		}
+		for _, g := range []tls.CurveID{tls.X25519, tls.CurveP256} {
+			n, err := fetchNegotiated(addr, c, &tls.Config{CurvePreferences: []tls.CurveID{g}})
+			switch {
+			case !allow && err == nil:
+				t.Fatalf("a client offering only %v negotiated %+v", g, n)
+			case allow && Approved(g) && (err != nil || n.Group != g.String() || !n.ClassicalAllowed):
+				t.Fatalf("allow classical: %v: %+v %v", g, n, err)
+			}
+		}
+		n, err := fetchNegotiated(addr, c, &tls.Config{})
+		if err != nil || !n.PostQuantum || n.ClassicalAllowed != allow {
+			t.Fatalf("allow classical %v: a default client: %+v %v", allow, n, err)
+		}
+		resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.Roots}}}).Get("https://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := map[bool]string{false: "post-quantum key exchange only", true: "also accepts classical key exchange"}[allow]; !strings.Contains(string(page), want) {
+			t.Fatalf("allow classical %v: the page does not say %q", allow, want)
+		}
+		stop()
 	}
 }
 
@@ -146,7 +197,7 @@ func TestServerBadClients(t *testing.T) {
 		return resp.Body.Close()
 	}
 	// Only groups the server does not offer: the handshake fails cleanly.
-	srvP384 := ServerOptions{Chains: []*Chain{c}, Groups: []tls.CurveID{tls.CurveP384}}
+	srvP384 := ServerOptions{Chains: []*Chain{c}, Groups: []tls.CurveID{tls.CurveP384}, AllowClassical: true}
 	addr2, stop2 := startServer(t, srvP384)
 	conn, err := tls.Dial("tcp", addr2, &tls.Config{RootCAs: c.Roots, ServerName: "localhost", CurvePreferences: []tls.CurveID{tls.X25519MLKEM768},
 		MinVersion: tls.VersionTLS13})

@@ -3,6 +3,7 @@ package pqtls
 import (
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"net"
@@ -16,8 +17,15 @@ import (
 // negotiated.
 type ServerOptions struct {
 	// Groups are the key exchanges offered, in preference order (default
-	// AllGroups: post-quantum first).
+	// PostQuantumGroups; with AllowClassical, AllGroups: post-quantum
+	// first).
 	Groups []tls.CurveID
+	// AllowClassical admits key exchanges without ML-KEM (X25519, the NIST
+	// curves) for clients that speak no post-quantum TLS; the page says
+	// so. Without it a classical group in Groups is refused by NewServer
+	// (ErrClassicalGroup) and a client offering only classical groups fails
+	// the handshake. The server speaks TLS 1.3 only, either way.
+	AllowClassical bool
 	// Chains are the certificate chains served; crypto/tls picks the first
 	// one the client can verify the signature of.
 	Chains []*Chain
@@ -47,7 +55,14 @@ type Negotiated struct {
 	Resumed         bool   `json:"resumed"`
 	ServerName      string `json:"server_name"`
 	ALPN            string `json:"alpn"`
+	// ClassicalAllowed reports that the server also accepts key exchanges
+	// without ML-KEM (ServerOptions.AllowClassical).
+	ClassicalAllowed bool `json:"classical_allowed"`
 }
+
+// ErrClassicalGroup is NewServer's refusal of a classical group offered
+// without ServerOptions.AllowClassical.
+var ErrClassicalGroup = errors.New("pqtls: a classical key exchange group needs AllowClassical")
 
 // schemeFor names the TLS 1.3 signature scheme a chain's leaf key signs
 // with (RSA: the PSS scheme crypto/tls prefers).
@@ -56,10 +71,12 @@ func schemeFor(a CertAlg) string {
 		MLDSA44: "mldsa44", MLDSA65: "mldsa65", MLDSA87: "mldsa87"}[a]
 }
 
-// NegotiatedFrom describes a server-side connection state.
-func NegotiatedFrom(st *tls.ConnectionState, chains []*Chain) Negotiated {
+// NegotiatedFrom describes a server-side connection state of a server
+// serving chains (with classical groups admitted or not).
+func NegotiatedFrom(st *tls.ConnectionState, chains []*Chain, classicalAllowed bool) Negotiated {
 	n := Negotiated{Version: tls.VersionName(st.Version), Group: st.CurveID.String(), PostQuantum: IsPostQuantum(st.CurveID),
-		CipherSuite: tls.CipherSuiteName(st.CipherSuite), Resumed: st.DidResume, ServerName: st.ServerName, ALPN: st.NegotiatedProtocol}
+		CipherSuite: tls.CipherSuiteName(st.CipherSuite), Resumed: st.DidResume, ServerName: st.ServerName, ALPN: st.NegotiatedProtocol,
+		ClassicalAllowed: classicalAllowed}
 	if len(chains) == 1 {
 		n.Certificate, n.SignatureScheme = chains[0].Alg.String(), schemeFor(chains[0].Alg)
 	} else {
@@ -85,14 +102,17 @@ var page = template.Must(template.New("p").Parse(`<!doctype html>
 <tr><td>Signature scheme</td><td id="sig">{{.SignatureScheme}}</td></tr>
 <tr><td>Resumed</td><td id="resumed">{{.Resumed}}</td></tr>
 </table>
+{{if .ClassicalAllowed}}<p class="no" id="classical">This server also accepts classical key exchange (--allow-classical): a client without post-quantum TLS gets one.</p>
+{{else}}<p id="classical">This server accepts post-quantum key exchange only (TLS 1.3, ML-KEM or a hybrid with it).</p>{{end}}
 <p>Served by ward (Go crypto/tls). JSON: <a href="/json">/json</a>.</p></body></html>`))
 
-// Handler serves the page at / and the JSON at /json.
-func Handler(chains []*Chain) http.Handler {
+// Handler serves the page at / and the JSON at /json for a server serving
+// chains, with classical groups admitted or not.
+func Handler(chains []*Chain, classicalAllowed bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(NegotiatedFrom(r.TLS, chains))
+		json.NewEncoder(w).Encode(NegotiatedFrom(r.TLS, chains, classicalAllowed))
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
@@ -100,7 +120,7 @@ func Handler(chains []*Chain) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		page.Execute(w, NegotiatedFrom(r.TLS, chains))
+		page.Execute(w, NegotiatedFrom(r.TLS, chains, classicalAllowed))
 	})
 	return mux
 }
@@ -111,8 +131,17 @@ func NewServer(ln net.Listener, o ServerOptions) (*http.Server, net.Listener, er
 	if len(o.Chains) == 0 {
 		return nil, nil, fmt.Errorf("pqtls: no certificate chain")
 	}
-	if o.Groups == nil {
+	switch {
+	case o.Groups == nil && o.AllowClassical:
 		o.Groups = AllGroups()
+	case o.Groups == nil:
+		o.Groups = PostQuantumGroups()
+	case !o.AllowClassical:
+		for _, g := range o.Groups {
+			if !IsPostQuantum(g) {
+				return nil, nil, fmt.Errorf("%w: %v", ErrClassicalGroup, g)
+			}
+		}
 	}
 	if o.MaxConns <= 0 {
 		o.MaxConns = 8192
@@ -129,11 +158,11 @@ func NewServer(ln net.Listener, o ServerOptions) (*http.Server, net.Listener, er
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 30 * time.Second
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, CurvePreferences: o.Groups, NextProtos: []string{"h2", "http/1.1"}}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS13, CurvePreferences: o.Groups, NextProtos: []string{"h2", "http/1.1"}}
 	for _, c := range o.Chains {
 		cfg.Certificates = append(cfg.Certificates, c.Certificate)
 	}
-	srv := &http.Server{Handler: Handler(o.Chains), TLSConfig: cfg, ReadHeaderTimeout: o.HandshakeTimeout,
+	srv := &http.Server{Handler: Handler(o.Chains, o.AllowClassical), TLSConfig: cfg, ReadHeaderTimeout: o.HandshakeTimeout,
 		IdleTimeout: o.IdleTimeout, WriteTimeout: 30 * time.Second,
 		ErrorLog: nil}
 	capped := conncap.New(ln, conncap.Options{Total: o.MaxConns, PerPrefix: o.MaxConnsPerAddress, FirstByte: o.FirstByteTimeout})

@@ -45,6 +45,7 @@ var flagTests = map[string]string{
 	"ward-pq tls dial --runs":                      "TestTLSFlags",
 	"ward-pq tls dial --server-name":               "TestTLSFlags",
 	"ward-pq tls dial --timeout":                   "TestTLSFlags",
+	"ward-pq tls serve --allow-classical":          "TestTLSAllowClassical",
 	"ward-pq tls serve --cert":                     "TestTLSFlags",
 	"ward-pq tls serve --first-byte-timeout":       "TestTLSServerLimits",
 	"ward-pq tls serve --group":                    "TestTLSFlags",
@@ -252,6 +253,27 @@ func TestTLSFlags(t *testing.T) {
 	}
 	if code, _, e := dial("tls", "dial", addr, "--insecure", "--runs", "1", "--timeout", "1ns"); code == 0 {
 		t.Fatalf("tls dial --timeout 1ns: %q", e)
+	}
+}
+
+// TestTLSAllowClassical: by default the server refuses a client offering
+// only a classical group, and a classical --group; --allow-classical
+// admits both, and the page says so.
+func TestTLSAllowClassical(t *testing.T) {
+	addr, _ := serve(t, "serving https://", "tls", "serve", "--listen", "127.0.0.1:0")
+	if code, _, e := dial("tls", "dial", addr, "--insecure", "--runs", "1", "--group", "P256"); code == 0 {
+		t.Fatalf("tls dial --group P256 against a post-quantum-only server: %q", e)
+	}
+	if code, _, e := dial("tls", "serve", "--listen", "127.0.0.1:0", "--group", "P256"); code != 2 || !strings.Contains(e, "--allow-classical") {
+		t.Fatalf("tls serve --group P256 without --allow-classical: %d %q", code, e)
+	}
+	addr, out := serve(t, "serving https://", "tls", "serve", "--listen", "127.0.0.1:0", "--allow-classical")
+	if !strings.Contains(out.String(), "classical key exchange allowed") {
+		t.Fatalf("tls serve --allow-classical printed %q", out)
+	}
+	code, o, e := dial("tls", "dial", addr, "--insecure", "--runs", "1", "--group", "P256", "--json")
+	if code != 0 || !strings.Contains(o, `"group": "CurveP256"`) || !strings.Contains(o, `"post_quantum": false`) {
+		t.Fatalf("tls dial --group P256 against --allow-classical: %d %q %q", code, o, e)
 	}
 }
 

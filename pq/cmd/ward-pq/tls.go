@@ -46,13 +46,17 @@ func (a *app) newTLSServeCmd() *cobra.Command {
 		certs             []string
 		maxConns, perAddr int
 		hsTO, firstByte   time.Duration
+		allowClassical    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--listen ADDR] [--group G]... [--cert ALG]...",
 		Short: "HTTPS page showing the negotiated TLS version, key exchange, cipher suite, certificate and resumption",
-		Long: `Serve an HTTPS page (and /json) that shows what each client negotiated. By
-default every group Go supports is offered, post-quantum first, with an
-ECDSA P-256 chain, which browsers accept (they do not accept ML-DSA
+		Long: `Serve an HTTPS page (and /json) that shows what each client negotiated. The
+server speaks TLS 1.3 only and, by default, offers the post-quantum groups
+only (the hybrids with ML-KEM and pure ML-KEM): a client without
+post-quantum TLS fails the handshake. --allow-classical also offers X25519
+and the NIST curves, after them, and the page says so. The chain is ECDSA
+P-256 by default, which browsers accept (they do not accept ML-DSA
 certificates yet). The chain is generated at start; point a browser at the
 address and accept the certificate warning, or use --cert mldsa65 with ward's
 own clients.`,
@@ -82,11 +86,16 @@ own clients.`,
 				return cli.Usage(err, "")
 			}
 			srv, tl, err := pqtls.NewServer(ln, pqtls.ServerOptions{Groups: gs, Chains: chains, MaxConns: maxConns,
-				MaxConnsPerAddress: perAddr, HandshakeTimeout: hsTO, FirstByteTimeout: firstByte})
+				MaxConnsPerAddress: perAddr, HandshakeTimeout: hsTO, FirstByteTimeout: firstByte, AllowClassical: allowClassical})
+			if errors.Is(err, pqtls.ErrClassicalGroup) {
+				ln.Close()
+				return cli.Usage(err, "add --allow-classical to offer a group without ML-KEM")
+			}
 			if err != nil {
+				ln.Close()
 				return err
 			}
-			fmt.Fprintf(a.stdout, "serving https://%s/ (certificates: %s)\n", ln.Addr(), strings.Join(certs, ", "))
+			fmt.Fprintf(a.stdout, "serving https://%s/ (TLS 1.3, %s; certificates: %s)\n", ln.Addr(), serveMode(allowClassical), strings.Join(certs, ", "))
 			go func() {
 				<-cmd.Context().Done()
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -101,13 +110,22 @@ own clients.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:8443", "address to listen on")
-	f.StringSliceVar(&groups, "group", nil, "key exchange groups in preference order (default: all, post-quantum first)")
+	f.StringSliceVar(&groups, "group", nil, "key exchange groups in preference order (default: the post-quantum ones; with --allow-classical, all, post-quantum first)")
+	f.BoolVar(&allowClassical, "allow-classical", false, "also accept key exchanges without ML-KEM (X25519, P-256...), for clients without post-quantum TLS; the page says so")
 	f.StringSliceVar(&certs, "cert", []string{"ecdsa-p256"}, "certificate chains: ecdsa-p256, ed25519, rsa2048, mldsa44, mldsa65, mldsa87")
 	f.IntVar(&maxConns, "max-conns", 8192, "simultaneous connections (the oldest idle one makes room for a new client)")
 	f.IntVar(&perAddr, "max-conns-per-addr", 64, "simultaneous connections per client prefix (IPv4 /24, IPv6 /64)")
 	f.DurationVar(&firstByte, "first-byte-timeout", 2*time.Second, "deadline for a connection's first byte")
 	f.DurationVar(&hsTO, "handshake-timeout", 5*time.Second, "TLS handshake and request header deadline")
 	return cmd
+}
+
+// serveMode names the key exchanges 'tls serve' accepts.
+func serveMode(allowClassical bool) string {
+	if allowClassical {
+		return "classical key exchange allowed"
+	}
+	return "post-quantum key exchange only"
 }
 
 // tlsDialOptions are the flags of 'ward-pq tls dial'.
