@@ -131,11 +131,7 @@ func (u URL) open(create bool) (*sql.DB, error) {
 	if err := privateFile(u.Path); err != nil {
 		return nil, err
 	}
-	// Write transactions begin IMMEDIATE: a deferred one that reads and
-	// then writes fails with SQLITE_BUSY_SNAPSHOT, which no busy timeout
-	// waits out, whenever another connection committed in between (read-only
-	// transactions stay deferred).
-	db, err := sql.Open("sqlite", "file:"+u.Path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+	db, err := sql.Open("sqlite", SQLiteDSN(u.Path))
 	if err != nil {
 		return nil, err
 	}
@@ -248,4 +244,15 @@ func CommandSecrets(args []string, getenv func(string) string) []string {
 		}
 	}
 	return secrets
+}
+
+// SQLiteDSN is the data source name of the SQLite file at path as ward
+// opens it with the modernc.org/sqlite driver: a 10 s busy timeout, WAL
+// mode, and write transactions that begin IMMEDIATE. A deferred one that
+// reads and then writes fails with SQLITE_BUSY_SNAPSHOT, which no busy
+// timeout waits out, whenever another connection committed in between;
+// read-only transactions (sql.TxOptions.ReadOnly) stay deferred. An
+// adopter opening its own *sql.DB on a file ward shares should use it.
+func SQLiteDSN(path string) string {
+	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
 }

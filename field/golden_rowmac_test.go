@@ -1,15 +1,11 @@
 package field
 
 import (
-	"context"
 	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"testing"
 
 	"github.com/wardlab/ward/internal/golden"
-	"github.com/wardlab/ward/keyring"
-	"github.com/wardlab/ward/kms/local"
 )
 
 var updateRowMAC = flag.Bool("update-rowmac", false, "rewrite testdata/row-mac-v1.json (only when the row MAC changes version)")
@@ -22,10 +18,8 @@ type goldenRowMAC struct {
 }
 
 type goldenRowMACFile struct {
-	Comment   string          `json:"comment"`
-	MasterKey string          `json:"master_key"`
-	Keyring   json.RawMessage `json:"keyring"`
-	Vectors   []goldenRowMAC  `json:"vectors"`
+	golden.Header
+	Vectors []goldenRowMAC `json:"vectors"`
 }
 
 const goldenRowMACPath = "testdata/row-mac-v1.json"
@@ -43,10 +37,9 @@ func rowMACArgs(vs []*string) []any {
 }
 
 func writeGoldenRowMAC(t *testing.T) {
-	ctx := context.Background()
-	mk := local.Generate()
-	kr, _ := keyring.New(keyring.AES256GCM)
-	f := goldenRowMACFile{Comment: "ward row MAC (FORMAT.md, Row MAC); regenerate with go test ./field -run GoldenRowMAC -update-rowmac only when it changes", MasterKey: mk.Encode()}
+	m := golden.NewMaker(t)
+	kr := m.Keyring
+	var f goldenRowMACFile
 	for _, v := range []goldenRowMAC{
 		{Table: "sessions", Columns: []string{"user_id"}, Values: []*string{strp("42")}},
 		{Table: "users", Columns: []string{"id", "password"}, Values: []*string{strp("7"), strp("$argon2id$v=19$m=65536,t=3,p=1$c2FsdA$aGFzaA")}},
@@ -63,7 +56,7 @@ func writeGoldenRowMAC(t *testing.T) {
 		v.MAC = hex.EncodeToString(sum)
 		f.Vectors = append(f.Vectors, v)
 	}
-	f.Keyring, _ = kr.Marshal(ctx, mk)
+	f.Header = m.Header(t, "ward row MAC (FORMAT.md, Row MAC); regenerate with go test ./field -run GoldenRowMAC -update-rowmac only when it changes")
 	golden.Write(t, goldenRowMACPath, f)
 }
 
@@ -75,7 +68,7 @@ func TestGoldenRowMAC(t *testing.T) {
 	}
 	var f goldenRowMACFile
 	golden.Read(t, goldenRowMACPath, &f)
-	kr := golden.Keyring(t, f.MasterKey, f.Keyring)
+	kr := f.Open(t)
 	for _, v := range f.Vectors {
 		m, _ := NewRowMAC(kr, v.Table, v.Columns...)
 		tag, _ := hex.DecodeString(v.MAC)
@@ -95,11 +88,9 @@ const goldenRowMACv2Path = "testdata/row-mac-v2.json"
 // goldenRowMACv2File holds v2 MACs under two integrity epochs of one
 // keyring, each bound to Database.
 type goldenRowMACv2File struct {
-	Comment   string           `json:"comment"`
-	MasterKey string           `json:"master_key"`
-	Keyring   json.RawMessage  `json:"keyring"`
-	Database  string           `json:"database"`
-	Vectors   []goldenRowMACv2 `json:"vectors"`
+	golden.Header
+	Database string           `json:"database"`
+	Vectors  []goldenRowMACv2 `json:"vectors"`
 }
 
 type goldenRowMACv2 struct {
@@ -108,35 +99,27 @@ type goldenRowMACv2 struct {
 }
 
 func writeGoldenRowMACv2(t *testing.T) {
-	ctx := context.Background()
-	mk := local.Generate()
-	kr, _ := keyring.New(keyring.AES256GCM)
-	f := goldenRowMACv2File{Comment: "ward row MAC v2 (FORMAT.md, Row MAC): bound to the database, under the integrity epoch it names; regenerate with go test ./field -run GoldenRowMACv2 -update-rowmac-v2 only when it changes",
-		MasterKey: mk.Encode(), Database: "db-00112233445566778899aabbccddeeff"}
+	m := golden.NewMaker(t)
+	f := goldenRowMACv2File{Database: "db-00112233445566778899aabbccddeeff"}
 	vectors := []goldenRowMAC{
 		{Table: "sessions", Columns: []string{"token_hash", "user_id", "expires"}, Values: []*string{strp("abc"), strp("42"), strp("1767225600")}},
 		{Table: "users", Columns: []string{"id", "password"}, Values: []*string{strp("8"), nil}},
 	}
-	for epoch := range 2 {
-		if epoch == 1 {
-			if _, err := keyring.NewManager(kr).AddPrimary(ctx, keyring.AES256GCM); err != nil {
-				t.Fatal(err)
-			}
-		}
+	m.Epochs(t, 2, func(int) {
 		for _, v := range vectors {
-			m, err := NewRowMACFor(kr, v.Table, v.Columns, RowMACOptions{Database: f.Database})
+			mac, err := NewRowMACFor(m.Keyring, v.Table, v.Columns, RowMACOptions{Database: f.Database})
 			if err != nil {
 				t.Fatal(err)
 			}
-			sum, err := m.Sum(rowMACArgs(v.Values)...)
+			sum, err := mac.Sum(rowMACArgs(v.Values)...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			v.MAC = hex.EncodeToString(sum)
-			f.Vectors = append(f.Vectors, goldenRowMACv2{goldenRowMAC: v, Epoch: kr.Primary().ID.String()})
+			f.Vectors = append(f.Vectors, goldenRowMACv2{goldenRowMAC: v, Epoch: m.Keyring.Primary().ID.String()})
 		}
-	}
-	f.Keyring, _ = kr.Marshal(ctx, mk)
+	})
+	f.Header = m.Header(t, "ward row MAC v2 (FORMAT.md, Row MAC): bound to the database, under the integrity epoch it names; regenerate with go test ./field -run GoldenRowMACv2 -update-rowmac-v2 only when it changes")
 	golden.Write(t, goldenRowMACv2Path, f)
 }
 
@@ -148,7 +131,7 @@ func TestGoldenRowMACv2(t *testing.T) {
 	}
 	var f goldenRowMACv2File
 	golden.Read(t, goldenRowMACv2Path, &f)
-	kr := golden.Keyring(t, f.MasterKey, f.Keyring)
+	kr := f.Open(t)
 	epochs := map[string]bool{}
 	for _, v := range f.Vectors {
 		epochs[v.Epoch] = true

@@ -1,9 +1,7 @@
 package fleet
 
 import (
-	"context"
 	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"strings"
 	"testing"
@@ -12,7 +10,6 @@ import (
 	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/internal/golden"
 	"github.com/wardlab/ward/keyring"
-	"github.com/wardlab/ward/kms/local"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/registry-v1.json (only when the registry's MAC changes)")
@@ -23,21 +20,18 @@ type goldenRow struct {
 }
 
 type goldenFile struct {
-	Comment   string          `json:"comment"`
-	MasterKey string          `json:"master_key"`
-	Keyring   json.RawMessage `json:"keyring"`
-	Rows      []goldenRow     `json:"rows"`
+	golden.Header
+	Rows []goldenRow `json:"rows"`
 }
 
 const goldenPath = "testdata/registry-v1.json"
 
 func writeGolden(t *testing.T) {
-	ctx := context.Background()
-	mk := local.Generate()
-	kr, _ := keyring.New(keyring.AES256GCM)
+	m := golden.NewMaker(t)
+	kr := m.Keyring
 	key, _ := kr.Derive("fleet registry v1", 32)
 	at := time.UnixMilli(1796000000123).UTC()
-	f := goldenFile{Comment: "ward process registry rows and their MACs (FORMAT.md, Process registry); regenerate with go test ./fleet -run Golden -update only when the MAC changes", MasterKey: mk.Encode()}
+	var f goldenFile
 	for _, p := range []Process{
 		{ID: "p-0011223344556677", Host: "web-1", PID: 4242, Keyring: kr.ID(), Generation: 3, Keys: []keyring.KeyID{kr.Primary().ID}, Started: at, Seen: at.Add(time.Minute)},
 		{ID: "p-8899aabbccddeeff", Host: "web-2", PID: 7, Keyring: kr.ID(), Generation: 3, Keys: []keyring.KeyID{kr.Primary().ID}, Started: at, Seen: at, Exited: true,
@@ -45,7 +39,7 @@ func writeGolden(t *testing.T) {
 	} {
 		f.Rows = append(f.Rows, goldenRow{p, hex.EncodeToString(rowMAC(key, &p))})
 	}
-	f.Keyring, _ = kr.Marshal(ctx, mk)
+	f.Header = m.Header(t, "ward process registry rows and their MACs (FORMAT.md, Process registry); regenerate with go test ./fleet -run Golden -update only when the MAC changes")
 	golden.Write(t, goldenPath, f)
 }
 
@@ -57,7 +51,7 @@ func TestGoldenRegistry(t *testing.T) {
 	}
 	var f goldenFile
 	golden.Read(t, goldenPath, &f)
-	key, _ := golden.Keyring(t, f.MasterKey, f.Keyring).Derive("fleet registry v1", 32)
+	key, _ := f.Open(t).Derive("fleet registry v1", 32)
 	for _, r := range f.Rows {
 		if got := hex.EncodeToString(rowMAC(key, &r.Process)); got != r.MAC {
 			t.Errorf("%s: %s, want %s", r.Process.ID, got, r.MAC)
@@ -70,11 +64,22 @@ var updateV2 = flag.Bool("update-v2", false, "write testdata/registry-v2.json (o
 const goldenV2Path = "testdata/registry-v2.json"
 
 type goldenV2File struct {
-	Comment   string          `json:"comment"`
-	MasterKey string          `json:"master_key"`
-	Keyring   json.RawMessage `json:"keyring"`
-	Database  string          `json:"database"`
-	Rows      []goldenRow     `json:"rows"`
+	golden.Header
+	Database string      `json:"database"`
+	Rows     []goldenRow `json:"rows"`
+}
+
+func writeGoldenV2(t *testing.T) {
+	mk := golden.NewMaker(t)
+	kr := mk.Keyring
+	f := goldenV2File{Database: "db-0123456789abcdef"}
+	m := &rowMACs{kr: kr, database: f.Database}
+	at := time.UnixMilli(1796000000123).UTC()
+	p := Process{ID: "p-0011223344556677", Host: "web-1", PID: 4242, Keyring: kr.ID(), Generation: 3, Keys: []keyring.KeyID{kr.Primary().ID}, Started: at, Seen: at.Add(time.Minute),
+		Forms: []forms.Form{"ciphertext:v4", "integrity:v2"}}
+	f.Rows = append(f.Rows, goldenRow{p, m.tag(&p, nil)})
+	f.Header = mk.Header(t, "ward process registry rows v2 (FORMAT.md, Process registry); regenerate with go test ./fleet -run GoldenRegistryV2 -update-v2 only when the MAC changes")
+	golden.Write(t, goldenV2Path, f)
 }
 
 // TestGoldenRegistryV2 recomputes the v2 rows' MACs (FORMAT.md: bound to
@@ -82,24 +87,11 @@ type goldenV2File struct {
 // another database.
 func TestGoldenRegistryV2(t *testing.T) {
 	if *updateV2 {
-		mk := local.Generate()
-		kr, _ := keyring.New(keyring.AES256GCM)
-		f := goldenV2File{Comment: "ward process registry rows v2 (FORMAT.md, Process registry); regenerate with go test ./fleet -run GoldenRegistryV2 -update-v2 only when the MAC changes",
-			MasterKey: mk.Encode(), Database: "db-0123456789abcdef"}
-		m := &rowMACs{kr: kr, database: f.Database}
-		at := time.UnixMilli(1796000000123).UTC()
-		for _, p := range []Process{
-			{ID: "p-0011223344556677", Host: "web-1", PID: 4242, Keyring: kr.ID(), Generation: 3, Keys: []keyring.KeyID{kr.Primary().ID}, Started: at, Seen: at.Add(time.Minute),
-				Forms: []forms.Form{"ciphertext:v4", "integrity:v2"}},
-		} {
-			f.Rows = append(f.Rows, goldenRow{p, m.tag(&p, nil)})
-		}
-		f.Keyring, _ = kr.Marshal(context.Background(), mk)
-		golden.Write(t, goldenV2Path, f)
+		writeGoldenV2(t)
 	}
 	var f goldenV2File
 	golden.Read(t, goldenV2Path, &f)
-	kr := golden.Keyring(t, f.MasterKey, f.Keyring)
+	kr := f.Open(t)
 	m := &rowMACs{kr: kr, database: f.Database}
 	other := &rowMACs{kr: kr, database: "db-fedcba9876543210"}
 	for _, r := range f.Rows {

@@ -29,6 +29,18 @@ type MACResult struct {
 	// are refused (field.RowMACMovedMark); Why says why not.
 	Refused bool
 	Why     string
+	// Epoch is the integrity epoch the pass moved MACs to.
+	Epoch keyring.KeyID
+}
+
+// String says what the pass did, as the CLI and the chat print it.
+func (m MACResult) String() string {
+	state := "v1 MACs refused"
+	if !m.Refused {
+		state = "v1 MACs still accepted: " + m.Why
+	}
+	return fmt.Sprintf("%s.%s: %d row MACs moved to epoch %v, %d already there, %d invalid, %d changed meanwhile; %s",
+		m.Column.Table, m.Column.Column, m.Moved, m.Epoch, m.Current, m.Invalid, m.Changed, state)
 }
 
 // macBatch is how many rows one read of a re-MAC pass takes.
@@ -61,7 +73,7 @@ func RemacRows(ctx context.Context, kr *keyring.Keyring, d Database) ([]MACResul
 	}
 	var out []MACResult
 	for _, c := range st.MACs {
-		r := MACResult{DB: d.Name, Column: c}
+		r := MACResult{DB: d.Name, Column: c, Epoch: kr.Primary().ID}
 		if !open {
 			r.Why = why
 			out = append(out, r)
@@ -122,7 +134,11 @@ func remacColumn(ctx context.Context, kr *keyring.Keyring, d Database, st *ledge
 		r.Why = fmt.Sprintf("%d MACs do not verify and %d rows changed meanwhile: run again", r.Invalid, r.Changed)
 		return nil
 	}
-	if opened := formOpened(st, forms.IntegrityV2); opened.IsZero() || started.Sub(opened) < settled {
+	switch opened := formOpened(st, forms.IntegrityV2); {
+	case opened.IsZero():
+		r.Why = "the ledger does not yet record integrity:v2 as opened (a heartbeat records it once every process declares it): run again to refuse v1 MACs"
+		return nil
+	case started.Sub(opened) < settled:
 		r.Why = "the fleet opened integrity:v2 less than 10 s before: run again to refuse v1 MACs"
 		return nil
 	}

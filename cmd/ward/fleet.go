@@ -106,7 +106,7 @@ func (a *app) rotationObserver(kr *keyring.Keyring) lifecycle.Observer {
 		Subjects: func(s lifecycle.SubjectResult, _ error) {
 			fmt.Fprintf(a.stdout, "subject keys of %s: %d re-wrapped under %v, %d already current, %d user-held (under no keyring key)\n", s.Namespace, s.Rewrap.Rewrapped, key, s.Rewrap.Current, s.Rewrap.UserHeld)
 		},
-		MACs: func(m lifecycle.MACResult, _ error) { a.printMACs(kr, m) },
+		MACs: func(m lifecycle.MACResult, _ error) { a.printMACs(m) },
 		Skipped: func(db string, c ledger.Column, why string) {
 			if c.Table == "" {
 				fmt.Fprintf(a.stdout, "%s: %s: run 'ward reseal' on each\n", db, why)

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/internal/cli"
-	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/lifecycle"
 )
 
@@ -46,7 +45,7 @@ and to run again after an interruption.`,
 			for _, d := range ls.databases() {
 				res, err := lifecycle.RemacRows(cmd.Context(), kr, d)
 				for _, m := range res {
-					a.printMACs(kr, m)
+					a.printMACs(m)
 				}
 				if err != nil {
 					return interrupted(fmt.Errorf("%s: %w", d.Name, err))
@@ -61,11 +60,4 @@ and to run again after an interruption.`,
 }
 
 // printMACs prints what a re-MAC pass did to one column.
-func (a *app) printMACs(kr *keyring.Keyring, m lifecycle.MACResult) {
-	state := "v1 MACs refused"
-	if !m.Refused {
-		state = "v1 MACs still accepted: " + m.Why
-	}
-	fmt.Fprintf(a.stdout, "%s.%s: %d row MACs moved to epoch %v, %d already there, %d invalid, %d changed meanwhile; %s\n",
-		m.Column.Table, m.Column.Column, m.Moved, kr.Primary().ID, m.Current, m.Invalid, m.Changed, state)
-}
+func (a *app) printMACs(m lifecycle.MACResult) { fmt.Fprintln(a.stdout, m) }

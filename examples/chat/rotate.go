@@ -91,11 +91,7 @@ func (s *Service) printer(out io.Writer) lifecycle.Observer {
 			if m.Refused { // this process refuses them at once; others within their refresh
 				s.gate.SetMarks([]string{field.RowMACMovedMark(m.Column.Table)})
 			}
-			state := "v1 MACs refused"
-			if !m.Refused {
-				state = "v1 MACs still accepted: " + m.Why
-			}
-			fmt.Fprintf(out, "%s.%s: %d row MACs moved to epoch %v, %d already there, %d invalid; %s\n", m.Column.Table, m.Column.Column, m.Moved, s.kr.Primary().ID, m.Current, m.Invalid, state)
+			fmt.Fprintln(out, m)
 		},
 		Skipped: func(_ string, c ledger.Column, why string) {
 			if c.Table != "" {

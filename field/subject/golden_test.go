@@ -27,38 +27,42 @@ type storeGolden struct {
 	Keyring   json.RawMessage `json:"keyring"`
 	// Namespace is the store's; Table, Column and Bind the values'
 	// column (its context), with Bind naming the subject column too.
-	Namespace string   `json:"namespace"`
-	Table     string   `json:"table"`
-	Column    string   `json:"column"`
-	Bind      []string `json:"bind"`
-	Keys      []struct {
-		Subject  string `json:"subject"`
-		Version  int64  `json:"version"`
-		Held     int    `json:"held"`
-		Wrapped  string `json:"wrapped_hex"`
-		Recovery string `json:"recovery_hex,omitempty"`
-	} `json:"keys"`
-	Tombstones []struct {
-		Subject     string `json:"subject"`
-		ForgottenAt int64  `json:"forgotten_at"`
-		Epoch       int64  `json:"epoch"`
-		MAC         string `json:"mac"`
-	} `json:"tombstones"`
-	Sessions []struct {
-		Session string `json:"session"`
-		Subject string `json:"subject"`
-		Version int64  `json:"version"`
-		Wrapped string `json:"wrapped_hex"`
-	} `json:"sessions"`
-	Secret       string `json:"bob_secret_hex"`
-	RecoveryCode string `json:"bob_recovery_code"`
-	Token        string `json:"bob_session_token_hex"`
-	Values       []struct {
-		Row        int64  `json:"row"`
-		Subject    string `json:"subject"`
-		Plaintext  string `json:"plaintext"`
-		Ciphertext string `json:"ciphertext_hex"`
-	} `json:"values"`
+	Namespace    string            `json:"namespace"`
+	Table        string            `json:"table"`
+	Column       string            `json:"column"`
+	Bind         []string          `json:"bind"`
+	Keys         []subjectKeyRow   `json:"keys"`
+	Tombstones   []goldenTombstone `json:"tombstones"`
+	Sessions     []sessionRow      `json:"sessions"`
+	Secret       string            `json:"bob_secret_hex"`
+	RecoveryCode string            `json:"bob_recovery_code"`
+	Token        string            `json:"bob_session_token_hex"`
+	Values       []valueRow        `json:"values"`
+}
+
+// subjectKeyRow is one row of ward_subject_keys as a vector file holds it.
+type subjectKeyRow struct {
+	Subject  string `json:"subject"`
+	Version  int64  `json:"version"`
+	Held     int    `json:"held"`
+	Wrapped  string `json:"wrapped_hex"`
+	Recovery string `json:"recovery_hex,omitempty"`
+}
+
+// sessionRow is one row of ward_subject_sessions as a vector file holds it.
+type sessionRow struct {
+	Session string `json:"session"`
+	Subject string `json:"subject"`
+	Version int64  `json:"version"`
+	Wrapped string `json:"wrapped_hex"`
+}
+
+// valueRow is one sealed value of the store's column and what it opens to.
+type valueRow struct {
+	Row        int64  `json:"row"`
+	Subject    string `json:"subject"`
+	Plaintext  string `json:"plaintext"`
+	Ciphertext string `json:"ciphertext_hex"`
 }
 
 func writeStoreGolden(t *testing.T, path string) {
@@ -79,12 +83,7 @@ func writeStoreGolden(t *testing.T, path string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g.Values = append(g.Values, struct {
-			Row        int64  `json:"row"`
-			Subject    string `json:"subject"`
-			Plaintext  string `json:"plaintext"`
-			Ciphertext string `json:"ciphertext_hex"`
-		}{int64(i + 1), u, u + "'s message", hex.EncodeToString(ct.Bytes())})
+		g.Values = append(g.Values, valueRow{int64(i + 1), u, u + "'s message", hex.EncodeToString(ct.Bytes())})
 	}
 	u, code, err := s.MakePrivate(ctx, "bob", secret, PrivateOptions{Recovery: true})
 	if err != nil {
@@ -99,13 +98,7 @@ func writeStoreGolden(t *testing.T, path string) {
 	}
 	rows, _ := db.Query(`SELECT subject, version, held, wrapped, recovery FROM ward_subject_keys ORDER BY subject`)
 	for rows.Next() {
-		var k struct {
-			Subject  string `json:"subject"`
-			Version  int64  `json:"version"`
-			Held     int    `json:"held"`
-			Wrapped  string `json:"wrapped_hex"`
-			Recovery string `json:"recovery_hex,omitempty"`
-		}
+		var k subjectKeyRow
 		var w, r []byte
 		rows.Scan(&k.Subject, &k.Version, &k.Held, &w, &r)
 		k.Wrapped, k.Recovery = hex.EncodeToString(w), hex.EncodeToString(r)
@@ -114,24 +107,14 @@ func writeStoreGolden(t *testing.T, path string) {
 	rows.Close()
 	rows, _ = db.Query(`SELECT subject, forgotten_at, epoch, mac FROM ward_subject_tombstones`)
 	for rows.Next() {
-		var tb struct {
-			Subject     string `json:"subject"`
-			ForgottenAt int64  `json:"forgotten_at"`
-			Epoch       int64  `json:"epoch"`
-			MAC         string `json:"mac"`
-		}
+		var tb goldenTombstone
 		rows.Scan(&tb.Subject, &tb.ForgottenAt, &tb.Epoch, &tb.MAC)
 		g.Tombstones = append(g.Tombstones, tb)
 	}
 	rows.Close()
 	rows, _ = db.Query(`SELECT session, subject, version, wrapped FROM ward_subject_sessions`)
 	for rows.Next() {
-		var se struct {
-			Session string `json:"session"`
-			Subject string `json:"subject"`
-			Version int64  `json:"version"`
-			Wrapped string `json:"wrapped_hex"`
-		}
+		var se sessionRow
 		var w []byte
 		rows.Scan(&se.Session, &se.Subject, &se.Version, &w)
 		se.Wrapped = hex.EncodeToString(w)

@@ -3,7 +3,6 @@ package subject
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"flag"
 	"path/filepath"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/wardlab/ward/internal/dbtest"
 	"github.com/wardlab/ward/internal/golden"
 	"github.com/wardlab/ward/keyring"
-	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"
 )
 
@@ -24,45 +22,34 @@ const goldenTombstonesPath = "testdata/tombstone-v2.json"
 // integrity epochs of a keyring, bound to Database (FORMAT.md, "Subject
 // keys", Tombstones).
 type tombstoneGolden struct {
-	Comment    string          `json:"comment"`
-	MasterKey  string          `json:"master_key"`
-	Keyring    json.RawMessage `json:"keyring"`
-	Database   string          `json:"database"`
-	Namespace  string          `json:"namespace"`
-	Tombstones []struct {
-		Subject     string `json:"subject"`
-		ForgottenAt int64  `json:"forgotten_at"`
-		Epoch       int64  `json:"epoch"`
-		MAC         string `json:"mac"`
-	} `json:"tombstones"`
+	golden.Header
+	Database   string            `json:"database"`
+	Namespace  string            `json:"namespace"`
+	Tombstones []goldenTombstone `json:"tombstones"`
+}
+
+// goldenTombstone is one tombstone as a vector file holds it.
+type goldenTombstone struct {
+	Subject     string `json:"subject"`
+	ForgottenAt int64  `json:"forgotten_at"`
+	Epoch       int64  `json:"epoch"`
+	MAC         string `json:"mac"`
 }
 
 func writeTombstoneGolden(t *testing.T, db *sql.DB) {
-	ctx := context.Background()
-	mk := local.Generate()
-	kr, _ := keyring.New(keyring.AES256GCM)
-	g := tombstoneGolden{Comment: "ward subject tombstones v2 (FORMAT.md, Subject keys); regenerate with go test ./field/subject -run GoldenTombstones -update-tombstones only when they change",
-		MasterKey: mk.Encode(), Database: "db-00112233445566778899aabbccddeeff", Namespace: "users"}
-	s := goldenTombstoneStore(t, db, kr, g.Database, g.Namespace)
-	for i, subject := range []string{"carol", "dave"} {
-		if i == 1 {
-			if _, err := keyring.NewManager(kr).AddPrimary(ctx, keyring.AES256GCM); err != nil {
-				t.Fatal(err)
-			}
-		}
+	m := golden.NewMaker(t)
+	g := tombstoneGolden{Database: "db-00112233445566778899aabbccddeeff", Namespace: "users"}
+	s := goldenTombstoneStore(t, db, m.Keyring, g.Database, g.Namespace)
+	subjects := []string{"carol", "dave"}
+	m.Epochs(t, len(subjects), func(i int) {
 		at := int64(1767225600000 + i)
-		epoch, mac, err := s.tombstoneMAC(g.Database, subject, at)
+		epoch, mac, err := s.tombstoneMAC(g.Database, subjects[i], at)
 		if err != nil {
 			t.Fatal(err)
 		}
-		g.Tombstones = append(g.Tombstones, struct {
-			Subject     string `json:"subject"`
-			ForgottenAt int64  `json:"forgotten_at"`
-			Epoch       int64  `json:"epoch"`
-			MAC         string `json:"mac"`
-		}{subject, at, epoch, mac})
-	}
-	g.Keyring, _ = kr.Marshal(ctx, mk)
+		g.Tombstones = append(g.Tombstones, goldenTombstone{subjects[i], at, epoch, mac})
+	})
+	g.Header = m.Header(t, "ward subject tombstones v2 (FORMAT.md, Subject keys); regenerate with go test ./field/subject -run GoldenTombstones -update-tombstones only when they change")
 	golden.Write(t, goldenTombstonesPath, g)
 }
 
@@ -90,7 +77,7 @@ func TestGoldenTombstones(t *testing.T) {
 	ctx := context.Background()
 	var g tombstoneGolden
 	golden.Read(t, goldenTombstonesPath, &g)
-	kr := golden.Keyring(t, g.MasterKey, g.Keyring)
+	kr := g.Open(t)
 	s := goldenTombstoneStore(t, db, kr, g.Database, g.Namespace)
 	other := goldenTombstoneStore(t, db, kr, g.Database+"0", g.Namespace)
 	epochs := map[int64]bool{}

@@ -15,6 +15,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the pgx driver
 	_ "modernc.org/sqlite"             // the SQLite driver
 
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/internal/mytest"
 	"github.com/wardlab/ward/internal/pgtest"
 )
@@ -32,7 +33,7 @@ type DB struct {
 // and immediate write transactions, as dburl opens it and as the tests that
 // run jobs beside writers need.
 func SQLiteDSN(path string) string {
-	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+	return dburl.SQLiteDSN(path)
 }
 
 // ForEach runs fn against a fresh SQLite file and, when configured, a real

@@ -51,3 +51,61 @@ func Keyring(t testing.TB, masterKey string, file json.RawMessage) *keyring.Keyr
 	}
 	return kr
 }
+
+// Header is what every vector file opens with: what it pins, and the
+// keyring that made it with the master key that opens that keyring. A
+// file's own type embeds it, so its JSON layout is unchanged.
+type Header struct {
+	Comment   string          `json:"comment"`
+	MasterKey string          `json:"master_key"`
+	Keyring   json.RawMessage `json:"keyring"`
+}
+
+// Open opens the keyring h holds.
+func (h *Header) Open(t testing.TB) *keyring.Keyring {
+	t.Helper()
+	return Keyring(t, h.MasterKey, h.Keyring)
+}
+
+// Maker makes a vector file: a fresh AES-256-GCM keyring and the master
+// key that will seal it into the file's Header.
+type Maker struct {
+	// Keyring is the keyring the vectors are made with.
+	Keyring *keyring.Keyring
+	mk      *local.MasterKey
+}
+
+// NewMaker returns a Maker with a fresh keyring and master key.
+func NewMaker(t testing.TB) *Maker {
+	t.Helper()
+	kr, err := keyring.New(keyring.AES256GCM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Maker{Keyring: kr, mk: local.Generate()}
+}
+
+// Epochs calls fn once for each of n integrity epochs, promoting a new
+// primary key (which starts an epoch) before every call after the first.
+func (m *Maker) Epochs(t testing.TB, n int, fn func(epoch int)) {
+	t.Helper()
+	for epoch := range n {
+		if epoch > 0 {
+			if _, err := keyring.NewManager(m.Keyring).AddPrimary(context.Background(), keyring.AES256GCM); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fn(epoch)
+	}
+}
+
+// Header returns the file's header: comment, the master key, and the
+// keyring as it stands now, sealed with it.
+func (m *Maker) Header(t testing.TB, comment string) Header {
+	t.Helper()
+	file, err := m.Keyring.Marshal(context.Background(), m.mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Header{Comment: comment, MasterKey: m.mk.Encode(), Keyring: file}
+}
