@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/keyring"
@@ -49,6 +51,30 @@ func rewrapDatabase(ctx context.Context, kr *keyring.Keyring, d Database, opts s
 // Older versions stay, so nothing is lost; run it again after an
 // interruption.
 func RekeySubjects(ctx context.Context, kr *keyring.Keyring, d Database, obs Observer) ([]SubjectResult, []ColumnResult, error) {
+	return RekeyNamespaces(ctx, kr, d, RekeyOptions{Observer: obs})
+}
+
+// RekeyOptions tune [RekeyNamespaces].
+type RekeyOptions struct {
+	// Namespaces limits the re-key to these namespaces (every namespace of
+	// the database when empty).
+	Namespaces []string
+	// Settle is how long to wait between giving the subjects new versions
+	// and re-sealing: the longest subject.Config.TTL among the fleet's
+	// processes, each of which may seal under a subject's older version
+	// until its cache of that subject expires. A value sealed so after the
+	// re-seal passed it stays under the older version.
+	Settle time.Duration
+	// NoReseal gives the new versions and re-seals nothing.
+	NoReseal bool
+	Observer Observer
+}
+
+// RekeyNamespaces is RekeySubjects for the namespaces o names, waiting
+// o.Settle before the re-seal: what a grant's revocation runs, so that no
+// value sealed afterwards is under a subject key whose column keys the
+// grant's holder may have kept.
+func RekeyNamespaces(ctx context.Context, kr *keyring.Keyring, d Database, o RekeyOptions) ([]SubjectResult, []ColumnResult, error) {
 	if err := check(ctx, kr, []Database{d}); err != nil {
 		return nil, nil, err
 	}
@@ -57,23 +83,43 @@ func RekeySubjects(ctx context.Context, kr *keyring.Keyring, d Database, obs Obs
 		return nil, nil, inDB(d.Name, err)
 	}
 	var subs []SubjectResult
-	var cols []ColumnResult
+	var rekeyed []string
 	for _, s := range stores {
+		if len(o.Namespaces) > 0 && !slices.Contains(o.Namespaces, s.Namespace()) {
+			continue
+		}
 		st, err := s.RotateAll(ctx)
 		r := SubjectResult{DB: d.Name, Namespace: s.Namespace(), Rekey: st}
 		subs = append(subs, r)
-		if obs.Subjects != nil {
-			obs.Subjects(r, err)
+		if o.Observer.Subjects != nil {
+			o.Observer.Subjects(r, err)
 		}
 		if err != nil {
-			return subs, cols, inDB(d.Name, fmt.Errorf("rotating the keys of %s: %w", s.Namespace(), err))
+			return subs, nil, inDB(d.Name, fmt.Errorf("rotating the keys of %s: %w", s.Namespace(), err))
 		}
-		ns := s.Namespace()
-		done, err := resealColumns(ctx, kr, d, &obs, func(c ledger.Column) bool { return c.Subject != "" && c.Namespace == ns })
-		cols = append(cols, done...)
-		if err != nil {
-			return subs, cols, inDB(d.Name, err)
-		}
+		rekeyed = append(rekeyed, s.Namespace())
 	}
-	return subs, cols, nil
+	if o.NoReseal || len(rekeyed) == 0 {
+		return subs, nil, nil
+	}
+	if err := sleep(ctx, o.Settle); err != nil {
+		return subs, nil, inDB(d.Name, err)
+	}
+	cols, err := resealColumns(ctx, kr, d, &o.Observer, func(c ledger.Column) bool { return c.Subject != "" && slices.Contains(rekeyed, c.Namespace) })
+	return subs, cols, inDB(d.Name, err)
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

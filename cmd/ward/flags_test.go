@@ -24,6 +24,7 @@ var flagTests = map[string]string{
 	"ward grant list --json":                   "TestGrantFlags",
 	"ward grant revoke --no-reencrypt":         "TestGrantFlags",
 	"ward grant revoke --offline":              "TestGrantFlags",
+	"ward grant revoke --subject-ttl":          "TestGrantRevokeSubjectTTL",
 	"ward grant revoke --wait":                 "TestGrantFlags",
 	"ward decrypt --column":                    "TestCryptBind",
 	"ward decrypt --context":                   "testdata/script/keyring.txtar",

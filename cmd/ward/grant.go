@@ -20,6 +20,7 @@ import (
 	"github.com/wardlab/ward/kms/kmsurl"
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"
+	"github.com/wardlab/ward/lifecycle"
 )
 
 // grantOptions are the flags of 'ward grant'.
@@ -31,6 +32,7 @@ type grantOptions struct {
 	wait          time.Duration
 	noReencrypt   bool
 	revokeOffline bool
+	subjectTTL    time.Duration
 }
 
 func (a *app) newGrantCmd() *cobra.Command {
@@ -49,8 +51,9 @@ refuses a key an unrevoked grant derives from.
 
 A grant opens values sealed under the keys it names for as long as the
 file exists: 'ward grant revoke' records the revocation, rotates the
-keyring and re-seals every column, after which it opens nothing new; copies
-of the database taken before stay readable with it.`,
+keyring, gives the subjects of its per-subject columns new key versions and
+re-seals every column, after which it opens nothing new; copies of the
+database taken before stay readable with it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.issueGrant(cmd, &o) },
 	}
@@ -201,19 +204,27 @@ func (a *app) newGrantListCmd(o *grantOptions) *cobra.Command {
 func (a *app) newGrantRevokeCmd(o *grantOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "revoke GRANT-ID --db URL...",
-		Short: "Revoke a grant: record it, rotate the keyring and re-seal, and print what the grant still opens",
-		Long: `Revoke a grant: every ledger records the revocation; then the keyring is
-rotated across the fleet as by 'ward keyring rotate --db' and every column
-re-sealed under the new key, which the grant never held. Until the re-seal
-finishes, and for ever for copies of the database taken before, the grant
-still opens its columns' values under the keys it names: the command prints
-that window. With --offline the rotation is left to 'ward keyring rotate'.`,
+		Short: "Revoke a grant: record it, rotate the keyring, re-key its subjects and re-seal, and print what the grant still opens",
+		Long: `Revoke a grant: every ledger records the revocation and the grant's wraps
+of per-subject columns are removed; then the keyring is rotated across the
+fleet as by 'ward keyring rotate --db' and every column re-sealed under the
+new key, which the grant never held. A grant of a column sealed under
+subjects' keys opened those keys' column keys, which its holder may have
+kept: every subject of that namespace is then given a new key version, as
+by 'ward subject rekey', whose column keys the grant never opened, and
+after --subject-ttl (the fleet's subject-key cache, within which a process
+may still seal under the older version) the column is re-sealed under the
+new versions. Until the re-seal finishes, and for ever for copies of the
+database taken before, the grant still opens its columns' values under the
+keys it names: the command prints that window. With --offline the rotation
+and the re-key are left to 'ward keyring rotate' and 'ward subject rekey'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.revokeGrant(cmd, args[0], o) },
 	}
 	cmd.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "how long the rotation waits for the fleet to load the new key")
 	cmd.Flags().BoolVar(&o.noReencrypt, "no-reencrypt", false, "rotate but do not re-seal (run 'ward reseal' on the granted columns yourself)")
-	cmd.Flags().BoolVar(&o.revokeOffline, "offline", false, "only record the revocation; rotate later with 'ward keyring rotate --db'")
+	cmd.Flags().BoolVar(&o.revokeOffline, "offline", false, "only record the revocation; rotate later with 'ward keyring rotate --db' and re-key with 'ward subject rekey --db'")
+	cmd.Flags().DurationVar(&o.subjectTTL, "subject-ttl", subject.DefaultTTL, "the longest subject-key cache (subject.Config.TTL) of the fleet's processes: how long the re-key waits before re-sealing")
 	return cmd
 }
 
@@ -245,10 +256,53 @@ func (a *app) revokeGrant(cmd *cobra.Command, id string, o *grantOptions) error 
 	fmt.Fprintf(a.stdout, "grant %s revoked; it opens %s values sealed under keys %v: in this database until they are re-sealed under a newer key, and in every copy of it taken before, for ever\n",
 		rec.ID, strings.Join(rec.Scopes, ", "), rec.Keys)
 	if o.revokeOffline {
-		fmt.Fprintln(a.stdout, "not rotating (--offline): run 'ward keyring rotate --db' so that the columns move to a key the grant never held")
+		fmt.Fprintln(a.stdout, "not rotating (--offline): run 'ward keyring rotate --db' so that the columns move to a key the grant never held, then 'ward subject rekey --db' so that no new value is sealed under a subject key it opened")
 		return nil
 	}
-	return a.rotateFleet(cmd, kr, kr.Primary().Algorithm, fleetRotation{wait: o.wait, noReencrypt: o.noReencrypt})
+	if err := a.rotateFleet(cmd, kr, kr.Primary().Algorithm, fleetRotation{wait: o.wait, noReencrypt: o.noReencrypt}); err != nil {
+		return err
+	}
+	return a.rekeyGranted(cmd, kr, rec, o)
+}
+
+// rekeyGranted gives the subjects of every namespace whose per-subject
+// columns the revoked grant rec opened new key versions in every database,
+// then, after --subject-ttl, re-seals those columns; last, the grants still
+// in force get their wraps of the new versions.
+func (a *app) rekeyGranted(cmd *cobra.Command, kr *keyring.Keyring, rec ledger.Grant, o *grantOptions) error {
+	ctx := cmd.Context()
+	ls, err := openCheckedLedgers(ctx, a.dbs, kr)
+	if err != nil {
+		return err
+	}
+	defer ls.close()
+	for i, d := range ls.databases() {
+		st, err := ls.l[i].Verified(ctx, kr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", d.Name, err)
+		}
+		ns := grantedNamespaces(st, rec.Scopes)
+		if len(ns) == 0 {
+			continue
+		}
+		_, _, err = lifecycle.RekeyNamespaces(ctx, kr, d, lifecycle.RekeyOptions{Namespaces: ns, Settle: o.subjectTTL, NoReseal: o.noReencrypt, Observer: a.rekeyObserver()})
+		if err != nil {
+			return interrupted(err)
+		}
+	}
+	return refreshGrantWraps(ctx, a.stdout, kr, ls, nil, false)
+}
+
+// grantedNamespaces lists the namespaces whose per-subject columns scopes
+// (TABLE.COLUMN) name, as st records the columns.
+func grantedNamespaces(st *ledger.State, scopes []string) []string {
+	var out []string
+	for _, c := range st.Columns {
+		if c.Subject != "" && slices.Contains(scopes, c.Table+"."+c.Column) && !slices.Contains(out, c.Namespace) {
+			out = append(out, c.Namespace)
+		}
+	}
+	return out
 }
 
 // keyringLedgers loads the keyring and opens the ledger of every --db,

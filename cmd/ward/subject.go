@@ -251,18 +251,23 @@ lost; run again after an interruption.`,
 				return err
 			}
 			defer ls.close()
-			_, _, err = lifecycle.RekeySubjects(cmd.Context(), kr, ls.databases()[0], lifecycle.Observer{
-				Subjects: func(r lifecycle.SubjectResult, _ error) {
-					fmt.Fprintf(sc.a.stdout, "%s: %d of %d subjects given a new key version, %d private (kept)\n", r.Namespace, r.Rekey.Rotated, r.Rekey.Subjects, r.Rekey.UserHeld)
-				},
-				Column: func(c lifecycle.ColumnResult, _ error) {
-					fmt.Fprintf(sc.a.stdout, "%s.%s: %d re-sealed under their subject's newest key, %d already current, %d private skipped\n", c.Column.Table, c.Column.Column, c.Stats.Reencrypted, c.Stats.Current, c.Stats.UserHeld)
-				},
-			})
+			_, _, err = lifecycle.RekeySubjects(cmd.Context(), kr, ls.databases()[0], sc.a.rekeyObserver())
 			return interrupted(err)
 		},
 	}
 	return rekey
+}
+
+// rekeyObserver prints what a re-key of subjects did.
+func (a *app) rekeyObserver() lifecycle.Observer {
+	return lifecycle.Observer{
+		Subjects: func(r lifecycle.SubjectResult, _ error) {
+			fmt.Fprintf(a.stdout, "%s: %d of %d subjects given a new key version, %d private (kept)\n", r.Namespace, r.Rekey.Rotated, r.Rekey.Subjects, r.Rekey.UserHeld)
+		},
+		Column: func(c lifecycle.ColumnResult, _ error) {
+			fmt.Fprintf(a.stdout, "%s.%s: %d re-sealed under their subject's newest key, %d already current, %d private skipped\n", c.Column.Table, c.Column.Column, c.Stats.Reencrypted, c.Stats.Current, c.Stats.UserHeld)
+		},
+	}
 }
 
 func byKeyText(m map[string]int64) string {

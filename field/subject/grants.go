@@ -40,6 +40,7 @@ func (g grantedColumn) name() string { return g.table + "." + g.column }
 type grantedCache struct {
 	mu      sync.Mutex
 	cols    []grantedColumn
+	ever    bool // a grant, revoked or not, named a column of the namespace
 	expires time.Time
 }
 
@@ -63,15 +64,15 @@ func (s *Store) addScopedColumn(ctx context.Context) error {
 // does not wait on it: when the ledger cannot be read or verified, it
 // answers none for a second, and a grant's holder opens the keys that
 // sealed meanwhile once a refresh (RefreshGrants) writes their wraps.
-func (s *Store) granted(ctx context.Context) []grantedColumn {
+func (s *Store) granted(ctx context.Context) (cols []grantedColumn, ever bool) {
 	if s.cfg.Ledger == nil {
-		return nil
+		return nil, false
 	}
 	s.grants.mu.Lock()
-	cols, fresh := s.grants.cols, time.Now().Before(s.grants.expires)
+	cols, ever, fresh := s.grants.cols, s.grants.ever, time.Now().Before(s.grants.expires)
 	s.grants.mu.Unlock()
 	if fresh {
-		return cols
+		return cols, ever
 	}
 	rctx, cancel := context.WithTimeout(ctx, grantReadTimeout)
 	defer cancel()
@@ -80,11 +81,11 @@ func (s *Store) granted(ctx context.Context) []grantedColumn {
 	if err != nil {
 		st, ttl = nil, time.Second
 	}
-	cols = grantedIn(st, s.cfg.Namespace)
+	cols, ever = grantedIn(st, s.cfg.Namespace), grantedEver(st, s.cfg.Namespace)
 	s.grants.mu.Lock()
-	s.grants.cols, s.grants.expires = cols, time.Now().Add(ttl)
+	s.grants.cols, s.grants.ever, s.grants.expires = cols, ever, time.Now().Add(ttl)
 	s.grants.mu.Unlock()
-	return cols
+	return cols, ever
 }
 
 // grantReadTimeout bounds the ledger read of granted: sealing never waits
@@ -113,6 +114,23 @@ func grantedIn(st *ledger.State, namespace string) []grantedColumn {
 	}
 	slices.SortFunc(out, func(a, b grantedColumn) int { return strings.Compare(a.name(), b.name()) })
 	return out
+}
+
+// grantedEver reports whether a grant of st, revoked or not, names a
+// per-subject column of namespace: then a key row's wraps of a column no
+// live grant opens are a revoked grant's, or planted, and are removed.
+func grantedEver(st *ledger.State, namespace string) bool {
+	if st == nil {
+		return false
+	}
+	for _, g := range st.Grants {
+		for _, c := range st.Columns {
+			if c.Namespace == namespace && c.Subject != "" && slices.Contains(g.Scopes, c.Table+"."+c.Column) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // scopedWraps returns the scoped column of sk's row for cols: for each,
@@ -175,10 +193,12 @@ func cutEntry(b []byte) (v, rest []byte, ok bool) {
 }
 
 // fillScoped makes sure a keyring-wrapped key about to seal holds a wrap
-// for every granted column, so that a grant opens what it seals.
+// for every granted column, so that a grant opens what it seals, and no
+// other: a wrap of a column no live grant opens (a revoked grant's, or one
+// a database writer put back) is removed before the key seals.
 func (s *Store) fillScoped(ctx context.Context, subject string, sk *keyring.SubjectKey) error {
-	cols := s.granted(ctx)
-	if len(cols) == 0 {
+	cols, ever := s.granted(ctx)
+	if len(cols) == 0 && !ever {
 		return nil
 	}
 	p := s.cfg.Dialect.Placeholder
@@ -190,12 +210,12 @@ func (s *Store) fillScoped(ctx context.Context, subject string, sk *keyring.Subj
 		return fmt.Errorf("subject: reading the grants' wraps of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
 	have := parseScoped(scoped)
-	missing := false
+	same := len(have) == len(cols) && !tooLong.Bool
 	for _, c := range cols {
 		_, ok := have[c.name()]
-		missing = missing || !ok
+		same = same && ok
 	}
-	if !missing && !tooLong.Bool {
+	if same && (len(cols) > 0 || scoped == nil) {
 		return nil
 	}
 	return s.writeScoped(ctx, subject, sk, cols, have)
