@@ -123,3 +123,31 @@ func TestGrantFileAttacks(t *testing.T) {
 		}
 	}
 }
+
+// TestGrantIsAWriteCapability states what SECURITY.md says of grants: the
+// keys a grant holds are the column's AEAD keys, so a holder who can write
+// the database seals a value (here with the scope key exactly as a sealing
+// scope would) that the keyring's holder opens as genuine. The library
+// never seals with a grant (ErrGrantSeals); the key material allows it.
+func TestGrantIsAWriteCapability(t *testing.T) {
+	kr := mustNew(t, AES256GCM)
+	g, err := kr.Grant([]GrantScope{{Table: "notes", Column: "title"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := g.Scope("notes", "title")
+	if _, err := s.Seal([]byte("x"), []byte("row 1")); !errors.Is(err, ErrGrantSeals) {
+		t.Fatalf("a grant sealed through the library: %v", err)
+	}
+	k := s.fixed[kr.load().primary.ID]
+	if k == nil {
+		t.Fatal("the grant holds no key of the primary")
+	}
+	adp, ad := pooledAD([]byte("row 1"))
+	forged := k.appendSeal(nil, []byte("set by the reader"), ad)
+	releaseAD(adp, ad)
+	got, err := kr.Scope(FieldScope("notes", "title")).Open(forged, []byte("row 1"))
+	if err != nil || string(got) != "set by the reader" {
+		t.Fatalf("the keyring did not open the grant holder's value: %q %v", got, err)
+	}
+}
