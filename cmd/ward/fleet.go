@@ -199,6 +199,9 @@ func readFleet(ctx context.Context, u string, kr *keyring.Keyring, skip []string
 	if r.Processes, err = reg.List(ctx, kr); err != nil {
 		return r, err
 	}
+	if r.Processes == nil {
+		r.Processes = []fleet.Process{} // JSON: [], not null
+	}
 	st, err := (&ledger.Ledger{DB: db, Dialect: dialect}).Verified(ctx, kr)
 	if err != nil || st == nil {
 		return r, err
@@ -210,6 +213,9 @@ func readFleet(ctx context.Context, u string, kr *keyring.Keyring, skip []string
 // printFleet writes one database's report for a person.
 func (a *app) printFleet(r fleetReport) {
 	fmt.Fprintf(a.stdout, "%s:\n", r.DB)
+	if len(r.Processes) == 0 {
+		fmt.Fprintln(a.stdout, "  no process has registered (a service registers with fleet.Registry.Join)")
+	}
 	for _, p := range r.Processes {
 		state := "running"
 		switch {

@@ -109,16 +109,20 @@ func (a *app) issueGrant(cmd *cobra.Command, o *grantOptions) error {
 	if err != nil {
 		return err
 	}
-	for i, l := range ls.l {
-		if err := l.RecordGrant(ctx, kr, ledger.GrantOf(g)); err != nil {
-			return fmt.Errorf("%s: recording the grant: %w", dburl.Redact(ls.urls[i]), err)
-		}
-	}
-	if err := refreshGrantWraps(ctx, a.stdout, kr, ls, ledger.GrantOf(g).Scopes, false); err != nil {
+	// The file's name is taken before any ledger records the grant, so
+	// that a refused --out leaves no grant without a file behind.
+	f, err := createNew(o.out)
+	if err != nil {
 		return err
 	}
-	if err := writeNew(o.out, file); err != nil {
+	if err := a.recordGrant(ctx, kr, ls, g); err != nil {
+		f.Close()
+		os.Remove(o.out)
 		return err
+	}
+	if err := finishNew(f, file); err != nil {
+		os.Remove(o.out)
+		return a.unrecordGrant(ctx, kr, ls, g, err)
 	}
 	fmt.Fprintf(a.stdout, "grant %s: opens %v under keys %v, sealed under %v, written to %s\n", g.ID(), g.Scopes(), g.Keys(), to.Key(), o.out)
 	return nil
@@ -143,16 +147,20 @@ func (a *app) readerService(ctx context.Context, o *grantOptions) (kms.KeyServic
 	return mk, nil
 }
 
-// writeNew writes a new file readable by its owner only; it refuses to
+// createNew creates a new file readable by its owner only; it refuses to
 // replace one.
-func writeNew(path string, data []byte) error {
+func createNew(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return cli.Usage(err, "choose another --out: a grant file is never overwritten")
+		return nil, cli.Usage(err, "choose another --out: a grant file is never overwritten")
 	}
+	return f, nil
+}
+
+// finishNew writes data to the file createNew made, synced, and closes it.
+func finishNew(f *os.File, data []byte) error {
 	if _, err := f.Write(append(data, '\n')); err != nil {
 		f.Close()
-		os.Remove(path)
 		return err
 	}
 	if err := f.Sync(); err != nil {
@@ -160,6 +168,29 @@ func writeNew(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// recordGrant records g in every ledger, then writes the wraps its
+// per-subject columns open.
+func (a *app) recordGrant(ctx context.Context, kr *keyring.Keyring, ls *ledgers, g *keyring.Grant) error {
+	for i, l := range ls.l {
+		if err := l.RecordGrant(ctx, kr, ledger.GrantOf(g)); err != nil {
+			return fmt.Errorf("%s: recording the grant: %w", dburl.Redact(ls.urls[i]), err)
+		}
+	}
+	return refreshGrantWraps(ctx, a.stdout, kr, ls, ledger.GrantOf(g).Scopes, false)
+}
+
+// unrecordGrant revokes g, recorded but whose file could not be written
+// (cause), so that no ledger keeps a grant nobody holds.
+func (a *app) unrecordGrant(ctx context.Context, kr *keyring.Keyring, ls *ledgers, g *keyring.Grant, cause error) error {
+	errs := []error{fmt.Errorf("writing the grant file: %w", cause)}
+	for i, l := range ls.l {
+		if _, err := l.RevokeGrant(ctx, kr, g.ID(), time.Now()); err != nil {
+			errs = append(errs, fmt.Errorf("%s: revoking grant %s, which has no file: %w (run 'ward grant revoke %s')", dburl.Redact(ls.urls[i]), g.ID(), err, g.ID()))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (a *app) newGrantListCmd(o *grantOptions) *cobra.Command {
@@ -249,6 +280,10 @@ func (a *app) revokeGrant(cmd *cobra.Command, id string, o *grantOptions) error 
 		}
 	}
 	err = refreshGrantWraps(ctx, a.stdout, kr, ls, rec.Scopes, true) // a per-subject column no grant names loses its wraps at once
+	perSubject := false
+	if st, serr := ls.l[0].Verified(ctx, kr); err == nil && serr == nil && st != nil {
+		perSubject = len(grantedNamespaces(st, rec.Scopes)) > 0
+	}
 	ls.close()
 	if err != nil {
 		return err
@@ -256,7 +291,11 @@ func (a *app) revokeGrant(cmd *cobra.Command, id string, o *grantOptions) error 
 	fmt.Fprintf(a.stdout, "grant %s revoked; it opens %s values sealed under keys %v: in this database until they are re-sealed under a newer key, and in every copy of it taken before, for ever\n",
 		rec.ID, strings.Join(rec.Scopes, ", "), rec.Keys)
 	if o.revokeOffline {
-		fmt.Fprintln(a.stdout, "not rotating (--offline): run 'ward keyring rotate --db' so that the columns move to a key the grant never held, then 'ward subject rekey --db' so that no new value is sealed under a subject key it opened")
+		fmt.Fprint(a.stdout, "not rotating (--offline): run 'ward keyring rotate --db' so that the columns move to a key the grant never held")
+		if perSubject {
+			fmt.Fprint(a.stdout, ", then 'ward subject rekey --db' so that no new value is sealed under a subject key it opened")
+		}
+		fmt.Fprintln(a.stdout)
 		return nil
 	}
 	if err := a.rotateFleet(cmd, kr, kr.Primary().Algorithm, fleetRotation{wait: o.wait, noReencrypt: o.noReencrypt}); err != nil {
