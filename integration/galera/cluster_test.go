@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,13 +63,14 @@ func launch(ctx context.Context) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Ports below Linux's ephemeral range (32768–60999 by default), which
-	// other tests' outgoing connections take from: a node that found its
-	// port taken by one failed to start in CI.
-	n, _ := rand.Int(rand.Reader, big.NewInt(120))
 	pw := make([]byte, 12)
 	rand.Read(pw)
-	c := &cluster{dir: dir, base: 20000 + 100*int(n.Int64()), password: hex.EncodeToString(pw)}
+	base, err := freeBase(clusterPorts)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	c := &cluster{dir: dir, base: base, password: hex.EncodeToString(pw)}
 	if err := myserver.Chown(dir); err != nil {
 		c.Stop()
 		return nil, err
@@ -88,6 +90,39 @@ func launch(ctx context.Context) (*cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// clusterPorts are the offsets from a cluster's base of the ports its
+// nodes listen on: MariaDB, Galera replication, IST and SST, per node.
+var clusterPorts = []int{0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32}
+
+// freeBase picks a base port, a multiple of 100 from 20000 — below Linux's
+// ephemeral range (32768–60999 by default), which other tests' outgoing
+// connections take from — whose every offset is free on 127.0.0.1 now,
+// trying another base while one is taken (a node that found its port
+// taken failed to start in CI). A port taken between the check and the
+// server's start still fails the start, which the caller retries.
+func freeBase(offsets []int) (int, error) {
+	for range 40 {
+		n, _ := rand.Int(rand.Reader, big.NewInt(120))
+		base := 20000 + 100*int(n.Int64())
+		if portsFree(base, offsets) {
+			return base, nil
+		}
+	}
+	return 0, errors.New("galera cluster: no base port with every port free on 127.0.0.1 after 40 tries")
+}
+
+// portsFree reports whether every base+offset port can be listened on.
+func portsFree(base int, offsets []int) bool {
+	for _, o := range offsets {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+o)))
+		if err != nil {
+			return false
+		}
+		l.Close()
+	}
+	return true
 }
 
 // bootstrap initialises the first node's data, starts it as a new

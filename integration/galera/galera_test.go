@@ -42,11 +42,24 @@ func startCluster(t *testing.T) *cluster {
 		t.Skip(errMissing)
 	}
 	c, err := launch(context.Background())
+	for attempt := 1; attempt < 3 && portTaken(err); attempt++ {
+		t.Logf("a port was taken between the check and the start: launching again (%v)", err)
+		c, err = launch(context.Background())
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Stop)
 	return c
+}
+
+// portTaken reports whether err is a node's failure to bind its port.
+func portTaken(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "address already in use") || strings.Contains(msg, "bind on tcp/ip port")
 }
 
 func open(t *testing.T, url string) *sql.DB {

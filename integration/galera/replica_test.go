@@ -85,7 +85,11 @@ func TestReplicaRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	c := &cluster{dir: dir, base: 20000 + 100*(os.Getpid()%300), password: "r3pl1ca-pw"}
+	base, err := freeBase([]int{50, 51})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{dir: dir, base: base, password: "r3pl1ca-pw"}
 	if err := myserver.Chown(dir); err != nil {
 		t.Fatal(err)
 	}

@@ -38,10 +38,12 @@ func TestScenario(t *testing.T) {
 			t.Errorf("missing %s", c)
 		}
 	}
-	// The cached envelope is never "faster than a local key" because of
-	// cold costs: its ratio to the field layer comes from warm batches.
-	if r, _ := rs.Get(vsFieldCase("0ms"), "ratio"); r.Median < 0.5 {
-		t.Errorf("envelope %sx a local key", lab.FormatNumber(r.Median))
+	// The cached envelope's ratio to the field layer is paired round by
+	// round from warm batches (one per interleaved round), never from the
+	// cold first operation: its speed itself is the lab's to show, not a
+	// test's to assert (a loaded machine moves it).
+	if r, _ := rs.Get(vsFieldCase("0ms"), "ratio"); r.N != 11 || r.Unit != "x" {
+		t.Errorf("envelope over a local key: %d paired rounds in %q, want 11 in x", r.N, r.Unit)
 	}
 	sec, err := Scenario{}.Report(rs)
 	if err != nil || len(sec.Tables) != 2 || len(sec.Charts) != 1 || len(sec.Headlines) != 4 {
