@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -13,7 +14,11 @@ import (
 )
 
 // TestBrowserChat signs up, sends a message and sees the reply in headless
-// Chromium, then checks the database holds no plaintext of it.
+// Chromium, then checks the database holds no plaintext of it. The message
+// is typed and sent while the conversation is still loading (its request
+// held by the browser until then): it waits on the page, marked as
+// sending, and is delivered once the conversation is there. On a service
+// that offers no recovery code the page's private-mode choice says so.
 func TestBrowserChat(t *testing.T) {
 	skipShort(t)
 	forEachDB(t, func(t *testing.T, ta *testApp) {
@@ -42,20 +47,31 @@ func TestBrowserChat(t *testing.T) {
 		}
 		run(chromedp.Navigate(ta.ts.URL + "/#verify=" + token))
 		run(chromedp.Poll[chromedp.Void](`document.getElementById("auth-note").textContent.includes("the account exists")`, chromedp.WithPollingTimeout(0)))
+		held := holdHistory(t, ctx)
 		run(chromedp.SetValue("#email", "carol@example.com"))
 		run(chromedp.SetValue("#password", "correct horse battery"))
 		run(chromedp.Click("#login"))
 		run(chromedp.WaitVisible("#send"))
+		var release func()
+		select {
+		case release = <-held:
+		case <-ctx.Done():
+			t.Fatal("the conversation's messages were never requested")
+		}
 		run(chromedp.SendKeys("#text", secret))
 		run(chromedp.Click("#send-button"))
+		run(chromedp.Poll[chromedp.Void](`document.querySelector("#log .pending") !== null`, chromedp.WithPollingTimeout(0)))
+		release()
 		waitReply(t, ctx, ta)
 		log, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("log").textContent`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(log, "You: "+secret) || !strings.Contains(log, "stand-in assistant") {
+		if !strings.Contains(log, "You: "+secret) || !strings.Contains(log, "stand-in assistant") || strings.Contains(log, "Not sent") || strings.Contains(log, "sending…") {
 			t.Fatalf("page shows %q", log)
 		}
+		run(chromedp.Click("#account summary"))
+		run(chromedp.Poll[chromedp.Void](`document.getElementById("private-recovery").disabled && !document.getElementById("private-recovery").checked && document.getElementById("recovery-offer").textContent.includes("offers no recovery code")`, chromedp.WithPollingTimeout(0)))
 		rows, _ := ta.db.Query(`SELECT body FROM messages`)
 		defer rows.Close()
 		n := 0
@@ -170,11 +186,42 @@ func TestBrowserAccount(t *testing.T) {
 		run(chromedp.SetValue("#account-password", "second password"))
 		run(chromedp.Click("#delete-account"))
 		run(chromedp.WaitVisible("#login"))
+		run(chromedp.Poll[chromedp.Void](`document.getElementById("auth-note").textContent.includes("dana@example.com is deleted")`, chromedp.WithPollingTimeout(0)))
 		var n int
 		if err := ta.db.QueryRow(`SELECT COUNT(*) FROM users`).Scan(&n); err != nil || n != 0 {
 			t.Fatalf("%d users after deleting the account (%v)", n, err)
 		}
 	})
+}
+
+// holdHistory holds the browser's first request for a conversation's
+// messages: the channel yields, once that request is waiting, the
+// function that lets it go on. Every other request passes.
+func holdHistory(t *testing.T, ctx context.Context) <-chan func() {
+	t.Helper()
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/api/conversations/*/messages"}}}); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan func(), 1)
+	paused := chromedp.Events(ctx, fetch.RequestPaused)
+	go func() {
+		first := true
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			cont := func() {
+				chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+			}
+			if first && ev.Request.Method == "GET" {
+				first = false
+				held <- cont
+				continue
+			}
+			cont()
+		}
+	}()
+	return held
 }
 
 // waitReply waits for the assistant's reply on the page; if none comes in

@@ -260,6 +260,11 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Recovery {
+		log.Info("private mode: users who turn it on are offered a recovery code, which keeps their messages through a password reset")
+	} else {
+		log.Info("private mode: no recovery code is offered (--recovery offers one): a private user's password reset loses their messages, and the page says so")
+	}
 	subjects, err := openSubjects(ctx, db, dialect, kr, lg, j, cfg.SubjectTTL)
 	if err != nil {
 		return nil, err

@@ -46,7 +46,9 @@ const (
 	// codeDataLoss asks the client to confirm a reset that loses a private
 	// user's earlier messages.
 	codeDataLoss = "private_data_loss"
-	resetTTL     = time.Hour
+	// codeNoRecovery refuses a recovery code the service does not offer.
+	codeNoRecovery = "recovery_not_offered"
+	resetTTL       = time.Hour
 )
 
 // unlockSession restores a private user's key from their log-in's secret
@@ -228,7 +230,7 @@ func (s *server) me(w http.ResponseWriter, r *http.Request, user int64) {
 		return
 	}
 	recovery, _ := s.store.subjects.HasRecovery(r.Context(), subjectOf(user))
-	out := map[string]any{"private": private, "unlocked": !private || state(r).keys != nil, "recovery": recovery}
+	out := map[string]any{"private": private, "unlocked": !private || state(r).keys != nil, "recovery": recovery, "recovery_offered": s.recovery}
 	if private {
 		// Values still under keyring keys (from before private mode): the
 		// next log-in seals them under the user's key.
@@ -265,6 +267,12 @@ func (s *server) makePrivate(w http.ResponseWriter, r *http.Request, user int64)
 		Recovery bool   `json:"recovery"`
 	}
 	if !decode(w, r, &in) {
+		return
+	}
+	if in.Recovery && !s.recovery {
+		// Asked for a code the service does not give: turning private mode
+		// on without one would lose every message at a forgotten password.
+		failCode(w, http.StatusConflict, "this service offers no recovery code: with private mode on, a forgotten password makes your titles and messages unreadable, for good. Turn it on without a recovery code if you accept that.", codeNoRecovery)
 		return
 	}
 	_, secret, err := s.verifyUser(r.Context(), user, in.Password)

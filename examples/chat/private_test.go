@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -291,4 +292,39 @@ func mustParse(t *testing.T, raw []byte) field.Ciphertext {
 		t.Fatal("a message not under its user's key")
 	}
 	return ct
+}
+
+// TestRecoveryNotOffered: a service started without a recovery code says
+// so in /api/me, and refuses a request for private mode with a code
+// (recovery_not_offered) rather than turning it on without one; asked
+// without a code, it turns private mode on.
+func TestRecoveryNotOffered(t *testing.T) {
+	forEachDB(t, func(t *testing.T, ta *testApp) {
+		if !strings.HasSuffix(t.Name(), "sqlite") {
+			t.Skip("the handler's choice, not the database's")
+		}
+		alice := ta.client(t)
+		alice.signup("alice@example.com")
+		var me map[string]any
+		alice.do("GET", "/api/me", nil, &me)
+		if me["recovery_offered"] != false {
+			t.Fatalf("/api/me: %v", me)
+		}
+		var refused map[string]string
+		if code := alice.do("POST", "/api/private", map[string]any{"password": "correct horse", "recovery": true}, &refused); code != 409 || refused["code"] != codeNoRecovery {
+			t.Fatalf("private mode with a code the service does not offer: %d %v", code, refused)
+		}
+		alice.do("GET", "/api/me", nil, &me)
+		if me["private"] != false {
+			t.Fatal("private mode turned on without the code asked for")
+		}
+		if code := alice.do("POST", "/api/private", map[string]any{"password": "correct horse"}, nil); code != 200 {
+			t.Fatalf("private mode without a code: %d", code)
+		}
+		ta.app.server.recovery = true
+		alice.do("GET", "/api/me", nil, &me)
+		if me["recovery_offered"] != true || me["private"] != true {
+			t.Fatalf("/api/me with recovery offered: %v", me)
+		}
+	})
 }
