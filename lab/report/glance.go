@@ -112,7 +112,7 @@ func passwordGlance(rs lab.Results) (string, lab.Table) {
 			figure(rs, "field-report/spring-argon2-v5.8", "hash_latency", 1, " ms") + " (Spring), " + figure(rs, "field-report/rust-jni-argon2", "hash_latency", 1, " ms") + " (Rust over JNI)",
 			figure(rs, "argon2id-report/ward", "hash_latency", 1, " ms"),
 			peerFigure(rs, "jvm-bouncycastle/warm", "hash_latency", 1, " ms") + " (JVM, BouncyCastle, warm)"},
-		{"10 concurrent sign-ups (OWASP parameters)",
+		{"10 concurrent sign-ups (the report's parameters, m=16 MiB t=2 p=1)",
 			figure(rs, "field-report/spring-10-concurrent", "burst_time", 1, " ms"),
 			figure(rs, "signup-burst-10/limiter", "burst_time", 1, " ms"),
 			peerFigure(rs, "jvm-bouncycastle/10-concurrent", "burst_time", 1, " ms") + " (JVM)"},
@@ -163,7 +163,7 @@ var handshakeSuites = []struct{ name, report, ward string }{
 // handshakeGlance: time at 0, 20 and 75 ms and bytes on the wire, per
 // suite, here and in the report.
 func handshakeGlance(rs lab.Results) (string, lab.Table) {
-	t := lab.Table{Head: []string{"suite", "bytes: report → here", "0 ms: report / here", "20 ms", "75 ms"}}
+	t := lab.Table{Head: []string{"suite", "bytes: report → here", "0 ms: report / here", "20 ms one-way", "75 ms one-way"}}
 	for _, s := range handshakeSuites {
 		row := []string{s.name, bytesFigure(rs, s.report) + " → " + bytesFigure(rs, wardCase(rs, s.ward, "0ms"))}
 		for _, d := range []string{"0ms", "20ms", "75ms"} {
@@ -173,7 +173,7 @@ func handshakeGlance(rs lab.Results) (string, lab.Table) {
 	}
 	lead := "a handshake grows from " + bytesFigure(rs, handshakeSuites[0].report) + " to " + bytesFigure(rs, handshakeSuites[3].report) + " in the report, " +
 		bytesFigure(rs, wardCase(rs, handshakeSuites[0].ward, "0ms")) + " to " + bytesFigure(rs, wardCase(rs, handshakeSuites[3].ward, "0ms")) +
-		" here (both ways, framed); at 20 and 75 ms round trips, not cryptography, decide the time."
+		" here (both ways, framed); at 20 and 75 ms one-way delays, the network, not cryptography, decides the time."
 	return lead, t
 }
 
