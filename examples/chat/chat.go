@@ -120,9 +120,11 @@ func openSubjects(ctx context.Context, db *sql.DB, dialect field.Dialect, kr *ke
 }
 
 // durability opens the forget journal (if configured) and says at start
-// what the database's replication gives account deletion: a warning when
-// deletions a failover or restore loses would come back.
+// what the database's replication gives account deletion (a warning when
+// deletions a failover or restore loses would come back) and whether
+// private mode offers recovery codes.
 func durability(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, log *slog.Logger) (*journal.Journal, error) {
+	logRecovery(log, cfg.Recovery)
 	var j *journal.Journal
 	if cfg.ForgetJournal != "" {
 		var err error
@@ -141,6 +143,15 @@ func durability(ctx context.Context, cfg Config, db *sql.DB, dialect field.Diale
 		log.Info("durability: " + line)
 	}
 	return j, nil
+}
+
+// logRecovery says at start whether private mode offers recovery codes.
+func logRecovery(log *slog.Logger, offered bool) {
+	if offered {
+		log.Info("private mode: users who turn it on are offered a recovery code, which keeps their messages through a password reset")
+		return
+	}
+	log.Info("private mode: no recovery code is offered (--recovery offers one): a private user's password reset loses their messages, and the page says so")
 }
 
 // Service is a chat service over one database and keyring.
@@ -259,11 +270,6 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	j, err := durability(ctx, cfg, db, dialect, kr, log)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Recovery {
-		log.Info("private mode: users who turn it on are offered a recovery code, which keeps their messages through a password reset")
-	} else {
-		log.Info("private mode: no recovery code is offered (--recovery offers one): a private user's password reset loses their messages, and the page says so")
 	}
 	subjects, err := openSubjects(ctx, db, dialect, kr, lg, j, cfg.SubjectTTL)
 	if err != nil {
