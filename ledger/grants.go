@@ -87,6 +87,18 @@ func (s *State) LiveGrants(id keyring.KeyID) []Grant {
 	return out
 }
 
+// SubjectColumns returns the recorded columns sealed under subject keys
+// that scopes (a grant's, TABLE.COLUMN) name, in the ledger's order.
+func (s *State) SubjectColumns(scopes []string) []Column {
+	var out []Column
+	for _, c := range s.Columns {
+		if c.Subject != "" && slices.Contains(scopes, c.Table+"."+c.Column) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func cloneGrants(gs []Grant) []Grant {
 	out := slices.Clone(gs)
 	for i := range out {

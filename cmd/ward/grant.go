@@ -336,8 +336,8 @@ func (a *app) rekeyGranted(cmd *cobra.Command, kr *keyring.Keyring, rec ledger.G
 // (TABLE.COLUMN) name, as st records the columns.
 func grantedNamespaces(st *ledger.State, scopes []string) []string {
 	var out []string
-	for _, c := range st.Columns {
-		if c.Subject != "" && slices.Contains(scopes, c.Table+"."+c.Column) && !slices.Contains(out, c.Namespace) {
+	for _, c := range st.SubjectColumns(scopes) {
+		if !slices.Contains(out, c.Namespace) {
 			out = append(out, c.Namespace)
 		}
 	}

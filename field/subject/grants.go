@@ -103,12 +103,10 @@ func grantedIn(st *ledger.State, namespace string) []grantedColumn {
 		if !g.Live() {
 			continue
 		}
-		for _, sc := range g.Scopes {
-			for _, c := range st.Columns {
-				gc := grantedColumn{c.Table, c.Column}
-				if c.Namespace == namespace && c.Subject != "" && gc.name() == sc && !slices.Contains(out, gc) {
-					out = append(out, gc)
-				}
+		for _, c := range st.SubjectColumns(g.Scopes) {
+			gc := grantedColumn{c.Table, c.Column}
+			if c.Namespace == namespace && !slices.Contains(out, gc) {
+				out = append(out, gc)
 			}
 		}
 	}
@@ -124,10 +122,8 @@ func grantedEver(st *ledger.State, namespace string) bool {
 		return false
 	}
 	for _, g := range st.Grants {
-		for _, c := range st.Columns {
-			if c.Namespace == namespace && c.Subject != "" && slices.Contains(g.Scopes, c.Table+"."+c.Column) {
-				return true
-			}
+		if slices.ContainsFunc(st.SubjectColumns(g.Scopes), func(c ledger.Column) bool { return c.Namespace == namespace }) {
+			return true
 		}
 	}
 	return false
@@ -209,13 +205,15 @@ func (s *Store) fillScoped(ctx context.Context, subject string, sk *keyring.Subj
 	if err != nil {
 		return fmt.Errorf("subject: reading the grants' wraps of %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
+	// Nothing to write when the row holds exactly the granted columns'
+	// wraps (none at all, with no column granted).
 	have := parseScoped(scoped)
-	same := len(have) == len(cols) && !tooLong.Bool
+	same := !tooLong.Bool && len(have) == len(cols) && (len(cols) > 0 || scoped == nil)
 	for _, c := range cols {
 		_, ok := have[c.name()]
 		same = same && ok
 	}
-	if same && (len(cols) > 0 || scoped == nil) {
+	if same {
 		return nil
 	}
 	return s.writeScoped(ctx, subject, sk, cols, have)
