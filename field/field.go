@@ -26,6 +26,7 @@ import (
 	"crypto/fips140"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -306,6 +307,22 @@ func newColumn(kr *keyring.Keyring, table, column string, opts []ColumnOption) (
 		c.gate.Want(c.subjectForm)
 	}
 	return c, nil
+}
+
+// SealedSize returns how many bytes (in the text form, ASCII characters)
+// a value of n plaintext bytes takes once sealed into the column, in its
+// encoding under the keyring's primary key: what a VARCHAR or VARBINARY
+// column must hold (a key of another algorithm may add up to 12 bytes;
+// docs/ADOPTING.md). For a grant's column, which never seals, it is 0.
+func (c *Column) SealedSize(n int) int {
+	if c.kr == nil {
+		return 0
+	}
+	b := keycore.Overhead(c.kr.Primary().Algorithm) + n
+	if c.enc == Text {
+		return len("w4:") + base64.RawURLEncoding.EncodedLen(b)
+	}
+	return b
 }
 
 // Table returns the column's table name.
@@ -709,6 +726,9 @@ func (c *Column) Open(row RowKey, ct Ciphertext) ([]byte, error) {
 		return nil, ErrNull
 	}
 	if ct.plain != nil {
+		if c.Damaged(ct) {
+			return nil, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: &damagedError{ct.plain}}
+		}
 		if !c.mixed || ct.Newer() { // a newer release's ciphertext is never plaintext
 			return nil, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: &plaintextError{ct.plain}}
 		}
@@ -814,6 +834,11 @@ type Ciphertext struct {
 	text  bool  // store as text
 	plain error // not nil: the stored value is not a ward ciphertext, and why
 	raw   bool  // a plaintext to store as it is (mixed mode before forms.Sealed opens)
+	// remnant is, for a value that is not a ciphertext, the header its
+	// first bytes still name if it starts like one (keycore.RemnantOf):
+	// a column that knows the key calls it damaged ([Column.Damaged]).
+	remnant   keycore.Remnant
+	remnantOK bool
 }
 
 // errPlainForm is why a value a column writes as plaintext (before the
@@ -954,6 +979,7 @@ func (c *Ciphertext) Scan(src any) error {
 		*c = Ciphertext{data: append([]byte(nil), v...), valid: true}
 		if _, err := keycore.KeyIDOf(v); err != nil {
 			c.plain = err
+			c.remnant, c.remnantOK = keycore.RemnantOf(c.data)
 		}
 	case string:
 		*c = Ciphertext{valid: true, text: true}
@@ -963,6 +989,7 @@ func (c *Ciphertext) Scan(src any) error {
 		}
 		if err != nil {
 			c.data, c.plain = []byte(v), err
+			c.remnant, c.remnantOK = keycore.RemnantOf(c.data)
 			return nil
 		}
 		c.data = b
@@ -973,10 +1000,47 @@ func (c *Ciphertext) Scan(src any) error {
 }
 
 // ErrPlaintext means a stored value is not a ward ciphertext: plaintext
-// written before the column was encrypted, or damage. The error also
+// written before the column was encrypted, or damage that left nothing of
+// a header this column knows ([ErrDamaged] is the rest). The error also
 // matches the parse error ([keyring.ErrMalformed], [keyring.ErrTruncated]
 // or a [*keyring.VersionError]).
 var ErrPlaintext = errors.New("field: stored value is not a ward ciphertext")
+
+// ErrDamaged means a stored value starts as a ward ciphertext of this
+// column's keyring (its version, key class, algorithm and key ID survive)
+// but does not parse: cut short by a column too narrow or a non-strict
+// MySQL server, or otherwise damaged. It is never plaintext: every read
+// path refuses it, mixed mode ([AcceptPlaintext]) included, and no job
+// encrypts it ([Column.Damaged]). The error also matches the parse error.
+var ErrDamaged = errors.New("field: stored value is a damaged ward ciphertext")
+
+type damagedError struct{ parse error }
+
+func (e *damagedError) Error() string        { return ErrDamaged.Error() + ": " + e.parse.Error() }
+func (e *damagedError) Is(target error) bool { return target == ErrDamaged }
+func (e *damagedError) Unwrap() error        { return e.parse }
+
+// Damaged reports whether ct, a stored value that does not parse as a
+// ward ciphertext, starts as one of this column's: a ciphertext's version
+// and header whose key is in the column's keyring (for a column of
+// [PerSubject], a subject key's). Opening it fails with [ErrDamaged]
+// whatever the mode, and a census counts it as damaged, not plaintext.
+// A plaintext that happens to start so is not told apart: key IDs are
+// random 32-bit numbers, so one collides with a given keyring's about
+// once in a billion values that also begin with a ciphertext's header.
+func (c *Column) Damaged(ct Ciphertext) bool {
+	if !ct.valid || ct.plain == nil || !ct.remnantOK {
+		return false
+	}
+	if ct.remnant.Subject {
+		return c.subjects != nil
+	}
+	if c.core == nil { // a grant's column: the keys it holds
+		return c.scope != nil && c.scope.Holds(ct.remnant.KeyID)
+	}
+	_, ok := c.core.Lookup(ct.remnant.KeyID)
+	return ok
+}
 
 type plaintextError struct{ parse error }
 

@@ -62,3 +62,87 @@ func TestMixedMode(t *testing.T) {
 		})
 	}
 }
+
+// TestDamageIsNeverData: a ciphertext of this keyring cut short (a column
+// too narrow, a non-strict MySQL server truncating it) or with a character
+// changed in its base64 is never plaintext: one that no longer parses is
+// refused with ErrDamaged by every open, mixed mode included; one that
+// still parses fails its tag. The same value under another keyring's key
+// is not this column's, and mixed mode still reads it as the plaintext it
+// may be.
+func TestDamageIsNeverData(t *testing.T) {
+	kr := newKR(t)
+	strict := mustColumn(t, kr, "notes", "body", WithEncoding(Text))
+	mixed := mustColumn(t, kr, "notes", "body", WithEncoding(Text), AcceptPlaintext())
+	sealed, _ := strict.SealString(RowInt(1), "a note of some length, long enough to be cut")
+	v, _ := sealed.Value()
+	text := v.(string)
+	bin := sealed.Bytes()
+	foreign, _ := mustColumn(t, newKR(t), "notes", "body", WithEncoding(Text)).SealString(RowInt(1), "another keyring's")
+	fv, _ := foreign.Value()
+	// unparsable cuts s to the longest prefix whose base64 cannot decode
+	// (a length of 1 modulo 4 after the "w4:" prefix).
+	unparsable := func(s string) string { return s[:3+(len(s)-4)/4*4+1] }
+
+	for _, tc := range []struct {
+		name   string
+		src    any
+		parses bool // then its tag fails instead
+	}{
+		{"text cut by one character", text[:len(text)-1], (len(text)-4)%4 != 0},
+		{"text cut where base64 cannot decode", unparsable(text), false},
+		{"text cut to 20 characters", text[:20], false},
+		{"text cut to 15 characters", text[:15], false},
+		{"text with a stray character", text[:30] + "*" + text[31:], false},
+		{"binary cut after its key ID", bin[:7], false},
+		{"binary cut in its nonce", bin[:15], false},
+		{"binary cut in its body", bin[:len(bin)-1], true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c Ciphertext
+			if err := c.Scan(tc.src); err != nil {
+				t.Fatal(err)
+			}
+			if (c.Err() == nil) != tc.parses {
+				t.Fatalf("parses: %v, want %v", c.Err() == nil, tc.parses)
+			}
+			if strict.Damaged(c) == tc.parses {
+				t.Fatalf("damaged: %v", strict.Damaged(c))
+			}
+			before := mixed.PlaintextReads()
+			for _, col := range []*Column{strict, mixed} {
+				got, err := col.Open(RowInt(1), c)
+				want := ErrDamaged
+				if tc.parses {
+					want = keyring.ErrAuthentication
+				}
+				if !errors.Is(err, want) || errors.Is(err, ErrPlaintext) || got != nil {
+					t.Fatalf("opened as %q, %v", got, err)
+				}
+			}
+			if mixed.PlaintextReads() != before {
+				t.Fatal("counted as a plaintext read")
+			}
+		})
+	}
+	// Too little left to name a key, or another keyring's key: not this
+	// column's ciphertext, so the mixed mode may read it as plaintext.
+	for name, src := range map[string]any{
+		"text cut to 11 characters":    text[:11],
+		"another keyring's, cut":       unparsable(fv.(string)),
+		"binary cut inside its key ID": bin[:6],
+	} {
+		t.Run(name, func(t *testing.T) {
+			var c Ciphertext
+			if err := c.Scan(src); err != nil {
+				t.Fatal(err)
+			}
+			if strict.Damaged(c) {
+				t.Fatal("called damaged")
+			}
+			if _, err := mixed.Open(RowInt(1), c); err != nil {
+				t.Fatalf("mixed mode: %v", err)
+			}
+		})
+	}
+}

@@ -83,6 +83,13 @@ var ErrStandby = sqltable.ErrStandby
 // server (a replica): as ErrStandby.
 var ErrReadOnly = sqltable.ErrReadOnly
 
+// ErrNotStrict means the ledger's database is a MySQL or MariaDB server,
+// or a session of one, whose sql_mode is not strict: a value too long for
+// its column would be cut short with a warning instead of refused, and a
+// ciphertext cut short is lost. Every process that checks the ledger at
+// start refuses such a database; the error names the setting.
+var ErrNotStrict = sqltable.ErrNotStrict
+
 // ErrNoCausalReads means the ledger's database is a Galera node whose
 // connection reads without waiting for the other nodes' commits
 // (wsrep_sync_wait lacks bit 1): a forget or a ledger record another node

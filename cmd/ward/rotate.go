@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -355,14 +356,14 @@ func (a *app) census(ctx context.Context, kr *keyring.Keyring, job *reseal.Job, 
 			return err
 		}
 	} else {
-		a.printCensus(kr, name, c, o.bind != nil)
+		a.printCensus(kr, name, c, o.bind != nil, o.text)
 	}
 	if err := plaintextLeft(name, c, o); err != nil {
 		return err
 	}
 	if o.check && !c.Done() {
-		return cli.Failed(fmt.Errorf("%s is not done: %d plaintext, %d suspect, %d of %d values to re-seal", name, c.Plaintext, c.Suspect,
-			c.Rows-c.Null-c.Current-c.Plaintext, c.Rows-c.Null), "run the job without --check, then check again")
+		return cli.Failed(fmt.Errorf("%s is not done: %d plaintext, %d damaged, %d suspect, %d of %d values to re-seal", name, c.Plaintext, c.Damaged, c.Suspect,
+			c.Rows-c.Null-c.Current-c.Plaintext-c.Damaged, c.Rows-c.Null), "run the job without --check, then check again")
 	}
 	return nil
 }
@@ -403,7 +404,10 @@ func (a *app) runJob(ctx context.Context, kr *keyring.Keyring, lg *ledgers, job 
 				return perr
 			}
 		}
-		return cli.Failed(err, "the rows that failed are unchanged; check '--dry-run' for keys missing from the keyring and suspect values")
+		if errors.Is(st.FirstFailure, reseal.ErrTooLong) {
+			return cli.Failed(err, "the rows that failed are unchanged; '--dry-run' says how wide the column must be: widen it, then run again")
+		}
+		return cli.Failed(err, "the rows that failed are unchanged; check '--dry-run' for damaged values, keys missing from the keyring and suspect values")
 	}
 	return interrupted(err)
 }
@@ -448,6 +452,25 @@ func jobColumn(kr *keyring.Keyring, o *rotateOptions) (*field.Column, error) {
 	return field.NewColumn(kr, o.table, o.column, opts...)
 }
 
+// printWidths prints what the longest value needs once sealed against
+// what the column holds, and how many would not fit.
+func (a *app) printWidths(c reseal.Census, text bool) {
+	if c.Longest == 0 {
+		return
+	}
+	unit, holds := "bytes", "any length"
+	if text {
+		unit = "characters"
+	}
+	if c.Width > 0 {
+		holds = strconv.FormatInt(c.Width, 10)
+	}
+	fmt.Fprintf(a.stdout, "  sealed, the longest value takes %d %s (the column holds %s)\n", c.Longest, unit, holds)
+	if c.TooLong > 0 {
+		fmt.Fprintf(a.stdout, "  %d values would not fit the column once sealed: widen it to at least %d %s first (the job leaves them as they are and fails them)\n", c.TooLong, c.Longest, unit)
+	}
+}
+
 // printCensus prints a dry run's counts.
 // printJob prints what a job did.
 func (a *app) printJob(kr *keyring.Keyring, job *reseal.Job, name string, st reseal.Stats, o *rotateOptions) {
@@ -468,6 +491,10 @@ type censusDoc struct {
 	Rows          int            `json:"rows"`
 	Null          int            `json:"null"`
 	Plaintext     int            `json:"plaintext"`
+	Damaged       int            `json:"damaged"`
+	Width         int64          `json:"width"`
+	Longest       int64          `json:"longest"`
+	TooLong       int            `json:"too_long"`
 	Suspect       int            `json:"suspect"`
 	Current       int            `json:"current"`
 	IndexMissing  int            `json:"index_missing"`
@@ -487,7 +514,7 @@ type keyCount struct {
 }
 
 func censusJSON(kr *keyring.Keyring, name string, c reseal.Census) censusDoc {
-	d := censusDoc{Column: name, Rows: c.Rows, Null: c.Null, Plaintext: c.Plaintext, Suspect: c.Suspect, Current: c.Current,
+	d := censusDoc{Column: name, Rows: c.Rows, Null: c.Null, Plaintext: c.Plaintext, Damaged: c.Damaged, Width: c.Width, Longest: c.Longest, TooLong: c.TooLong, Suspect: c.Suspect, Current: c.Current,
 		IndexMissing: c.IndexMissing, SubjectSealed: c.SubjectSealed, LegacyBinding: c.LegacyBinding, PerKey: []keyCount{},
 		PerVersion: map[string]int{}, Done: c.Done()}
 	for _, id := range slices.Sorted(maps.Keys(c.PerKey)) {
@@ -529,8 +556,12 @@ func errText(err error) string {
 	return err.Error()
 }
 
-func (a *app) printCensus(kr *keyring.Keyring, name string, c reseal.Census, bound bool) {
+func (a *app) printCensus(kr *keyring.Keyring, name string, c reseal.Census, bound, text bool) {
 	fmt.Fprintf(a.stdout, "%s: %d rows, %d NULL, %d plaintext, %d suspect, %d up to date\n", name, c.Rows, c.Null, c.Plaintext, c.Suspect, c.Current)
+	a.printWidths(c, text)
+	if c.Damaged > 0 {
+		fmt.Fprintf(a.stdout, "  %d damaged values: ciphertexts of this keyring cut short or altered, never taken for plaintext (restore them from a backup, or delete them)\n", c.Damaged)
+	}
 	if c.IndexMissing > 0 {
 		fmt.Fprintf(a.stdout, "  %d encrypted values lack their blind index (filled in by the job)\n", c.IndexMissing)
 	}

@@ -15,6 +15,12 @@ type Census struct {
 	Rows      int
 	Null      int
 	Plaintext int // values that do not parse as ward ciphertexts
+	// Damaged counts values that start as ciphertexts of this column's
+	// keyring but do not parse (field.Column.Damaged): cut short by a
+	// column too narrow or a non-strict MySQL server. They are never
+	// plaintext: no job encrypts them, and the column is not done while
+	// one is left. Restore each from a backup, or delete it.
+	Damaged int
 	// Suspect counts values that parse as ward ciphertexts but cannot be
 	// this column's: their key is not in the keyring, or their context
 	// check matches neither the current nor the v1 binding, or they name
@@ -36,6 +42,15 @@ type Census struct {
 	// IndexMissing counts values that are current but lack their blind
 	// index (a job with an index column fills it in).
 	IndexMissing int
+	// Width is the most the column holds as declared (characters for a
+	// text column, bytes for a binary one; 0: unbounded, or SQLite, which
+	// enforces none). Longest is what the longest value needs once
+	// sealed in the column's encoding under the primary key, and TooLong
+	// counts the values whose sealed form would exceed Width: the job
+	// fails those rows ([ErrTooLong]) and writes the others; widen the
+	// column to Longest first.
+	Width, Longest int64
+	TooLong        int
 	// SubjectSealed counts values sealed under their subject's own key
 	// (a column declared with field.PerSubject): current, whatever key
 	// version they name; they are not in PerKey.
@@ -50,6 +65,7 @@ const (
 	stateCurrent            // up to date
 	stateStale              // to re-seal: old key, version or binding
 	statePlain              // not a ward ciphertext
+	stateDamaged            // a ciphertext of this keyring cut short or damaged: never plaintext
 	stateNewer              // a ciphertext of a newer release: never taken for plaintext
 	stateIndex              // current, but its blind index is missing (Job.Index)
 )
@@ -63,6 +79,9 @@ func (r *Job) classify(row dbRow, primary keyring.KeyID) (valueState, field.Ciph
 	if err := ct.Scan(row.val); err != nil || ct.Err() != nil {
 		if ct.Newer() {
 			return stateNewer, ct, 0
+		}
+		if r.Column.Damaged(ct) {
+			return stateDamaged, ct, 0
 		}
 		return statePlain, ct, 0
 	}
@@ -162,18 +181,22 @@ func (r *Job) Count(ctx context.Context) (Census, error) {
 	if err != nil {
 		return Census{}, err
 	}
-	c := Census{PerKey: map[keyring.KeyID]int{}, PerVersion: map[uint8]int{}}
+	c := Census{PerKey: map[keyring.KeyID]int{}, PerVersion: map[uint8]int{}, Width: q.width}
 	primary := r.Column.Keyring().Primary().ID
 	err = r.scan(ctx, q, func(rows []dbRow) error {
 		for _, row := range rows {
 			c.Rows++
 			st, ct, id := r.classify(row, primary)
+			c.size(r.needs(row, st, ct))
 			switch st {
 			case stateNull:
 				c.Null++
 				continue
 			case statePlain:
 				c.Plaintext++
+				continue
+			case stateDamaged:
+				c.Damaged++
 				continue
 			case stateNewer:
 				c.Suspect++
@@ -197,6 +220,35 @@ func (r *Job) Count(ctx context.Context) (Census, error) {
 	return c, err
 }
 
+// size counts what a value needs once sealed against the column's width.
+func (c *Census) size(n int64) {
+	c.Longest = max(c.Longest, n)
+	if c.Width > 0 && n > c.Width {
+		c.TooLong++
+	}
+}
+
+// needs is the size a value takes once sealed into the column (0 for
+// NULL, a damaged value and a newer release's): its plaintext's length,
+// read from a ciphertext's header, plus the primary key's overhead, in
+// the column's encoding.
+func (r *Job) needs(row dbRow, st valueState, ct field.Ciphertext) int64 {
+	var n int
+	switch st {
+	case stateNull, stateDamaged, stateNewer:
+		return 0
+	case statePlain:
+		n = int(valueSize(row.val))
+	default:
+		pt, err := keycore.PlaintextSize(ct.Bytes())
+		if err != nil {
+			return 0
+		}
+		n = pt
+	}
+	return int64(r.Column.SealedSize(n))
+}
+
 // countBinding sorts a ciphertext that is not current by what its
 // context check matches.
 func (r *Job) countBinding(c *Census, row dbRow, ct field.Ciphertext, id keyring.KeyID) {
@@ -214,7 +266,7 @@ func (r *Job) countBinding(c *Census, row dbRow, ct field.Ciphertext, id keyring
 }
 
 // Done reports whether the census found nothing left to do: no plaintext,
-// no suspect value, everything current.
+// no damaged or suspect value, everything current.
 func (c Census) Done() bool {
-	return c.Plaintext == 0 && c.Suspect == 0 && c.Current == c.Rows-c.Null
+	return c.Plaintext == 0 && c.Damaged == 0 && c.Suspect == 0 && c.Current == c.Rows-c.Null
 }

@@ -119,16 +119,27 @@ type Stats struct {
 // Stats.Failed.
 var ErrUnreadableRows = errors.New("reseal: some rows could not be opened and were left unchanged")
 
+// ErrNotStrict means the job's MySQL or MariaDB server, or its session,
+// has no strict sql_mode: a value too long for its column would be cut
+// short there instead of refused. The error names the setting.
+var ErrNotStrict = sqltable.ErrNotStrict
+
 // maxPasses bounds how often Run walks the table again to pick up rows
 // that concurrent writers changed under an old key.
 const maxPasses = 3
 
 // Run brings every stale value up to date. It returns [ErrUnreadableRows]
-// (with Stats) if some values could not be opened.
+// (with Stats) if some values could not be opened or would not fit their
+// column ([ErrTooLong]), and refuses, before anything, a MySQL or MariaDB
+// server or session whose sql_mode is not strict (sqltable.ErrNotStrict,
+// exported as [ErrNotStrict]).
 func (r *Job) Run(ctx context.Context) (Stats, error) {
 	q, err := r.queries(ctx)
 	if err != nil {
 		return Stats{}, err
+	}
+	if err := sqltable.RequireStrict(ctx, r.DB, r.Dialect.String()); err != nil {
+		return Stats{}, fmt.Errorf("reseal: %w", err)
 	}
 	lock, err := r.lock(ctx)
 	if err != nil {
@@ -225,6 +236,8 @@ func (r *Job) batch(ctx context.Context, q queries, rows []dbRow, st *Stats, lim
 	if err != nil {
 		return 0, err
 	}
+	ups = r.fitting(q, ups, st)
+	countPlain(ups, st)
 	if limit != nil && len(ups) > 0 {
 		if err := limit.WaitN(ctx, len(ups)); err != nil {
 			return 0, err
@@ -277,6 +290,11 @@ func (r *Job) reseal(rows []dbRow, st *Stats) ([]update, error) {
 			r.fail(st, &field.OpenError{Table: r.Column.Table(), Column: r.Column.Name(), Row: fmt.Sprint(row.key), Err: err})
 			continue
 		}
+		if state == stateDamaged { // damage is never data: left as it is, counted as failed
+			_, err := r.Column.Open(rk, ct) // field.ErrDamaged, naming the row
+			r.fail(st, err)
+			continue
+		}
 		var nv any
 		var idx []byte
 		if state == statePlain {
@@ -299,10 +317,7 @@ func (r *Job) reseal(rows []dbRow, st *Stats) ([]update, error) {
 			r.fail(st, err)
 			continue
 		}
-		if state == statePlain {
-			st.Plaintext++
-		}
-		ups = append(ups, update{row.key, row.val, nv, idx})
+		ups = append(ups, update{key: row.key, old: row.val, new: nv, idx: idx, plain: state == statePlain})
 	}
 	return ups, nil
 }
@@ -430,6 +445,67 @@ func (r *Job) apply(ctx context.Context, q queries, ups []update, st *Stats) (in
 	}
 	st.Reencrypted += done
 	return done, nil
+}
+
+// ErrTooLong means a sealed value would not fit its column's declared
+// width (a VARCHAR(255) holding an e-mail address of 192 characters): the
+// job leaves the row as it is and counts it as failed, before any write,
+// rather than let the database refuse the batch (or, with a non-strict
+// MySQL sql_mode, cut the ciphertext short). Widen the column (the dry
+// run's census says to what) and run the job again.
+var ErrTooLong = errors.New("reseal: the sealed value does not fit its column")
+
+// TooLongError names the row, the size its sealed value needs and the
+// column's width.
+type TooLongError struct {
+	Table, Column, Row string
+	Need, Width        int64
+}
+
+func (e *TooLongError) Error() string {
+	return fmt.Sprintf("%v: %s.%s row %s needs %d, the column holds %d (widen it to at least the census's longest)", ErrTooLong, e.Table, e.Column, e.Row, e.Need, e.Width)
+}
+
+// Is reports whether target is ErrTooLong.
+func (e *TooLongError) Is(target error) bool { return target == ErrTooLong }
+
+// fitting keeps the updates whose new value fits the column's declared
+// width, and fails the others: nothing is written that the database
+// would refuse or cut short.
+func (r *Job) fitting(q queries, ups []update, st *Stats) []update {
+	if q.width <= 0 {
+		return ups
+	}
+	kept := ups[:0]
+	for _, u := range ups {
+		if n := valueSize(u.new); n > q.width {
+			r.fail(st, &TooLongError{Table: r.Column.Table(), Column: r.Column.Name(), Row: fmt.Sprint(u.key), Need: n, Width: q.width})
+			continue
+		}
+		kept = append(kept, u)
+	}
+	return kept
+}
+
+// countPlain counts the plaintext values among the updates to write.
+func countPlain(ups []update, st *Stats) {
+	for _, u := range ups {
+		if u.plain {
+			st.Plaintext++
+		}
+	}
+}
+
+// valueSize is the size of a value about to be written: characters of a
+// text form (ASCII), bytes of a binary one.
+func valueSize(v any) int64 {
+	switch v := v.(type) {
+	case string:
+		return int64(len(v))
+	case []byte:
+		return int64(len(v))
+	}
+	return 0
 }
 
 func (r *Job) fail(st *Stats, err error) {

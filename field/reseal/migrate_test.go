@@ -328,3 +328,43 @@ func TestOneJobPerColumn(t *testing.T) {
 		}
 	})
 }
+
+// TestEncryptExistingRefusesDamage: a ciphertext of the keyring cut short
+// (as a non-strict MySQL server or a narrow column leaves it) is counted
+// as damaged, not plaintext, by the dry run; the migration leaves it as it
+// is and fails it, instead of sealing the remnant for good; the column is
+// not done while it is there.
+func TestEncryptExistingRefusesDamage(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		ctx := context.Background()
+		kr := newKR(t)
+		table := d.table(t, "cut")
+		const n = 200
+		plainTable(t, d, table, "BIGINT", n, func(i int) any { return i })
+		app := mustColumn(t, kr, table, "body", field.WithEncoding(field.Text), field.AcceptPlaintext())
+		sealed, _ := app.SealString(field.RowInt(5), "a note that was encrypted once")
+		v, _ := sealed.Value()
+		s := v.(string)
+		cut := s[:3+(len(s)-4)/4*4+1] // its base64 cannot decode
+		if _, err := d.db.Exec(d.q(fmt.Sprintf(`UPDATE %s SET body = ? WHERE id = 5`, table)), cut); err != nil {
+			t.Fatal(err)
+		}
+		job := &Job{DB: d.db, Dialect: d.dialect, Column: app, Key: "id", BatchSize: 64, FromPlaintext: true}
+		c, err := job.Count(ctx)
+		if err != nil || c.Damaged != 1 || c.Plaintext != n-n/50-1 || c.Done() {
+			t.Fatalf("census: %+v %v", c, err)
+		}
+		st, err := job.Run(ctx)
+		if !errors.Is(err, ErrUnreadableRows) || st.Failed != 1 || !errors.Is(st.FirstFailure, field.ErrDamaged) || st.Plaintext != n-n/50-1 {
+			t.Fatalf("job: %+v %v", st, err)
+		}
+		var stored string
+		if err := d.db.QueryRow(fmt.Sprintf(`SELECT body FROM %s WHERE id = 5`, table)).Scan(&stored); err != nil || stored != cut {
+			t.Fatalf("the damaged value was rewritten: %q %v", stored, err)
+		}
+		after, err := job.Count(ctx)
+		if err != nil || after.Damaged != 1 || after.Plaintext != 0 || after.Done() {
+			t.Fatalf("census after: %+v %v", after, err)
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/sqltable"
 )
 
 // queries are the statements of a job over one table (or shard of it).
@@ -29,6 +30,9 @@ type queries struct {
 	// (Job.Subject), or with subjectBeforeLimit put before the limit.
 	subjectArg         any
 	subjectBeforeLimit bool
+	// width is the most the column holds, as declared (characters for
+	// a text column, bytes for a binary one); 0 when unbounded.
+	width int64
 }
 
 func (r *Job) columns() (table, col, key, cols string, err error) {
@@ -81,6 +85,9 @@ func (r *Job) queries(ctx context.Context) (queries, error) {
 	}
 	if err := r.checkColumns(ctx, t, cols); err != nil {
 		return queries{}, err
+	}
+	if q.width, err = sqltable.ColumnWidth(ctx, r.DB, r.Dialect.String(), r.Column.Table(), r.Column.Name()); err != nil {
+		return queries{}, fmt.Errorf("reseal: %w", err)
 	}
 	keyType, colType, err := r.pgTypes(ctx)
 	if err != nil {
@@ -196,6 +203,7 @@ const casRows = 256
 type update struct {
 	key, old, new any
 	idx           []byte // the blind index, with Job.Index
+	plain         bool   // the old value was plaintext (FromPlaintext)
 }
 
 // casUpdate returns the statement that updates the rows of chunk (at most

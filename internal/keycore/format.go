@@ -186,3 +186,88 @@ func IsText(b []byte) bool { return len(b) > 0 && b[0] == 'w' }
 // associated data for the ciphertext header ([Keyring.AppendSealAD]): the
 // size of a v3 or v4 header, the largest.
 const HeaderRoom = headerSize
+
+// Remnant is what survives of a ciphertext's header in a value that no
+// longer parses: the key that sealed it, as far as its first bytes tell.
+type Remnant struct {
+	Version uint8
+	// Subject is true for a value sealed under a subject's own key; KeyID
+	// is then the subject key's version.
+	Subject bool
+	KeyID   KeyID
+}
+
+// RemnantOf reports whether b, which does not parse as a ward ciphertext,
+// starts like one: the text form "w1:" to "w4:" whose base64url, decoded
+// as far as it is intact, begins with the version its prefix names, or
+// the binary form's version byte; followed in either case by a valid key
+// class and algorithm and a whole key ID. Such a value is a ciphertext cut
+// short (a column too narrow, a non-strict MySQL server truncating it) or
+// otherwise damaged, not plaintext: FORMAT.md, "Damaged values". Whether
+// the key ID is one of the keyring's is the caller's question. It reads at
+// most the first few bytes after the prefix; it allocates nothing for a
+// binary value and at most 12 bytes for a text one.
+func RemnantOf(b []byte) (Remnant, bool) {
+	head := b
+	if IsText(b) {
+		if len(b) < 3 || b[2] != ':' || b[1] < '1' || b[1] > '4' {
+			return Remnant{}, false
+		}
+		// 16 characters decode to the 12 bytes that hold any header's key ID.
+		enc := b[3:min(len(b), 3+16)]
+		n := 0
+		for n < len(enc) && isBase64URL(enc[n]) {
+			n++
+		}
+		n -= n % 4 // whole quanta only: no trailing-bit question arises
+		var buf [12]byte
+		m, err := base64.RawURLEncoding.Decode(buf[:], enc[:n])
+		if err != nil || m == 0 || buf[0] != b[1]-'0' {
+			return Remnant{}, false
+		}
+		head = buf[:m]
+	}
+	return remnantHeader(head)
+}
+
+// remnantHeader reads a header's version, class, algorithm and key ID
+// from the first bytes of a binary ciphertext, without its check, nonce or
+// body.
+func remnantHeader(h []byte) (Remnant, bool) {
+	if len(h) < 1 {
+		return Remnant{}, false
+	}
+	switch h[0] {
+	case version1, version2:
+		if len(h) < 6 || !Algorithm(h[1]).valid() {
+			return Remnant{}, false
+		}
+		return Remnant{Version: h[0], KeyID: KeyID(binary.BigEndian.Uint32(h[2:6]))}, true
+	case version3, version4:
+		if len(h) < 7 || !Algorithm(h[2]).valid() {
+			return Remnant{}, false
+		}
+		class := keyClass(h[1])
+		if class != classKeyring && class != classSubject {
+			return Remnant{}, false
+		}
+		return Remnant{Version: h[0], Subject: class == classSubject, KeyID: KeyID(binary.BigEndian.Uint32(h[3:7]))}, true
+	}
+	return Remnant{}, false
+}
+
+// isBase64URL reports whether c is a character of the base64url alphabet.
+func isBase64URL(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_'
+}
+
+// PlaintextSize returns the length of the plaintext a binary ciphertext
+// (any version) holds, from its header and length alone: what the value
+// will take once sealed again (a job sizing a column).
+func PlaintextSize(b []byte) (int, error) {
+	h, err := parseHeader(b)
+	if err != nil {
+		return 0, err
+	}
+	return len(b) - h.size() - h.Algorithm.NonceSize() - TagSize, nil
+}

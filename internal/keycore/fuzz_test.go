@@ -102,3 +102,29 @@ func FuzzOpenScope(f *testing.F) {
 		s.ContextMatches(data, context)
 	})
 }
+
+// FuzzRemnant feeds arbitrary values to RemnantOf: it never panics, and
+// what it reports of a header is read from the value's own first bytes.
+func FuzzRemnant(f *testing.F) {
+	kr, _ := New(AES256GCM)
+	ct, _ := kr.Seal([]byte("seed value"), []byte("ctx"))
+	text := EncodeText(ct)
+	f.Add(ct[:7])
+	f.Add([]byte(text[:len(text)-1]))
+	f.Add([]byte(text[:12]))
+	f.Add([]byte("w4:"))
+	f.Add([]byte("w1:AQIAAAAB"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, ok := RemnantOf(b)
+		if !ok {
+			return
+		}
+		v := b[0]
+		if IsText(b) {
+			v = b[1] - '0'
+		}
+		if r.Version != v || v < version1 || v > version4 {
+			t.Fatalf("%q: version %d", b, r.Version)
+		}
+	})
+}

@@ -202,6 +202,17 @@ func (kr *Keyring) Scope(scope string) *Scope {
 // Name returns the scope.
 func (s *Scope) Name() string { return s.scope }
 
+// Holds reports whether the scope opens values under the keyring key id:
+// one of the keyring's keys, or of the grant's.
+func (s *Scope) Holds(id KeyID) bool {
+	if s.kr == nil {
+		_, ok := s.fixed[id]
+		return ok
+	}
+	_, ok := s.kr.Lookup(id)
+	return ok
+}
+
 // current returns the cache for the keyring's current snapshot.
 func (s *Scope) current() (*scopeCache, error) {
 	snap := s.kr.load()

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/go-sql-driver/mysql" // registers "mysql"
+	"github.com/go-sql-driver/mysql" // registers "mysql"
 
 	"github.com/wardlab/ward/internal/myurl"
 )
@@ -79,4 +79,30 @@ func exec(t testing.TB, base, stmt string) {
 	if err != nil && t != nil {
 		t.Fatalf("mytest: %s: %v", stmt, err)
 	}
+}
+
+// NonStrict opens the database of dsn (a DSN of [DSN]) with a session
+// sql_mode that is not strict, closed when the test ends, after showing
+// that such a session cuts an overlong value short instead of refusing it:
+// what ward must refuse to write through (sqltable.RequireStrict).
+func NonStrict(t testing.TB, dsn string) *sql.DB {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["sql_mode"] = "'NO_ENGINE_SUBSTITUTION'"
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	var cut string
+	if err := db.QueryRow(`SELECT CAST('0123456789' AS CHAR(4))`).Scan(&cut); err != nil || cut != "0123" {
+		t.Fatalf("mytest: a non-strict session: %q %v", cut, err)
+	}
+	return db
 }

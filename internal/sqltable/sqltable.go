@@ -114,13 +114,18 @@ var ErrReadOnly = errors.New("ward's own tables (ledger, fleet registry, subject
 var ErrNoCausalReads = errors.New("ward's own tables must be read causally on a Galera cluster, and this node's reads do not wait for the other nodes' commits (@@wsrep_sync_wait lacks bit 1): add wsrep_sync_wait=1 to the URL (mysql://…?wsrep_sync_wait=1) or set it in the servers' configuration (docs/OPERATIONS.md, \"Galera\")")
 
 // RequirePrimary returns an error matching ErrStandby when db reaches a
-// PostgreSQL standby, ErrReadOnly a read-only MySQL server (a replica), or
+// PostgreSQL standby, ErrReadOnly a read-only MySQL server (a replica),
 // ErrNoCausalReads a Galera node whose connection reads without waiting
-// for the cluster; SQLite has none of these. engine is field.Dialect's
+// for the cluster, or ErrNotStrict a MySQL server or session whose
+// sql_mode would cut an overlong value short ([RequireStrict]); SQLite has
+// none of these. engine is field.Dialect's
 // String.
 func RequirePrimary(ctx context.Context, db *sql.DB, engine string) error {
 	if engine == MySQL {
 		if err := causalReads(ctx, db); err != nil {
+			return err
+		}
+		if err := RequireStrict(ctx, db, engine); err != nil {
 			return err
 		}
 	}
