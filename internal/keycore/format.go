@@ -158,8 +158,9 @@ func appendText(dst, ct []byte) []byte {
 
 // DecodeText parses the text form back to the binary form. A "wN:" prefix
 // of an unknown version reports [ErrUnsupportedVersion]; anything else
-// malformed, including a prefix that disagrees with the version byte,
-// reports [ErrMalformed].
+// malformed, including a prefix that disagrees with the version byte or a
+// character outside unpadded base64url (white space included: nothing is
+// trimmed), reports [ErrMalformed].
 func DecodeText(s string) ([]byte, error) {
 	if len(s) < 3 || s[0] != 'w' || s[2] != ':' {
 		return nil, ErrMalformed
@@ -168,6 +169,11 @@ func DecodeText(s string) ([]byte, error) {
 		if s[1] >= '0' && s[1] <= '9' {
 			return nil, &VersionError{What: "ciphertext", Version: s[1:2]}
 		}
+		return nil, ErrMalformed
+	}
+	// Go's decoder skips CR and LF; the format has neither (nor does any
+	// other reader: keyring/testdata/text-forms.json).
+	if strings.IndexByte(s, '\r') >= 0 || strings.IndexByte(s, '\n') >= 0 {
 		return nil, ErrMalformed
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s[3:])

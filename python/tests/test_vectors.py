@@ -31,6 +31,19 @@ def test_keyring_vectors(name):
                 kr.open(ct, vec["context"].encode() + b"x")
 
 
+def test_text_forms():
+    """The text forms Go decodes and refuses, the same here: nothing trimmed or skipped."""
+    from ward.errors import MalformedError
+
+    v = vectors("keyring/testdata/text-forms.json")
+    for vec in v["valid"]:
+        assert decode_text(vec["text"]).hex() == vec["hex"]
+    for vec in v["malformed"]:
+        with pytest.raises(MalformedError):
+            decode_text(vec["text"])
+    assert v["valid"] and v["malformed"]
+
+
 def test_v4_vectors():
     v = vectors("keyring/testdata/v4-vectors.json")
     kr = keyring_of(v)
