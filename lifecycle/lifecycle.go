@@ -38,6 +38,11 @@ type Database struct {
 	Dialect field.Dialect
 	// Ledger is the database's ledger; nil means the default table.
 	Ledger *ledger.Ledger
+	// Unswept names tables (unqualified, any case) that a retire's sweep
+	// ([Sweep]) skips: copies kept on purpose whose values retiring the
+	// key is meant to make unreadable, such as an in-database backup of
+	// ward's subject keys taken before a forget. Nothing else is skipped.
+	Unswept []string
 }
 
 func (d Database) ledger() *ledger.Ledger {

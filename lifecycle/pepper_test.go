@@ -55,6 +55,9 @@ func TestRetireWithInactivePepperedUsers(t *testing.T) {
 			}
 		}
 		backup := takeSnapshot(t, d, subject.DefaultKeysTable, subject.DefaultTombstonesTable)
+		// The copy stands for a backup outside the database, which the
+		// retire is meant to make unreadable: the sweep is told to skip it.
+		a.db.Unswept = []string{"bak_" + subject.DefaultKeysTable, "bak_" + subject.DefaultTombstonesTable}
 		if err := store.Forget(ctx, "u0"); err != nil {
 			t.Fatal(err)
 		}

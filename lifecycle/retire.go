@@ -43,7 +43,9 @@ var ErrPrimary = errors.New("lifecycle: the primary key cannot be retired: rotat
 
 // Retire removes key id from kr for good, once nothing in any of dbs
 // needs its material: no value of a column a ledger records is sealed
-// under it and no subject key is wrapped under it. Otherwise it returns a
+// under it, no value of any other column that can hold a ciphertext
+// either ([Sweep]: the ledger's columns are not trusted to be complete),
+// and no subject key is wrapped under it. Otherwise it returns a
 // *ReferencedError naming each place and changes nothing. Password hashes
 // peppered with it do not hold it back: retiring keeps the key's pepper
 // key (HKDF output, which opens no value and unwraps no subject key), so
@@ -90,8 +92,8 @@ func Retire(ctx context.Context, kr *keyring.Keyring, dbs []Database, id keyring
 }
 
 // References lists what in d still uses keyring key id: values of
-// recorded columns, peppers of recorded password-hash columns, and
-// wrapped subject keys.
+// recorded columns and of every other column that can hold one ([Sweep]),
+// peppers of recorded password-hash columns, and wrapped subject keys.
 func References(ctx context.Context, kr *keyring.Keyring, d Database, id keyring.KeyID) ([]Reference, error) {
 	st, err := d.ledger().Verified(ctx, kr)
 	if err != nil {
@@ -126,6 +128,13 @@ func referencesIn(ctx context.Context, kr *keyring.Keyring, d Database, st *ledg
 				add("%d values in %s.%s are sealed under it", n, c.Table, c.Column)
 			}
 		}
+	}
+	swept, err := Sweep(ctx, d, st, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range swept {
+		add("%d values in %s are sealed under it, a column the ledger does not record: re-seal it (ward reseal --table --column …, which records it), or record it (ledger.Ledger.RecordColumns) and rotate", c.Values, c.Name)
 	}
 	if st != nil && tombstones {
 		at, err := macsAt(ctx, d, st, id)

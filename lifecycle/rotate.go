@@ -191,7 +191,7 @@ func moveAll(ctx context.Context, kr *keyring.Keyring, d Database, obs *Observer
 		return nil, nil, err
 	}
 	if (st == nil || len(st.Columns) == 0) && obs.Skipped != nil {
-		obs.Skipped(d.Name, ledger.Column{}, "the ledger records no columns")
+		obs.Skipped(d.Name, ledger.Column{}, "the ledger records no columns: values in columns it does not record stay under the old key until re-sealed (ward reseal), and retiring it refuses while they do")
 	}
 	cols, err := resealColumns(ctx, kr, d, obs, func(c ledger.Column) bool {
 		if c.Kind == ledger.KindPasswordHash {

@@ -79,6 +79,7 @@ var flagTests = map[string]string{
 	"ward kms encrypt --ec":                    "TestKMSCommands",
 	"ward kms info --json":                     "TestKMSCommands",
 	"ward keyring retire --replica":            "TestRetireWaitsForReplicas",
+	"ward keyring retire --skip-table":         "TestRetireSweepsEveryColumn",
 	"ward keyring retire --replica-wait":       "TestRetireWaitsForReplicas",
 	"ward ledger --db":                         "TestKeyCommandsCheckTheLedger",
 	"ward ledger --json":                       "TestKeyCommandsCheckTheLedger",

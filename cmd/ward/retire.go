@@ -19,7 +19,7 @@ import (
 // newKeyringRetireCmd removes a key's material for good, after a census
 // of every database finds nothing under it.
 func (a *app) newKeyringRetireCmd() *cobra.Command {
-	var replicas []string
+	var replicas, skipTables []string
 	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "retire KEY-ID --db URL... [--replica URL...]",
@@ -41,7 +41,13 @@ key: destroy them (SECURITY.md).
 Applications that read ciphertexts from replicas name each with --replica:
 retire first waits (up to --replica-wait) until every one has replayed its
 primary's writes, so that none still serves a value under the key, and
-refuses if one has not.`,
+refuses if one has not.
+
+Values are looked for in every text and binary column of every table, not
+only the columns the ledgers record: a column an application seals into
+but never recorded holds the key back too (the sweep reads the first 16
+bytes of each value). --skip-table leaves out a table that holds copies
+retiring the key is meant to make unreadable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -64,7 +70,11 @@ refuses if one has not.`,
 			if err := a.awaitReplicas(ctx, ls, replicas, wait); err != nil {
 				return err
 			}
-			kept, err := lifecycle.Retire(ctx, kr, ls.databases(), id)
+			dbs := ls.databases()
+			for i := range dbs {
+				dbs[i].Unswept = skipTables
+			}
+			kept, err := lifecycle.Retire(ctx, kr, dbs, id)
 			var refs *lifecycle.ReferencedError
 			switch {
 			case errors.Is(err, keyring.ErrUnknownKey):
@@ -86,6 +96,7 @@ refuses if one has not.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringArrayVar(&skipTables, "skip-table", nil, "a table the sweep of every column skips (repeatable): a copy kept on purpose, such as an in-database backup, whose values retiring the key is meant to make unreadable")
 	cmd.Flags().StringArrayVar(&replicas, "replica", nil, "a streaming replica applications read ciphertexts from (repeatable): wait until it has replayed its primary's writes")
 	cmd.Flags().DurationVar(&wait, "replica-wait", time.Minute, "how long to wait for the replicas before refusing")
 	return cmd

@@ -66,3 +66,52 @@ func TestRetireWaitsForReplicas(t *testing.T) {
 		t.Fatalf("retire once the replica replays: %d %q %q", code, out, e)
 	}
 }
+
+// TestRetireSweepsEveryColumn: a value sealed into a table the ledger does
+// not record ('ward encrypt' into memos.body, as an application's own
+// code would) holds its key back after a rotation: retire names the
+// column and changes nothing, where it used to retire the key and leave
+// the value unreadable for good. --skip-table leaves the table out (a
+// copy kept to be made unreadable), and the key is retired.
+func TestRetireSweepsEveryColumn(t *testing.T) {
+	c := newCLI(t)
+	c.newKeyring(t)
+	url, db := c.sqlite(t, "app.db")
+	ct := strings.TrimSpace(c.sealedIn(t, "memos", "body", "1", "remember the milk"))
+	if _, err := db.Exec(`CREATE TABLE memos (id INTEGER PRIMARY KEY, body TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO memos VALUES (1, ?)`, ct); err != nil {
+		t.Fatal(err)
+	}
+	_, list, _ := c.run("keyring", "list")
+	var old string
+	for _, line := range strings.Split(list, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.Contains(line, "primary") {
+			old = f[0]
+		}
+	}
+	if code, _, e := c.run("keyring", "rotate", "--db", url, "--wait", "10s"); code != 0 {
+		t.Fatal(e)
+	}
+	code, _, e := c.run("keyring", "retire", old, "--db", url)
+	if code != 1 || !strings.Contains(e, "1 values in memos.body are sealed under it, a column the ledger does not record") {
+		t.Fatalf("retire with a value in an unrecorded column: %d %q", code, e)
+	}
+	if code, out, e := c.runStdin(ct, "decrypt", "--table", "memos", "--column", "body", "--row", "1"); code != 0 || out != "remember the milk" {
+		t.Fatalf("the value after a refused retire: %d %q %q", code, out, e)
+	}
+	if code, out, e := c.run("keyring", "retire", old, "--db", url, "--skip-table", "MEMOS"); code != 0 || !strings.Contains(out, "retired") {
+		t.Fatalf("retire --skip-table: %d %q %q", code, out, e)
+	}
+}
+
+// sealedIn is 'ward encrypt' of text into table.col at row.
+func (c *cliEnv) sealedIn(t *testing.T, table, col, row, text string) string {
+	t.Helper()
+	code, out, e := c.runStdin(text, "encrypt", "--table", table, "--column", col, "--row", row)
+	if code != 0 {
+		t.Fatalf("encrypt: %q", e)
+	}
+	return out
+}
