@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -38,6 +39,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wardlab/ward/internal/boundfile"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -265,6 +267,29 @@ func Read(kr *keyring.Keyring, database string, dirs ...string) (*Records, error
 	return r, nil
 }
 
+// MaxFile bounds a journal file: a process's file holds a record of about
+// 200 bytes per forget, so 1 GiB is some five million forgets. A larger
+// file, or anything but a regular file where a journal file should be (a
+// FIFO, a device such as /dev/zero, a folder named *.wfj), is refused with
+// an error naming it, at once: a writer of the folder cannot make a read
+// hang or fill memory.
+const MaxFile = 1 << 30
+
+// openJournalFile opens a journal file for reading, refusing what
+// MaxFile's comment says. A file is read only up to the size it had when
+// opened.
+func openJournalFile(name string) (*os.File, fs.FileInfo, error) {
+	f, fi, err := boundfile.Open(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
+	if fi.Size() > MaxFile {
+		f.Close()
+		return nil, nil, fmt.Errorf("journal: %w", &boundfile.Error{Path: name, Size: fi.Size(), Max: MaxFile, Err: boundfile.ErrTooLarge})
+	}
+	return f, fi, nil
+}
+
 func newRecords(hashKey []byte) *Records {
 	return &Records{hashKey: hashKey, byNS: map[string]map[string]time.Time{}, private: map[string]map[string]time.Time{}}
 }
@@ -277,12 +302,12 @@ func cmpErr(err error) error {
 }
 
 func (r *Records) readFile(name string, macKey []byte, database string) error {
-	f, err := os.Open(name)
+	f, fi, err := openJournalFile(name)
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return err
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, maxLine+1)
+	br := bufio.NewReaderSize(io.LimitReader(f, fi.Size()), maxLine+1)
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -403,16 +428,16 @@ func (j *Journal) refresh(database string) error {
 
 // readFrom reads a file's complete lines after the offset last read.
 func (l *live) readFrom(name string, macKey []byte) error {
-	f, err := os.Open(name)
+	f, fi, err := openJournalFile(name)
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return err
 	}
 	defer f.Close()
 	off := l.offsets[name]
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	br := bufio.NewReaderSize(f, maxLine+1)
+	br := bufio.NewReaderSize(io.LimitReader(f, max(0, fi.Size()-off)), maxLine+1)
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) { // an overlong line: a writer's, skipped

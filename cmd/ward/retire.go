@@ -50,56 +50,67 @@ bytes of each value). --skip-table leaves out a table that holds copies
 retiring the key is meant to make unreadable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			id, err := keyring.ParseKeyID(args[0])
-			if err != nil {
-				return cli.Usage(err, "see 'ward keyring list' for key IDs")
-			}
-			if len(a.dbs) == 0 {
-				return cli.Usage(errors.New("--db is required"), "name every database this keyring serves: retiring is only safe once all of them are checked")
-			}
-			kr, err := a.loadKeyring(cmd)
-			if err != nil {
-				return err
-			}
-			ls, err := openCheckedLedgers(ctx, a.dbs, kr)
-			if err != nil {
-				return err
-			}
-			defer ls.close()
-			if err := a.awaitReplicas(ctx, ls, replicas, wait); err != nil {
-				return err
-			}
-			dbs := ls.databases()
-			for i := range dbs {
-				dbs[i].Unswept = skipTables
-			}
-			kept, err := lifecycle.Retire(ctx, kr, dbs, id)
-			var refs *lifecycle.ReferencedError
-			switch {
-			case errors.Is(err, keyring.ErrUnknownKey):
-				return cli.Usage(err, "see 'ward keyring list'")
-			case errors.Is(err, lifecycle.ErrPrimary):
-				return cli.Usage(err, "rotate first: 'ward keyring rotate --db URL'")
-			case errors.As(err, &refs):
-				for _, r := range refs.References {
-					fmt.Fprintln(a.stderr, "ward: "+r.DB+": "+r.What)
-				}
-				return cli.Failed(err, "move them first: 'ward reseal' for columns, 'ward subject rewrap' for subject keys")
-			case err != nil:
-				return saveError(err)
-			}
-			for _, r := range kept {
-				fmt.Fprintf(a.stdout, "%s: %s: they keep verifying (the key's pepper key is kept; its material is gone) and move to the current pepper at their users' next log-in\n", r.DB, r.What)
-			}
-			fmt.Fprintf(a.stdout, "key %v retired: removed from %s and recorded in %d ledgers; copies of the keyring file saved before still hold it — destroy them\n", id, kr.Path(), len(ls.l))
-			return nil
+			return a.retireKey(cmd, args[0], retireOptions{replicas: replicas, skipTables: skipTables, wait: wait})
 		},
 	}
 	cmd.Flags().StringArrayVar(&skipTables, "skip-table", nil, "a table the sweep of every column skips (repeatable): a copy kept on purpose, such as an in-database backup, whose values retiring the key is meant to make unreadable")
 	cmd.Flags().StringArrayVar(&replicas, "replica", nil, "a streaming replica applications read ciphertexts from (repeatable): wait until it has replayed its primary's writes")
 	cmd.Flags().DurationVar(&wait, "replica-wait", time.Minute, "how long to wait for the replicas before refusing")
 	return cmd
+}
+
+// retireOptions are retire's flags.
+type retireOptions struct {
+	replicas, skipTables []string
+	wait                 time.Duration
+}
+
+// retireKey is 'ward keyring retire KEY-ID'.
+func (a *app) retireKey(cmd *cobra.Command, arg string, o retireOptions) error {
+	ctx := cmd.Context()
+	id, err := keyring.ParseKeyID(arg)
+	if err != nil {
+		return cli.Usage(err, "see 'ward keyring list' for key IDs")
+	}
+	if len(a.dbs) == 0 {
+		return cli.Usage(errors.New("--db is required"), "name every database this keyring serves: retiring is only safe once all of them are checked")
+	}
+	kr, err := a.loadKeyring(cmd)
+	if err != nil {
+		return err
+	}
+	ls, err := openCheckedLedgers(ctx, a.dbs, kr)
+	if err != nil {
+		return err
+	}
+	defer ls.close()
+	if err := a.awaitReplicas(ctx, ls, o.replicas, o.wait); err != nil {
+		return err
+	}
+	dbs := ls.databases()
+	for i := range dbs {
+		dbs[i].Unswept = o.skipTables
+	}
+	kept, err := lifecycle.Retire(ctx, kr, dbs, id)
+	var refs *lifecycle.ReferencedError
+	switch {
+	case errors.Is(err, keyring.ErrUnknownKey):
+		return cli.Usage(err, "see 'ward keyring list'")
+	case errors.Is(err, lifecycle.ErrPrimary):
+		return cli.Usage(err, "rotate first: 'ward keyring rotate --db URL'")
+	case errors.As(err, &refs):
+		for _, r := range refs.References {
+			fmt.Fprintln(a.stderr, "ward: "+r.DB+": "+r.What)
+		}
+		return cli.Failed(err, "move them first: 'ward reseal' for columns, 'ward subject rewrap' for subject keys")
+	case err != nil:
+		return saveError(err)
+	}
+	for _, r := range kept {
+		fmt.Fprintf(a.stdout, "%s: %s: they keep verifying (the key's pepper key is kept; its material is gone) and move to the current pepper at their users' next log-in\n", r.DB, r.What)
+	}
+	fmt.Fprintf(a.stdout, "key %v retired: removed from %s and recorded in %d ledgers; copies of the keyring file saved before still hold it — destroy them\n", id, kr.Path(), len(ls.l))
+	return nil
 }
 
 // awaitReplicas waits until each replica has replayed what its primary

@@ -5,12 +5,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/wardlab/ward/internal/boundfile"
 	"github.com/wardlab/ward/kms"
 )
 
@@ -85,18 +85,15 @@ func Load(ctx context.Context, path string, ks kms.KeyService) (*Keyring, error)
 	return kr, nil
 }
 
+// readFile reads a keyring file: a regular file (a FIFO or a device is
+// refused at once, never read), of at most maxKeyringFile bytes.
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	data, err := boundfile.Read(path, maxKeyringFile)
+	if errors.Is(err, boundfile.ErrTooLarge) || errors.Is(err, boundfile.ErrNotRegular) {
+		return nil, fmt.Errorf("%w: %w", ErrCorruptKeyring, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("keyring: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyringFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("keyring: reading %s: %w", path, err)
-	}
-	if len(data) > maxKeyringFile {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrCorruptKeyring, path, maxKeyringFile)
 	}
 	return data, nil
 }

@@ -10,12 +10,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/wardlab/ward/internal/boundfile"
 	"github.com/wardlab/ward/kms"
 )
 
@@ -331,17 +330,12 @@ func grantFromDoc(doc *grantDoc, plain []byte) (*Grant, error) {
 
 // LoadGrant reads and opens a grant file.
 func LoadGrant(ctx context.Context, path string, ks kms.KeyService) (*Grant, error) {
-	f, err := os.Open(path)
+	data, err := boundfile.Read(path, maxGrantFile)
+	if errors.Is(err, boundfile.ErrTooLarge) || errors.Is(err, boundfile.ErrNotRegular) {
+		return nil, fmt.Errorf("%w: a grant file: %w", ErrCorruptKeyring, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("keyring: reading a grant: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxGrantFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("keyring: reading a grant: %w", err)
-	}
-	if len(data) > maxGrantFile {
-		return nil, fmt.Errorf("%w: a grant file larger than %d bytes", ErrCorruptKeyring, maxGrantFile)
 	}
 	return UnmarshalGrant(ctx, data, ks)
 }

@@ -120,6 +120,7 @@ var Library = []string{
 	Module + "/replication",
 	Module + "/internal/sqltable",
 	Module + "/internal/keycore",
+	Module + "/internal/boundfile",
 	Module + "/password",
 	Module + "/password/internal/argon2",
 	Module + "/kms",

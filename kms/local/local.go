@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/wardlab/ward/internal/boundfile"
 	"github.com/wardlab/ward/kms"
 )
 
@@ -107,6 +108,10 @@ func Parse(s string) (*MasterKey, error) {
 	return newMasterKey(b), nil
 }
 
+// maxKeyFile bounds a master key file: its base64 key, a line end, and
+// room for white space around it.
+const maxKeyFile = 4096
+
 // Load reads a master key from a file (if path is not empty) or else from
 // the WARD_MASTER_KEY environment variable, as looked up by getenv
 // (os.Getenv when nil).
@@ -115,7 +120,7 @@ func Load(path string, getenv func(string) string) (*MasterKey, error) {
 		getenv = os.Getenv
 	}
 	if path != "" {
-		b, err := os.ReadFile(path)
+		b, err := boundfile.Read(path, maxKeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("local: reading master key: %w", err)
 		}

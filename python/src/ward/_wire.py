@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import re
+import stat
 
-from .errors import MalformedError
+from .errors import CorruptFileError, MalformedError
 
 
 def uvarint(n: int) -> bytes:
@@ -98,3 +100,25 @@ def as_binary(value: bytes | bytearray | memoryview | str) -> bytes:
         except UnicodeDecodeError as e:
             raise MalformedError("a ciphertext's text form is ASCII") from e
     return b
+
+
+# MAX_FILE bounds a keyring or grant file, as Go's maxKeyringFile.
+MAX_FILE = 16 << 20
+
+
+def read_bounded(path: str, what: str, limit: int = MAX_FILE) -> bytes:
+    """A regular file's bytes, refusing one past limit, as Go's boundfile.
+
+    A FIFO, a device such as /dev/zero, a socket or a folder is refused at
+    once (opened without blocking, never read), so no file put in place
+    can hang a reader or fill its memory; a symbolic link is followed.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise CorruptFileError(f"{what} that is not a regular file: {path}")
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise CorruptFileError(f"{what} larger than {limit} bytes")
+    return data

@@ -8,11 +8,11 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import aead
-from ._wire import b64std, lp
+from ._wire import b64std, lp, read_bounded
 from .ciphertext import CLASS_KEYRING, Header
 from .errors import CorruptFileError, NotGrantedError, UnknownKeyError, UnsupportedVersionError, WrongContextError
 from .field import field_scope
-from .keyring import read_bounded, unwrap_file
+from .keyring import unwrap_file
 from .kms import KeyService
 
 FORMAT = "ward-grant/v1"

@@ -12,7 +12,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from . import aead
-from ._wire import b64std
+from ._wire import b64std, read_bounded
 from .aead import Algorithm
 from .ciphertext import (
     CLASS_KEYRING,
@@ -32,8 +32,6 @@ from .errors import (
 )
 from .kms import KeyService, MasterKey
 
-MAX_FILE = 16 << 20
-
 
 @dataclass(frozen=True)
 class Key:
@@ -46,15 +44,6 @@ class Key:
 
     def __repr__(self) -> str:  # never the material
         return f"Key(id={self.id:08x}, alg={self.alg.name}, state={self.state})"
-
-
-def read_bounded(path: str, what: str) -> bytes:
-    """A keyring or grant file's bytes, refusing one past MAX_FILE."""
-    with open(path, "rb") as f:
-        data = f.read(MAX_FILE + 1)
-    if len(data) > MAX_FILE:
-        raise CorruptFileError(f"{what} larger than 16 MiB")
-    return data
 
 
 def _file_key_context(aad: bytes, purpose: str) -> dict[str, str]:

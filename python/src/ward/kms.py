@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlparse
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from ._wire import uvarint
+from ._wire import read_bounded, uvarint
 from .errors import AuthenticationError, WardError
 
 #: The environment variable holding a base64 master key, as for the Go CLI.
@@ -71,8 +71,11 @@ class MasterKey:
     def load(cls, path: str | None = None, environ: Mapping[str, str] | None = None) -> "MasterKey":
         """Read a master key from a file, or else from ``WARD_MASTER_KEY``."""
         if path:
-            with open(path, encoding="ascii") as f:
-                return cls.parse(f.read())
+            try:
+                text = read_bounded(path, "a master key file", 4096).decode("ascii")
+            except UnicodeDecodeError as e:
+                raise WardError("a master key file holds base64 of 32 random bytes") from e
+            return cls.parse(text)
         env = os.environ if environ is None else environ
         v = env.get(MASTER_KEY_ENV, "")
         if not v:
