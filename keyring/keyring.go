@@ -233,9 +233,11 @@ func (kr *Keyring) Grant(scopes []GrantScope, ids ...KeyID) (*Grant, error) {
 // returns at once, with an error only for a keyring without a file.
 //
 // Between re-reads, a keyring loaded from a file that meets a ciphertext
-// under a key ID it does not hold re-reads the file once before failing
-// (at most once a second), so that a value written by a process that
-// already promoted a new key opens here too.
+// under a key ID it does not hold re-reads the file before failing if the
+// file changed since it was last read or written (otherwise a stat is all
+// it costs), so that a value written by a process that already promoted a
+// new key opens here too, and a value under a made-up key ID costs no
+// re-read.
 func (kr *Keyring) Watch(ctx context.Context, interval time.Duration, onError func(error)) error {
 	return kr.core().Watch(ctx, interval, onError)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/wardlab/ward/internal/boundfile"
 	"github.com/wardlab/ward/kms"
@@ -23,6 +24,35 @@ type file struct {
 	mu   sync.Mutex // guards ks and sum
 	ks   kms.KeyService
 	sum  [32]byte // SHA-256 of the bytes last read or written
+	// seen is the file's information when this process last read it
+	// (taken before the read) or wrote it: a re-read for an unknown key
+	// ID happens only once it differs (reloadForUnknown).
+	seen atomic.Pointer[fs.FileInfo]
+}
+
+// stat returns the information of the file at path, or nil.
+func stat(path string) *fs.FileInfo {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	return &fi
+}
+
+// changed reports whether the file differs from what this process last
+// read or wrote: another file renamed over it, or another size or
+// modification time. A file that cannot be stat'ed has not changed (there
+// is nothing to re-read).
+func (f *file) changed() bool {
+	now, prev := stat(f.path), f.seen.Load()
+	if now == nil {
+		return false
+	}
+	if prev == nil {
+		return true
+	}
+	a, b := *now, *prev
+	return !os.SameFile(a, b) || a.Size() != b.Size() || !a.ModTime().Equal(b.ModTime())
 }
 
 // Path returns the file a keyring was loaded from or created in, or ""
@@ -66,6 +96,7 @@ func Create(ctx context.Context, path string, ks kms.KeyService, alg Algorithm) 
 		return nil, err
 	}
 	kr.file = &file{path: path, ks: ks, sum: sha256.Sum256(data)}
+	kr.file.seen.Store(stat(path)) // under the lock: what was written
 	return kr, nil
 }
 
@@ -73,6 +104,7 @@ func Create(ctx context.Context, path string, ks kms.KeyService, alg Algorithm) 
 // its changes back to the file. A missing file is an error (matching
 // fs.ErrNotExist), never a new keyring: create one with [Create].
 func Load(ctx context.Context, path string, ks kms.KeyService) (*Keyring, error) {
+	seen := stat(path) // before the read: a change after it is a change
 	data, err := readFile(path)
 	if err != nil {
 		return nil, err
@@ -82,6 +114,7 @@ func Load(ctx context.Context, path string, ks kms.KeyService) (*Keyring, error)
 		return nil, fmt.Errorf("%w (file %s)", err, path)
 	}
 	kr.file = &file{path: path, ks: ks, sum: sha256.Sum256(data)}
+	kr.file.seen.Store(seen)
 	return kr, nil
 }
 
@@ -112,12 +145,14 @@ func (kr *Keyring) Reload(ctx context.Context) error {
 	f := kr.file
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	seen := stat(f.path)
 	data, err := readFile(f.path)
 	if err != nil {
 		return err
 	}
 	sum := sha256.Sum256(data)
 	if sum == f.sum {
+		f.seen.Store(seen) // read: an unknown key ID re-reads it once it changes again
 		return nil
 	}
 	other, _, err := unmarshal(ctx, data, f.ks)
@@ -134,6 +169,7 @@ func (kr *Keyring) Reload(ctx context.Context) error {
 	}
 	kr.snap.Store(s)
 	f.sum = sum
+	f.seen.Store(seen)
 	return nil
 }
 
@@ -185,6 +221,7 @@ func (f *file) save(ctx context.Context, kr *Keyring, next *snapshot, ks kms.Key
 		return err
 	}
 	f.sum = sha256.Sum256(data)
+	f.seen.Store(stat(f.path)) // under the lock: what was written
 	f.ks = ks
 	return nil
 }

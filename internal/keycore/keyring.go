@@ -46,11 +46,11 @@ type Keyring struct {
 
 	plainScope atomic.Pointer[Scope] // the empty scope's (see unscoped)
 
-	watchEvery        atomic.Int64  // Watch's interval (ns), 0 when not watching
-	lastUnknownReload atomic.Int64  // Unix ns of the last re-read for an unknown key ID
-	unknownMu         sync.Mutex    // guards unknownWait
-	unknownWait       chan struct{} // closed when the re-read in flight ends; nil when none is
-	unknownReloads    atomic.Uint64 // re-reads for unknown key IDs, for tests
+	watchEvery       atomic.Int64  // Watch's interval (ns), 0 when not watching
+	lastFailedReload atomic.Int64  // Unix ns of the last re-read for an unknown key ID that failed
+	unknownMu        sync.Mutex    // guards unknownWait
+	unknownWait      chan struct{} // closed when the re-read in flight ends; nil when none is
+	unknownReloads   atomic.Uint64 // re-reads for unknown key IDs, for tests
 }
 
 // snapshot is one immutable state of a keyring.

@@ -14,14 +14,20 @@ import (
 //   - Watch re-reads the file every interval, so that a key added as
 //     decrypt-only is loaded everywhere before it is promoted;
 //   - a keyring loaded from a file that meets a ciphertext under a key ID
-//     it does not hold re-reads the file once before failing, at most
-//     once per reloadEvery, so that a value written by a process that
-//     already promoted a new key opens here too. The bound matters: a
-//     database writer can plant values under made-up key IDs.
+//     it does not hold re-reads the file before failing if, and only if,
+//     the file changed since this process last read or wrote it, so that a
+//     value written by a process that already promoted a new key opens
+//     here too. The condition matters: a database writer can plant values
+//     under made-up key IDs, which then cost a stat of the file each and
+//     no re-read, and cannot spend a re-read a genuine new key needs (a
+//     once-a-second budget, before, could be spent by one planted value
+//     just before a rotation, failing every value under the new key for
+//     up to a second).
 
-// reloadEvery is the least time between two re-reads of the file caused by
-// unknown key IDs.
-const reloadEvery = time.Second
+// failedReloadWait is the least time between a re-read for an unknown key
+// ID that failed (a KMS that did not answer, an older file put in place)
+// and the next one.
+const failedReloadWait = time.Second
 
 // reloadTimeout bounds a re-read caused by an unknown key ID (it may
 // unwrap the file through a KMS).
@@ -57,12 +63,13 @@ func (kr *Keyring) Watch(ctx context.Context, interval time.Duration, onError fu
 	return nil
 }
 
-// reloadForUnknown re-reads the file after a ciphertext named a key ID
-// this process does not hold, at most once per reloadEvery, and reports
-// whether a re-read happened. Callers that meet unknown key IDs while a
-// re-read is in flight wait for it instead of failing at once: after a
-// rotation promoted a key this process missed, every concurrent request
-// opens once the one re-read has loaded it.
+// reloadForUnknown is called after a ciphertext named a key ID (or a
+// record an epoch) the keyring does not hold: it re-reads the file if the
+// file changed since this process last read or wrote it (another inode, a
+// size or modification time of its own), and costs one stat otherwise.
+// Callers that meet an unknown ID while a re-read is in flight wait for
+// it. It reports whether the keyring in memory now holds what the file
+// holds.
 func (kr *Keyring) reloadForUnknown() bool {
 	if kr.file == nil {
 		return false
@@ -73,12 +80,14 @@ func (kr *Keyring) reloadForUnknown() bool {
 		<-wait
 		return true
 	}
-	now := time.Now().UnixNano()
-	if now-kr.lastUnknownReload.Load() < int64(reloadEvery) {
+	if !kr.file.changed() {
+		kr.unknownMu.Unlock()
+		return true
+	}
+	if time.Now().UnixNano()-kr.lastFailedReload.Load() < int64(failedReloadWait) {
 		kr.unknownMu.Unlock()
 		return false
 	}
-	kr.lastUnknownReload.Store(now)
 	wait := make(chan struct{})
 	kr.unknownWait = wait
 	kr.unknownMu.Unlock()
@@ -91,7 +100,11 @@ func (kr *Keyring) reloadForUnknown() bool {
 	kr.unknownReloads.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), reloadTimeout)
 	defer cancel()
-	return kr.Reload(ctx) == nil
+	if err := kr.Reload(ctx); err != nil {
+		kr.lastFailedReload.Store(time.Now().UnixNano())
+		return false
+	}
+	return true
 }
 
 // unknownKeyHint says what an unknown key ID means for this keyring.
