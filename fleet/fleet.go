@@ -243,6 +243,10 @@ type Member struct {
 	done   chan struct{}
 	errors func(error)
 	marked time.Time // when the gate last learned the ledger's marks
+	// rejoined is set by a heartbeat that found the registration gone
+	// and registered again: its forms are joined again at once.
+	rejoined bool
+	leaving  atomic.Bool // Leave was called: never register again
 }
 
 // Join registers this process (host name, pid) with what kr holds, and
@@ -267,11 +271,7 @@ func (r *Registry) Join(ctx context.Context, kr *keyring.Keyring, heartbeat time
 	m := &Member{r: r, kr: kr, key: key, errors: onError, done: make(chan struct{}),
 		p: Process{ID: "p-" + hex.EncodeToString(b[:]), Host: host, PID: os.Getpid(), Keyring: kr.ID(), Started: now, Seen: now}}
 	m.fill()
-	p := m.p
-	_, err = r.DB.ExecContext(ctx, r.Dialect.Rebind(fmt.Sprintf(`INSERT INTO %s (id, host, pid, keyring, generation, %s, started, seen, exited, mac, caps)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`, t, r.keysCol())), p.ID, p.Host, p.PID, p.Keyring, int64(p.Generation), keysText(p.Keys),
-		p.Started.UnixMilli(), p.Seen.UnixMilli(), key.tag(&p, r.Gate), formsText(p.Forms))
-	if err != nil {
+	if err := m.insert(ctx, t); err != nil {
 		return nil, fmt.Errorf("fleet: registering: %w", err)
 	}
 	if err := m.joinForms(ctx); err != nil {
@@ -282,6 +282,15 @@ func (r *Registry) Join(ctx context.Context, kr *keyring.Keyring, heartbeat time
 	m.stop = cancel
 	go m.loop(hctx, heartbeat)
 	return m, nil
+}
+
+// insert writes the member's row into the registry table t.
+func (m *Member) insert(ctx context.Context, t string) error {
+	p, r := m.p, m.r
+	_, err := r.DB.ExecContext(ctx, r.Dialect.Rebind(fmt.Sprintf(`INSERT INTO %s (id, host, pid, keyring, generation, %s, started, seen, exited, mac, caps)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`, t, r.keysCol())), p.ID, p.Host, p.PID, p.Keyring, int64(p.Generation), keysText(p.Keys),
+		p.Started.UnixMilli(), p.Seen.UnixMilli(), m.key.tag(&p, r.Gate), formsText(p.Forms))
+	return err
 }
 
 // fill copies what the keyring holds into m.p.
@@ -322,6 +331,15 @@ func (m *Member) Beat(ctx context.Context) error {
 	if err := m.write(ctx, false); err != nil {
 		return err
 	}
+	m.mu.Lock()
+	rejoined := m.rejoined
+	m.rejoined = false
+	m.mu.Unlock()
+	if rejoined {
+		if err := m.joinForms(ctx); err != nil {
+			return fmt.Errorf("fleet: registered again after the registration vanished: %w", err)
+		}
+	}
 	return m.advance(ctx)
 }
 
@@ -338,11 +356,31 @@ func (m *Member) write(ctx context.Context, exited bool) error {
 	p := m.p
 	// A heartbeat never revives a registration that left: one cancelled
 	// by Leave may still reach the server after Leave's own write.
-	_, err = m.r.DB.ExecContext(ctx, m.r.Dialect.Rebind(fmt.Sprintf(`UPDATE %s SET generation = ?, %s = ?, seen = ?, exited = ?, mac = ?, caps = ? WHERE id = ? AND exited = 0`, t, m.r.keysCol())),
+	res, err := m.r.DB.ExecContext(ctx, m.r.Dialect.Rebind(fmt.Sprintf(`UPDATE %s SET generation = ?, %s = ?, seen = ?, exited = ?, mac = ?, caps = ? WHERE id = ? AND exited = 0`, t, m.r.keysCol())),
 		int64(p.Generation), keysText(p.Keys), p.Seen.UnixMilli(), boolInt(exited), m.key.tag(&p, m.r.Gate), formsText(p.Forms), p.ID)
 	if err != nil {
 		return fmt.Errorf("fleet: heartbeat: %w", err)
 	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 && !exited && !m.leaving.Load() {
+		return m.reregister(ctx, t)
+	}
+	return nil
+}
+
+// reregister writes the member's row again after a heartbeat updated
+// none: a database writer deleted it (to let a form open, or a rotation
+// promote, while this process still runs), or the database went back to
+// before the process joined. A row that is there after all (MySQL counts
+// the rows an UPDATE changed, and one left by Leave is never revived) is a
+// duplicate, and nothing is written.
+func (m *Member) reregister(ctx context.Context, t string) error {
+	if err := m.insert(ctx, t); err != nil {
+		if field.Duplicate(err) {
+			return nil
+		}
+		return fmt.Errorf("fleet: registering again (the registration vanished): %w", err)
+	}
+	m.rejoined = true
 	return nil
 }
 
@@ -356,6 +394,7 @@ func boolInt(b bool) int {
 // Leave stops the heartbeat and marks the registration as exited (a clean
 // exit: it no longer blocks a rotation).
 func (m *Member) Leave(ctx context.Context) error {
+	m.leaving.Store(true)
 	m.stop()
 	<-m.done
 	return m.write(ctx, true)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,12 @@ import (
 //     empty (less those the operator skipped), the form opens — only if
 //     its record existed before the registry was read, so that a process
 //     that registered before the record was written is in that read.
+//
+// A process whose registration vanished without its leaving (a database
+// writer deleted the row) registers again at its next heartbeat
+// (Member.reregister) and joins the waits of forms it lacks; a form that
+// opened in between, while the registry could not see it, is reported to
+// it (forms.MissingError through the heartbeat's onError).
 //
 // A process that joins while a form waits adds itself to Waiting if it
 // lacks the form (racing an opening by compare-and-swap), and refuses to
@@ -281,20 +288,35 @@ func (r *Registry) FormsState(ctx context.Context, kr *keyring.Keyring) ([]ledge
 // SkipForms lets every form still waiting open without the named
 // processes (by ID, or "host:pid" of a registered process): the
 // operator's statement that they will never read a form again (killed,
-// their host gone). It returns the forms it changed.
+// their host gone). It returns the forms it changed. A name that is
+// neither a registered process nor one a form waits for is refused with an
+// [*UnknownProcessError] before anything changes: a typo never reads as
+// done.
 func (r *Registry) SkipForms(ctx context.Context, kr *keyring.Keyring, skip []string) ([]forms.Form, error) {
 	ps, err := r.List(ctx, kr)
 	if err != nil {
 		return nil, err
 	}
+	st, err := r.ledger().Verified(ctx, kr)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: reading the database's forms: %w", err)
+	}
 	ids := map[string]bool{}
+	var unknown []string
 	for _, s := range skip {
-		ids[s] = true
+		found := waitedFor(st, s)
 		for _, p := range ps {
-			if p.Host+":"+fmt.Sprint(p.PID) == s {
-				ids[p.ID] = true
+			if p.ID == s || p.Host+":"+fmt.Sprint(p.PID) == s {
+				ids[p.ID], found = true, true
 			}
 		}
+		if !found {
+			unknown = append(unknown, s)
+		}
+		ids[s] = true
+	}
+	if len(unknown) > 0 {
+		return nil, &UnknownProcessError{Names: unknown}
 	}
 	var changed []forms.Form
 	err = r.ledger().ChangeForms(ctx, kr, func(fs []ledger.Form) []ledger.Form {
@@ -313,6 +335,25 @@ func (r *Registry) SkipForms(ctx context.Context, kr *keyring.Keyring, skip []st
 		return fs
 	})
 	return slices.Compact(changed), err
+}
+
+// waitedFor reports whether a form of st still waits for process id.
+func waitedFor(st *ledger.State, id string) bool {
+	return st != nil && slices.ContainsFunc(st.Forms, func(f ledger.Form) bool { return !f.IsOpen() && slices.Contains(f.Waiting, id) })
+}
+
+// UnknownProcessError names what an operator asked to skip that is neither
+// a registered process (by ID or host:pid) nor a process a form waits for.
+type UnknownProcessError struct {
+	Names []string
+}
+
+func (e *UnknownProcessError) Error() string {
+	q := make([]string, len(e.Names))
+	for i, n := range e.Names {
+		q[i] = strconv.Quote(n)
+	}
+	return fmt.Sprintf("fleet: no registered process, and no process a form waits for, is named %s: nothing was skipped", strings.Join(q, ", "))
 }
 
 // FormNotReadyError means an operator's job would write a form that not

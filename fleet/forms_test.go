@@ -308,3 +308,53 @@ func TestWriteGate(t *testing.T) {
 		}
 	})
 }
+
+// TestDeletedRegistrationRejoins: a database writer deletes the row of a
+// running process that does not read a form, just before a process that
+// wants the form begins the wait. The wait's first read does not see the
+// process; its heartbeat used to update no row and never register again,
+// so the form opened at the next round while it still ran. Its next
+// heartbeat now registers it again and joins the wait, which then holds;
+// once it leaves, the form opens. A heartbeat after Leave registers
+// nothing.
+func TestDeletedRegistrationRejoins(t *testing.T) {
+	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
+		f := newFormsFleet(t, db, d)
+		w := forms.Sealed("users", "email")
+		oldR, oldK := f.process(nil, nil)
+		old := f.join(oldR, oldK)
+		newR, newK := f.process(nil, []forms.Form{w})
+		m := f.join(newR, newK)
+		if _, err := db.Exec(d.Rebind(`DELETE FROM `+f.reg+` WHERE id = ?`), old.ID()); err != nil {
+			t.Fatal(err)
+		}
+		f.beat(1, m)   // the wait begins, and reads a registry without the old process
+		f.beat(1, old) // registers again, and joins the wait
+		f.beat(3, m)
+		if newR.Gate.Allows(w) {
+			t.Fatal("the form opened while a process whose registration was deleted still runs")
+		}
+		st, err := newR.FormsState(f.ctx, newK)
+		if err != nil || len(st) != 1 || !slices.Contains(st[0].Waiting, old.ID()) {
+			t.Fatalf("the wait after the process registered again: %+v %v", st, err)
+		}
+		ps, err := newR.List(f.ctx, newK)
+		if err != nil || !slices.ContainsFunc(ps, func(p Process) bool { return p.ID == old.ID() && !p.Tampered && !p.Exited }) {
+			t.Fatalf("the process is not registered again: %+v %v", ps, err)
+		}
+		if err := old.Leave(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		f.beat(1, m)
+		if !newR.Gate.Allows(w) {
+			t.Fatal("the form did not open once the process left")
+		}
+		// A heartbeat after Leave never registers it again.
+		if err := old.write(f.ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		if ps, _ := newR.List(f.ctx, newK); slices.ContainsFunc(ps, func(p Process) bool { return p.ID == old.ID() && !p.Exited }) {
+			t.Fatal("a process that left was registered again")
+		}
+	})
+}

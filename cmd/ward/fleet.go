@@ -187,7 +187,12 @@ func readFleet(ctx context.Context, u string, kr *keyring.Keyring, skip []string
 	reg := &fleet.Registry{DB: db, Dialect: dialect}
 	r := fleetReport{DB: dburl.Redact(u)}
 	if len(skip) > 0 {
-		if r.Skipped, err = reg.SkipForms(ctx, kr, skip); err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
+		r.Skipped, err = reg.SkipForms(ctx, kr, skip)
+		var unknown *fleet.UnknownProcessError
+		if errors.As(err, &unknown) {
+			return r, cli.Usage(err, "name a process as 'ward fleet' lists it (its ID, or host:pid), or as a form's wait names it")
+		}
+		if err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
 			return r, err
 		}
 	}
@@ -236,9 +241,11 @@ func (a *app) printFleet(r fleetReport) {
 		switch {
 		case f.IsOpen():
 			fmt.Fprintf(a.stdout, "  form %s: open since %s (introduced in %s)\n", f.Name, time.UnixMilli(f.Opened).UTC().Format(time.RFC3339), f.Release)
-		default:
+		case len(f.Skipped) > 0:
 			fmt.Fprintf(a.stdout, "  form %s: waiting since %s for %s (skipped: %s)\n", f.Name, time.UnixMilli(f.Since).UTC().Format(time.RFC3339),
 				strings.Join(f.Waiting, ", "), strings.Join(f.Skipped, ", "))
+		default:
+			fmt.Fprintf(a.stdout, "  form %s: waiting since %s for %s\n", f.Name, time.UnixMilli(f.Since).UTC().Format(time.RFC3339), strings.Join(f.Waiting, ", "))
 		}
 	}
 }

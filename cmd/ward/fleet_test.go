@@ -142,6 +142,13 @@ func TestFleetSkipForm(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "form sealed:notes.body: waiting since") || !strings.Contains(out, old.ID()) || g.Allows(forms.Sealed("notes", "body")) {
 		t.Fatalf("ward fleet with a vanished process: %d %q %q", code, out, e)
 	}
+	// A name that matches nothing is refused, and skips nothing.
+	if code, _, e := c.run("fleet", "--db", dbURL, "--skip-form", "p-typo", "--skip-form", old.ID()); code != 2 || !strings.Contains(e, `named "p-typo": nothing was skipped`) {
+		t.Fatalf("ward fleet --skip-form of no process: %d %q", code, e)
+	}
+	if code, out, _ := c.run("fleet", "--db", dbURL); code != 0 || strings.Contains(out, "skipped: "+old.ID()) {
+		t.Fatalf("a refused --skip-form skipped: %q", out)
+	}
 	if code, out, e := c.run("fleet", "--db", dbURL, "--skip-form", old.ID()); code != 0 || !strings.Contains(out, "form sealed:notes.body: the named processes skipped") {
 		t.Fatalf("ward fleet --skip-form: %d %q %q", code, out, e)
 	}
