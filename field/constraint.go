@@ -20,7 +20,12 @@ const minSealed = 11 + 12 + 16
 // yet, are not checked; once a census finds none, VALIDATE CONSTRAINT
 // checks them too); on SQLite, which cannot add a constraint to a table,
 // and on MySQL, whose ADD CONSTRAINT … CHECK would check every old row,
-// two triggers (insert and update). The statements are idempotent except
+// two triggers (insert, and update of the column's value: a row that still
+// holds plaintext can have its other columns updated, so they can guard
+// a column during a mixed-mode migration). PostgreSQL checks a CHECK on
+// every update of a row, so there an update of another column of a row
+// still holding plaintext is refused too: add it there once no
+// plaintext is left, or where the application updates no such row. The statements are idempotent except
 // PostgreSQL's ADD CONSTRAINT, which fails if the constraint exists: see
 // ConstraintName. It is a guard against mistakes, not against a database
 // writer, who can drop it.
@@ -79,9 +84,16 @@ func (c *Column) mysqlTriggers(name, t, col string, text bool) []string {
 	var out []string
 	for _, ev := range []string{"INSERT", "UPDATE"} {
 		trigger := name + "_" + strings.ToLower(ev)
+		// An update checks the column only when it changes it (compared as
+		// bytes), as SQLite's UPDATE OF does: a row still holding
+		// plaintext during a migration can have its other columns updated.
+		changed := ""
+		if ev == "UPDATE" {
+			changed = fmt.Sprintf(" AND NOT (BINARY NEW.%s <=> BINARY OLD.%s)", col, col)
+		}
 		out = append(out, fmt.Sprintf(`CREATE TRIGGER IF NOT EXISTS %s BEFORE %s ON %s FOR EACH ROW
-IF NEW.%s IS NOT NULL AND NOT (%s) THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '%s'; END IF`,
-			trigger, ev, t, col, pred, c.refusal()))
+IF NEW.%s IS NOT NULL%s AND NOT (%s) THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '%s'; END IF`,
+			trigger, ev, t, col, changed, pred, c.refusal()))
 	}
 	return out
 }
