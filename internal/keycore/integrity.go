@@ -71,6 +71,10 @@ func (kr *Keyring) IntegrityKeyAt(epoch KeyID, purpose string) ([]byte, error) {
 	return derive(k.material, integrityInfo+purpose, 32)
 }
 
+// retiredHint is what an unknown key ID means when the keyring removed
+// that key: no re-read or reload brings it back.
+const retiredHint = "the key was retired (removed from this keyring for good, ward keyring retire): values still under it no longer open, and no reload brings it back"
+
 // isRemoved reports whether a key ID is one the keyring removed.
 func (kr *Keyring) isRemoved(id KeyID) bool {
 	for _, r := range kr.load().removed {

@@ -262,6 +262,9 @@ func (kr *Keyring) keyFor(ciphertext []byte) (header, *key, error) {
 		return h, nil, fmt.Errorf("%w: a subject key sealed this value, not a keyring key", ErrUnknownKey)
 	}
 	k, ok := kr.load().byID[h.KeyID]
+	if !ok && kr.isRemoved(h.KeyID) {
+		return h, nil, &KeyError{ID: h.KeyID, Err: ErrUnknownKey, Hint: retiredHint}
+	}
 	if !ok {
 		// Looked up again whether or not this call re-read the file: a
 		// re-read by another caller may have loaded the key meanwhile.

@@ -138,3 +138,23 @@ func TestWatch(t *testing.T) {
 		t.Fatal("Watch of a keyring without a file")
 	}
 }
+
+// TestRetiredKeySaysSo: a value under a key the keyring removed for good
+// fails with ErrUnknownKey saying the key was retired, not "reload it",
+// and costs no re-read of the file.
+func TestRetiredKeySaysSo(t *testing.T) {
+	ctx := context.Background()
+	_, _, kr := newFile(t)
+	old := kr.Primary().ID
+	ct, _ := kr.Seal([]byte("under the old key"), []byte("ctx"))
+	if _, err := kr.Rotate(ctx, AES256GCM); err != nil {
+		t.Fatal(err)
+	}
+	if err := kr.Remove(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	_, err := kr.Open(ct, []byte("ctx"))
+	if !errors.Is(err, ErrUnknownKey) || !strings.Contains(err.Error(), "the key was retired") || strings.Contains(err.Error(), "reload it") || kr.unknownReloads.Load() != 0 {
+		t.Fatalf("%v (%d re-reads)", err, kr.unknownReloads.Load())
+	}
+}
