@@ -20,6 +20,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/wardlab/ward/field"
@@ -28,9 +29,14 @@ import (
 
 // Report is what a database's replication settings give ward.
 type Report struct {
-	// Postgres is false for SQLite, which has no replication (a restore
-	// from backup is its only way back in time).
+	// Postgres is true for PostgreSQL; false for SQLite, which has no
+	// replication (a restore from backup is its only way back in time),
+	// and for MySQL and MariaDB (MySQL).
 	Postgres bool
+	// MySQL is true for MySQL and MariaDB; Galera, for a node of a Galera
+	// cluster (@@wsrep_on), whose commits every node certifies before
+	// they return.
+	MySQL, Galera bool
 	// Standby is true on a PostgreSQL standby (pg_is_in_recovery()).
 	Standby bool
 	// SynchronousStandbyNames is the primary's synchronous_standby_names;
@@ -59,7 +65,10 @@ func (r Report) Synchronous() bool {
 
 // Inspect reads the server's replication settings.
 func Inspect(ctx context.Context, db *sql.DB, dialect field.Dialect) (Report, error) {
-	r := Report{Postgres: dialect == field.Postgres}
+	r := Report{Postgres: dialect == field.Postgres, MySQL: dialect == field.MySQL}
+	if r.MySQL {
+		return r, inspectMySQL(ctx, db, &r)
+	}
 	if !r.Postgres {
 		return r, nil
 	}
@@ -82,6 +91,21 @@ func Inspect(ctx context.Context, db *sql.DB, dialect field.Dialect) (Report, er
 	return r, rows.Err()
 }
 
+// inspectMySQL reads whether a MySQL or MariaDB server is a Galera node
+// (MySQL itself has no @@wsrep_on: error 1193, not a node).
+func inspectMySQL(ctx context.Context, db *sql.DB, r *Report) error {
+	var on sql.NullInt64
+	err := db.QueryRowContext(ctx, `SELECT @@wsrep_on`).Scan(&on)
+	if err != nil && strings.Contains(err.Error(), "1193") {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("replication: reading the server's settings: %w", err)
+	}
+	r.Galera = on.Int64 != 0
+	return nil
+}
+
 // Summary states, in a line for a service's start, what the database's
 // replication gives ward's promises; journaled says whether forgets are
 // also kept in a forget journal. warn is true when forgets can come back
@@ -92,12 +116,27 @@ func (r Report) Summary(journaled bool) (line string, warn bool) {
 		return "the database is a standby: ward refuses its own tables there (point it at the primary)", true
 	case r.Synchronous():
 		return fmt.Sprintf("synchronous standbys (%s): ward's writes wait until one has applied them; a failover to it loses none", r.SynchronousStandbyNames), false
+	case r.Galera:
+		return "Galera cluster: every node certifies a commit before it returns, so losing a node loses none of ward's writes; a restore from backup still can (a forget journal keeps forgets through one)", false
 	case journaled:
-		return "no synchronous standby: a failover or restore can lose the last commits; forgets are also kept in the forget journal, which 'ward ledger recover' re-applies", false
+		return r.topology() + ": a failover or restore can lose the last commits; forgets are also kept in the forget journal, which 'ward ledger recover' re-applies", false
 	case r.Postgres:
 		return "no synchronous standby and no forget journal: forgets in the commits a failover or restore loses come back (SECURITY.md; docs/OPERATIONS.md)", true
+	case r.MySQL:
+		return "MySQL/MariaDB without Galera and no forget journal: forgets in the commits a failover to an asynchronous replica or a restore loses come back (SECURITY.md; docs/OPERATIONS.md)", true
 	}
 	return "SQLite: no replication; forgets lost with a restore from backup come back unless a forget journal keeps them (docs/OPERATIONS.md)", !journaled
+}
+
+// topology names the replication a summary speaks of.
+func (r Report) topology() string {
+	switch {
+	case r.Postgres:
+		return "no synchronous standby"
+	case r.MySQL:
+		return "MySQL/MariaDB without Galera"
+	}
+	return "SQLite: no replication"
 }
 
 // ErrNotReplayed means a replica had not replayed the primary's writes

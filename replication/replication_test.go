@@ -12,6 +12,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/dbtest"
 	"github.com/wardlab/ward/internal/pgcluster"
 	"github.com/wardlab/ward/replication"
 )
@@ -31,6 +32,9 @@ func TestSummary(t *testing.T) {
 		{replication.Report{Postgres: true, SynchronousStandbyNames: "s1", Replicas: map[string]string{"s1": "async"}}, false, true, "come back"},
 		{replication.Report{Postgres: true, Standby: true}, true, true, "standby"},
 		{replication.Report{}, false, true, "SQLite"},
+		{replication.Report{MySQL: true}, false, true, "MySQL/MariaDB without Galera and no forget journal"},
+		{replication.Report{MySQL: true}, true, false, "forget journal"},
+		{replication.Report{MySQL: true, Galera: true}, false, false, "Galera cluster"},
 		{replication.Report{}, true, false, "forget journal"},
 	} {
 		line, warn := tc.r.Summary(tc.journaled)
@@ -51,6 +55,21 @@ func TestInspectSQLite(t *testing.T) {
 	if err != nil || r.Postgres || r.Synchronous() {
 		t.Fatalf("%+v %v", r, err)
 	}
+}
+
+// TestInspectMySQL: a MariaDB server that is no Galera node reads as
+// MySQL, not Galera, and never as SQLite.
+func TestInspectMySQL(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		if d.Name != "mysql" {
+			t.Skip("MySQL and MariaDB")
+		}
+		r, err := replication.Inspect(context.Background(), d.DB, field.MySQL)
+		line, _ := r.Summary(false)
+		if err != nil || !r.MySQL || r.Galera || r.Postgres || strings.Contains(line, "SQLite") {
+			t.Fatalf("%+v %q %v", r, line, err)
+		}
+	})
 }
 
 // TestStandby: on a primary with a synchronous standby Inspect reports

@@ -87,6 +87,7 @@ var flagTests = map[string]string{
 	"ward ledger adopt --db":                   "TestKeyCommandsCheckTheLedger",
 	"ward ledger recover --db":                 "TestLedgerRecoverCommand",
 	"ward ledger recover --forget-journal":     "TestLedgerRecoverCommand",
+	"ward ledger --forget-journal":             "TestLedgerRecoverCommand",
 	"ward ledger recover --accept-loss":        "TestLedgerRecoverCommand",
 	"ward ledger recover --yes":                "TestLedgerRecoverCommand",
 	"ward ledger recover --json":               "TestLedgerRecoverCommand",

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -75,23 +76,29 @@ func (ls *ledgers) check(ctx context.Context, kr *keyring.Keyring) error {
 				return cli.Failed(fmt.Errorf("%s is new to keyring %s: %w", dburl.Redact(ls.urls[i]), kr.ID(), err),
 					"adopt it once: 'ward ledger adopt --another-database --db URL'")
 			}
-			hint := "is this the keyring file of that database, and its latest copy?"
-			switch {
-			case errors.Is(err, keyring.ErrRollback):
-				hint = "this keyring file is older than one the database has seen: find the latest copy; an older one would make values unreadable"
-			case errors.Is(err, ledger.ErrNotAdopted):
-				hint = "the database's ledger is from an earlier release: run 'ward ledger adopt --db URL' once"
-			case errors.Is(err, ledger.ErrMissing):
-				hint = "if this database is new to the keyring, run 'ward ledger adopt --another-database --db URL'; if not, its ledger was deleted: restore it from a backup"
-			case errors.Is(err, ledger.ErrReplayed):
-				hint = "the database went back in time: a failover that lost its last commits or a restore from backup (then run 'ward ledger recover --db URL --forget-journal DIR'), or a database writer's rollback (find out who; the same command recovers)"
-			case errors.Is(err, ledger.ErrTampered):
-				hint = "someone with write access to the database changed its ledger: restore it from a backup, and find out who"
-			}
-			return cli.Failed(fmt.Errorf("the ledger of %s refuses keyring %s: %w", dburl.Redact(ls.urls[i]), kr.ID(), err), hint)
+			return cli.Failed(fmt.Errorf("the ledger of %s refuses keyring %s: %w", dburl.Redact(ls.urls[i]), kr.ID(), err), refusalHint(err))
 		}
 	}
 	return nil
+}
+
+// refusalHint says what to do about a ledger's refusal of a keyring.
+func refusalHint(err error) string {
+	switch {
+	case errors.Is(err, keyring.ErrRollback):
+		return "this keyring file is older than one the database has seen: find the latest copy; an older one would make values unreadable"
+	case errors.Is(err, ledger.ErrNotAdopted):
+		return "the database's ledger is from an earlier release: run 'ward ledger adopt --db URL' once"
+	case errors.Is(err, ledger.ErrMissing):
+		return "if this database is new to the keyring, run 'ward ledger adopt --another-database --db URL'; if not, its ledger was deleted: restore it from a backup"
+	case errors.Is(err, ledger.ErrReplayed):
+		return "the database went back in time: a failover that lost its last commits or a restore from backup (then run 'ward ledger recover --db URL --forget-journal DIR'), or a database writer's rollback (find out who; the same command recovers)"
+	case errors.Is(err, ledger.ErrTampered):
+		return "someone with write access to the database changed its ledger: restore it from a backup, and find out who"
+	case errors.Is(err, ledger.ErrNewDatabase):
+		return "adopt it once: 'ward ledger adopt --another-database --db URL'"
+	}
+	return "is this the keyring file of that database, and its latest copy? 'ward keyring list' shows the keyring's keys and generation"
 }
 
 // record adds ids (default: the primary) and the keyring's generation to
@@ -137,10 +144,10 @@ type ledgerReport struct {
 }
 
 func (a *app) newLedgerCmd() *cobra.Command {
-	var dbs []string
+	var dbs, journals []string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "ledger --db URL...",
+		Use:   "ledger --db URL... [--forget-journal DIR]...",
 		Short: "Show each database's keyring ledger, and check the keyring against it",
 		Long: `Show what each database's keyring ledger records (the keyring its values
 are sealed under, the key IDs they may use, the highest keyring generation
@@ -151,7 +158,12 @@ database accepts it. Exit 1 if a database refuses the keyring.`,
 			if len(dbs) == 0 {
 				return cli.Usage(errors.New("--db is required"), "name each database whose ledger to show")
 			}
-			out, refused, err := a.ledgerReports(cmd, dbs)
+			for _, j := range journals {
+				if fi, err := os.Stat(j); err != nil || !fi.IsDir() {
+					return cli.Usage(fmt.Errorf("--forget-journal %s is not a folder", j), "name the forget journal folder the service keeps (ward-chat: beside its keyring file)")
+				}
+			}
+			out, refused, err := a.ledgerReports(cmd, dbs, len(journals) > 0)
 			if err != nil {
 				return err
 			}
@@ -163,12 +175,13 @@ database accepts it. Exit 1 if a database refuses the keyring.`,
 				a.printLedgers(out)
 			}
 			if refused != nil {
-				return cli.Failed(errors.New("a database refuses this keyring"), "see the lines above; 'ward keyring list' shows the keyring's keys and generation")
+				return cli.Failed(fmt.Errorf("a database refuses this keyring: %w", refused), refusalHint(refused))
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringArrayVar(&dbs, "db", nil, "a database (repeatable)")
+	cmd.Flags().StringArrayVar(&journals, "forget-journal", nil, "the forget journal folder the service keeps (repeatable): the durability line then counts it")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{db, ledger: {database, keyring, keys: [{id, state}], generation, counter, epoch, marks, columns, counters, recheck, recoveries}, anchor: {counter, epoch, marks, counters, columns}, check, durability}]")
 	cmd.AddCommand(a.newLedgerAdoptCmd(), a.newLedgerRecoverCmd())
 	return cmd
@@ -177,7 +190,7 @@ database accepts it. Exit 1 if a database refuses the keyring.`,
 // ledgerReports reads each database's ledger and, when a keyring is given,
 // its anchor and whether the database accepts it (refused: the last
 // refusal).
-func (a *app) ledgerReports(cmd *cobra.Command, dbs []string) (out []ledgerReport, refused, err error) {
+func (a *app) ledgerReports(cmd *cobra.Command, dbs []string, journaled bool) (out []ledgerReport, refused, err error) {
 	ls, err := openLedgers(dbs)
 	if err != nil {
 		return nil, nil, err
@@ -201,7 +214,7 @@ func (a *app) ledgerReports(cmd *cobra.Command, dbs []string) (out []ledgerRepor
 			}
 		}
 		if rep, err := replication.Inspect(cmd.Context(), ls.dbs[i], l.Dialect); err == nil {
-			r.Durability, _ = rep.Summary(false)
+			r.Durability, _ = rep.Summary(journaled)
 		}
 		if kr != nil {
 			r.Check = "accepts " + kr.ID()

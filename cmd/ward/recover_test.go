@@ -69,6 +69,9 @@ func TestLedgerRecoverCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if code, _, e := c.run("ledger", "--db", url); code != 1 || !strings.Contains(e, "older than its anchor") || !strings.Contains(e, "run 'ward ledger recover --db URL --forget-journal DIR'") {
+		t.Fatalf("ward ledger after the rollback names the recovery: %d %q", code, e)
+	}
 	if code, _, e := c.run("subject", "audit", "--db", url); code != 1 || !strings.Contains(e, "ward ledger recover") || !strings.Contains(e, "failover") {
 		t.Fatalf("audit after the rollback: %d %q", code, e)
 	}
@@ -89,6 +92,12 @@ func TestLedgerRecoverCommand(t *testing.T) {
 	}
 	if code, out, e := c.run("ledger", "--db", url); code != 0 || !strings.Contains(out, "msgs.body may hold older values since a recovery") || !strings.Contains(out, "recovered ") || !strings.Contains(out, "durability: SQLite: no replication") {
 		t.Fatalf("ledger after the recovery: %d %q %q", code, out, e)
+	}
+	if code, out, e := c.run("ledger", "--db", url, "--forget-journal", jdir); code != 0 || !strings.Contains(out, "forgets are also kept in the forget journal") {
+		t.Fatalf("ledger --forget-journal: %d %q %q", code, out, e)
+	}
+	if code, _, e := c.run("ledger", "--db", url, "--forget-journal", filepath.Join(jdir, "nothing")); code != 2 || !strings.Contains(e, "is not a folder") {
+		t.Fatalf("ledger --forget-journal of no folder: %d %q", code, e)
 	}
 	if code, _, e := c.run("reseal", "--db", url, "--table", "msgs", "--column", "body", "--text", "--key", "id", "--bind", "user_id", "--check"); code != 0 || !strings.Contains(e, "taken off the ledger's list") {
 		t.Fatalf("reseal --check after the recovery: %d %q", code, e)

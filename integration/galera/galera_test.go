@@ -25,6 +25,7 @@ import (
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"
+	"github.com/wardlab/ward/replication"
 )
 
 const (
@@ -114,6 +115,12 @@ func TestGaleraNodeLoss(t *testing.T) {
 	n0, n1 := onNode(t, c, 0, kr), onNode(t, c, 1, kr)
 	if err := n0.lg.Record(ctx, kr); err != nil {
 		t.Fatal(err)
+	}
+	// What a service says at start on a node: Galera, not SQLite.
+	if rep, err := replication.Inspect(ctx, n0.db, field.MySQL); err != nil || !rep.Galera {
+		t.Fatalf("a Galera node inspected: %+v %v", rep, err)
+	} else if line, warn := rep.Summary(false); warn || !strings.Contains(line, "Galera cluster") {
+		t.Fatalf("a Galera node's durability line: %q", line)
 	}
 	seed(t, n0, kr)
 	forgetAtOnce(t, n0, n1)
