@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/fleet"
+	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/keyring"
+)
+
+// TestCheckAgreesWithTheWriteGate: beside a registered process that reads
+// ciphertext v3 but not v4 (a release before v4), the job writes v3 and
+// calls the column's v3 values up to date; '--check' used to call every
+// one of them "to re-seal", for ever, so the documented "a passing --check
+// takes the column off the list" could never be done. The census now
+// applies the job's write gate: it passes, and says why v3 counts.
+func TestCheckAgreesWithTheWriteGate(t *testing.T) {
+	ctx := context.Background()
+	c := newCLI(t)
+	c.newKeyring(t)
+	url, db := c.sqlite(t, "app.db")
+	kr, err := keyring.Load(ctx, c.krPath, c.mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := forms.New()
+	before.Declare(forms.Ciphertext(3), forms.Sealed("notes", "title"))
+	m, err := (&fleet.Registry{DB: db, Dialect: field.SQLite, Gate: before}).Join(ctx, kr, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Leave(ctx)
+	col, err := field.NewColumn(kr, "notes", "title", field.WithEncoding(field.Text), field.WithForms(before))
+	if err != nil || col.WriteVersion() != 3 {
+		t.Fatalf("the release before writes v%d, %v", col.WriteVersion(), err)
+	}
+	if _, err := db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		ct, _ := col.SealString(field.RowInt(int64(i)), fmt.Sprint("title ", i))
+		if _, err := db.Exec(`INSERT INTO notes VALUES (?, ?)`, i, ct); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"reseal", "--db", url, "--table", "notes", "--column", "title", "--text", "--key", "id"}
+	if code, out, e := c.run(args...); code != 0 || !strings.Contains(out, "3 already up to date") {
+		t.Fatalf("reseal beside the release before: %d %q %q", code, out, e)
+	}
+	code, out, e := c.run(append(args, "--check")...)
+	if code != 0 || !strings.Contains(out, "done") || !strings.Contains(e, "counting ciphertext v3 as current") {
+		t.Fatalf("reseal --check beside the release before: %d %q %q", code, out, e)
+	}
+}
