@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wardlab/ward/field"
@@ -127,8 +128,9 @@ type Store struct {
 	clock            *clock
 	dbID             string // the ledger's database ID, once verified (anchored.go)
 	grants           grantedCache
-	tombV1Refused    bool      // the ledger refuses v1 tombstones (tombstone.go)
-	tombV1Asked      time.Time // when the ledger was last asked
+	tombV1Refused    bool         // the ledger refuses v1 tombstones (tombstone.go)
+	tombV1Asked      time.Time    // when the ledger was last asked
+	ledgerOK         atomic.Int64 // Unix ns of the ledger's last verification (current.go)
 }
 
 // cached are a subject's unwrapped keys. The entry lives at most the TTL
@@ -324,9 +326,15 @@ func (s *Store) newest(ctx context.Context, subject string) (uint32, []byte, hel
 	var version int64
 	var wrapped []byte
 	var h held
-	var tooLong bool
-	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT version, %s, held, %s FROM %s WHERE namespace = %s AND subject = %s ORDER BY version DESC LIMIT 1`,
-		wrappedCol.Value(), sqltable.TooLong(wrappedCol), s.keys, p(1), p(2)), s.cfg.Namespace, subject).Scan(&version, &wrapped, &h, &tooLong)
+	var tooLong, standby bool
+	if err := s.ledgerChecked(ctx); err != nil {
+		return 0, nil, h, err
+	}
+	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT version, %s, held, %s, %s FROM %s WHERE namespace = %s AND subject = %s ORDER BY version DESC LIMIT 1`,
+		wrappedCol.Value(), sqltable.TooLong(wrappedCol), s.standbyColumn(), s.keys, p(1), p(2)), s.cfg.Namespace, subject).Scan(&version, &wrapped, &h, &tooLong, &standby)
+	if err == nil && standby {
+		return 0, nil, h, s.onStandby()
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil, 0, nil
 	}
@@ -404,14 +412,20 @@ func (s *Store) OpeningKey(subject string, version uint32) (*keyring.SubjectKey,
 	s.mu.Unlock()
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if err := s.ledgerChecked(ctx); err != nil {
+		return nil, err
+	}
 	p := s.cfg.Dialect.Placeholder
 	var wrapped []byte
 	var h held
-	var tooLong bool
-	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s, held, %s FROM %s WHERE namespace = %s AND subject = %s AND version = %s`,
-		wrappedCol.Value(), sqltable.TooLong(wrappedCol), s.keys, p(1), p(2), p(3)), s.cfg.Namespace, subject, int64(version)).Scan(&wrapped, &h, &tooLong)
+	var tooLong, standby bool
+	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s, held, %s, %s FROM %s WHERE namespace = %s AND subject = %s AND version = %s`,
+		wrappedCol.Value(), sqltable.TooLong(wrappedCol), s.standbyColumn(), s.keys, p(1), p(2), p(3)), s.cfg.Namespace, subject, int64(version)).Scan(&wrapped, &h, &tooLong, &standby)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("subject: reading the key of %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	if err == nil && standby {
+		return nil, s.onStandby()
 	}
 	// A tombstone wins over a key row: a row put back from a backup after
 	// a forget does not bring the subject back.
