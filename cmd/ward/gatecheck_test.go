@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/wardlab/ward/fleet"
 	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // TestCheckAgreesWithTheWriteGate: beside a registered process that reads
@@ -55,5 +57,26 @@ func TestCheckAgreesWithTheWriteGate(t *testing.T) {
 	code, out, e := c.run(append(args, "--check")...)
 	if code != 0 || !strings.Contains(out, "done") || !strings.Contains(e, "counting ciphertext v3 as current") {
 		t.Fatalf("reseal --check beside the release before: %d %q %q", code, out, e)
+	}
+}
+
+// TestRefusalHint: a ledger's verdict gets the hint for what it means; an
+// error that is no verdict (the database did not answer: a Galera node
+// reconfiguring, outside the primary component) never reads as a wrong
+// keyring file.
+func TestRefusalHint(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("x: %w", ledger.ErrReplayed), "ward ledger recover"},
+		{fmt.Errorf("x: %w", keyring.ErrWrongKeyring), "is this the keyring file"},
+		{fmt.Errorf("ledger: reading the ledger: %w", errors.New("Error 1205 (HY000): Lock wait timeout exceeded; try restarting transaction")), "retry, or use another node"},
+		{fmt.Errorf("ledger: reading the ledger: %w", errors.New("Error 1047 (08S01): WSREP has not yet prepared node for application use")), "outside the primary component"},
+		{fmt.Errorf("ledger: %w", ledger.ErrStandby), "names the setting"},
+	} {
+		if got := refusalHint(tc.err); !strings.Contains(got, tc.want) {
+			t.Errorf("%v: %q", tc.err, got)
+		}
 	}
 }

@@ -97,8 +97,13 @@ func refusalHint(err error) string {
 		return "someone with write access to the database changed its ledger: restore it from a backup, and find out who"
 	case errors.Is(err, ledger.ErrNewDatabase):
 		return "adopt it once: 'ward ledger adopt --another-database --db URL'"
+	case errors.Is(err, keyring.ErrWrongKeyring), errors.Is(err, ledger.ErrAnchorMissing), errors.As(err, new(*ledger.MissingKeysError)):
+		return "is this the keyring file of that database, and its latest copy? 'ward keyring list' shows the keyring's keys and generation"
+	case errors.Is(err, ledger.ErrStandby), errors.Is(err, ledger.ErrReadOnly), errors.Is(err, ledger.ErrNoCausalReads), errors.Is(err, ledger.ErrNotStrict):
+		return "the error names the setting or server to change"
 	}
-	return "is this the keyring file of that database, and its latest copy? 'ward keyring list' shows the keyring's keys and generation"
+	// Not a verdict on the keyring: the ledger could not be read at all.
+	return "the database did not answer the check (the error says how): nothing was decided or written; retry. On Galera, a node refuses statements while the cluster reconfigures after a node left (error 1205, lock wait timeout) or while it is outside the primary component (error 1047, WSREP not ready): retry, or use another node"
 }
 
 // record adds ids (default: the primary) and the keyring's generation to

@@ -339,3 +339,46 @@ func TestKeyringPrintsNoSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestPromotionBesideAnchorSaves: a rotation's promotion (an operator's
+// process) used to fail with ErrStale whenever a service had saved an
+// anchor meanwhile (every forget saves one): on a live service with
+// account deletions a rotation kept losing. A save that finds only anchors
+// moved now reloads and applies the change again, keeping the anchor; a
+// save that finds keys changed by another writer is still refused.
+func TestPromotionBesideAnchorSaves(t *testing.T) {
+	ctx := context.Background()
+	path, mk, service := newFile(t)
+	op, err := Load(ctx, path, mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := op.Add(ctx, AES256GCM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := service.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := service.SetAnchor(ctx, "db-1", Anchor{Counter: 7}); err != nil { // a forget
+		t.Fatal(err)
+	}
+	if err := op.Promote(ctx, id); err != nil {
+		t.Fatalf("a promotion beside an anchor save: %v", err)
+	}
+	back, err := Load(ctx, path, mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := back.Anchor("db-1"); back.Primary().ID != id || !ok || a.Counter != 7 {
+		t.Fatalf("the file after the promotion: primary %v, anchor %+v %v", back.Primary().ID, a, ok)
+	}
+	// Another writer's key change is a conflict, as before.
+	other, _ := Load(ctx, path, mk)
+	if _, err := other.Add(ctx, AES256GCM); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Add(ctx, AES256GCM); !errors.Is(err, ErrStale) {
+		t.Fatalf("a key change beside another writer's: %v", err)
+	}
+}

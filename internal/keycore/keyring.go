@@ -23,6 +23,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -209,7 +210,71 @@ func (kr *Keyring) Remove(ctx context.Context, id KeyID) error {
 // compare-and-swap, fsync, rename): if saving fails, nothing changes in the
 // process either, so no value is ever sealed under a key that exists
 // nowhere on disk.
+//
+// A save refused because another process saved the file first
+// ([*StaleError]) is retried on the file's new content only when that
+// process moved nothing but anchors (every forget and ledger write of a
+// service saves its database's anchor): the keys, their states and the
+// state keys are as this process holds them, so the change means the same
+// there. Any other change (another operator's rotation) is a conflict, and
+// the error is returned.
 func (kr *Keyring) update(ctx context.Context, change func(next *snapshot) error) error {
+	for attempt := 1; ; attempt++ {
+		err := kr.updateOnce(ctx, change)
+		var stale *StaleError
+		if !errors.As(err, &stale) || kr.file == nil || attempt == maxAnchorAttempts {
+			return err
+		}
+		if moved, rerr := kr.onlyAnchorsMoved(ctx); rerr != nil || !moved {
+			return err
+		}
+		if rerr := kr.Reload(ctx); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+	}
+}
+
+// onlyAnchorsMoved reports whether the keyring's file differs from what
+// this process holds in its anchors and generation only.
+func (kr *Keyring) onlyAnchorsMoved(ctx context.Context) (bool, error) {
+	data, err := readFile(kr.file.path)
+	if err != nil {
+		return false, err
+	}
+	kr.file.mu.Lock()
+	ks := kr.file.ks
+	kr.file.mu.Unlock()
+	other, _, err := unmarshal(ctx, data, ks)
+	if err != nil {
+		return false, err
+	}
+	defer other.destroyRoot()
+	return other.id == kr.id && sameKeys(other.load(), kr.load()), nil
+}
+
+// sameKeys reports whether two snapshots hold the same keys in the same
+// states, the same primary, state keys and removed keys.
+func sameKeys(a, b *snapshot) bool {
+	if len(a.keys) != len(b.keys) || len(a.stateKeys) != len(b.stateKeys) || !slices.Equal(a.removed, b.removed) ||
+		(a.primary == nil) != (b.primary == nil) || a.primary != nil && a.primary.ID != b.primary.ID {
+		return false
+	}
+	for i, k := range a.keys {
+		o := b.keys[i]
+		if k.ID != o.ID || k.State != o.State || k.Algorithm != o.Algorithm {
+			return false
+		}
+	}
+	for i, s := range a.stateKeys {
+		if s.epoch != b.stateKeys[i].epoch {
+			return false
+		}
+	}
+	return true
+}
+
+// updateOnce is one round of update.
+func (kr *Keyring) updateOnce(ctx context.Context, change func(next *snapshot) error) error {
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
 	next := kr.load().clone()
