@@ -68,7 +68,7 @@ def test_keyring_and_grant_under_kms(kms_url, tmp_path):
     ks = from_url(kms_url)
     assert isinstance(ks, AwsKms) and ks.key_id == "alias/ward-test"
     kr = Keyring.load(str(kr_path), ks)
-    assert Column("notes", "title", kr).open(ct.decode(), 9) == b"under KMS"
+    assert Column("notes", "title", kr).open(ct.decode().strip(), 9) == b"under KMS"
 
     import sqlite3
 
@@ -77,4 +77,4 @@ def test_keyring_and_grant_under_kms(kms_url, tmp_path):
     grant = tmp_path / "g.grant"
     go("grant", "--keyring", str(kr_path), "--kms", kms_url, "--db", f"sqlite:{db}", "--scope", "notes.title", "--to", kms_url, "--out", str(grant))
     g = Grant.load(str(grant), ks)
-    assert Column("notes", "title", g).open(ct.decode(), 9) == b"under KMS"
+    assert Column("notes", "title", g).open(ct.decode().strip(), 9) == b"under KMS"
