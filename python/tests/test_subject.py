@@ -177,3 +177,22 @@ def test_epoch_zero_ledger_refused(db, kr):
     plant_ledger(db, forge_ledger(kr, anchored, 0, key=root_only))
     with pytest.raises(LedgerError, match="epoch 0"):
         column(db, kr).seal("x", 7, "alice")
+
+
+def test_forget_elsewhere_takes_effect_within_the_ttl(db, kr, monkeypatch):
+    """A long-running reader cached unwrapped keys for ever, so a subject
+    another process forgot kept opening here; the cache now lives ttl
+    seconds (30 by default, as Go's), then the key row is read again."""
+    import time
+
+    subjects = SubjectKeys(db, kr, G["namespace"], ttl=60)
+    col = Column(G["table"], G["column"], kr, bind=G["bind"], subjects=subjects, subject_column=G["bind"][0])
+    v = next(v for v in G["values"] if v["subject"] == "alice")
+    ct = bytes.fromhex(v["ciphertext_hex"])
+    assert col.open_text(ct, v["row"], "alice") == v["plaintext"]
+    db.execute("DELETE FROM ward_subject_keys WHERE subject = 'alice'")  # forgotten by another process
+    assert col.open_text(ct, v["row"], "alice") == v["plaintext"]  # within the TTL, as in Go
+    later = time.monotonic() + 61
+    monkeypatch.setattr(time, "monotonic", lambda: later)
+    with pytest.raises(SubjectRefusedError):
+        col.open(ct, v["row"], "alice")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import struct
 import threading
+import time
 from typing import Any
 
 from . import aead
@@ -38,14 +39,26 @@ def unwrap(kr: Keyring, namespace: str, subject: str, version: int, wrapped: byt
     return alg, payload[6:]
 
 
+# DEFAULT_TTL bounds, in seconds, how long an unwrapped key stays cached
+# (Go's subject.DefaultTTL): a forget made by another process takes effect
+# in a long-running reader within it. MAX_ENTRIES bounds the cache.
+DEFAULT_TTL = 30.0
+MAX_ENTRIES = 100_000
+
+
 class SubjectKeys:
     """The subject keys of one namespace in a database (any DB-API 2
-    connection): what a per-subject :class:`ward.Column` opens and seals with."""
+    connection): what a per-subject :class:`ward.Column` opens and seals with.
 
-    def __init__(self, conn: Any, keyring: Keyring, namespace: str, ledger_table: str = DEFAULT_TABLE):
+    Unwrapped keys are cached for ``ttl`` seconds (30, as in Go), never
+    longer: a subject forgotten by another process stops opening here
+    within it, however long the job runs."""
+
+    def __init__(self, conn: Any, keyring: Keyring, namespace: str, ledger_table: str = DEFAULT_TABLE, ttl: float = DEFAULT_TTL):
         self.conn, self.keyring, self.namespace = conn, keyring, namespace
         self.ledger_table = ledger_table
-        self._keys: dict[tuple[str, int], tuple[aead.Algorithm, bytes]] = {}
+        self.ttl = ttl
+        self._keys: dict[tuple[str, int], tuple[aead.Algorithm, bytes, float]] = {}
         self._ledger: LedgerState | None = None
         self._mu = threading.Lock()
 
@@ -66,14 +79,24 @@ class SubjectKeys:
 
     def key(self, subject: str, version: int | None = None) -> tuple[int, aead.Algorithm, bytes]:
         """A subject's key of a version (the latest when None), unwrapped."""
+        now = time.monotonic()
         if version is not None:
             got = self._keys.get((subject, version))
-            if got is not None:
+            if got is not None and now < got[2]:
                 return version, got[0], got[1]
         v, _, wrapped = self._row(subject, version)
         alg, material = unwrap(self.keyring, self.namespace, subject, v, wrapped)
-        self._keys[(subject, v)] = (alg, material)
+        self._cache(subject, v, alg, material, now)
         return v, alg, material
+
+    def _cache(self, subject: str, version: int, alg: aead.Algorithm, material: bytes, now: float) -> None:
+        """Keep an unwrapped key until now + ttl, within MAX_ENTRIES."""
+        if len(self._keys) >= MAX_ENTRIES:
+            for k in [k for k, e in self._keys.items() if e[2] <= now]:
+                del self._keys[k]
+            while len(self._keys) >= MAX_ENTRIES:  # the oldest first
+                del self._keys[next(iter(self._keys))]
+        self._keys[(subject, version)] = (alg, material, now + self.ttl)
 
     def resolve_for(self, subject: str, h: Header, scope: bytes) -> bytes:
         """The AEAD key of a class-2 value of subject."""
