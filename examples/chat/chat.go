@@ -131,6 +131,7 @@ func durability(ctx context.Context, cfg Config, db *sql.DB, dialect field.Diale
 		if j, err = journal.Open(cfg.ForgetJournal, kr); err != nil {
 			return nil, err
 		}
+		log.Info("forget journal: account deletions and private mode are also recorded in "+j.Dir()+"; give it to 'ward ledger recover --forget-journal' after a failover or restore (docs/OPERATIONS.md)", "dir", j.Dir())
 	}
 	r, err := replication.Inspect(ctx, db, dialect)
 	if err != nil {

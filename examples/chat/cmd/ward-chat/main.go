@@ -24,6 +24,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -63,7 +64,7 @@ type options struct {
 	forgetJournal                           string
 	trusted, origins                        []string
 	allowUnpeppered                         bool
-	recovery                                bool
+	recovery, noForgetJournal               bool
 	assistantWorker                         string
 }
 
@@ -112,7 +113,8 @@ func newRoot(o *options, out io.Writer) *cobra.Command {
 	f.BoolVar(&o.recovery, "recovery", false, "offer users who turn private mode on a recovery code (shown once), so that a password reset keeps their messages")
 	f.StringVar(&o.assistantWorker, "assistant-worker", "", "command line of a process that answers for the assistant, e.g. 'python3 examples/chat/worker/assistant.py' (the Python package's worker: it gets each conversation's ciphertexts and a grant of that user's message bodies, never a private user's messages); default: in-process")
 	f.StringArrayVar(&o.trusted, "trusted-proxy", nil, "CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable)")
-	f.StringVar(&o.forgetJournal, "forget-journal", "", "folder outside the database where account deletions are also recorded, for 'ward ledger recover' after a failover or restore (default $WARD_FORGET_JOURNAL)")
+	f.StringVar(&o.forgetJournal, "forget-journal", "", "folder outside the database where account deletions and private mode are also recorded, for 'ward ledger recover' after a failover or restore (default $WARD_FORGET_JOURNAL, else a folder beside the keyring file named after it: chat-keyring.forget-journal); it must be writable")
+	f.BoolVar(&o.noForgetJournal, "no-forget-journal", false, "keep no forget journal: account deletions a failover or restore loses come back, and private mode can be switched off by deleting rows (the service warns at start)")
 	f.StringArrayVar(&o.origins, "origin", nil, "public https origin browsers use, e.g. https://chat.example.com (repeatable); none: a local development service on localhost")
 	root.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on")
 	serveCmd := &cobra.Command{Use: "serve", Short: "Serve the chat (the default command)", Args: cobra.NoArgs, RunE: serve}
@@ -171,6 +173,13 @@ func envOr(v, env, def string) string {
 	return v
 }
 
+// journalBeside is the forget journal's default folder: beside the
+// keyring file and named after it (chat-keyring.json:
+// chat-keyring.forget-journal), whatever the database.
+func journalBeside(keyringPath string) string {
+	return strings.TrimSuffix(keyringPath, filepath.Ext(keyringPath)) + ".forget-journal"
+}
+
 func (o *options) config(ctx context.Context) (chat.Config, error) {
 	o.db, o.keyring = envOr(o.db, "WARD_DB", defaultDB), envOr(o.keyring, "WARD_KEYRING", defaultKeyring)
 	var ks kms.KeyService
@@ -187,7 +196,10 @@ func (o *options) config(ctx context.Context) (chat.Config, error) {
 		return chat.Config{}, err
 	}
 	cfg := chat.Config{DB: o.db, KeyringPath: o.keyring, KeyService: ks, AllowUnpepperedHashes: o.allowUnpeppered, Origins: o.origins, Recovery: o.recovery,
-		ForgetJournal: envOr(o.forgetJournal, "WARD_FORGET_JOURNAL", ""), AssistantWorker: strings.Fields(o.assistantWorker)}
+		ForgetJournal: envOr(o.forgetJournal, "WARD_FORGET_JOURNAL", journalBeside(o.keyring)), AssistantWorker: strings.Fields(o.assistantWorker)}
+	if o.noForgetJournal {
+		cfg.ForgetJournal = ""
+	}
 	for _, c := range o.trusted {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {

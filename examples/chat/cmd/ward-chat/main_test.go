@@ -45,6 +45,7 @@ var flagTests = map[string]string{
 	"ward-chat --assistant-worker":        "TestServiceFlags",
 	"ward-chat --db":                      "testdata/script/chat.txtar",
 	"ward-chat --forget-journal":          "TestServiceFlags",
+	"ward-chat --no-forget-journal":       "TestServiceFlags",
 	"ward-chat --keyring":                 "testdata/script/chat.txtar",
 	"ward-chat --kms":                     "testdata/script/chat.txtar",
 	"ward-chat --listen":                  "TestListen",
@@ -91,8 +92,15 @@ func TestServiceFlags(t *testing.T) {
 	if cfg := parse("--assistant-worker", "python3 worker/assistant.py"); !slices.Equal(cfg.AssistantWorker, []string{"python3", "worker/assistant.py"}) || len(def.AssistantWorker) != 0 {
 		t.Fatalf("--assistant-worker: %q, default %q", cfg.AssistantWorker, def.AssistantWorker)
 	}
-	if cfg := parse("--forget-journal", "/var/lib/ward/forgets"); cfg.ForgetJournal != "/var/lib/ward/forgets" || def.ForgetJournal != "" {
+	// A forget journal by default: beside the keyring file, named after it.
+	if cfg := parse("--forget-journal", "/var/lib/ward/forgets"); cfg.ForgetJournal != "/var/lib/ward/forgets" || def.ForgetJournal != "chat-keyring.forget-journal" {
 		t.Fatalf("--forget-journal: %q, default %q", cfg.ForgetJournal, def.ForgetJournal)
+	}
+	if cfg := parse("--keyring", "/etc/ward/kr.json"); cfg.ForgetJournal != "/etc/ward/kr.forget-journal" {
+		t.Fatalf("the default beside --keyring: %q", cfg.ForgetJournal)
+	}
+	if cfg := parse("--no-forget-journal"); cfg.ForgetJournal != "" {
+		t.Fatalf("--no-forget-journal: %q", cfg.ForgetJournal)
 	}
 	t.Setenv("WARD_FORGET_JOURNAL", "/srv/forgets")
 	if cfg := parse(); cfg.ForgetJournal != "/srv/forgets" {
