@@ -132,6 +132,8 @@ func durability(ctx context.Context, cfg Config, db *sql.DB, dialect field.Diale
 			return nil, err
 		}
 		log.Info("forget journal: account deletions and private mode are also recorded in "+j.Dir()+"; give it to 'ward ledger recover --forget-journal' after a failover or restore (docs/OPERATIONS.md)", "dir", j.Dir())
+	} else {
+		log.Warn("no forget journal: a database writer can switch a user's private mode off by deleting their key rows (SECURITY.md)")
 	}
 	r, err := replication.Inspect(ctx, db, dialect)
 	if err != nil {
