@@ -835,10 +835,10 @@ type Ciphertext struct {
 	plain error // not nil: the stored value is not a ward ciphertext, and why
 	raw   bool  // a plaintext to store as it is (mixed mode before forms.Sealed opens)
 	// remnant is, for a value that is not a ciphertext, the header its
-	// first bytes still name if it starts like one (keycore.RemnantOf):
-	// a column that knows the key calls it damaged ([Column.Damaged]).
-	remnant   keycore.Remnant
-	remnantOK bool
+	// first bytes still name if it starts like one (keycore.RemnantOf;
+	// Version 0 when it does not): a column that knows the key calls it
+	// damaged ([Column.Damaged]).
+	remnant keycore.Remnant
 }
 
 // errPlainForm is why a value a column writes as plaintext (before the
@@ -979,7 +979,7 @@ func (c *Ciphertext) Scan(src any) error {
 		*c = Ciphertext{data: append([]byte(nil), v...), valid: true}
 		if _, err := keycore.KeyIDOf(v); err != nil {
 			c.plain = err
-			c.remnant, c.remnantOK = keycore.RemnantOf(c.data)
+			c.remnant, _ = keycore.RemnantOf(c.data)
 		}
 	case string:
 		*c = Ciphertext{valid: true, text: true}
@@ -989,7 +989,7 @@ func (c *Ciphertext) Scan(src any) error {
 		}
 		if err != nil {
 			c.data, c.plain = []byte(v), err
-			c.remnant, c.remnantOK = keycore.RemnantOf(c.data)
+			c.remnant, _ = keycore.RemnantOf(c.data)
 			return nil
 		}
 		c.data = b
@@ -1029,7 +1029,7 @@ func (e *damagedError) Unwrap() error        { return e.parse }
 // random 32-bit numbers, so one collides with a given keyring's about
 // once in a billion values that also begin with a ciphertext's header.
 func (c *Column) Damaged(ct Ciphertext) bool {
-	if !ct.valid || ct.plain == nil || !ct.remnantOK {
+	if !ct.valid || ct.plain == nil || ct.remnant.Version == 0 {
 		return false
 	}
 	if ct.remnant.Subject {

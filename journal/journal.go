@@ -279,13 +279,9 @@ const MaxFile = 1 << 30
 // MaxFile's comment says. A file is read only up to the size it had when
 // opened.
 func openJournalFile(name string) (*os.File, fs.FileInfo, error) {
-	f, fi, err := boundfile.Open(name)
+	f, fi, err := boundfile.Open(name, MaxFile)
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: %w", err)
-	}
-	if fi.Size() > MaxFile {
-		f.Close()
-		return nil, nil, fmt.Errorf("journal: %w", &boundfile.Error{Path: name, Size: fi.Size(), Max: MaxFile, Err: boundfile.ErrTooLarge})
 	}
 	return f, fi, nil
 }

@@ -20,7 +20,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/wardlab/ward/field"
@@ -91,18 +90,13 @@ func Inspect(ctx context.Context, db *sql.DB, dialect field.Dialect) (Report, er
 	return r, rows.Err()
 }
 
-// inspectMySQL reads whether a MySQL or MariaDB server is a Galera node
-// (MySQL itself has no @@wsrep_on: error 1193, not a node).
+// inspectMySQL reads whether a MySQL or MariaDB server is a Galera node.
 func inspectMySQL(ctx context.Context, db *sql.DB, r *Report) error {
-	var on sql.NullInt64
-	err := db.QueryRowContext(ctx, `SELECT @@wsrep_on`).Scan(&on)
-	if err != nil && strings.Contains(err.Error(), "1193") {
-		return nil
-	}
+	on, _, err := sqltable.Galera(ctx, db)
 	if err != nil {
-		return fmt.Errorf("replication: reading the server's settings: %w", err)
+		return fmt.Errorf("replication: %w", err)
 	}
-	r.Galera = on.Int64 != 0
+	r.Galera = on
 	return nil
 }
 

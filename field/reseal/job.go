@@ -237,7 +237,6 @@ func (r *Job) batch(ctx context.Context, q queries, rows []dbRow, st *Stats, lim
 		return 0, err
 	}
 	ups = r.fitting(q, ups, st)
-	countPlain(ups, st)
 	if limit != nil && len(ups) > 0 {
 		if err := limit.WaitN(ctx, len(ups)); err != nil {
 			return 0, err
@@ -470,30 +469,22 @@ func (e *TooLongError) Error() string {
 func (e *TooLongError) Is(target error) bool { return target == ErrTooLong }
 
 // fitting keeps the updates whose new value fits the column's declared
-// width, and fails the others: nothing is written that the database
-// would refuse or cut short.
+// width (any, when it declares none), counting the plaintext ones, and
+// fails the others: nothing is written that the database would refuse or
+// cut short.
 func (r *Job) fitting(q queries, ups []update, st *Stats) []update {
-	if q.width <= 0 {
-		return ups
-	}
 	kept := ups[:0]
 	for _, u := range ups {
-		if n := valueSize(u.new); n > q.width {
+		if n := valueSize(u.new); q.width > 0 && n > q.width {
 			r.fail(st, &TooLongError{Table: r.Column.Table(), Column: r.Column.Name(), Row: fmt.Sprint(u.key), Need: n, Width: q.width})
 			continue
+		}
+		if u.plain {
+			st.Plaintext++
 		}
 		kept = append(kept, u)
 	}
 	return kept
-}
-
-// countPlain counts the plaintext values among the updates to write.
-func countPlain(ups []update, st *Stats) {
-	for _, u := range ups {
-		if u.plain {
-			st.Plaintext++
-		}
-	}
 }
 
 // valueSize is the size of a value about to be written: characters of a

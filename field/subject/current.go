@@ -38,8 +38,14 @@ func (s *Store) ledgerChecked(ctx context.Context) error {
 	if last := s.ledgerOK.Load(); last != 0 && now-last < int64(s.cfg.TTL) {
 		return nil
 	}
-	if _, err := s.cfg.Ledger.Verified(ctx, s.cfg.Keyring); err != nil {
+	st, err := s.cfg.Ledger.Verified(ctx, s.cfg.Keyring)
+	if err != nil {
 		return fmt.Errorf("subject: %s: the database's ledger refuses the keyring, so its keys are not handed out (a database that went back in time holds forgotten subjects' keys: run 'ward ledger recover'): %w", s.cfg.Namespace, err)
+	}
+	if st != nil { // what databaseID would read again
+		s.mu.Lock()
+		s.dbID = st.Database
+		s.mu.Unlock()
 	}
 	s.ledgerOK.Store(now)
 	return nil

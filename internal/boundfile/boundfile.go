@@ -59,9 +59,11 @@ func kindOf(m fs.FileMode) string {
 }
 
 // Open opens path for reading if it is a regular file (following
-// symbolic links), without blocking on a FIFO, and returns it with its
-// information. Anything else is an [*Error] matching [ErrNotRegular].
-func Open(path string) (*os.File, fs.FileInfo, error) {
+// symbolic links) of at most max bytes, without blocking on a FIFO, and
+// returns it with its information. Anything else is an [*Error] matching
+// [ErrNotRegular] or [ErrTooLarge]. A file that grows after Open is the
+// reader's to bound (read at most the size Open saw).
+func Open(path string, max int64) (*os.File, fs.FileInfo, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, err
@@ -75,6 +77,10 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 		f.Close()
 		return nil, nil, &Error{Path: path, Mode: fi.Mode().Type(), Err: ErrNotRegular}
 	}
+	if fi.Size() > max {
+		f.Close()
+		return nil, nil, &Error{Path: path, Size: fi.Size(), Max: max, Err: ErrTooLarge}
+	}
 	return f, fi, nil
 }
 
@@ -83,14 +89,11 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 // what is not a regular file. It reads at most max+1 bytes whatever the
 // file does meanwhile.
 func Read(path string, max int64) ([]byte, error) {
-	f, fi, err := Open(path)
+	f, _, err := Open(path, max)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi.Size() > max {
-		return nil, &Error{Path: path, Size: fi.Size(), Max: max, Err: ErrTooLarge}
-	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err

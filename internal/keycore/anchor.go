@@ -238,21 +238,10 @@ func (kr *Keyring) SetAnchor(ctx context.Context, database string, a Anchor) err
 	if !a.valid() {
 		return fmt.Errorf("keyring: more than %d marks, %d counters or %d columns, or an overlong name", maxMarks, maxCounters, maxColumns)
 	}
-	err := kr.setAnchorOnce(ctx, database, a)
-	var stale *StaleError
 	// Anchors merge and only move forward, so retrying after another
-	// process's save is safe; several operators or services saving at once
-	// may each need a few rounds.
-	for range maxAnchorAttempts - 1 {
-		if !errors.As(err, &stale) || kr.file == nil {
-			break
-		}
-		if rerr := kr.Reload(ctx); rerr != nil {
-			return errors.Join(err, rerr)
-		}
-		err = kr.setAnchorOnce(ctx, database, a)
-	}
-	return err
+	// process's save is safe, whatever it saved; several operators or
+	// services saving at once may each need a few rounds.
+	return kr.retryStale(ctx, func() error { return kr.setAnchorOnce(ctx, database, a) }, nil)
 }
 
 // maxAnchorAttempts bounds SetAnchor's rounds against concurrent saves.

@@ -120,13 +120,18 @@ func Load(ctx context.Context, path string, ks kms.KeyService) (*Keyring, error)
 
 // readFile reads a keyring file: a regular file (a FIFO or a device is
 // refused at once, never read), of at most maxKeyringFile bytes.
-func readFile(path string) ([]byte, error) {
-	data, err := boundfile.Read(path, maxKeyringFile)
+func readFile(path string) ([]byte, error) { return readBounded(path, maxKeyringFile, "") }
+
+// readBounded reads a keyring or grant file (what names it in errors) of
+// at most max bytes: one that is too large or not a regular file is
+// ErrCorruptKeyring.
+func readBounded(path string, max int64, what string) ([]byte, error) {
+	data, err := boundfile.Read(path, max)
 	if errors.Is(err, boundfile.ErrTooLarge) || errors.Is(err, boundfile.ErrNotRegular) {
-		return nil, fmt.Errorf("%w: %w", ErrCorruptKeyring, err)
+		return nil, fmt.Errorf("%w: %s%w", ErrCorruptKeyring, what, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("keyring: %w", err)
+		return nil, fmt.Errorf("keyring: %s%w", what, err)
 	}
 	return data, nil
 }
@@ -137,8 +142,16 @@ func readFile(path string) ([]byte, error) {
 // older generation than the one in memory ([ErrRollback]) and a file of
 // another keyring.
 func (kr *Keyring) Reload(ctx context.Context) error {
+	_, err := kr.reload(ctx, nil)
+	return err
+}
+
+// reload is Reload, publishing the file's newer snapshot only if accept
+// (nil: any) takes it; it reports whether the keyring now holds what the
+// file holds.
+func (kr *Keyring) reload(ctx context.Context, accept func(*snapshot) bool) (bool, error) {
 	if kr.file == nil {
-		return errors.New("keyring: Reload needs a keyring loaded from a file")
+		return false, errors.New("keyring: Reload needs a keyring loaded from a file")
 	}
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
@@ -148,29 +161,56 @@ func (kr *Keyring) Reload(ctx context.Context) error {
 	seen := stat(f.path)
 	data, err := readFile(f.path)
 	if err != nil {
-		return err
+		return false, err
 	}
 	sum := sha256.Sum256(data)
 	if sum == f.sum {
 		f.seen.Store(seen) // read: an unknown key ID re-reads it once it changes again
-		return nil
+		return true, nil
 	}
 	other, _, err := unmarshal(ctx, data, f.ks)
 	if err != nil {
-		return fmt.Errorf("%w (file %s)", err, f.path)
+		return false, fmt.Errorf("%w (file %s)", err, f.path)
 	}
 	defer other.destroyRoot()
 	if other.id != kr.id {
-		return fmt.Errorf("%w: %s holds keyring %s, this process has %s", ErrWrongKeyring, f.path, other.id, kr.id)
+		return false, fmt.Errorf("%w: %s holds keyring %s, this process has %s", ErrWrongKeyring, f.path, other.id, kr.id)
 	}
 	s := other.load()
 	if have := kr.load().generation; s.generation <= have {
-		return &RollbackError{Path: f.path, Generation: s.generation, Seen: have}
+		return false, &RollbackError{Path: f.path, Generation: s.generation, Seen: have}
+	}
+	if accept != nil && !accept(s) {
+		return false, nil
 	}
 	kr.snap.Store(s)
 	f.sum = sum
 	f.seen.Store(seen)
-	return nil
+	return true, nil
+}
+
+// retryStale runs once until it succeeds or fails other than with a
+// [*StaleError] (another process saved the file first), at most
+// maxAnchorAttempts times: after each stale round it reloads the file,
+// keeping only what accept (nil: anything) takes, and gives up with the
+// stale error if accept refuses.
+func (kr *Keyring) retryStale(ctx context.Context, once func() error, accept func(*snapshot) bool) error {
+	err := once()
+	for range maxAnchorAttempts - 1 {
+		var stale *StaleError
+		if !errors.As(err, &stale) || kr.file == nil {
+			break
+		}
+		ok, rerr := kr.reload(ctx, accept)
+		if rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		if !ok {
+			return err
+		}
+		err = once()
+	}
+	return err
 }
 
 func (kr *Keyring) destroyRoot() { clear(kr.root[:]) }

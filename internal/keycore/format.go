@@ -195,6 +195,7 @@ const HeaderRoom = headerSize
 
 // Remnant is what survives of a ciphertext's header in a value that no
 // longer parses: the key that sealed it, as far as its first bytes tell.
+// The zero Remnant (Version 0) is none.
 type Remnant struct {
 	Version uint8
 	// Subject is true for a value sealed under a subject's own key; KeyID

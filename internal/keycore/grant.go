@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wardlab/ward/internal/boundfile"
 	"github.com/wardlab/ward/kms"
 )
 
@@ -330,12 +329,9 @@ func grantFromDoc(doc *grantDoc, plain []byte) (*Grant, error) {
 
 // LoadGrant reads and opens a grant file.
 func LoadGrant(ctx context.Context, path string, ks kms.KeyService) (*Grant, error) {
-	data, err := boundfile.Read(path, maxGrantFile)
-	if errors.Is(err, boundfile.ErrTooLarge) || errors.Is(err, boundfile.ErrNotRegular) {
-		return nil, fmt.Errorf("%w: a grant file: %w", ErrCorruptKeyring, err)
-	}
+	data, err := readBounded(path, maxGrantFile, "a grant file: ")
 	if err != nil {
-		return nil, fmt.Errorf("keyring: reading a grant: %w", err)
+		return nil, err
 	}
 	return UnmarshalGrant(ctx, data, ks)
 }

@@ -23,7 +23,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -219,37 +218,8 @@ func (kr *Keyring) Remove(ctx context.Context, id KeyID) error {
 // there. Any other change (another operator's rotation) is a conflict, and
 // the error is returned.
 func (kr *Keyring) update(ctx context.Context, change func(next *snapshot) error) error {
-	for attempt := 1; ; attempt++ {
-		err := kr.updateOnce(ctx, change)
-		var stale *StaleError
-		if !errors.As(err, &stale) || kr.file == nil || attempt == maxAnchorAttempts {
-			return err
-		}
-		if moved, rerr := kr.onlyAnchorsMoved(ctx); rerr != nil || !moved {
-			return err
-		}
-		if rerr := kr.Reload(ctx); rerr != nil {
-			return errors.Join(err, rerr)
-		}
-	}
-}
-
-// onlyAnchorsMoved reports whether the keyring's file differs from what
-// this process holds in its anchors and generation only.
-func (kr *Keyring) onlyAnchorsMoved(ctx context.Context) (bool, error) {
-	data, err := readFile(kr.file.path)
-	if err != nil {
-		return false, err
-	}
-	kr.file.mu.Lock()
-	ks := kr.file.ks
-	kr.file.mu.Unlock()
-	other, _, err := unmarshal(ctx, data, ks)
-	if err != nil {
-		return false, err
-	}
-	defer other.destroyRoot()
-	return other.id == kr.id && sameKeys(other.load(), kr.load()), nil
+	return kr.retryStale(ctx, func() error { return kr.updateOnce(ctx, change) },
+		func(s *snapshot) bool { return sameKeys(s, kr.load()) })
 }
 
 // sameKeys reports whether two snapshots hold the same keys in the same

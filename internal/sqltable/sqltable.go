@@ -153,18 +153,29 @@ func RequirePrimary(ctx context.Context, db *sql.DB, engine string) error {
 // without wsrep_sync_wait's bit 1. A server without the variable (MySQL)
 // is no Galera node.
 func causalReads(ctx context.Context, db *sql.DB) error {
-	var on, wait int64
-	err := db.QueryRowContext(ctx, "SELECT @@wsrep_on, @@wsrep_sync_wait").Scan(&on, &wait)
-	if n, ok := mysqlNumber(err); ok && n == 1193 { // unknown system variable
-		return nil
-	}
+	on, wait, err := Galera(ctx, db)
 	if err != nil {
-		return fmt.Errorf("asking whether the server is a Galera node: %w", err)
+		return err
 	}
-	if on != 0 && wait&1 == 0 {
+	if on && wait&1 == 0 {
 		return ErrNoCausalReads
 	}
 	return nil
+}
+
+// Galera reports whether a MySQL or MariaDB connection reaches a node of
+// a Galera cluster (@@wsrep_on), and its session's @@wsrep_sync_wait. A
+// server without the variables (MySQL itself) is no node.
+func Galera(ctx context.Context, db *sql.DB) (on bool, syncWait int64, err error) {
+	var n int64
+	err = db.QueryRowContext(ctx, "SELECT @@wsrep_on, @@wsrep_sync_wait").Scan(&n, &syncWait)
+	if code, ok := mysqlNumber(err); ok && code == 1193 { // unknown system variable
+		return false, 0, nil
+	}
+	if err != nil {
+		return false, 0, fmt.Errorf("asking whether the server is a Galera node: %w", err)
+	}
+	return n != 0, syncWait, nil
 }
 
 // PrimaryOnce remembers that a database was found to be a primary, so
