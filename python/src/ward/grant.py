@@ -72,12 +72,12 @@ class Grant:
             aad = b"".join(lp(s) for s in (
                 doc["format"], doc["id"], doc["keyring"], _rfc3339_seconds(doc["created"]),
                 "\n".join(doc["scopes"]), ",".join(doc["keys"]), wrap["provider"], wrap["key_id"]))
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
             raise CorruptFileError(f"a grant's header: {type(e).__name__}") from None
         plain = unwrap_file(doc, aad, ks, "grant")
         try:
             return cls(doc, json.loads(plain))
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
             raise CorruptFileError(f"a grant's keys: {type(e).__name__}") from None
 
     @classmethod

@@ -50,9 +50,17 @@ def _file_key_context(aad: bytes, purpose: str) -> dict[str, str]:
     return {"ward:purpose": purpose, "ward:aad-sha256": sha256(aad).hexdigest()}
 
 
+def wrap_of(doc: Mapping[str, Any]) -> dict[str, str]:
+    """A file's ``wrap`` header: strings only, else a typed error."""
+    wrap = doc.get("wrap") or {}
+    if not isinstance(wrap, dict) or not all(isinstance(v, str) for v in wrap.values()):
+        raise CorruptFileError("a file's wrap header is not an object of strings")
+    return wrap
+
+
 def unwrap_file(doc: Mapping[str, Any], aad: bytes, ks: KeyService, purpose: str, v1_raw: bool = False) -> bytes:
     """Unwrap a keyring or grant file's key with ks and open its payload."""
-    wrap = doc.get("wrap") or {}
+    wrap = wrap_of(doc)
     provider = wrap.get("provider", "")
     if provider.startswith("kms:"):  # keyring v1's name for a KMS provider
         provider = provider[4:]
@@ -117,14 +125,14 @@ class Keyring:
         fmt = doc.get("format") if isinstance(doc, dict) else None
         if fmt not in ("ward-keyring/v1", "ward-keyring/v2"):
             raise UnsupportedVersionError(f"keyring format {str(fmt)[:40]!r}")
-        wrap = doc.get("wrap") or {}
+        wrap = wrap_of(doc)
         aad = f"{fmt}\x00{wrap.get('provider', '')}\x00{wrap.get('key_id', '')}".encode()
         v1_raw = fmt == "ward-keyring/v1" and wrap.get("provider") == "local"
         plain = unwrap_file(doc, aad, ks, "keyring", v1_raw)
         try:
             return cls(json.loads(plain))
-        except ValueError:
-            raise CorruptFileError("a keyring payload that is not JSON") from None
+        except (KeyError, TypeError, AttributeError, ValueError) as e:  # JSON, or a field of the wrong type
+            raise CorruptFileError(f"a keyring payload: {type(e).__name__}") from None
 
     @classmethod
     def load(cls, path: str, ks: KeyService) -> "Keyring":
