@@ -12,7 +12,9 @@ import (
 // holds "Alice@example.com" and "alice@example.com", encrypt-column with
 // a case-folding index refuses before writing anything (the rows stay
 // plaintext); with nfc it runs; without the unique constraint, folding
-// runs too (the merge is what the application asked for). On SQLite,
+// runs too (the merge is what the application asked for). Without a
+// unique index on the blind index (users3), the migration of the UNIQUE
+// column is refused, and its dry run says so. On SQLite,
 // PostgreSQL and MariaDB (where the unique column is a case-sensitive
 // VARBINARY: a case-insensitive VARCHAR would itself refuse the two
 // addresses).
@@ -38,7 +40,9 @@ func TestIndexNormalizeRefusesMerges(t *testing.T) {
 			}
 			defer db.Close()
 			for _, q := range []string{`CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT UNIQUE, email_idx BYTEA)`,
-				`CREATE TABLE notes2 (id INTEGER PRIMARY KEY, email TEXT, email_idx BYTEA)`} {
+				`CREATE UNIQUE INDEX users_email_idx ON users (email_idx)`,
+				`CREATE TABLE notes2 (id INTEGER PRIMARY KEY, email TEXT, email_idx BYTEA)`,
+				`CREATE TABLE users3 (id INTEGER PRIMARY KEY, email TEXT UNIQUE, email_idx BYTEA)`} {
 				switch name {
 				case "sqlite":
 					q = strings.ReplaceAll(q, "BYTEA", "BLOB")
@@ -49,7 +53,7 @@ func TestIndexNormalizeRefusesMerges(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for _, tb := range []string{"users", "notes2"} {
+			for _, tb := range []string{"users", "notes2", "users3"} {
 				if _, err := db.Exec(`INSERT INTO ` + tb + ` (id, email) VALUES (1, 'Alice@example.com'), (2, 'alice@example.com'), (3, 'bob@example.com')`); err != nil {
 					t.Fatal(err)
 				}
@@ -71,6 +75,12 @@ func TestIndexNormalizeRefusesMerges(t *testing.T) {
 			}
 			if code, out, e := c.run(args("notes2", "fold")...); code != 0 {
 				t.Fatalf("fold without a unique constraint: %d %q %q", code, out, e)
+			}
+			if code, _, e := c.run(append(args("users3", "nfc"), "--dry-run")...); code != 0 || !strings.Contains(e, "would be refused: users3.email is kept unique") {
+				t.Fatalf("dry run of a unique column without a unique index on its blind index: %d %q", code, e)
+			}
+			if code, _, e := c.run(args("users3", "nfc")...); code != 1 || !strings.Contains(e, "no unique index covers (email_idx)") || !strings.Contains(e, "nothing was written") {
+				t.Fatalf("a unique column without a unique index on its blind index: %d %q", code, e)
 			}
 		})
 	}

@@ -200,10 +200,16 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 				return err
 			}
 		}
-		if err := a.census(cmd.Context(), kr, job, o); err != nil || !o.check || ledgerErr != nil {
+		if err := a.census(cmd.Context(), kr, job, o); err != nil {
+			return err
+		}
+		if err := a.uniqueness(cmd.Context(), job, true); err != nil || !o.check || ledgerErr != nil {
 			return err
 		}
 		return a.rechecked(cmd.Context(), kr, lg, o.table+"."+o.column)
+	}
+	if err := a.uniqueness(cmd.Context(), job, false); err != nil {
+		return err
 	}
 	if err := refuseMerges(cmd.Context(), db, dialect, job, o); err != nil {
 		return err
@@ -267,6 +273,21 @@ func (a *app) formsReady(ctx context.Context, kr *keyring.Keyring, db *sql.DB, d
 		}
 	}
 	return nil
+}
+
+// uniqueness refuses, before anything is written, an encryption of a
+// column a unique index keeps unique with nothing to take over from it
+// (reseal.Job.CheckUnique); a dry run says the job would refuse.
+func (a *app) uniqueness(ctx context.Context, job *reseal.Job, dry bool) error {
+	err := job.CheckUnique(ctx)
+	if !errors.Is(err, reseal.ErrUniquenessLost) {
+		return err
+	}
+	if dry {
+		fmt.Fprintf(a.stderr, "ward: the migration would be refused: %v\n", err)
+		return nil
+	}
+	return cli.Failed(err, "nothing was written; see docs/ADOPTING.md, \"Unique columns\"")
 }
 
 // refuseMerges refuses, before anything is written, a blind index whose

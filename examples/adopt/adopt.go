@@ -1,10 +1,10 @@
 // Package adopt is the adoption guide (docs/ADOPTING.md) as a program: an
 // application with a plaintext users table — a database-assigned key
 // (bigserial, AUTOINCREMENT) and a UNIQUE e-mail column — adopts ward
-// step by step while it keeps serving: a blind-index column, mixed mode,
-// the online migration with the index backfilled in the same UPDATE, the
-// census, UNIQUE moved to the index, the end of mixed mode, and a
-// rotation. Each step is a function an application would run; Run runs
+// step by step while it keeps serving: a blind-index column with its
+// UNIQUE index (before any release writes it), mixed mode, the online
+// migration with the index backfilled in the same UPDATE, the census, the
+// plaintext's UNIQUE dropped, the end of mixed mode, and a rotation. Each step is a function an application would run; Run runs
 // them in order and says what each did. The tests run it on SQLite,
 // PostgreSQL and MariaDB; `go run ./examples/adopt/cmd/adopt` runs it on a temporary
 // SQLite file.
@@ -62,13 +62,21 @@ func Seed(ctx context.Context, db *sql.DB, d field.Dialect, n int) error {
 	return nil
 }
 
-// AddIndexColumn is step 1: a column for the blind index of the e-mail.
+// AddIndexColumn is step 1: a column for the blind index of the e-mail
+// and its UNIQUE index, in place before any release writes the index
+// (docs/ADOPTING.md, "Unique columns"): from the first sealed address on,
+// the database compares indexes, so two concurrent sign-ups of one
+// address cannot both commit (NULL, the index of a row no release has
+// written yet, collides with nothing).
 func AddIndexColumn(ctx context.Context, db *sql.DB, d field.Dialect) error {
 	typ := map[field.Dialect]string{field.Postgres: "BYTEA", field.MySQL: "VARBINARY(32)"}[d] // MySQL indexes no BLOB
 	if typ == "" {
 		typ = "BLOB"
 	}
-	_, err := db.ExecContext(ctx, `ALTER TABLE users ADD COLUMN email_index `+typ)
+	if _, err := db.ExecContext(ctx, `ALTER TABLE users ADD COLUMN email_index `+typ); err != nil {
+		return err
+	}
+	_, err := db.ExecContext(ctx, `CREATE UNIQUE INDEX users_email_index ON users (email_index)`)
 	return err
 }
 
@@ -112,11 +120,13 @@ func (a *App) AddUser(ctx context.Context, email, name string) (int64, error) {
 		return id, tx.Commit()
 	}
 	// The transaction writes first, so that SQLite never has to upgrade a
-	// read lock held by several processes. In mixed mode uniqueness is
-	// then checked by hand, through the index and the plaintext of rows
-	// the migration has not reached (the new row has neither yet);
-	// afterwards the UNIQUE index on email_index refuses a duplicate by
-	// itself.
+	// read lock held by several processes. The UNIQUE index on
+	// email_index refuses a duplicate of any indexed row, committed or
+	// concurrent; in mixed mode the rows written before ward, which have
+	// no index until the migration reaches them, are looked up by their
+	// plaintext in the same transaction. That is race-free: such rows are
+	// never new, and a row the migration indexes meanwhile is found by
+	// one lookup or the other.
 	id, err := insertReturning(ctx, tx, a.Dialect, `INSERT INTO users (name) VALUES (?)`, name)
 	if err != nil {
 		return 0, err
@@ -227,14 +237,11 @@ func (a *App) Job() *reseal.Job {
 		Index: a.EmailIndex, IndexColumn: "email_index", BatchSize: 100}
 }
 
-// UniqueOnIndex is step 6: the UNIQUE constraint moves to the index (on
-// PostgreSQL and MySQL the one on the ciphertexts, now meaningless, is dropped;
-// SQLite cannot drop an inline constraint, and random ciphertexts never
-// collide).
-func UniqueOnIndex(ctx context.Context, db *sql.DB, d field.Dialect) error {
-	if _, err := db.ExecContext(ctx, `CREATE UNIQUE INDEX users_email_index ON users (email_index)`); err != nil {
-		return err
-	}
+// DropPlaintextUnique is step 6: the UNIQUE constraint on the e-mail
+// column, meaningless over ciphertexts now that every row has its index,
+// is dropped on PostgreSQL and MySQL (SQLite cannot drop an inline
+// constraint, and random ciphertexts never collide).
+func DropPlaintextUnique(ctx context.Context, db *sql.DB, d field.Dialect) error {
 	switch d {
 	case field.Postgres:
 		_, err := db.ExecContext(ctx, `ALTER TABLE users DROP CONSTRAINT users_email_key`)
@@ -254,7 +261,7 @@ func Run(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring, 
 	if _, err := app.AddUser(ctx, "before@example.com", "signed up before ward"); err != nil {
 		return err
 	}
-	step(1, "ALTER TABLE users ADD COLUMN email_index")
+	step(1, "ALTER TABLE users ADD COLUMN email_index; CREATE UNIQUE INDEX users_email_index ON users (email_index)")
 	if err := AddIndexColumn(ctx, db, d); err != nil {
 		return err
 	}
@@ -283,13 +290,13 @@ func Run(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring, 
 		return fmt.Errorf("census after the migration is not done: %+v %v", c, err)
 	}
 	step(5, "verify (ward encrypt-column --check): done")
-	if err := UniqueOnIndex(ctx, db, d); err != nil {
+	if err := DropPlaintextUnique(ctx, db, d); err != nil {
 		return err
 	}
 	if err := app.EndMixedMode(kr); err != nil {
 		return err
 	}
-	step(6, "UNIQUE on email_index; mixed mode off: plaintext refused from now on")
+	step(6, "UNIQUE on the ciphertexts dropped; mixed mode off: plaintext refused from now on")
 	for _, e := range []string{"user7@EXAMPLE.com", "Before@Example.com", "during@example.com"} {
 		if _, stored, err := app.FindByEmail(ctx, e); err != nil || !strings.EqualFold(stored, e) {
 			return fmt.Errorf("search for %s: %q %v", e, stored, err)

@@ -135,5 +135,5 @@ func prepareSchema(ctx context.Context, db *sql.DB, d field.Dialect) error {
 	if err := AddIndexColumn(ctx, db, d); err != nil {
 		return err
 	}
-	return UniqueOnIndex(ctx, db, d)
+	return DropPlaintextUnique(ctx, db, d)
 }

@@ -132,7 +132,8 @@ const maxPasses = 3
 // (with Stats) if some values could not be opened or would not fit their
 // column ([ErrTooLong]), and refuses, before anything, a MySQL or MariaDB
 // server or session whose sql_mode is not strict (sqltable.ErrNotStrict,
-// exported as [ErrNotStrict]).
+// exported as [ErrNotStrict]) and a migration that would leave a unique
+// column unenforced ([ErrUniquenessLost], [Job.CheckUnique]).
 func (r *Job) Run(ctx context.Context) (Stats, error) {
 	q, err := r.queries(ctx)
 	if err != nil {
@@ -140,6 +141,9 @@ func (r *Job) Run(ctx context.Context) (Stats, error) {
 	}
 	if err := sqltable.RequireStrict(ctx, r.DB, r.Dialect.String()); err != nil {
 		return Stats{}, fmt.Errorf("reseal: %w", err)
+	}
+	if err := r.CheckUnique(ctx); err != nil {
+		return Stats{}, err
 	}
 	lock, err := r.lock(ctx)
 	if err != nil {
