@@ -22,13 +22,43 @@ type Grant struct {
 	Issued time.Time       `json:"issued"`
 	// Revoked is when the grant was revoked (zero: it is not).
 	Revoked time.Time `json:"revoked,omitzero"`
+	// To and Out, for a grant sealed under a key service the operator can
+	// encrypt to (ward grant --to a KMS key URL), are that URL and the
+	// absolute path of the grant file: a rotation re-issues such a grant
+	// there with the new primary's keys. Empty for a grant sealed under a
+	// reader's master key, which only its reader holds.
+	To  string `json:"to,omitempty"`
+	Out string `json:"out,omitempty"`
+	// Replaces is the ID of the grant this one was re-issued from (which
+	// is revoked once this one's file is in place); revoking a grant
+	// revokes its successors too ([State.Successors]).
+	Replaces string `json:"replaces,omitempty"`
 }
 
 // Live reports whether the grant is not revoked.
 func (g Grant) Live() bool { return g.Revoked.IsZero() }
 
 func (g Grant) equal(o Grant) bool {
-	return g.ID == o.ID && slices.Equal(g.Scopes, o.Scopes) && slices.Equal(g.Keys, o.Keys) && g.Issued.Equal(o.Issued) && g.Revoked.Equal(o.Revoked)
+	return g.ID == o.ID && slices.Equal(g.Scopes, o.Scopes) && slices.Equal(g.Keys, o.Keys) && g.Issued.Equal(o.Issued) && g.Revoked.Equal(o.Revoked) &&
+		g.To == o.To && g.Out == o.Out && g.Replaces == o.Replaces
+}
+
+// Successors returns the grants re-issued from grant id, and from those,
+// and so on (Grant.Replaces), revoked or not, in the ledger's order.
+func (s *State) Successors(id string) []Grant {
+	var out []Grant
+	from := []string{id}
+	for len(from) > 0 {
+		var next []string
+		for _, g := range s.Grants {
+			if g.Replaces != "" && slices.Contains(from, g.Replaces) && !slices.ContainsFunc(out, func(o Grant) bool { return o.ID == g.ID }) {
+				out = append(out, g)
+				next = append(next, g.ID)
+			}
+		}
+		from = next
+	}
+	return out
 }
 
 // ErrUnknownGrant means the ledger records no grant of that ID.

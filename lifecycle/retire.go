@@ -25,6 +25,9 @@ type Reference struct {
 	// one-way derivation, is kept; password.PepperPurpose). It does not
 	// hold a retirement back.
 	Kept bool
+	// Grant is the ID of the live grant that derives from the key, for a
+	// reference that is one.
+	Grant string
 }
 
 // ReferencedError is Retire's refusal: the key is still referenced, and
@@ -114,6 +117,7 @@ func referencesIn(ctx context.Context, kr *keyring.Keyring, d Database, st *ledg
 	if st != nil {
 		for _, g := range st.LiveGrants(id) {
 			add("grant %s (%v, issued %s) derives from it: revoke it first (ward grant revoke)", g.ID, g.Scopes, g.Issued.Format(time.DateOnly))
+			out[len(out)-1].Grant = g.ID
 		}
 		for _, c := range st.Columns {
 			n, err := columnReferences(ctx, kr, d, c, id)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -47,6 +46,15 @@ func (a *app) rotateFleet(cmd *cobra.Command, kr *keyring.Keyring, alg keyring.A
 	}
 	defer ls.close()
 	obs := a.rotationObserver(kr)
+	// Grants re-issued to their key services as soon as the new key is
+	// primary, before the columns move to it (grantsAfterRotation).
+	var grantsErr error
+	reissued := false
+	promoted := obs.Promoted
+	obs.Promoted = func(id, old keyring.KeyID) {
+		promoted(id, old)
+		grantsErr, reissued = a.grantsAfterRotation(cmd.Context(), kr, ls, id), true
+	}
 	r, err := lifecycle.Rotate(cmd.Context(), kr, ls.databases(), lifecycle.RotateOptions{
 		Algorithm: alg, Wait: o.wait, NoReseal: o.noReencrypt, Observer: obs,
 		Fleet: fleet.WaitOptions{StaleAfter: o.staleAfter, Skip: o.skip},
@@ -62,36 +70,19 @@ func (a *app) rotateFleet(cmd *cobra.Command, kr *keyring.Keyring, alg keyring.A
 	case err != nil:
 		return interrupted(err)
 	}
-	a.printStaleGrants(cmd.Context(), kr, ls, r.Key)
+	if !reissued { // a rotation continued past its promotion
+		grantsErr = a.grantsAfterRotation(cmd.Context(), kr, ls, r.Key)
+	}
 	if o.noReencrypt {
 		fmt.Fprintln(a.stdout, "not re-encrypting (--no-reencrypt): run 'ward reseal' on each column")
-		return nil
+		return grantsErr
 	}
 	// As the columns moved to the new key, so do the wraps grants of
 	// per-subject columns open: a grant of the older keys only opens none.
-	return refreshGrantWraps(cmd.Context(), a.stdout, kr, ls, nil, true)
-}
-
-// printStaleGrants names, after a rotation, each live grant that holds no
-// key of the new primary: its reader opens no value sealed from now on (a
-// grant is keys derived from the keyring keys of its day; a scope that
-// followed rotations would defeat revocation by rotation). What it still
-// opens: values under its keys, here until they are re-sealed, and in
-// backups.
-func (a *app) printStaleGrants(ctx context.Context, kr *keyring.Keyring, ls *ledgers, primary keyring.KeyID) {
-	for i, l := range ls.l {
-		st, err := l.Verified(ctx, kr)
-		if err != nil || st == nil {
-			continue
-		}
-		for _, g := range st.Grants {
-			if !g.Live() || slices.Contains(g.Keys, primary) {
-				continue
-			}
-			fmt.Fprintf(a.stdout, "%s: grant %s (%s) opens no value sealed from now on: give its reader a new grant (ward grant --scope %s); until the column is re-sealed, and in backups, it still opens the values under its keys\n",
-				dburl.Redact(ls.urls[i]), g.ID, strings.Join(g.Scopes, ", "), strings.Join(g.Scopes, " --scope "))
-		}
+	if err := refreshGrantWraps(cmd.Context(), a.stdout, kr, ls, nil, true); err != nil {
+		return err
 	}
+	return grantsErr
 }
 
 // rotationObserver prints the steps of a rotation: progress and warnings

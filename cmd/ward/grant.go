@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -63,7 +64,7 @@ database taken before stay readable with it.`,
 	cmd.Flags().StringVar(&o.to, "to", "", "the reader's KMS key URL, which seals the grant file")
 	cmd.Flags().StringVar(&o.toMKFile, "to-master-key-file", "", "the reader's master key file, which seals the grant file")
 	cmd.Flags().StringVar(&o.out, "out", "", "the grant file to write (it must not exist)")
-	cmd.AddCommand(a.newGrantListCmd(&o), a.newGrantRevokeCmd(&o))
+	cmd.AddCommand(a.newGrantListCmd(&o), a.newGrantRevokeCmd(&o), a.newGrantReissueCmd())
 	return cmd
 }
 
@@ -115,7 +116,15 @@ func (a *app) issueGrant(cmd *cobra.Command, o *grantOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := a.recordGrant(ctx, kr, ls, g); err != nil {
+	rec := ledger.GrantOf(g)
+	if rec.To = grantTo(o.to); rec.To != "" { // a rotation re-issues it there
+		if rec.Out, err = filepath.Abs(o.out); err != nil {
+			f.Close()
+			os.Remove(o.out)
+			return err
+		}
+	}
+	if err := a.recordGrant(ctx, kr, ls, rec); err != nil {
 		f.Close()
 		os.Remove(o.out)
 		return err
@@ -172,13 +181,13 @@ func finishNew(f *os.File, data []byte) error {
 
 // recordGrant records g in every ledger, then writes the wraps its
 // per-subject columns open.
-func (a *app) recordGrant(ctx context.Context, kr *keyring.Keyring, ls *ledgers, g *keyring.Grant) error {
+func (a *app) recordGrant(ctx context.Context, kr *keyring.Keyring, ls *ledgers, g ledger.Grant) error {
 	for i, l := range ls.l {
-		if err := l.RecordGrant(ctx, kr, ledger.GrantOf(g)); err != nil {
+		if err := l.RecordGrant(ctx, kr, g); err != nil {
 			return fmt.Errorf("%s: recording the grant: %w", dburl.Redact(ls.urls[i]), err)
 		}
 	}
-	return refreshGrantWraps(ctx, a.stdout, kr, ls, ledger.GrantOf(g).Scopes, false)
+	return refreshGrantWraps(ctx, a.stdout, kr, ls, g.Scopes, false)
 }
 
 // unrecordGrant revokes g, recorded but whose file could not be written
@@ -223,12 +232,18 @@ func (a *app) newGrantListCmd(o *grantOptions) *cobra.Command {
 				if !g.Live() {
 					state = "revoked " + g.Revoked.Format(time.RFC3339)
 				}
+				if g.Replaces != "" {
+					state += "  replaces " + g.Replaces
+				}
+				if g.To != "" {
+					state += "  re-issued on rotation to " + g.To
+				}
 				fmt.Fprintf(a.stdout, "%s  %s  keys %v  issued %s  %s\n", g.ID, strings.Join(g.Scopes, ","), g.Keys, g.Issued.Format(time.RFC3339), state)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print JSON: [{id, scopes, keys, issued, revoked}]")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print JSON: [{id, scopes, keys, issued, revoked, to, out, replaces}]")
 	return cmd
 }
 
@@ -278,6 +293,10 @@ func (a *app) revokeGrant(cmd *cobra.Command, id string, o *grantOptions) error 
 			}
 			return fmt.Errorf("%s: %w", dburl.Redact(ls.urls[i]), err)
 		}
+	}
+	if err := a.revokeSuccessors(ctx, kr, ls, id); err != nil {
+		ls.close()
+		return err
 	}
 	err = refreshGrantWraps(ctx, a.stdout, kr, ls, rec.Scopes, true) // a per-subject column no grant names loses its wraps at once
 	perSubject := false

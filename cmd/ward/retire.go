@@ -92,6 +92,11 @@ func (a *app) retireKey(cmd *cobra.Command, arg string, o retireOptions) error {
 		dbs[i].Unswept = o.skipTables
 	}
 	kept, err := lifecycle.Retire(ctx, kr, dbs, id)
+	if again, rerr := a.reissueForRetire(ctx, kr, ls, id, err); rerr != nil {
+		return rerr
+	} else if again {
+		kept, err = lifecycle.Retire(ctx, kr, dbs, id)
+	}
 	var refs *lifecycle.ReferencedError
 	switch {
 	case errors.Is(err, keyring.ErrUnknownKey):
