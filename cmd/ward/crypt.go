@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/fleet"
+	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/kms/local"
@@ -24,7 +27,8 @@ type contextFlags struct {
 	grant              string // decrypt: a grant file instead of the keyring
 	context            string
 	table, column, row string
-	bind               []string // NAME=VALUE, in the column's Bind order
+	bind               []string    // NAME=VALUE, in the column's Bind order
+	gate               *forms.Gate // encrypt --db: the fleet's write gate
 }
 
 func (f *contextFlags) register(cmd *cobra.Command) {
@@ -73,6 +77,9 @@ func (f *contextFlags) fieldColumn(kr *keyring.Keyring) (*field.Column, field.Ro
 	var opts []field.ColumnOption
 	if names != nil {
 		opts = append(opts, field.Bind(names...))
+	}
+	if f.gate != nil {
+		opts = append(opts, field.WithForms(f.gate))
 	}
 	if kr == nil { // envelope mode: the context does not depend on a keyring
 		kr, _ = keyring.New(keyring.DefaultAlgorithm)
@@ -124,11 +131,15 @@ func (a *app) newEncryptCmd() *cobra.Command {
 	var cf contextFlags
 	var binary, envelope bool
 	var ec map[string]string
+	var dbURL string
 	cmd := &cobra.Command{
 		Use:   "encrypt",
 		Short: "Seal stdin under the primary key, to stdout",
 		Long: `Seal stdin under the keyring's primary key and write the ciphertext to stdout:
 the text form ("w4:…" with --table, "w3:…" with --context) followed by a newline, or with --binary the raw bytes.
+With --db, a --table value is sealed in the ciphertext version every
+process registered in that database reads (v3 until its fleet opens v4), as
+the application and ward's jobs write it.
 The value is bound to --context (or to --table/--column/--row and --bind,
 exactly as the field layer binds database values) and opens only with the
 same context.
@@ -144,6 +155,10 @@ encrypts locally, and the wrapped key travels in the ciphertext (text form
 			}
 			kr, ctx, pt, err := a.cryptSetup(cmd, &cf)
 			if err != nil {
+				return err
+			}
+			defer clear(pt)
+			if err := a.fleetGate(cmd.Context(), kr, &cf, dbURL); err != nil {
 				return err
 			}
 			var ct []byte
@@ -168,7 +183,30 @@ encrypts locally, and the wrapped key travels in the ciphertext (text form
 	cmd.Flags().BoolVar(&binary, "binary", false, "write the binary form")
 	cmd.Flags().BoolVar(&envelope, "envelope", false, "envelope encryption under the key service (--kms or the master key), no keyring")
 	cmd.Flags().StringToStringVar(&ec, "ec", nil, "with --envelope: encryption context pairs, k=v,k2=v2")
+	cmd.Flags().StringVar(&dbURL, "db", "", "with --table: the database the value is for: seal the ciphertext version every process registered there reads (v3 until its fleet opens v4)")
 	return cmd
+}
+
+// fleetGate gives --table's column the write gate of the fleet registered
+// in --db: a value stored there by hand is sealed in a form every process
+// serving it reads.
+func (a *app) fleetGate(ctx context.Context, kr *keyring.Keyring, cf *contextFlags, dbURL string) error {
+	if dbURL == "" {
+		return nil
+	}
+	if cf.table == "" {
+		return cli.Usage(errors.New("--db needs --table, --column and --row"), "the fleet's forms are a column's")
+	}
+	db, dialect, err := openDB(dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	cf.gate = (&fleet.Registry{DB: db, Dialect: dialect}).WriteGate(ctx, kr, forms.Sealed(cf.table, cf.column))
+	if !cf.gate.Allows(forms.Ciphertext(4)) {
+		fmt.Fprintln(a.stderr, "ward: writing ciphertext v3: not every process registered in --db reads v4 yet (see ward fleet)")
+	}
+	return nil
 }
 
 func (a *app) newDecryptCmd() *cobra.Command {
@@ -360,6 +398,9 @@ func (f *contextFlags) grantColumn(g *keyring.Grant) (*field.Column, field.RowKe
 	var opts []field.ColumnOption
 	if names != nil {
 		opts = append(opts, field.Bind(names...))
+	}
+	if f.gate != nil {
+		opts = append(opts, field.WithForms(f.gate))
 	}
 	col, err := field.GrantColumn(g, f.table, f.column, opts...)
 	if err != nil {

@@ -35,6 +35,7 @@ var flagTests = map[string]string{
 	"ward encrypt --bind":                      "TestCryptBind",
 	"ward encrypt --column":                    "TestCryptBind",
 	"ward encrypt --context":                   "testdata/script/keyring.txtar",
+	"ward encrypt --db":                        "TestEncryptFollowsTheFleet",
 	"ward encrypt --ec":                        "TestKMSCommands",
 	"ward encrypt --envelope":                  "TestKMSCommands",
 	"ward encrypt --row":                       "TestCryptBind",

@@ -60,6 +60,50 @@ func TestCheckAgreesWithTheWriteGate(t *testing.T) {
 	}
 }
 
+// TestEncryptFollowsTheFleet: 'ward encrypt --db' seals a value for a
+// database whose fleet holds a process of the release before v4 in
+// ciphertext v3, which that process opens (without --db: v4, which it
+// cannot); once the process leaves, v4.
+func TestEncryptFollowsTheFleet(t *testing.T) {
+	ctx := context.Background()
+	c := newCLI(t)
+	c.newKeyring(t)
+	url, db := c.sqlite(t, "app.db")
+	kr, err := keyring.Load(ctx, c.krPath, c.mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := forms.New()
+	before.Declare(forms.Ciphertext(3), forms.Sealed("notes", "title"))
+	m, err := (&fleet.Registry{DB: db, Dialect: field.SQLite, Gate: before}).Join(ctx, kr, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := field.NewColumn(kr, "notes", "title", field.WithEncoding(field.Text), field.WithForms(before))
+	args := []string{"encrypt", "--table", "notes", "--column", "title", "--row", "7"}
+	code, ct, e := c.runStdin("for the release before", append(args, "--db", url)...)
+	if code != 0 || !strings.HasPrefix(ct, "w3:") || !strings.Contains(e, "writing ciphertext v3") {
+		t.Fatalf("encrypt --db beside the release before: %d %q %q", code, ct, e)
+	}
+	parsed, err := field.ParseCiphertext([]byte(strings.TrimSpace(ct)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pt, err := old.OpenString(field.RowString("7"), parsed); err != nil || pt != "for the release before" {
+		t.Fatalf("the release before opens it: %q %v", pt, err)
+	}
+	if _, ct, _ = c.runStdin("x", args...); !strings.HasPrefix(ct, "w4:") {
+		t.Fatalf("without --db: %q", ct)
+	}
+	m.Leave(ctx)
+	if code, ct, e = c.runStdin("x", append(args, "--db", url)...); code != 0 || !strings.HasPrefix(ct, "w4:") {
+		t.Fatalf("encrypt --db once the fleet reads v4: %d %q %q", code, ct, e)
+	}
+	if code, _, e := c.runStdin("x", "encrypt", "--context", "c", "--db", url); code != 2 || !strings.Contains(e, "--db needs --table") {
+		t.Fatalf("--db without --table: %d %q", code, e)
+	}
+}
+
 // TestRefusalHint: a ledger's verdict gets the hint for what it means; an
 // error that is no verdict (the database did not answer: a Galera node
 // reconfiguring, outside the primary component) never reads as a wrong
