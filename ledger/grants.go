@@ -33,6 +33,15 @@ type Grant struct {
 	// is revoked once this one's file is in place); revoking a grant
 	// revokes its successors too ([State.Successors]).
 	Replaces string `json:"replaces,omitempty"`
+	// Pending is true from the grant's record until its file is written
+	// (Out): a pending grant counts as live (its keys are not retired),
+	// and the next run promotes it if the file holds it or drops it if
+	// the file was never written ([Ledger.PromoteGrant], [Ledger.DropGrant]).
+	Pending bool `json:"pending,omitempty"`
+	// Finished is when the revocation's rotation and re-key finished, or
+	// the grant was replaced by its re-issue (zero: not yet): revoking a
+	// finished grant again does nothing.
+	Finished time.Time `json:"finished,omitzero"`
 }
 
 // Live reports whether the grant is not revoked.
@@ -40,7 +49,7 @@ func (g Grant) Live() bool { return g.Revoked.IsZero() }
 
 func (g Grant) equal(o Grant) bool {
 	return g.ID == o.ID && slices.Equal(g.Scopes, o.Scopes) && slices.Equal(g.Keys, o.Keys) && g.Issued.Equal(o.Issued) && g.Revoked.Equal(o.Revoked) &&
-		g.To == o.To && g.Out == o.Out && g.Replaces == o.Replaces
+		g.To == o.To && g.Out == o.Out && g.Replaces == o.Replaces && g.Pending == o.Pending && g.Finished.Equal(o.Finished)
 }
 
 // Successors returns the grants re-issued from grant id, and from those,
@@ -104,6 +113,59 @@ func (l *Ledger) RevokeGrant(ctx context.Context, kr *keyring.Keyring, id string
 		err = fmt.Errorf("%w: %q", ErrUnknownGrant, id)
 	}
 	return out, err
+}
+
+// PromoteGrant records that pending grant id's file is written: the grant
+// is live. A grant that is not pending is left as it is.
+func (l *Ledger) PromoteGrant(ctx context.Context, kr *keyring.Keyring, id string) error {
+	return l.changeGrant(ctx, kr, id, func(st *State, i int) { st.Grants[i].Pending = false })
+}
+
+// DropGrant removes the record of pending grant id, whose file was never
+// written: nobody holds it. A grant that is not pending is never dropped
+// ([ErrNotPending]).
+func (l *Ledger) DropGrant(ctx context.Context, kr *keyring.Keyring, id string) error {
+	notPending := false
+	err := l.changeGrant(ctx, kr, id, func(st *State, i int) {
+		if notPending = !st.Grants[i].Pending; !notPending {
+			st.Grants = slices.Delete(st.Grants, i, i+1)
+		}
+	})
+	if err == nil && notPending {
+		err = fmt.Errorf("%w: %q", ErrNotPending, id)
+	}
+	return err
+}
+
+// ErrNotPending means a grant whose file was written was asked to be
+// dropped.
+var ErrNotPending = errors.New("ledger: the grant is not pending")
+
+// FinishRevocation records that revoked grant id needs nothing more: its
+// revocation's rotation and re-key are done, or a re-issue replaced it.
+// A grant that is not revoked, or already finished, is left as it is.
+func (l *Ledger) FinishRevocation(ctx context.Context, kr *keyring.Keyring, id string, at time.Time) error {
+	return l.changeGrant(ctx, kr, id, func(st *State, i int) {
+		if g := &st.Grants[i]; !g.Live() && g.Finished.IsZero() {
+			g.Finished = at.UTC().Truncate(time.Second)
+		}
+	})
+}
+
+// changeGrant applies fn to the record of grant id ([ErrUnknownGrant]
+// without one).
+func (l *Ledger) changeGrant(ctx context.Context, kr *keyring.Keyring, id string, fn func(st *State, i int)) error {
+	found := false
+	err := l.update(ctx, kr, normal, func(st *State) {
+		i := slices.IndexFunc(st.Grants, func(g Grant) bool { return g.ID == id })
+		if found = i >= 0; found {
+			fn(st, i)
+		}
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("%w: %q", ErrUnknownGrant, id)
+	}
+	return err
 }
 
 // LiveGrants returns the unrevoked grants that derive from key id.

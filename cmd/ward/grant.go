@@ -99,6 +99,9 @@ func (a *app) issueGrant(cmd *cobra.Command, o *grantOptions) error {
 		return err
 	}
 	defer ls.close()
+	if err := a.settlePending(ctx, kr, ls); err != nil {
+		return err
+	}
 	if scopes, err = subjectNamespaces(ctx, kr, ls, scopes); err != nil {
 		return err
 	}
@@ -110,30 +113,46 @@ func (a *app) issueGrant(cmd *cobra.Command, o *grantOptions) error {
 	if err != nil {
 		return err
 	}
-	// The file's name is taken before any ledger records the grant, so
-	// that a refused --out leaves no grant without a file behind.
-	f, err := createNew(o.out)
+	rec := ledger.GrantOf(g)
+	rec.To, rec.Pending = grantTo(o.to), true // a rotation re-issues a KMS grant there
+	if rec.Out, err = filepath.Abs(o.out); err != nil {
+		return err
+	}
+	return a.deliverGrant(ctx, kr, ls, rec, file, fmt.Sprintf("grant %s: opens %v under keys %v, sealed under %v, written to %s", g.ID(), g.Scopes(), g.Keys(), to.Key(), o.out))
+}
+
+// deliverGrant writes a new grant's file and records it, so that a grant
+// is live only once its file holds it: the file's name is taken (and
+// locked, which tells a later run that this one is still at work), the
+// grant recorded as pending in every ledger, the file written, and the
+// grant promoted. A run killed in between leaves a pending grant that the
+// next grant command settles by the ID in the file (settlePending).
+func (a *app) deliverGrant(ctx context.Context, kr *keyring.Keyring, ls *ledgers, rec ledger.Grant, file []byte, done string) error {
+	f, err := createNew(rec.Out)
 	if err != nil {
 		return err
 	}
-	rec := ledger.GrantOf(g)
-	if rec.To = grantTo(o.to); rec.To != "" { // a rotation re-issues it there
-		if rec.Out, err = filepath.Abs(o.out); err != nil {
-			f.Close()
-			os.Remove(o.out)
-			return err
-		}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		os.Remove(rec.Out)
+		return err
 	}
 	if err := a.recordGrant(ctx, kr, ls, rec); err != nil {
 		f.Close()
-		os.Remove(o.out)
+		os.Remove(rec.Out)
 		return err
 	}
 	if err := finishNew(f, file); err != nil {
-		os.Remove(o.out)
-		return a.unrecordGrant(ctx, kr, ls, g, err)
+		os.Remove(rec.Out)
+		return errors.Join(fmt.Errorf("writing the grant file: %w", err), dropEverywhere(ctx, kr, ls, rec.ID))
 	}
-	fmt.Fprintf(a.stdout, "grant %s: opens %v under keys %v, sealed under %v, written to %s\n", g.ID(), g.Scopes(), g.Keys(), to.Key(), o.out)
+	for i, l := range ls.l {
+		if err := l.PromoteGrant(ctx, kr, rec.ID); err != nil {
+			return cli.Failed(fmt.Errorf("%s: grant %s is written to %s but still pending: %w", dburl.Redact(ls.urls[i]), rec.ID, rec.Out, err),
+				"the next 'ward grant list --db URL…' here promotes it")
+		}
+	}
+	fmt.Fprintln(a.stdout, done)
 	return nil
 }
 
@@ -190,18 +209,6 @@ func (a *app) recordGrant(ctx context.Context, kr *keyring.Keyring, ls *ledgers,
 	return refreshGrantWraps(ctx, a.stdout, kr, ls, g.Scopes, false)
 }
 
-// unrecordGrant revokes g, recorded but whose file could not be written
-// (cause), so that no ledger keeps a grant nobody holds.
-func (a *app) unrecordGrant(ctx context.Context, kr *keyring.Keyring, ls *ledgers, g *keyring.Grant, cause error) error {
-	errs := []error{fmt.Errorf("writing the grant file: %w", cause)}
-	for i, l := range ls.l {
-		if _, err := l.RevokeGrant(ctx, kr, g.ID(), time.Now()); err != nil {
-			errs = append(errs, fmt.Errorf("%s: revoking grant %s, which has no file: %w (run 'ward grant revoke %s')", dburl.Redact(ls.urls[i]), g.ID(), err, g.ID()))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 func (a *app) newGrantListCmd(o *grantOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list --db URL",
@@ -216,6 +223,9 @@ func (a *app) newGrantListCmd(o *grantOptions) *cobra.Command {
 				return err
 			}
 			defer ls.close()
+			if err := a.settlePending(cmd.Context(), kr, ls); err != nil {
+				return err
+			}
 			st, err := ls.l[0].Verified(cmd.Context(), kr)
 			if err != nil {
 				return err
@@ -229,7 +239,12 @@ func (a *app) newGrantListCmd(o *grantOptions) *cobra.Command {
 			}
 			for _, g := range gs {
 				state := "live"
-				if !g.Live() {
+				switch {
+				case g.Pending:
+					state = "pending (its file " + g.Out + " not yet written)"
+				case !g.Live() && g.Finished.IsZero():
+					state = "revoked " + g.Revoked.Format(time.RFC3339) + " (revocation not finished: run ward grant revoke again)"
+				case !g.Live():
 					state = "revoked " + g.Revoked.Format(time.RFC3339)
 				}
 				if g.Replaces != "" {
@@ -243,7 +258,7 @@ func (a *app) newGrantListCmd(o *grantOptions) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print JSON: [{id, scopes, keys, issued, revoked, to, out, replaces}]")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print JSON: [{id, scopes, keys, issued, revoked, to, out, replaces, pending, finished}]")
 	return cmd
 }
 
@@ -274,7 +289,12 @@ and the re-key are left to 'ward keyring rotate' and 'ward subject rekey'.`,
 	return cmd
 }
 
-// revokeGrant is 'ward grant revoke'.
+// revokeGrant is 'ward grant revoke': it records the revocation of the
+// grant and of every re-issue of it, then, unless --offline, rotates the
+// keyring if a grant of that line holds a key of the primary, re-keys the
+// namespaces of its per-subject columns, and records the revocation as
+// finished. Revoking a grant whose revocation finished does nothing; a
+// revocation that was interrupted, or run --offline, continues.
 func (a *app) revokeGrant(cmd *cobra.Command, id string, o *grantOptions) error {
 	ctx := cmd.Context()
 	if len(a.dbs) == 0 {
@@ -284,43 +304,96 @@ func (a *app) revokeGrant(cmd *cobra.Command, id string, o *grantOptions) error 
 	if err != nil {
 		return err
 	}
-	var rec ledger.Grant
-	for i, l := range ls.l {
-		if rec, err = l.RevokeGrant(ctx, kr, id, time.Now()); err != nil {
-			ls.close()
-			if errors.Is(err, ledger.ErrUnknownGrant) {
-				return cli.Usage(err, "see 'ward grant list --db URL'")
-			}
-			return fmt.Errorf("%s: %w", dburl.Redact(ls.urls[i]), err)
-		}
-	}
-	if err := a.revokeSuccessors(ctx, kr, ls, id); err != nil {
-		ls.close()
-		return err
-	}
-	err = refreshGrantWraps(ctx, a.stdout, kr, ls, rec.Scopes, true) // a per-subject column no grant names loses its wraps at once
-	perSubject := false
-	if st, serr := ls.l[0].Verified(ctx, kr); err == nil && serr == nil && st != nil {
-		perSubject = len(grantedNamespaces(st, rec.Scopes)) > 0
-	}
+	line, perSubject, err := a.recordRevocation(ctx, kr, ls, id)
 	ls.close()
-	if err != nil {
+	if err != nil || line == nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "grant %s revoked; it opens %s values sealed under keys %v: in this database until they are re-sealed under a newer key, and in every copy of it taken before, for ever\n",
-		rec.ID, strings.Join(rec.Scopes, ", "), rec.Keys)
 	if o.revokeOffline {
 		fmt.Fprint(a.stdout, "not rotating (--offline): run 'ward keyring rotate --db' so that the columns move to a key the grant never held")
 		if perSubject {
 			fmt.Fprint(a.stdout, ", then 'ward subject rekey --db' so that no new value is sealed under a subject key it opened")
 		}
-		fmt.Fprintln(a.stdout)
+		fmt.Fprintln(a.stdout, "; or run this command again without --offline, which does both")
 		return nil
 	}
-	if err := a.rotateFleet(cmd, kr, kr.Primary().Algorithm, fleetRotation{wait: o.wait, noReencrypt: o.noReencrypt}); err != nil {
+	primary := kr.Primary().ID
+	if slices.ContainsFunc(line, func(g ledger.Grant) bool { return slices.Contains(g.Keys, primary) }) {
+		if err := a.rotateFleet(cmd, kr, kr.Primary().Algorithm, fleetRotation{wait: o.wait, noReencrypt: o.noReencrypt}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(a.stdout, "no key of the primary %v is in the grant: the keyring needs no rotation\n", primary)
+	}
+	if err := a.rekeyGranted(cmd, kr, line[0], o); err != nil {
 		return err
 	}
-	return a.rekeyGranted(cmd, kr, rec, o)
+	return a.finishRevocation(ctx, kr, line)
+}
+
+// recordRevocation settles pending grants, then records grant id and every
+// re-issue of it as revoked in every ledger and removes their wraps of
+// per-subject columns; it returns that line of grants (nil when its
+// revocation already finished: nothing to do) and whether a column it
+// opens is sealed per subject.
+func (a *app) recordRevocation(ctx context.Context, kr *keyring.Keyring, ls *ledgers, id string) ([]ledger.Grant, bool, error) {
+	if err := a.settlePending(ctx, kr, ls); err != nil {
+		return nil, false, err
+	}
+	st, err := ls.l[0].Verified(ctx, kr)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %w", dburl.Redact(ls.urls[0]), err)
+	}
+	var line []ledger.Grant
+	if i := slices.IndexFunc(stateGrants(st), func(g ledger.Grant) bool { return g.ID == id }); i >= 0 {
+		line = append([]ledger.Grant{st.Grants[i]}, st.Successors(id)...)
+	}
+	if line == nil {
+		return nil, false, cli.Usage(fmt.Errorf("%w: %q", ledger.ErrUnknownGrant, id), "see 'ward grant list --db URL'")
+	}
+	rec := line[0]
+	if !slices.ContainsFunc(line, func(g ledger.Grant) bool { return g.Live() || g.Finished.IsZero() }) {
+		fmt.Fprintf(a.stdout, "grant %s was revoked on %s and its revocation finished: nothing to do\n", rec.ID, rec.Revoked.Format(time.RFC3339))
+		return nil, false, nil
+	}
+	for _, g := range line {
+		if err := revokeEverywhere(ctx, kr, ls, g.ID); err != nil {
+			return nil, false, err
+		}
+		if g.ID != id && g.Live() {
+			fmt.Fprintf(a.stdout, "grant %s, re-issued from %s, revoked too\n", g.ID, id)
+		}
+	}
+	if err := refreshGrantWraps(ctx, a.stdout, kr, ls, rec.Scopes, true); err != nil { // a per-subject column no grant names loses its wraps at once
+		return nil, false, err
+	}
+	fmt.Fprintf(a.stdout, "grant %s revoked; it opens %s values sealed under keys %v: in this database until they are re-sealed under a newer key, and in every copy of it taken before, for ever\n",
+		rec.ID, strings.Join(rec.Scopes, ", "), rec.Keys)
+	return line, len(grantedNamespaces(st, rec.Scopes)) > 0, nil
+}
+
+// stateGrants is st's grants (none for a database without a ledger).
+func stateGrants(st *ledger.State) []ledger.Grant {
+	if st == nil {
+		return nil
+	}
+	return st.Grants
+}
+
+// finishRevocation records, in every ledger, that the revocation of the
+// grants of line needs nothing more.
+func (a *app) finishRevocation(ctx context.Context, kr *keyring.Keyring, line []ledger.Grant) error {
+	ls, err := openCheckedLedgers(ctx, a.dbs, kr)
+	if err != nil {
+		return err
+	}
+	defer ls.close()
+	for _, g := range line {
+		if err := finishEverywhere(ctx, kr, ls, g.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rekeyGranted gives the subjects of every namespace whose per-subject

@@ -55,7 +55,7 @@ func grantTo(to string) string {
 
 // reissuable reports whether a grant's record says where its reader's key
 // service is and where its file goes.
-func reissuable(g ledger.Grant) bool { return g.Live() && g.To != "" && g.Out != "" }
+func reissuable(g ledger.Grant) bool { return g.Live() && !g.Pending && g.To != "" && g.Out != "" }
 
 // grantsAfterRotation re-issues, after a rotation to primary, every live
 // re-issuable grant that holds no key of primary, with primary's keys
@@ -70,7 +70,7 @@ func (a *app) grantsAfterRotation(ctx context.Context, kr *keyring.Keyring, ls *
 			continue
 		}
 		for _, g := range st.Grants {
-			if !g.Live() || slices.Contains(g.Keys, primary) || seen[g.ID] {
+			if !g.Live() || g.Pending || slices.Contains(g.Keys, primary) || seen[g.ID] {
 				continue
 			}
 			seen[g.ID] = true
@@ -126,6 +126,9 @@ func (a *app) reissue(ctx context.Context, kr *keyring.Keyring, ls *ledgers, st 
 		next = &rec
 	}
 	if err := revokeEverywhere(ctx, kr, ls, old.ID); err != nil {
+		return err
+	}
+	if err := finishEverywhere(ctx, kr, ls, old.ID); err != nil { // its re-issue carries its line
 		return err
 	}
 	// Files an interrupted run wrote but never recorded: no ledger knows
@@ -247,26 +250,6 @@ func revokeEverywhere(ctx context.Context, kr *keyring.Keyring, ls *ledgers, id 
 	return nil
 }
 
-// revokeSuccessors revokes, in every ledger, the grants re-issued from
-// grant id, which open what it opened and more: revoking a reader's grant
-// by the ID it was first issued under leaves it nothing.
-func (a *app) revokeSuccessors(ctx context.Context, kr *keyring.Keyring, ls *ledgers, id string) error {
-	st, err := ls.l[0].Verified(ctx, kr)
-	if err != nil || st == nil {
-		return err
-	}
-	for _, g := range st.Successors(id) {
-		if !g.Live() {
-			continue
-		}
-		if err := revokeEverywhere(ctx, kr, ls, g.ID); err != nil {
-			return err
-		}
-		fmt.Fprintf(a.stdout, "grant %s, re-issued from %s, revoked too\n", g.ID, id)
-	}
-	return nil
-}
-
 // reissueForRetire re-issues without key id the grants that alone hold
 // its retirement back (err, Retire's refusal, names nothing else) when
 // every one of them can be re-issued; it reports whether it did, so that
@@ -314,6 +297,9 @@ func (a *app) newGrantReissueCmd() *cobra.Command {
 				return err
 			}
 			defer ls.close()
+			if err := a.settlePending(cmd.Context(), kr, ls); err != nil {
+				return err
+			}
 			return a.grantsAfterRotation(cmd.Context(), kr, ls, kr.Primary().ID)
 		},
 	}

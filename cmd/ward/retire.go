@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -107,7 +108,11 @@ func (a *app) retireKey(cmd *cobra.Command, arg string, o retireOptions) error {
 		for _, r := range refs.References {
 			fmt.Fprintln(a.stderr, "ward: "+r.DB+": "+r.What)
 		}
-		return cli.Failed(err, "move them first: 'ward reseal' for columns, 'ward subject rewrap' for subject keys")
+		hint := "move them first: 'ward reseal' for columns, 'ward subject rewrap' for subject keys"
+		if slices.ContainsFunc(refs.References, func(r lifecycle.Reference) bool { return r.Grant != "" }) {
+			hint += ", 'ward grant revoke ID' for grants ('ward grant list' first settles one a killed 'ward grant' left pending)"
+		}
+		return cli.Failed(err, hint)
 	case err != nil:
 		return saveError(err)
 	}

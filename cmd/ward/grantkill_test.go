@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/ledger"
+)
+
+// grantChildEnv makes the test binary run TestGrantChild's loop: "issue"
+// issues grants one after another, "revoke" issues and revokes them.
+const grantChildEnv = "WARD_GRANT_CHILD"
+
+// killGrantChild starts TestGrantChild in mode, waits until it has written
+// a grant file, and kills it with SIGKILL a random moment later.
+func killGrantChild(t *testing.T, c *cliEnv, url, mode string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGrantChild$")
+	cmd.Env = append(os.Environ(), grantChildEnv+"="+mode, local.EnvVar+"="+c.mk.Encode(), KeyringEnv+"="+c.krPath, "CHILD_DB="+url, "CHILD_DIR="+c.dir)
+	before, _ := filepath.Glob(filepath.Join(c.dir, "*.grant"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Microsecond) {
+		if now, _ := filepath.Glob(filepath.Join(c.dir, "*.grant")); len(now) > len(before) {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the child wrote no grant file in 60 s")
+		}
+	}
+	time.Sleep(time.Duration(rand.IntN(30_000)) * time.Microsecond)
+	cmd.Process.Kill()
+	cmd.Wait()
+}
+
+// TestGrantKilled: 'ward grant' killed with SIGKILL at random moments, 10
+// times; after each kill the next grant command here ('ward grant list')
+// settles what the kill left: no grant stays pending, every live grant's
+// file holds it, and every grant file written has a live grant (a grant
+// whose file was never written is dropped, not left live for nobody).
+func TestGrantKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	c := newCLI(t)
+	c.newKeyring(t)
+	url, db := c.sqlite(t, "app.db")
+	c.run("keyring", "gen-master-key", "--out", filepath.Join(c.dir, "reader.mk"))
+	kr, err := keyring.Load(context.Background(), c.krPath, c.mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := 0
+	for kill := range 10 {
+		killGrantChild(t, c, url, "issue")
+		st, err := (&ledger.Ledger{DB: db, Dialect: field.SQLite}).Verified(context.Background(), kr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range st.Grants { // before a grant command settles them
+			if g.Pending {
+				pending++
+			}
+		}
+		if code, _, e := c.run("grant", "list", "--db", url); code != 0 {
+			t.Fatalf("kill %d: grant list: %q", kill, e)
+		}
+		live := map[string]string{}
+		for _, g := range c.grants(t, url) {
+			if g.Pending || !g.Live() || grantFileID(g.Out) != g.ID {
+				t.Fatalf("kill %d: grant %+v (its file holds %q)", kill, g, grantFileID(g.Out))
+			}
+			live[g.Out] = g.ID
+		}
+		files, _ := filepath.Glob(filepath.Join(c.dir, "*.grant"))
+		for _, f := range files {
+			if id := grantFileID(f); id != "" && live[f] != id {
+				t.Fatalf("kill %d: %s holds grant %s, which is not live", kill, f, id)
+			}
+		}
+	}
+	t.Logf("%d kills left a pending grant", pending)
+}
+
+// TestRevokeKilled: 'ward grant revoke' killed with SIGKILL at random
+// moments, 8 times; after each kill, revoking again each grant whose
+// revocation did not finish finishes it: no revoked grant holds a key of
+// the primary, and revoking a finished grant once more rotates nothing.
+func TestRevokeKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	ctx := context.Background()
+	c := newCLI(t)
+	c.newKeyring(t)
+	url, _ := c.sqlite(t, "app.db")
+	c.run("keyring", "gen-master-key", "--out", filepath.Join(c.dir, "reader.mk"))
+	unfinished := 0
+	for kill := range 8 {
+		killGrantChild(t, c, url, "revoke")
+		for _, g := range c.grants(t, url) {
+			if !g.Live() && g.Finished.IsZero() {
+				unfinished++
+			}
+			if !g.Pending && (g.Live() || g.Finished.IsZero()) {
+				if code, out, e := c.run("grant", "revoke", g.ID, "--db", url, "--wait", "10s"); code != 0 {
+					t.Fatalf("kill %d: revoking %s again: %d %q %q", kill, g.ID, code, out, e)
+				}
+			}
+		}
+		kr, err := keyring.Load(ctx, c.krPath, c.mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := len(kr.Keys())
+		for _, g := range c.grants(t, url) {
+			if g.Live() || g.Finished.IsZero() || slices.Contains(g.Keys, kr.Primary().ID) {
+				t.Fatalf("kill %d: grant %+v, primary %v", kill, g, kr.Primary().ID)
+			}
+			if code, out, _ := c.run("grant", "revoke", g.ID, "--db", url); code != 0 || !strings.Contains(out, "nothing to do") {
+				t.Fatalf("kill %d: revoking finished grant %s: %d %q", kill, g.ID, code, out)
+			}
+		}
+		kr.Reload(ctx)
+		if len(kr.Keys()) != keys {
+			t.Fatalf("kill %d: revoking finished grants again rotated: %d keys, then %d", kill, keys, len(kr.Keys()))
+		}
+	}
+	t.Logf("%d kills left a revocation unfinished", unfinished)
+}
+
+// TestGrantChild is the killed process of TestGrantKilled and
+// TestRevokeKilled: it issues (and revokes) grants until it is killed.
+func TestGrantChild(t *testing.T) {
+	mode := os.Getenv(grantChildEnv)
+	if mode == "" {
+		t.Skip("run by TestGrantKilled and TestRevokeKilled")
+	}
+	a := &app{stdin: strings.NewReader(""), stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	db, dir := os.Getenv("CHILD_DB"), os.Getenv("CHILD_DIR")
+	id := regexp.MustCompile(`grant (g-[0-9a-f]{16}):`)
+	for n := 0; ; n++ {
+		var out strings.Builder
+		a.stdout = &out
+		file := filepath.Join(dir, fmt.Sprintf("%d-%d.grant", os.Getpid(), n))
+		a.run(context.Background(), []string{"grant", "--db", db, "--scope", "notes.title", "--to-master-key-file", filepath.Join(dir, "reader.mk"), "--out", file})
+		if m := id.FindStringSubmatch(out.String()); mode == "revoke" && m != nil {
+			a.run(context.Background(), []string{"grant", "revoke", m[1], "--db", db, "--wait", "10s"})
+		}
+	}
+}
