@@ -83,6 +83,11 @@ var ErrStandby = sqltable.ErrStandby
 // server (a replica): as ErrStandby.
 var ErrReadOnly = sqltable.ErrReadOnly
 
+// ErrNodeNotReady means the ledger could not be read because a Galera
+// node cannot serve now (outside the primary component, error 1047, or
+// reconfiguring after a node left, 1205): nothing was decided.
+var ErrNodeNotReady = sqltable.ErrNodeNotReady
+
 // ErrNotStrict means the ledger's database is a MySQL or MariaDB server,
 // or a session of one, whose sql_mode is not strict: a value too long for
 // its column would be cut short with a warning instead of refused, and a
@@ -348,7 +353,7 @@ func (l *Ledger) read(ctx context.Context) (*stored, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ledger: reading the ledger: %w", err)
+		return nil, fmt.Errorf("ledger: reading the ledger: %w", sqltable.NodeNotReady(err))
 	}
 	if tooLong {
 		return nil, fmt.Errorf("%w: a %d-byte body, or an overlong MAC", ErrTampered, size)

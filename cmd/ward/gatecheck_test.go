@@ -11,6 +11,7 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/fleet"
 	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -115,8 +116,9 @@ func TestRefusalHint(t *testing.T) {
 	}{
 		{fmt.Errorf("x: %w", ledger.ErrReplayed), "ward ledger recover"},
 		{fmt.Errorf("x: %w", keyring.ErrWrongKeyring), "is this the keyring file"},
-		{fmt.Errorf("ledger: reading the ledger: %w", errors.New("Error 1205 (HY000): Lock wait timeout exceeded; try restarting transaction")), "retry, or use another node"},
-		{fmt.Errorf("ledger: reading the ledger: %w", errors.New("Error 1047 (08S01): WSREP has not yet prepared node for application use")), "outside the primary component"},
+		{fmt.Errorf("ledger: reading the ledger: %w", sqltable.NodeNotReady(errors.New("Error 1205 (HY000): Lock wait timeout exceeded; try restarting transaction"))), "this Galera node is outside the primary component"},
+		{fmt.Errorf("ledger: reading the ledger: %w", sqltable.NodeNotReady(errors.New("Error 1047 (08S01): WSREP has not yet prepared node for application use"))), "retry, or use another node"},
+		{fmt.Errorf("ledger: reading the ledger: %w", errors.New("dial unix: connection refused")), "the database did not answer"},
 		{fmt.Errorf("ledger: %w", ledger.ErrStandby), "names the setting"},
 	} {
 		if got := refusalHint(tc.err); !strings.Contains(got, tc.want) {

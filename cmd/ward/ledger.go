@@ -101,6 +101,8 @@ func refusalHint(err error) string {
 		return "is this the keyring file of that database, and its latest copy? 'ward keyring list' shows the keyring's keys and generation"
 	case errors.Is(err, ledger.ErrStandby), errors.Is(err, ledger.ErrReadOnly), errors.Is(err, ledger.ErrNoCausalReads), errors.Is(err, ledger.ErrNotStrict):
 		return "the error names the setting or server to change"
+	case errors.Is(err, ledger.ErrNodeNotReady):
+		return "this Galera node is outside the primary component (error 1047) or the cluster is reconfiguring after a node left (error 1205): nothing was decided or written; retry, or use another node"
 	}
 	// Not a verdict on the keyring: the ledger could not be read at all.
 	return "the database did not answer the check (the error says how): nothing was decided or written; retry. On Galera, a node refuses statements while the cluster reconfigures after a node left (error 1205, lock wait timeout) or while it is outside the primary component (error 1047, WSREP not ready): retry, or use another node"

@@ -150,7 +150,23 @@ func deadOnThisHost(holder string) bool {
 	if err != nil || n <= 0 {
 		return false
 	}
-	return syscall.Kill(n, 0) == syscall.ESRCH
+	return syscall.Kill(n, 0) == syscall.ESRCH || zombie(n)
+}
+
+// zombie reports whether process pid has exited but was not yet reaped by
+// its parent (state Z or X in /proc/PID/stat, Linux): a job killed by a
+// harness that has not waited for it yet is gone, though signal 0 still
+// reaches it. False where /proc cannot tell.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')') // the command name may hold anything but ends there
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] == 'Z' || b[i+2] == 'X'
 }
 
 // renew extends the lease; a lock lost to another holder is an error.

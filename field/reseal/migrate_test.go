@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -315,6 +316,24 @@ func TestOneJobPerColumn(t *testing.T) {
 		if _, err := job.Run(ctx); err != nil {
 			t.Fatalf("after its holder died on this host: %v", err)
 		}
+		// Killed but not yet reaped by its parent (a zombie, which
+		// signal 0 still reaches): gone, taken over at once.
+		if runtime.GOOS == "linux" {
+			zombie := exec.Command("sleep", "60")
+			if err := zombie.Start(); err != nil {
+				t.Fatal(err)
+			}
+			zombie.Process.Kill()
+			for deadline := time.Now().Add(10 * time.Second); !zombieState(zombie.Process.Pid) && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			hold(fmt.Sprintf("%s:%d", host, zombie.Process.Pid), time.Now().Add(time.Minute))
+			_, err := job.Run(ctx)
+			zombie.Wait()
+			if err != nil {
+				t.Fatalf("after its holder was killed and not yet reaped: %v", err)
+			}
+		}
 		// Left by a job of this process that ended without releasing it
 		// (its database connection was lost): taken over at once.
 		hold(holderName(), time.Now().Add(time.Minute))
@@ -328,6 +347,9 @@ func TestOneJobPerColumn(t *testing.T) {
 		}
 	})
 }
+
+// zombieState is zombie, for the test to wait until the kernel says so.
+func zombieState(pid int) bool { return zombie(pid) }
 
 // TestEncryptExistingRefusesDamage: a ciphertext of the keyring cut short
 // (as a non-strict MySQL server or a narrow column leaves it) is counted

@@ -154,6 +154,29 @@ func TestGaleraNodeLoss(t *testing.T) {
 	n2 := onNode(t, c, 2, kr)
 	rotate(t, kr, n1, n2)
 	check(t, n2, col, kr)
+	// Node 1 killed too: node 2, alone of the two, is outside the primary
+	// component. The ledger is not read there, and says why in a typed
+	// error (not as a wrong keyring file).
+	if err := c.Kill(1); err != nil {
+		t.Fatal(err)
+	}
+	notReady(t, n2, kr)
+}
+
+// notReady waits until node n, cut off from the primary component, refuses
+// the ledger's read with ledger.ErrNodeNotReady (Galera error 1047).
+func notReady(t *testing.T, n *node, kr *keyring.Keyring) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = n.lg.Verified(ctx, kr)
+		cancel()
+		if errors.Is(err, ledger.ErrNodeNotReady) {
+			return
+		}
+	}
+	t.Fatalf("a node outside the primary component: %v", err)
 }
 
 // seed makes the notes (plaintext) and the users' keys on node 0.

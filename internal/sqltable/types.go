@@ -77,6 +77,22 @@ func Conflict(err error) bool {
 	return ok && n == 1213
 }
 
+// ErrNodeNotReady means a MySQL or MariaDB server refused a statement for
+// a state that passes: on Galera, a node outside the primary component
+// (error 1047, "WSREP has not yet prepared node for application use") or
+// a lock wait that timed out while the cluster reconfigured after a node
+// left (1205). Nothing was decided; retry, or use another node.
+var ErrNodeNotReady = errors.New("the database node cannot serve now: on Galera, outside the primary component or reconfiguring after a node left; nothing was decided, retry or use another node")
+
+// NodeNotReady wraps err with [ErrNodeNotReady] when it is MySQL's 1047 or
+// 1205, and returns it unchanged otherwise.
+func NodeNotReady(err error) error {
+	if n, ok := mysqlNumber(err); ok && (n == 1047 || n == 1205) {
+		return fmt.Errorf("%w: %w", ErrNodeNotReady, err)
+	}
+	return err
+}
+
 // mysqlNumber finds a MySQL server error in err's chain by its text,
 // "Error 1146 (42S02): …" as go-sql-driver/mysql's *MySQLError prints it,
 // since a library package imports no driver.
