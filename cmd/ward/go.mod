@@ -24,6 +24,7 @@ require (
 	github.com/wardlab/ward/internal/cli v0.0.0-00010101000000-000000000000
 	github.com/wardlab/ward/internal/localkms v0.0.0-00010101000000-000000000000
 	github.com/wardlab/ward/kms/awskms v0.0.0-00010101000000-000000000000
+	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
 )
 
@@ -69,7 +70,6 @@ require (
 	github.com/syndtr/goleveldb v1.0.1-0.20210819022825-2ae1ddf74ef7 // indirect
 	golang.org/x/crypto v0.59.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
