@@ -37,6 +37,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/internal/printable"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
@@ -134,17 +135,7 @@ func (p Process) Has(id keyring.KeyID) bool { return slices.Contains(p.Keys, id)
 // are escaped: a row cannot clear the operator's terminal or print a fake
 // line.
 func (p Process) String() string {
-	return fmt.Sprintf("%s (%s pid %d)", printable(p.ID), printable(p.Host), p.PID)
-}
-
-// printable escapes what is not a printable character, as strconv.Quote
-// does, without quoting the whole.
-func printable(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
-		return s
-	}
-	q := strconv.Quote(s)
-	return q[1 : len(q)-1]
+	return fmt.Sprintf("%s (%s pid %d)", printable.String(p.ID), printable.String(p.Host), p.PID)
 }
 
 // name is the registry's table, quoted.

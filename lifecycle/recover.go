@@ -10,6 +10,7 @@ import (
 
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/field/subject"
+	"github.com/wardlab/ward/internal/printable"
 	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
@@ -291,7 +292,7 @@ func recheck(in ledger.Inspection) []string {
 func summary(p RecoveryPlan) string {
 	parts := []string{fmt.Sprintf("%d ledger writes lost", p.Behind.Writes)}
 	for _, np := range p.Namespaces {
-		parts = append(parts, fmt.Sprintf("%s: %d forgotten again, %d lost", np.Namespace, np.Reapply, np.Lost))
+		parts = append(parts, fmt.Sprintf("%s: %d forgotten again, %d lost", printable.String(np.Namespace), np.Reapply, np.Lost))
 	}
 	if len(p.Behind.Retired) > 0 {
 		parts = append(parts, fmt.Sprintf("%d keys recorded retired", len(p.Behind.Retired)))
@@ -307,7 +308,7 @@ func lostSummary(p RecoveryPlan) string {
 	}
 	for _, np := range p.Namespaces {
 		if np.Lost > 0 {
-			parts = append(parts, fmt.Sprintf("%d in %s (the anchor counts %d, the database and journals account for %d)", np.Lost, np.Namespace, np.Anchored, np.Anchored-np.Lost))
+			parts = append(parts, fmt.Sprintf("%d in %s (the anchor counts %d, the database and journals account for %d)", np.Lost, printable.String(np.Namespace), np.Anchored, np.Anchored-np.Lost))
 		}
 	}
 	return strings.Join(parts, ", ") + ": give every journal folder, or accept the loss"

@@ -5,13 +5,12 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/internal/keycore"
+	"github.com/wardlab/ward/internal/printable"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
@@ -46,19 +45,7 @@ func (c sweptColumn) name() string {
 	if c.Schema != "" {
 		s = c.Schema + "." + s
 	}
-	return printable(s)
-}
-
-// printable returns s, or s quoted with Go's escapes if it holds anything
-// but printable characters: names come from the database, which a
-// database writer controls.
-func printable(s string) string {
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
+	return printable.String(s)
 }
 
 // quote quotes an identifier for d, whatever it holds: the catalog's names

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/internal/printable"
 	"github.com/wardlab/ward/lifecycle"
 )
 
@@ -123,10 +124,10 @@ func (a *app) confirm(prompt, word string) bool {
 func (a *app) printPlan(name string, p lifecycle.RecoveryPlan) {
 	w := a.stdout
 	b := p.Behind
-	fmt.Fprintf(w, "%s (database %s):\n", name, p.Database)
+	fmt.Fprintf(w, "%s (database %s):\n", name, printable.String(p.Database))
 	fmt.Fprintf(w, "  the ledger is %d writes behind the keyring file's anchor\n", b.Writes)
 	if len(b.Marks) > 0 {
-		fmt.Fprintf(w, "  marks lost, restored: %s\n", strings.Join(b.Marks, ", "))
+		fmt.Fprintf(w, "  marks lost, restored: %s\n", printable.String(strings.Join(b.Marks, ", ")))
 	}
 	for _, id := range b.Retired {
 		fmt.Fprintf(w, "  key %v was retired since: recorded as retired again\n", id)
@@ -139,16 +140,16 @@ func (a *app) printPlan(name string, p lifecycle.RecoveryPlan) {
 	}
 	for _, ns := range p.Namespaces {
 		fmt.Fprintf(w, "  %s: the anchor counts %d forgets, the ledger %d; %d tombstones; %d journaled; %d to forget again; %d lost\n",
-			ns.Namespace, ns.Anchored, ns.Counted, ns.Tombstones, ns.Journaled, ns.Reapply, ns.Lost)
+			printable.String(ns.Namespace), ns.Anchored, ns.Counted, ns.Tombstones, ns.Journaled, ns.Reapply, ns.Lost)
 	}
 	if p.JobLocks > 0 {
 		fmt.Fprintf(w, "  %d job locks from before (jobs that ran against the lost copy): released, so the jobs can run again\n", p.JobLocks)
 	}
 	for _, r := range p.Unopenable {
-		fmt.Fprintf(w, "  cannot open again: %s\n", r.What)
+		fmt.Fprintf(w, "  cannot open again: %s\n", printable.String(r.What))
 	}
 	for _, c := range p.Recheck {
-		fmt.Fprintf(w, "  %s may hold older values: run its census again (--check)\n", c)
+		fmt.Fprintf(w, "  %s may hold older values: run its census again (--check)\n", printable.String(c))
 	}
 }
 
@@ -157,6 +158,18 @@ func (a *app) printRecovered(name string, r lifecycle.Recovered) {
 		fmt.Fprintf(a.stdout, "%s: nothing to recover (the ledger matches its anchor, no journaled subject holds a key)\n", name)
 		return
 	}
-	fmt.Fprintf(a.stdout, "%s: recovered: %d subjects forgotten again, ledger at counter %d, anchored; %d columns to check again\n",
-		name, r.Reapplied, r.State.Counter, len(r.State.Recheck))
+	fmt.Fprintf(a.stdout, "%s: recovered: %d subjects forgotten again, ledger at counter %d, anchored; %d columns to check again%s\n",
+		name, r.Reapplied, r.State.Counter, len(r.State.Recheck), listed(r.State.Recheck))
+}
+
+// listed is ": a, b, c" for names (escaped for the terminal), "" for none.
+func listed(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = printable.String(n)
+	}
+	return ": " + strings.Join(out, ", ")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/internal/printable"
 	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/lifecycle"
@@ -195,7 +196,7 @@ func (sc *subjectCmds) printAudit(docs []auditDoc) {
 		fmt.Fprintln(sc.a.stdout, "no subject keys in this database")
 	}
 	for _, d := range docs {
-		fmt.Fprintf(sc.a.stdout, "%s: %d tombstones (ledger counts %d), keys: %s, %d user-held, %d lost\n", d.Namespace, d.Tombstones, d.Counted, byKeyText(d.ByKey), d.UserHeld, d.Lost)
+		fmt.Fprintf(sc.a.stdout, "%s: %d tombstones (ledger counts %d), keys: %s, %d user-held, %d lost\n", printable.String(d.Namespace), d.Tombstones, d.Counted, byKeyText(d.ByKey), d.UserHeld, d.Lost)
 		if d.Error != "" {
 			fmt.Fprintf(sc.a.stdout, "  %s\n", d.Error)
 		}
@@ -262,7 +263,7 @@ lost; run again after an interruption.`,
 func (a *app) rekeyObserver() lifecycle.Observer {
 	return lifecycle.Observer{
 		Subjects: func(r lifecycle.SubjectResult, _ error) {
-			fmt.Fprintf(a.stdout, "%s: %d of %d subjects given a new key version, %d private (kept)\n", r.Namespace, r.Rekey.Rotated, r.Rekey.Subjects, r.Rekey.UserHeld)
+			fmt.Fprintf(a.stdout, "%s: %d of %d subjects given a new key version, %d private (kept)\n", printable.String(r.Namespace), r.Rekey.Rotated, r.Rekey.Subjects, r.Rekey.UserHeld)
 		},
 		Column: func(c lifecycle.ColumnResult, _ error) {
 			fmt.Fprintf(a.stdout, "%s.%s: %d re-sealed under their subject's newest key, %d already current, %d private skipped\n", c.Column.Table, c.Column.Column, c.Stats.Reencrypted, c.Stats.Current, c.Stats.UserHeld)

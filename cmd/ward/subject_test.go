@@ -257,3 +257,42 @@ func TestShardFromIndexedJob(t *testing.T) {
 		t.Fatalf("encrypt-column --shard /2 in pod 0: %d %q %q", code, out, e)
 	}
 }
+
+// TestPlantedNamespacesEscaped: a namespace a database writer plants in
+// the subject keys table, holding a terminal escape sequence and a line
+// break, reaches the terminal escaped from 'ward subject audit' and 'ward
+// subject rekey' (it was printed raw: it could clear the screen and forge
+// lines).
+func TestPlantedNamespacesEscaped(t *testing.T) {
+	ctx := context.Background()
+	c := newCLI(t)
+	c.newKeyring(t)
+	url, db := c.sqlite(t, "app.db")
+	kr, err := keyring.Load(ctx, c.krPath, c.mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
+	s, err := subject.Open(ctx, subject.Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SealingKey("u1"); err != nil {
+		t.Fatal(err)
+	}
+	const evil = "\x1b[2J\x1b[Hall clear\nusers"
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{{`CREATE TEMP TABLE planted AS SELECT * FROM ward_subject_keys`, nil}, {`UPDATE planted SET namespace = ?`, []any{evil}}, {`INSERT INTO ward_subject_keys SELECT * FROM planted`, nil}} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"subject", "audit", "--db", url}, {"subject", "rekey", "--db", url}} {
+		_, out, e := c.run(args...)
+		if strings.ContainsAny(out+e, "\x1b") || !strings.Contains(out+e, `\x1b[2J`) {
+			t.Errorf("%s: %q %q", strings.Join(args[:2], " "), out, e)
+		}
+	}
+}

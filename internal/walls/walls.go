@@ -121,6 +121,7 @@ var Library = []string{
 	Module + "/internal/sqltable",
 	Module + "/internal/keycore",
 	Module + "/internal/boundfile",
+	Module + "/internal/printable",
 	Module + "/password",
 	Module + "/password/internal/argon2",
 	Module + "/kms",
