@@ -275,6 +275,16 @@ func checkMigrated(ctx context.Context, db *sql.DB, dialect field.Dialect, ledge
 		}
 		return fmt.Errorf("%w: %d password hashes have no row MAC although the database is marked migrated: a database writer may have planted them; restore the users table from a backup", ErrNeedsMigration, unmaced)
 	}
+	// A database that already served ward (its ledger, other tables'
+	// columns) but holds no chat row yet has nothing written before values
+	// were bound: it is as new for the chat as one ward-chat init made.
+	var rows int
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM users) + (SELECT COUNT(*) FROM conversations) + (SELECT COUNT(*) FROM messages)`).Scan(&rows); err != nil {
+		return fmt.Errorf("chat: reading state: %w", err)
+	}
+	if rows == 0 {
+		return ledger.Mark(ctx, kr, markBound)
+	}
 	return ErrNeedsMigration
 }
 

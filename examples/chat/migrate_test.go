@@ -2,10 +2,16 @@ package chat
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/ledger"
 )
 
 // Processes starting at once apply each migration exactly once: on a
@@ -114,4 +120,58 @@ func TestSchemaVersionWriter(t *testing.T) {
 			s.Close()
 		}
 	})
+}
+
+// TestExistingWardDatabase: the chat on a database that already serves
+// ward under the same keyring (its ledger recorded by a ward job on another
+// table) but holds no chat row starts at once, with nothing to migrate (it
+// asked for 'ward-chat migrate'); one holding a chat row from before
+// values were bound still does.
+func TestExistingWardDatabase(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := Config{DB: "sqlite:" + filepath.Join(dir, "chat.db"), KeyringPath: filepath.Join(dir, "kr.json"), KeyService: local.Generate(), Log: failureLog(t), Limits: testLimits}
+	kr, err := keyring.Create(ctx, cfg.KeyringPath, cfg.KeyService, keyring.AES256GCM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, dialect, err := openDB(cfg.DB, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := (&ledger.Ledger{DB: db, Dialect: dialect}).Record(ctx, kr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Init(ctx, cfg); !errors.Is(err, ErrInitialised) {
+		t.Fatalf("init on the database its keyring serves: %v", err)
+	}
+	app, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("open on a ward database without chat rows: %v", err)
+	}
+	app.Close()
+
+	dir = t.TempDir()
+	cfg.DB, cfg.KeyringPath = "sqlite:"+filepath.Join(dir, "chat.db"), filepath.Join(dir, "kr.json")
+	if kr, err = keyring.Create(ctx, cfg.KeyringPath, cfg.KeyService, keyring.AES256GCM); err != nil {
+		t.Fatal(err)
+	}
+	old, dialect, err := openDB(cfg.DB, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := migrate(ctx, old, dialect); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&ledger.Ledger{DB: old, Dialect: dialect}).Record(ctx, kr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Exec(`INSERT INTO users (id, email, email_idx, password, created) VALUES (1, x'00', x'00', 'y', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, cfg); !errors.Is(err, ErrNeedsMigration) {
+		t.Fatalf("open on a database with a chat row from before binding: %v", err)
+	}
 }
