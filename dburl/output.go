@@ -16,7 +16,7 @@ func PoolerHint(err error) string {
 	if !errors.As(err, &pg) || (pg.SQLState() != "26000" && pg.SQLState() != "42P05") {
 		return ""
 	}
-	return "a connection pooler in transaction mode (PgBouncer, RDS Proxy, Supavisor) sits between ward and PostgreSQL: add default_query_exec_mode=exec to the database URL (docs/OPERATIONS.md, \"Poolers\")"
+	return "a connection pooler in transaction mode, or in session mode without a reset query (PgBouncer's server_reset_query = DISCARD ALL), sits between ward and PostgreSQL (PgBouncer, RDS Proxy, Supavisor): add default_query_exec_mode=exec to the database URL (docs/OPERATIONS.md, \"Poolers\")"
 }
 
 // Scrub returns a writer that writes to w with every occurrence of each

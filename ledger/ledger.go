@@ -83,6 +83,11 @@ var ErrStandby = sqltable.ErrStandby
 // server (a replica): as ErrStandby.
 var ErrReadOnly = sqltable.ErrReadOnly
 
+// ErrCommitUnknown means the database did not confirm the commit of a
+// ledger write (the connection failed, or the caller stopped waiting for
+// a synchronous standby): it may have been applied; read the ledger again.
+var ErrCommitUnknown = sqltable.ErrCommitUnknown
+
 // ErrNodeNotReady means the ledger could not be read because a Galera
 // node cannot serve now (outside the primary component, error 1047, or
 // reconfiguring after a node left, 1205): nothing was decided.
@@ -916,7 +921,7 @@ func (l *Ledger) write(ctx context.Context, t string, cur, next *State, body, ma
 	if l.tx != nil {
 		return true, nil // the caller commits
 	}
-	if err := tx.Commit(); sqltable.Conflict(err) {
+	if err := sqltable.Commit(ctx, tx); sqltable.Conflict(err) {
 		return false, nil // certified against a concurrent writer on another node
 	} else if err != nil {
 		return false, fmt.Errorf("ledger: writing the ledger: %w", err)

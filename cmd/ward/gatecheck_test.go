@@ -126,3 +126,24 @@ func TestRefusalHint(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptedWriteSaysSo: a write whose commit the database did not
+// confirm gets the "may have been applied" hint, naming how to find out
+// and the recovery a failover then needs; any other error does not; and a
+// commit that waits is announced on stderr, naming the synchronous
+// standby (integration/topology TestInterruptedForget makes both happen
+// on a real primary whose synchronous standby is down).
+func TestInterruptedWriteSaysSo(t *testing.T) {
+	if h := commitHint(fmt.Errorf("subject: forgetting users/u1: %w", fmt.Errorf("%w: context canceled", sqltable.ErrCommitUnknown))); !strings.Contains(h, "may have been applied") || !strings.Contains(h, "ward ledger recover") {
+		t.Fatalf("hint: %q", h)
+	}
+	if h := commitHint(errors.New("connection refused")); h != "" {
+		t.Fatalf("hint for another error: %q", h)
+	}
+	var stderr strings.Builder
+	a := &app{stderr: &stderr}
+	a.commitWaitNotice(5 * time.Second)
+	if !strings.Contains(stderr.String(), "has not confirmed a commit for 5s") || !strings.Contains(stderr.String(), "synchronous_standby_names") {
+		t.Fatalf("notice: %q", stderr.String())
+	}
+}

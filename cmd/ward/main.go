@@ -19,19 +19,23 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/internal/cli"
+	"github.com/wardlab/ward/internal/sqltable"
 
 	_ "github.com/wardlab/ward/kms/awskms" // registers awskms://
 )
@@ -48,6 +52,9 @@ type app struct {
 	masterKeyFile string
 	kmsFlag       string
 	dbs           []string // keyring commands' --db: the databases whose ledgers to check
+	// commitNotice is how long a commit waits before the command says so
+	// (commitWaitNotice); 0 is 5 s.
+	commitNotice time.Duration
 }
 
 // deprecated warns on stderr that a renamed or removed verb or flag was
@@ -78,7 +85,24 @@ func (a *app) run(ctx context.Context, args []string) int {
 	secrets := dburl.CommandSecrets(args, a.getenv)
 	a.stdout, a.stderr = dburl.Scrub(a.stdout, secrets), dburl.Scrub(a.stderr, secrets)
 	dburl.LogDriverTo(a.stderr)
-	return cli.Run(ctx, a.newRootCmd(), args, a.stdin, a.stdout, a.stderr, dburl.PoolerHint)
+	ctx = sqltable.WithCommitNotice(ctx, cmp.Or(a.commitNotice, 5*time.Second), a.commitWaitNotice)
+	return cli.Run(ctx, a.newRootCmd(), args, a.stdin, a.stdout, a.stderr, dburl.PoolerHint, commitHint)
+}
+
+// commitWaitNotice says that a commit has waited: on PostgreSQL, for a
+// synchronous standby that may be down.
+func (a *app) commitWaitNotice(waited time.Duration) {
+	fmt.Fprintf(a.stderr, "ward: the database has not confirmed a commit for %v: PostgreSQL waits for its synchronous standby (synchronous_standby_names) to apply ward's writes, for as long as it is down. Bring it back, or take it out of synchronous_standby_names; Ctrl-C stops waiting, but the write may then have been applied\n",
+		waited.Round(time.Second))
+}
+
+// commitHint is the hint for a write whose commit the database did not
+// confirm: it may have been applied.
+func commitHint(err error) string {
+	if !errors.Is(err, sqltable.ErrCommitUnknown) {
+		return ""
+	}
+	return "the write may have been applied (a PostgreSQL primary keeps a commit whose wait for its synchronous standby was stopped): 'ward ledger --db URL' and 'ward subject audit --db URL' show the state, and running the command again finishes it; a failover to that standby now needs 'ward ledger recover' (docs/OPERATIONS.md, \"An interrupted write\")"
 }
 
 func (a *app) newRootCmd() *cobra.Command {

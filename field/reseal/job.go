@@ -441,7 +441,7 @@ func (r *Job) apply(ctx context.Context, q queries, ups []update, st *Stats) (in
 		st.Conflicts += len(chunk) - int(n)
 		counted += len(chunk) - int(n)
 	}
-	if err := tx.Commit(); sqltable.Conflict(err) {
+	if err := sqltable.Commit(ctx, tx); sqltable.Conflict(err) {
 		return lost()
 	} else if err != nil {
 		return 0, fmt.Errorf("reseal: commit: %w", err)

@@ -297,7 +297,7 @@ func (s *Store) rewrapBatch(ctx context.Context, rows []keyRow) (done, conflicts
 			}
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := sqltable.Commit(ctx, tx); err != nil {
 		return 0, 0, fmt.Errorf("subject: re-wrapping: %w", err)
 	}
 	return done, conflicts, nil

@@ -566,6 +566,10 @@ func (s *Store) IsForgotten(ctx context.Context, subject string) (bool, error) {
 // ([Store.Audit]).
 var ErrTombstoneTampered = errors.New("subject: a tombstone was altered, planted or deleted")
 
+// ErrCommitUnknown means the database did not confirm a commit: it may
+// have been applied (Store.Forget).
+var ErrCommitUnknown = sqltable.ErrCommitUnknown
+
 // ErasedError reports a forgotten subject. It matches
 // [field.ErrSubjectErased].
 type ErasedError struct {
@@ -598,7 +602,10 @@ func ForgetCounter(namespace string) string { return forgetCounterPrefix + names
 // processes see it within their cache TTL. Rows sealed under the deleted
 // keys may stay (they no longer open) and be deleted lazily. Forgetting a
 // subject twice is not an error; a subject never seen is forgotten too
-// (its first seal is then refused).
+// (its first seal is then refused). An error matching [ErrCommitUnknown]
+// means the database did not confirm the commit (the connection failed,
+// or ctx ended while PostgreSQL waited for its synchronous standby): the
+// forget may have been applied; forgetting again finishes it either way.
 func (s *Store) Forget(ctx context.Context, subject string) error {
 	_, err := s.ForgetKeys(ctx, subject)
 	return err
@@ -651,7 +658,7 @@ func (s *Store) forgetOnce(ctx context.Context, subject string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := sqltable.Commit(ctx, tx); err != nil {
 		return 0, fmt.Errorf("subject: forgetting %s/%s: %w", s.cfg.Namespace, subject, err)
 	}
 	return keys, done(ctx)
@@ -838,7 +845,7 @@ func (s *Store) Reapply(ctx context.Context, database, subject string, at time.T
 	defer tx.Rollback()
 	n, keys, err := s.forget(ctx, tx, database, subject, at, nil)
 	if err == nil {
-		err = tx.Commit()
+		err = sqltable.Commit(ctx, tx)
 	}
 	if err != nil {
 		return false, 0, fmt.Errorf("subject: forgetting %s/%s again: %w", s.cfg.Namespace, subject, err)

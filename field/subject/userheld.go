@@ -178,7 +178,7 @@ func (s *Store) MakePrivate(ctx context.Context, subject string, secret []byte, 
 	if err != nil {
 		return nil, "", err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := sqltable.Commit(ctx, tx); err != nil {
 		return nil, "", fmt.Errorf("subject: making %s/%s private: %w", s.cfg.Namespace, subject, err)
 	}
 	return u, code, nil
@@ -700,7 +700,7 @@ func (s *Store) StartSession(ctx context.Context, u *Unlocked, token []byte, exp
 		}
 	}
 	if tx != nil {
-		return tx.Commit()
+		return sqltable.Commit(ctx, tx)
 	}
 	return nil
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/reseal"
+	"github.com/wardlab/ward/field/subject"
+	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"
 )
@@ -252,5 +255,33 @@ func TestDurableWaitsForTheStandby(t *testing.T) {
 	var gone bool
 	if err := pr.sdb.QueryRow(`SELECT count(*) = 1 FROM ward_subject_tombstones WHERE subject = 'u0'`).Scan(&gone); err != nil || !gone {
 		t.Fatalf("the standby lacks the acknowledged forget: %v %v", gone, err)
+	}
+}
+
+// TestInterruptedForget: with the synchronous standby down, a forget's
+// commit waits; the wait is noticed (sqltable.WithCommitNotice, which the
+// CLI prints), and once the caller stops waiting the forget fails with
+// subject.ErrCommitUnknown — "may have been applied" — and indeed the
+// primary committed it: its tombstone is there. (It failed with a bare
+// "context deadline exceeded", which reads as "nothing happened".)
+func TestInterruptedForget(t *testing.T) {
+	pr := startPair(t, true)
+	s := newService(t, pr.pdb, t.TempDir())
+	s.before(t)
+	pr.caughtUp(t)
+	if err := pr.standby.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	var noticed atomic.Bool
+	ctx := sqltable.WithCommitNotice(context.Background(), 200*time.Millisecond, func(time.Duration) { noticed.Store(true) })
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	err := s.users.Forget(ctx, "u1")
+	if !errors.Is(err, subject.ErrCommitUnknown) || !noticed.Load() {
+		t.Fatalf("a forget waiting for a synchronous standby that is down: %v (noticed: %v)", err, noticed.Load())
+	}
+	var tombstones int
+	if err := pr.pdb.QueryRow(`SELECT count(*) FROM ward_subject_tombstones WHERE subject = 'u1'`).Scan(&tombstones); err != nil || tombstones != 1 {
+		t.Fatalf("the primary's tombstones of the interrupted forget: %d %v", tombstones, err)
 	}
 }
