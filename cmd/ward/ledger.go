@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/internal/cli"
 	"github.com/wardlab/ward/internal/keycore"
+	"github.com/wardlab/ward/internal/printable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/replication"
@@ -251,7 +253,7 @@ func (a *app) printLedgers(out []ledgerReport) {
 				fmt.Fprintf(a.stdout, "  recovered %s from counter %d (anchored at %d): %s\n", r.At.Format(time.RFC3339), r.Found, r.Anchor, r.Summary)
 			}
 			for _, c := range st.Recheck {
-				fmt.Fprintf(a.stdout, "  %s may hold older values since a recovery: run its census (--check)\n", c)
+				fmt.Fprintf(a.stdout, "  %s may hold older values since a recovery: run its census, %s\n", printable.String(c), checkCommand(r.DB, st, c))
 			}
 		}
 		if an := r.Anchor; an != nil {
@@ -313,4 +315,34 @@ ledger is missing while the keyring anchors it.`,
 	cmd.Flags().StringArrayVar(&dbs, "db", nil, "a database (repeatable)")
 	cmd.Flags().BoolVar(&another, "another-database", false, "the database is new to this keyring, which already anchors others")
 	return cmd
+}
+
+// checkCommand is the census that takes a column (TABLE.COLUMN) off the
+// ledger's list of columns to check again, with the flags its record in
+// st gives ("--check" alone when st does not record it).
+func checkCommand(db string, st *ledger.State, name string) string {
+	i := slices.IndexFunc(st.Columns, func(c ledger.Column) bool { return c.Table+"."+c.Column == name })
+	if i < 0 || st.Columns[i].Kind != "" {
+		return "--check"
+	}
+	c := st.Columns[i]
+	args := []string{"ward encrypt-column --db", shellWord(db), "--table", shellWord(c.Table), "--column", shellWord(c.Column), "--key", shellWord(c.Key)}
+	for _, b := range c.Bind {
+		args = append(args, "--bind", shellWord(b))
+	}
+	if c.Text {
+		args = append(args, "--text")
+	}
+	return "'" + strings.Join(append(args, "--check"), " ") + "'"
+}
+
+// shellWord quotes s for a POSIX shell unless it needs none; a name that
+// is not printable stays escaped (printable.String).
+func shellWord(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./:@=%+-", r))
+	}) {
+		return s
+	}
+	return printable.String(`"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`").Replace(s) + `"`)
 }

@@ -160,6 +160,9 @@ func (a *app) printRecovered(name string, r lifecycle.Recovered) {
 	}
 	fmt.Fprintf(a.stdout, "%s: recovered: %d subjects forgotten again, ledger at counter %d, anchored; %d columns to check again%s\n",
 		name, r.Reapplied, r.State.Counter, len(r.State.Recheck), listed(r.State.Recheck))
+	for _, c := range r.State.Recheck {
+		fmt.Fprintf(a.stdout, "  %s: %s\n", printable.String(c), checkCommand(name, r.State, c))
+	}
 }
 
 // listed is ": a, b, c" for names (escaped for the terminal), "" for none.
