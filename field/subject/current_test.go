@@ -141,3 +141,92 @@ func TestKeyReadOnAStandbyRefused(t *testing.T) {
 		t.Fatalf("on the primary again: %v", err)
 	}
 }
+
+// TestKeyReadThroughPgBouncer: the same on the real thing — Debian's
+// PgBouncer with two hosts, a primary and its standby, handing server
+// connections round-robin (a read-scaling pool). A user is forgotten on
+// the primary while the standby's replay is paused; then every read of
+// the forgotten key through the pooler, 40 of them, is refused: on the
+// primary as forgotten, on the standby with ledger.ErrStandby (at least
+// one read reached it), and none opens.
+func TestKeyReadThroughPgBouncer(t *testing.T) {
+	ctx := context.Background()
+	p, sb := pgcluster.PairForTest(t, "ward_pooled")
+	pool := pgcluster.PoolerForTest(t, p, sb)
+	pdb, sdb := p.OpenForTest(t), sb.OpenForTest(t)
+	e := &env{db: pdb, d: field.Postgres, path: filepath.Join(t.TempDir(), "kr.json"), mk: local.Generate(),
+		keys: "subject_keys", tombs: "tombstones"}
+	var err error
+	if e.kr, err = keyring.Create(ctx, e.path, e.mk, keyring.AES256GCM); err != nil {
+		t.Fatal(err)
+	}
+	e.ledger = &ledger.Ledger{DB: pdb, Dialect: field.Postgres}
+	if err := e.ledger.Record(ctx, e.kr); err != nil {
+		t.Fatal(err)
+	}
+	writer := e.store(t, time.Nanosecond)
+	alice, err := writer.SealingKey("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := replication.WaitReplayed(ctx, pdb, sdb, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdb.Exec(`SELECT pg_wal_replay_pause()`); err != nil {
+		t.Fatal(err)
+	}
+	defer sdb.Exec(`SELECT pg_wal_replay_resume()`)
+	if err := writer.Forget(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	pooled, err := sql.Open("pgx", pool.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pooled.Close()
+	pooled.SetMaxIdleConns(0) // a new client connection per statement: the pooler decides where it goes
+	// Four transactions at once make the pooler open four server
+	// connections, to its two hosts in turn; from then on it hands them
+	// out round-robin, as a busy pool does.
+	var txs []*sql.Tx
+	for range 4 {
+		tx, err := pooled.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(`SELECT 1`); err != nil {
+			t.Fatal(err)
+		}
+		txs = append(txs, tx)
+	}
+	for _, tx := range txs {
+		tx.Commit()
+	}
+	lg := &ledger.Ledger{DB: pooled, Dialect: field.Postgres}
+	var reader *Store
+	for range 200 { // opening checks the ledger: refused whenever a statement lands on the standby
+		if reader, err = Open(ctx, Config{DB: pooled, Dialect: field.Postgres, Keyring: e.kr, Ledger: lg, Namespace: "users",
+			TTL: time.Nanosecond, KeysTable: e.keys, TombstonesTable: e.tombs}); err == nil {
+			break
+		} else if !errors.Is(err, ledger.ErrStandby) {
+			t.Fatal(err)
+		}
+	}
+	if reader == nil {
+		t.Fatalf("the store never opened through the pooler: %v", err)
+	}
+	standby := 0
+	for range 40 {
+		_, err := reader.OpeningKey("alice", alice.Version())
+		switch {
+		case err == nil:
+			t.Fatal("a forgotten user's key opened through the pooler")
+		case errors.Is(err, ledger.ErrStandby):
+			standby++
+		}
+	}
+	if standby == 0 {
+		t.Fatal("no read reached the standby: the pooler did not route to it")
+	}
+	t.Logf("%d of 40 reads reached the standby and were refused there", standby)
+}

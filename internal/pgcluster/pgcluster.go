@@ -86,6 +86,10 @@ func (c *Cluster) Standby(ctx context.Context, name string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The primary's port number, in the standby's own socket folder: a
+	// pooler's host list (StartPooler) takes one port for all its hosts.
+	sb.port = c.port
+	sb.URL = fmt.Sprintf("postgres://ward@/postgres?host=%s&port=%d&sslmode=disable", sb.dir, sb.port)
 	conn := fmt.Sprintf("host=%s port=%d user=ward application_name=%s", c.dir, c.port, name)
 	if err := sb.steps(ctx, []string{"pg_basebackup", "-D", sb.data(), "-d", conn, "-X", "stream", "-R", "--no-sync"}, sb.start()); err != nil {
 		return nil, err

@@ -51,3 +51,22 @@ func (c *Cluster) OpenForTest(t testing.TB) *sql.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// PoolerForTest starts PgBouncer over hosts for a test (StartPooler),
+// stopped when it ends. Without pgbouncer installed it skips the test, or
+// fails it under WARD_CI (.ci/run installs it).
+func PoolerForTest(t testing.TB, hosts ...*Cluster) *Pooler {
+	t.Helper()
+	if _, err := pgbouncer(); err != nil {
+		if os.Getenv("WARD_CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	p, err := StartPooler(context.Background(), hosts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
