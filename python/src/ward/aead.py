@@ -7,8 +7,10 @@ import functools
 import hmac
 import os
 import struct
+import threading
 from dataclasses import dataclass
 from hashlib import sha256
+from typing import Any
 
 import google_crc32c
 from cryptography.hazmat.primitives import hashes
@@ -100,18 +102,31 @@ def random_nonce(alg: Algorithm) -> bytes:
     return os.urandom(alg.nonce_size)
 
 
-@functools.lru_cache(maxsize=1024)
-def _ecb(key: bytes) -> Cipher:
-    return Cipher(algorithms.AES(key), modes.ECB())
+_local = threading.local()
+
+
+def _ecb(key: bytes) -> Any:
+    """An AES-ECB encryptor of key for this thread, kept: ECB encrypts each
+    block on its own, so one encryptor serves every check, and building an
+    OpenSSL context per value cost as much as the seal itself. Per thread,
+    since an encryptor is not safe to share; at most 1,024 keys each."""
+    cache = getattr(_local, "ecb", None)
+    if cache is None:
+        cache = _local.ecb = {}
+    e = cache.get(key)
+    if e is None:
+        if len(cache) >= 1024:
+            cache.clear()
+        e = cache[key] = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+    return e
 
 
 def masked_check(alg: Algorithm, check_key: bytes, nonce: bytes, context: bytes) -> bytes:
     """The 4-byte context check of ciphertext v3 and v4 (FORMAT.md)."""
     if alg is XCHACHA20POLY1305:
         return seal(alg, check_key, nonce, b"", context)[:4]
-    block = _ecb(check_key).encryptor().update(nonce + bytes(16 - len(nonce)))
-    crc = google_crc32c.value(context)
-    return struct.pack(">I", crc ^ struct.unpack(">I", block[:4])[0])
+    block = _ecb(check_key).update(nonce + bytes(16 - len(nonce)))
+    return (google_crc32c.value(context) ^ int.from_bytes(block[:4], "big")).to_bytes(4, "big")
 
 
 def crc32c(data: bytes) -> int:

@@ -17,6 +17,7 @@ from .aead import Algorithm
 from .ciphertext import (
     CLASS_KEYRING,
     Header,
+    ScopeKey,
     open_value,
     scoped_key,
     seal_v3,
@@ -114,6 +115,7 @@ class Keyring:
         # (key ID, algorithm, scope) -> K_scope of an enabled key: a loaded
         # keyring never changes, so a resolution holds for its life
         self._resolved: dict[tuple[int, int, bytes], bytes] = {}
+        self._scope_keys: dict[tuple[int, bytes], ScopeKey] = {}
 
     @classmethod
     def loads(cls, data: bytes | str, ks: KeyService) -> "Keyring":
@@ -220,3 +222,15 @@ class Keyring:
         """Seal under the primary's K_scope as ciphertext v4."""
         p = self.primary
         return seal_v4(p.alg, CLASS_KEYRING, p.id, self.scoped(p, scope), plaintext, context)
+
+    def scope_key(self, scope: bytes, key_id: int | None = None) -> ScopeKey | None:
+        """The ScopeKey of a key (the primary by default) for a scope, kept
+        for the keyring's life; None for an XChaCha20-Poly1305 key, which
+        seal_scoped and open serve. A typed error for a key it lacks."""
+        k = self.primary if key_id is None else self.key(key_id)
+        if k.alg.nonce_size != 12:
+            return None
+        sk = self._scope_keys.get((k.id, scope))
+        if sk is None:
+            sk = self._scope_keys[(k.id, scope)] = ScopeKey(k.alg, CLASS_KEYRING, k.id, self.scoped(k, scope))
+        return sk
