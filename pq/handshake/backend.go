@@ -294,8 +294,23 @@ func verify(alg Sig, b Backend, pub, msg, sig []byte) error {
 
 // xdh is X25519 in one backend: crypto/ecdh, or circl's dh/x25519.
 type xdh interface {
-	generate() (priv, pub []byte, err error)
-	shared(priv, peer []byte) ([]byte, error)
+	// generate makes a key pair: the private key as an object, so that
+	// the shared secret does not rebuild it from bytes (crypto/ecdh's
+	// NewPrivateKey computes the public key again, a second scalar
+	// multiplication per side), and the public key's bytes.
+	generate() (xdhKey, []byte, error)
+}
+
+// xdhKey is a private X25519 key of one handshake.
+type xdhKey interface {
+	// shared is the shared secret with peer's public key; it refuses a
+	// low-order point.
+	shared(peer []byte) ([]byte, error)
+	// wipe clears the key's bytes where the backend lets us: circl's key
+	// is ours to clear; crypto/ecdh keeps its own copy, which it offers
+	// no way to clear (as crypto/tls's keys), unreachable once the
+	// handshake drops the key.
+	wipe()
 }
 
 func newXDH(b Backend) xdh {
@@ -307,45 +322,48 @@ func newXDH(b Backend) xdh {
 
 type stdX25519 struct{}
 
-func (stdX25519) generate() ([]byte, []byte, error) {
+type stdX25519Key struct{ k *ecdh.PrivateKey }
+
+func (stdX25519) generate() (xdhKey, []byte, error) {
 	k, err := ecdh.X25519().GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
-	return k.Bytes(), k.PublicKey().Bytes(), nil
+	return &stdX25519Key{k}, k.PublicKey().Bytes(), nil
 }
 
-func (stdX25519) shared(priv, peer []byte) ([]byte, error) {
-	k, err := ecdh.X25519().NewPrivateKey(priv)
-	if err != nil {
-		return nil, err
-	}
+func (s *stdX25519Key) shared(peer []byte) ([]byte, error) {
 	p, err := ecdh.X25519().NewPublicKey(peer)
 	if err != nil {
 		return nil, err
 	}
-	return k.ECDH(p) // rejects low-order points
+	return s.k.ECDH(p) // rejects low-order points
 }
+
+func (s *stdX25519Key) wipe() { s.k = nil }
 
 type circlX25519 struct{}
 
-func (circlX25519) generate() ([]byte, []byte, error) {
-	var sk, pk x25519.Key
-	rand.Read(sk[:])
-	x25519.KeyGen(&pk, &sk)
-	return sk[:], pk[:], nil
+type circlX25519Key struct{ sk x25519.Key }
+
+func (circlX25519) generate() (xdhKey, []byte, error) {
+	var k circlX25519Key
+	var pk x25519.Key
+	rand.Read(k.sk[:])
+	x25519.KeyGen(&pk, &k.sk)
+	return &k, pk[:], nil
 }
 
-func (circlX25519) shared(priv, peer []byte) ([]byte, error) {
-	if len(priv) != x25519.Size || len(peer) != x25519.Size {
+func (k *circlX25519Key) shared(peer []byte) ([]byte, error) {
+	if len(peer) != x25519.Size {
 		return nil, errors.New("x25519: bad key length")
 	}
-	var sk, pk, ss x25519.Key
-	copy(sk[:], priv)
+	var pk, ss x25519.Key
 	copy(pk[:], peer)
-	if !x25519.Shared(&ss, &sk, &pk) {
+	if !x25519.Shared(&ss, &k.sk, &pk) {
 		return nil, errors.New("x25519: low-order point")
 	}
-	clear(sk[:])
 	return ss[:], nil
 }
+
+func (k *circlX25519Key) wipe() { clear(k.sk[:]) }

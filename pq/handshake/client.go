@@ -21,7 +21,7 @@ type clientHandshake struct {
 	flags byte
 
 	x     xdh
-	xpriv []byte
+	xkey  xdhKey
 	kem   kemImpl
 	dk    decapsulator
 }
@@ -86,7 +86,7 @@ func (hs *clientHandshake) sendHello() error {
 			}
 		}
 		if hs.suite.KEX.HasX25519() {
-			hs.xpriv, xpub, err = hs.x.generate()
+			hs.xkey, xpub, err = hs.x.generate()
 		}
 		return err
 	})
@@ -157,9 +157,9 @@ func (hs *clientHandshake) deriveKeys(share []byte) error {
 			secrets = append(secrets, ss)
 			share = share[ciphertextSize(lvl):]
 		}
-		if hs.xpriv != nil {
-			ss, err := hs.x.shared(hs.xpriv, share)
-			clear(hs.xpriv)
+		if hs.xkey != nil {
+			ss, err := hs.xkey.shared(share)
+			hs.xkey.wipe()
 			if err != nil {
 				return err
 			}

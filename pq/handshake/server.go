@@ -137,12 +137,12 @@ func (hs *serverHandshake) deriveKeys(shares []byte) (ct, xpub []byte, err error
 		}
 		if hs.suite.KEX.HasX25519() {
 			x := newXDH(hs.cfg.Backend)
-			priv, pub, err := x.generate()
+			key, pub, err := x.generate()
 			if err != nil {
 				return err
 			}
-			ss, err := x.shared(priv, shares)
-			clear(priv)
+			ss, err := key.shared(shares)
+			key.wipe()
 			if err != nil {
 				return err
 			}
