@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -160,4 +162,65 @@ func TestLoad(t *testing.T) {
 	if Milliseconds(1500*time.Microsecond) != 1.5 {
 		t.Fatal(Milliseconds(1500 * time.Microsecond))
 	}
+}
+
+// TestInterleaveAlternates: rounds run the operations in alternating
+// order (A B, then B A), so that none always runs first.
+func TestInterleaveAlternates(t *testing.T) {
+	var order []string
+	op := func(name string) func(int) error {
+		return func(n int) error {
+			if n > 0 {
+				order = append(order, name)
+			}
+			return nil
+		}
+	}
+	if _, err := Interleave(context.Background(), Sampling{Samples: 3, Target: time.Microsecond}, op("a"), op("b")); err != nil {
+		t.Fatal(err)
+	}
+	rounds := order[len(order)-6:] // after calibration
+	if got := strings.Join(rounds, ""); got != "abbaab" {
+		t.Fatalf("order %q, want abbaab", got)
+	}
+}
+
+// TestThreadCPUClock: with ThreadCPU a batch that sleeps costs the thread
+// less CPU time than it waits, and one that computes costs some; a wall
+// clock counts the wait.
+func TestThreadCPUClock(t *testing.T) {
+	if _, ok := threadCPU(); !ok {
+		t.Skip("no thread CPU clock here")
+	}
+	const nap = 20 * time.Millisecond
+	sleep := func(n int) error { time.Sleep(time.Duration(n) * nap); return nil }
+	sink := 0
+	spin := func(n int) error {
+		for i := range n * 100000 {
+			sink += i
+		}
+		return nil
+	}
+	s := Sampling{Samples: 3, Target: nap, Clock: ThreadCPU}
+	rounds, err := Interleave(context.Background(), s, sleep, spin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range rounds[0] {
+		if ns >= float64(nap) {
+			t.Fatalf("a sleeping batch cost %v of thread CPU per sleep of %v", time.Duration(ns), nap)
+		}
+	}
+	if slices.Max(rounds[1]) <= 0 {
+		t.Fatalf("a computing batch cost no CPU: %v", rounds[1])
+	}
+	s.Clock = Wall
+	wall, err := Measure(context.Background(), s, sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Min(wall) < float64(nap) {
+		t.Fatalf("wall time of a %v sleep: %v", nap, wall)
+	}
+	_ = sink
 }

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"runtime"
 	"time"
 )
 
@@ -12,6 +13,29 @@ type Sampling struct {
 	// Target is the duration of one batch; the batch size is calibrated
 	// to reach it.
 	Target time.Duration
+	// Clock is what a batch's time is read from.
+	Clock Clock
+}
+
+// Clock is what a measurement reads a batch's time from.
+type Clock int
+
+const (
+	// Wall is elapsed time: for work that waits on something else (the
+	// network, a database, another process, other goroutines).
+	Wall Clock = iota
+	// ThreadCPU is the CPU time of the measuring thread alone (the
+	// goroutine is locked to it): for work done on that thread and
+	// nothing else, which a shared machine's other load then does not
+	// count against (docs/LAB.md, "How the lab measures").
+	ThreadCPU
+)
+
+// CPU is s for in-process work on one thread: its thread's CPU time, over
+// four times as many batches, each a tenth as long: many short batches
+// whose fastest and median a busy neighbour disturbs least.
+func (s Sampling) CPU() Sampling {
+	return Sampling{Samples: 4*s.Samples + 1, Target: s.Target / 10, Clock: ThreadCPU}
 }
 
 // QuickSampling and FullSampling are the profiles' defaults. The quick
@@ -31,14 +55,16 @@ func calibrate(ctx context.Context, s Sampling, op func(n int) error) (int, erro
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		start := time.Now()
+		start, wall := now(s.Clock), time.Now()
 		if err := op(n); err != nil {
 			return 0, err
 		}
-		el := time.Since(start)
-		if el >= s.Target/4 || n >= 1<<30 {
-			per := float64(el) / float64(n)
-			return max(1, int(float64(s.Target)/per)), nil
+		el := now(s.Clock) - start
+		// An operation that spends its time waiting costs its thread
+		// little CPU: the wall clock bounds the calibration too.
+		if el >= s.Target/4 || time.Since(wall) >= s.Target || n >= 1<<30 {
+			per := max(float64(el), 1) / float64(n)
+			return max(1, min(int(float64(s.Target)/per), n*4)), nil
 		}
 		n *= 4
 	}
@@ -56,11 +82,17 @@ func Measure(ctx context.Context, s Sampling, op func(n int) error) ([]float64, 
 }
 
 // Interleave measures several operations in rounds: every round runs one
-// calibrated batch of each, in order, so that they all see the machine in
-// the same state (A B A B, not A A B B). It returns, per operation, one
-// sample per round in nanoseconds per operation; sample i of every
-// operation comes from round i, ready for PairedRatio.
+// calibrated batch of each, so that they all see the machine in the same
+// state (A B A B, not A A B B), in alternating order (A B, then B A: no
+// operation always runs first, or always after another's garbage). It
+// returns, per operation, one sample per round in nanoseconds per
+// operation; sample i of every operation comes from round i, ready for
+// PairedRatio. With ThreadCPU the goroutine is locked to its thread.
 func Interleave(ctx context.Context, s Sampling, ops ...func(n int) error) ([][]float64, error) {
+	if s.Clock == ThreadCPU {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	sizes := make([]int, len(ops))
 	for i, op := range ops {
 		var err error
@@ -69,19 +101,37 @@ func Interleave(ctx context.Context, s Sampling, ops ...func(n int) error) ([][]
 		}
 	}
 	out := make([][]float64, len(ops))
-	for range s.Samples {
-		for i, op := range ops {
+	for round := range s.Samples {
+		for j := range ops {
+			i := j
+			if round%2 == 1 {
+				i = len(ops) - 1 - j
+			}
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			start := time.Now()
-			if err := op(sizes[i]); err != nil {
+			start := now(s.Clock)
+			if err := ops[i](sizes[i]); err != nil {
 				return nil, err
 			}
-			out[i] = append(out[i], float64(time.Since(start).Nanoseconds())/float64(sizes[i]))
+			out[i] = append(out[i], float64((now(s.Clock)-start).Nanoseconds())/float64(sizes[i]))
 		}
 	}
 	return out, nil
+}
+
+// epoch makes Wall readings durations too.
+var epoch = time.Now()
+
+// now reads the clock: elapsed time since the lab started, or the
+// thread's CPU time (threadCPU).
+func now(c Clock) time.Duration {
+	if c == ThreadCPU {
+		if d, ok := threadCPU(); ok {
+			return d
+		}
+	}
+	return time.Since(epoch)
 }
 
 // Milliseconds converts a duration to fractional milliseconds, the unit of

@@ -143,6 +143,34 @@ func (r Result) Uncertain() bool {
 	return (r.Median > 1 && r.P05 <= 1) || (r.Median < 1 && r.P95 >= 1)
 }
 
+// RatioText is a ratio as the report prints it, "1.23x (1.10–1.35)" — or,
+// when its spread reaches the other side of 1 (Uncertain), "within noise
+// (0.97–1.08)": a difference the machine's noise could make is never
+// printed as a finding (docs/LAB.md, "How the lab measures").
+func (r Result) RatioText() string {
+	if r.N == 0 {
+		return "–"
+	}
+	if r.Uncertain() {
+		return "within noise (" + r.Spread() + ")"
+	}
+	s := FormatNumber(r.Median) + "x"
+	if sp := r.Spread(); sp != "" {
+		s += " (" + sp + ")"
+	}
+	return s
+}
+
+// OverheadText is RatioText for the ratio of a layer to what it wraps
+// (the field layer over raw AES-GCM), which cannot be below 1: a median
+// below 1 is noise, whatever its spread.
+func (r Result) OverheadText() string {
+	if r.N > 0 && r.Median < 1 {
+		return "within noise (" + r.Spread() + ")"
+	}
+	return r.RatioText()
+}
+
 // Spread formats the p05–p95 interval, such as "1.02–1.09".
 func (r Result) Spread() string {
 	if r.N < 2 {

@@ -34,6 +34,9 @@ func figure(rs lab.Results, cas, metric string, scale float64, unit string) stri
 	if !ok {
 		return "–"
 	}
+	if unit == "x" && scale == 1 && r.Source == "" {
+		return r.RatioText()
+	}
 	s := lab.FormatNumber(r.Median*scale) + unit
 	if r.Source != lab.SourceFieldReport && r.N >= 2 {
 		s += " (" + lab.FormatNumber(r.P05*scale) + "–" + lab.FormatNumber(r.P95*scale) + ")"
@@ -89,9 +92,19 @@ func aeadGlance(rs lab.Results) (string, lab.Table) {
 	}
 	over, _ := rs.Get(fmt.Sprintf(c, "seal")+"field-vs-raw", "field_overhead")
 	hwx, _ := rs.Get(fmt.Sprintf(c, "seal")+"raw/aes-hw-speedup", "hw_speedup")
-	lead := fmt.Sprintf("a 500-byte message takes %s µs to seal with ward (%sx raw AES-GCM); AES hardware: %sx here, 1.67–5.72x in the report.",
-		lab.FormatNumber(rs.Median(fmt.Sprintf(c, "seal")+"field/aes-hw-on", "time")/1e3), lab.FormatNumber(over.Median), lab.FormatNumber(hwx.Median))
+	lead := fmt.Sprintf("a 500-byte message takes %s µs to seal with ward (%s raw AES-GCM); AES hardware: %sx here, 1.67–5.72x in the report.",
+		lab.FormatNumber(rs.Median(fmt.Sprintf(c, "seal")+"field/aes-hw-on", "time")/1e3), overOf(over), lab.FormatNumber(hwx.Median))
 	return lead, t
+}
+
+// overOf says what the field layer costs over raw AES-GCM, "1.24x" of it
+// or "within noise of" it (lab.Result.OverheadText).
+func overOf(r lab.Result) string {
+	t := r.OverheadText()
+	if strings.HasPrefix(t, "within noise") {
+		return "within noise of"
+	}
+	return lab.FormatNumber(r.Median) + "x"
 }
 
 // pythonGlanceRow is what a reader in Python pays to open a message: ward's

@@ -213,7 +213,9 @@ func measure(ctx context.Context, env *lab.Env, keys ...caseKey) ([][]float64, e
 			return nil, err
 		}
 	}
-	rounds, err := lab.Interleave(ctx, env.Sampling, ops...)
+	// One thread's CPU time over many short batches: each case seals or
+	// opens on the measuring goroutine alone, with reused buffers.
+	rounds, err := lab.Interleave(ctx, env.Sampling.CPU(), ops...)
 	if err != nil {
 		return nil, fmt.Errorf("aead: %s: %w", keys[0].name(), err)
 	}

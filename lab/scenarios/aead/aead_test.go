@@ -93,8 +93,8 @@ func TestScenario(t *testing.T) {
 		if r.Metric == "time" && (len(r.Samples) != r.N || r.N < 3) {
 			t.Fatalf("%s: %d samples kept of %d", r.Case, len(r.Samples), r.N)
 		}
-		if r.Metric == "hw_speedup" && r.Source == "" && len(r.Samples) != 3*lab.QuickSampling.Samples {
-			t.Fatalf("%s: %d cross ratios, want 3 x %d", r.Case, len(r.Samples), lab.QuickSampling.Samples)
+		if r.Metric == "hw_speedup" && r.Source == "" && len(r.Samples) < 3*lab.QuickSampling.Samples {
+			t.Fatalf("%s: %d cross ratios, want at least 3 x %d", r.Case, len(r.Samples), lab.QuickSampling.Samples)
 		}
 	}
 	sec, err := Scenario{}.Report(env.Results())

@@ -65,6 +65,9 @@ func percent(r lab.Result) string {
 		return "–"
 	}
 	p := func(v float64) string { return fmt.Sprintf("%+.0f %%", (v-1)*100) }
+	if strings.HasPrefix(r.OverheadText(), "within noise") { // never a cost below 0, nor one the noise could make
+		return fmt.Sprintf("within noise (p05–p95 %s to %s)", p(r.P05), p(r.P95))
+	}
 	return fmt.Sprintf("%s (p05–p95 %s to %s)", p(r.Median), p(r.P05), p(r.P95))
 }
 

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package lab
+
+import "time"
+
+// threadCPU is not read here: measurements fall back to wall time.
+func threadCPU() (time.Duration, bool) { return 0, false }
