@@ -23,28 +23,36 @@ import (
 // issues grants one after another, "revoke" issues and revokes them.
 const grantChildEnv = "WARD_GRANT_CHILD"
 
-// killGrantChild starts TestGrantChild in mode, waits until it has written
-// a grant file, and kills it with SIGKILL a random moment later.
-func killGrantChild(t *testing.T, c *cliEnv, url, mode string) {
+// killChild starts the test binary's child test named run with env (the
+// keyring's master key and file added), waits until ready says it is at
+// work, and kills it with SIGKILL at a random moment within maxDelay.
+func killChild(t *testing.T, c *cliEnv, run string, env []string, ready func() bool, maxDelay time.Duration) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestGrantChild$")
-	cmd.Env = append(os.Environ(), grantChildEnv+"="+mode, local.EnvVar+"="+c.mk.Encode(), KeyringEnv+"="+c.krPath, "CHILD_DB="+url, "CHILD_DIR="+c.dir)
-	before, _ := filepath.Glob(filepath.Join(c.dir, "*.grant"))
+	cmd := exec.Command(os.Args[0], "-test.run=^"+run+"$")
+	cmd.Env = append(append(os.Environ(), local.EnvVar+"="+c.mk.Encode(), KeyringEnv+"="+c.krPath), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Microsecond) {
-		if now, _ := filepath.Glob(filepath.Join(c.dir, "*.grant")); len(now) > len(before) {
-			break
-		}
+	for deadline := time.Now().Add(60 * time.Second); !ready(); time.Sleep(100 * time.Microsecond) {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
-			t.Fatal("the child wrote no grant file in 60 s")
+			t.Fatalf("%s did nothing in 60 s", run)
 		}
 	}
-	time.Sleep(time.Duration(rand.IntN(30_000)) * time.Microsecond)
+	time.Sleep(rand.N(maxDelay))
 	cmd.Process.Kill()
 	cmd.Wait()
+}
+
+// killGrantChild runs TestGrantChild in mode and kills it once it has
+// written a grant file, within 30 ms.
+func killGrantChild(t *testing.T, c *cliEnv, url, mode string) {
+	t.Helper()
+	before, _ := filepath.Glob(filepath.Join(c.dir, "*.grant"))
+	killChild(t, c, "TestGrantChild", []string{grantChildEnv + "=" + mode, "CHILD_DB=" + url, "CHILD_DIR=" + c.dir}, func() bool {
+		now, _ := filepath.Glob(filepath.Join(c.dir, "*.grant"))
+		return len(now) > len(before)
+	}, 30*time.Millisecond)
 }
 
 // TestGrantKilled: 'ward grant' killed with SIGKILL at random moments, 10

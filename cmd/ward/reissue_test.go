@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -19,7 +17,6 @@ import (
 	"github.com/wardlab/ward/internal/localkms"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/awskms"
-	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"
 )
 
@@ -151,25 +148,12 @@ func TestReissueKilled(t *testing.T) {
 	}
 	reader := &cliEnv{dir: c.dir, env: map[string]string{}}
 	for kill := range 8 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestReissueChild$")
-		cmd.Env = append(os.Environ(), reissueChildEnv+"=1", local.EnvVar+"="+c.mk.Encode(), KeyringEnv+"="+c.krPath, "CHILD_DB="+url)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
 		// Once a re-issue is under way (its file waits beside the old
 		// one), at once or a moment later: between its steps.
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Microsecond) {
-			if pending, _ := filepath.Glob(out + ".reissue-*"); len(pending) > 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				t.Fatal("the child re-issued nothing in 60 s")
-			}
-		}
-		time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
-		cmd.Process.Kill()
-		cmd.Wait()
+		killChild(t, c, "TestReissueChild", []string{reissueChildEnv + "=1", "CHILD_DB=" + url}, func() bool {
+			pending, _ := filepath.Glob(out + ".reissue-*")
+			return len(pending) > 0
+		}, 4*time.Millisecond)
 		if code, stdout, e := c.run("grant", "reissue", "--db", url); code != 0 {
 			t.Fatalf("kill %d: grant reissue: %d %q %q", kill, code, stdout, e)
 		}
