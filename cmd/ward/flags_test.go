@@ -129,6 +129,7 @@ var flagTests = map[string]string{
 	"ward reseal --text":                       "TestJobFlags",
 	"ward reseal --workers":                    "TestJobFlags",
 	"ward subject --db":                        "TestSubjectRewrapFlags",
+	"ward subject audit --forget-journal":      "TestAuditByIdentity",
 	"ward subject audit --json":                "TestSubjectCommands",
 	"ward subject forget --namespace":          "TestSubjectCommands",
 	"ward subject forget --forget-journal":     "TestLedgerRecoverCommand",

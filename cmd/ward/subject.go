@@ -56,6 +56,11 @@ func (sc *subjectCmds) open(cmd *cobra.Command) (*keyring.Keyring, *ledgers, err
 
 // withStores runs fn over the store of every namespace of the database.
 func (sc *subjectCmds) withStores(cmd *cobra.Command, fn func(kr *keyring.Keyring, stores []*subject.Store) error) error {
+	return sc.withLedger(cmd, func(kr *keyring.Keyring, _ *ledgers, stores []*subject.Store) error { return fn(kr, stores) })
+}
+
+// withLedger is withStores with the database's checked ledger too.
+func (sc *subjectCmds) withLedger(cmd *cobra.Command, fn func(kr *keyring.Keyring, ls *ledgers, stores []*subject.Store) error) error {
 	kr, ls, err := sc.open(cmd)
 	if err != nil {
 		return err
@@ -65,7 +70,7 @@ func (sc *subjectCmds) withStores(cmd *cobra.Command, fn func(kr *keyring.Keyrin
 	if err != nil {
 		return err
 	}
-	return fn(kr, stores)
+	return fn(kr, ls, stores)
 }
 
 func (sc *subjectCmds) forget() *cobra.Command {
@@ -137,17 +142,28 @@ type auditDoc struct {
 	UserHeld   int64            `json:"user_held"`
 	Lost       int64            `json:"lost"`
 	Error      string           `json:"error,omitempty"`
+	// With --forget-journal: the subjects the journals record as
+	// forgotten, and those of them that hold a key or a session again
+	// (by identity: each subject the database holds, looked up in the
+	// journals).
+	Journaled   *int     `json:"journaled,omitempty"`
+	Resurrected []string `json:"resurrected,omitempty"`
 }
 
 func (sc *subjectCmds) audit() *cobra.Command {
 	var asJSON bool
+	var journals []string
 	audit := &cobra.Command{
-		Use:   "audit --db URL",
-		Short: "Check tombstones against the ledger, and count keys by what wraps them",
+		Use:   "audit --db URL [--forget-journal DIR]...",
+		Short: "Check tombstones against the ledger, count keys by what wraps them, and find forgotten subjects holding a key again",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return sc.withStores(cmd, func(_ *keyring.Keyring, stores []*subject.Store) error {
+			return sc.withLedger(cmd, func(kr *keyring.Keyring, ls *ledgers, stores []*subject.Store) error {
 				docs, bad, err := auditStores(cmd.Context(), stores)
+				if err != nil {
+					return err
+				}
+				back, err := resurrected(cmd.Context(), kr, ls, stores, journals, docs)
 				if err != nil {
 					return err
 				}
@@ -159,12 +175,50 @@ func (sc *subjectCmds) audit() *cobra.Command {
 				if bad != nil {
 					return cli.Failed(bad, "someone with write access to the database deleted or planted tombstones: a deleted one makes a forgotten subject look like a missing key; restore from a backup and find out who")
 				}
+				if back > 0 {
+					return cli.Failed(fmt.Errorf("%d subjects the forget journals record as forgotten hold a key or a session again", back),
+						"their forget was lost (the database went back in time) or their key rows were put back: run 'ward ledger recover --db URL --forget-journal DIR' if the ledger is refused, else 'ward subject forget' for each")
+				}
 				return nil
 			})
 		},
 	}
-	audit.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{namespace, tombstones, counted, by_key, user_held, lost, error}]")
+	audit.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{namespace, tombstones, counted, by_key, user_held, lost, error, journaled, resurrected}]")
+	audit.Flags().StringArrayVar(&journals, "forget-journal", nil, "a forget journal folder (repeatable): report, by identity, the subjects it records as forgotten that hold a key or a session again (exit 1)")
 	return audit
+}
+
+// resurrected fills each namespace's journaled and resurrected subjects
+// from the forget journals (none given: nothing) and returns how many
+// subjects are back.
+func resurrected(ctx context.Context, kr *keyring.Keyring, ls *ledgers, stores []*subject.Store, journals []string, docs []auditDoc) (int, error) {
+	if len(journals) == 0 {
+		return 0, nil
+	}
+	st, err := ls.l[0].Verified(ctx, kr)
+	if err != nil || st == nil {
+		return 0, err
+	}
+	records, err := journal.Read(kr, st.Database, journals...)
+	if err != nil {
+		return 0, err
+	}
+	back := 0
+	for i, s := range stores {
+		n := records.Count(s.Namespace())
+		docs[i].Journaled = &n
+		holders, err := s.Subjects(ctx)
+		if err != nil {
+			return 0, err
+		}
+		for _, sub := range holders {
+			if _, ok := records.Forgotten(s.Namespace(), sub); ok {
+				docs[i].Resurrected = append(docs[i].Resurrected, sub)
+				back++
+			}
+		}
+	}
+	return back, nil
 }
 
 // auditStores audits every namespace; bad is the last tampering found.
@@ -199,6 +253,9 @@ func (sc *subjectCmds) printAudit(docs []auditDoc) {
 		fmt.Fprintf(sc.a.stdout, "%s: %d tombstones (ledger counts %d), keys: %s, %d user-held, %d lost\n", printable.String(d.Namespace), d.Tombstones, d.Counted, byKeyText(d.ByKey), d.UserHeld, d.Lost)
 		if d.Error != "" {
 			fmt.Fprintf(sc.a.stdout, "  %s\n", d.Error)
+		}
+		if d.Journaled != nil {
+			fmt.Fprintf(sc.a.stdout, "  forget journals: %d subjects forgotten, %d of them hold a key or a session again%s\n", *d.Journaled, len(d.Resurrected), listed(d.Resurrected))
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -294,5 +296,56 @@ func TestPlantedNamespacesEscaped(t *testing.T) {
 		if strings.ContainsAny(out+e, "\x1b") || !strings.Contains(out+e, `\x1b[2J`) {
 			t.Errorf("%s: %q %q", strings.Join(args[:2], " "), out, e)
 		}
+	}
+}
+
+// TestAuditByIdentity: a forgotten user whose key rows a database writer
+// puts back (or hid during a recovery and restored after) is found by
+// 'ward subject audit --forget-journal', by identity: the command names
+// them and exits 1 (before, audit had no journal option and saw nothing
+// but counts); without the journal it reports as before.
+func TestAuditByIdentity(t *testing.T) {
+	ctx := context.Background()
+	c := newCLI(t)
+	c.newKeyring(t)
+	url, db := c.sqlite(t, "app.db")
+	kr, err := keyring.Load(ctx, c.krPath, c.mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
+	s, err := subject.Open(ctx, subject.Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"alice", "bob"} {
+		if _, err := s.SealingKey(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(`CREATE TABLE kept AS SELECT * FROM ward_subject_keys WHERE subject = 'alice'`); err != nil {
+		t.Fatal(err)
+	}
+	jdir := filepath.Join(c.dir, "journal")
+	if code, _, e := c.run("subject", "forget", "--db", url, "--namespace", "users", "--forget-journal", jdir, "alice"); code != 0 {
+		t.Fatal(e)
+	}
+	if code, out, e := c.run("subject", "audit", "--db", url, "--forget-journal", jdir); code != 0 || !strings.Contains(out, "1 subjects forgotten, 0 of them hold a key") {
+		t.Fatalf("audit after the forget: %d %q %q", code, out, e)
+	}
+	if _, err := db.Exec(`INSERT INTO ward_subject_keys SELECT * FROM kept`); err != nil {
+		t.Fatal(err)
+	}
+	code, out, e := c.run("subject", "audit", "--db", url, "--forget-journal", jdir)
+	if code != 1 || !strings.Contains(out, "1 of them hold a key or a session again: alice") || !strings.Contains(e, "ward ledger recover") {
+		t.Fatalf("audit with alice's key put back: %d %q %q", code, out, e)
+	}
+	var docs []auditDoc
+	if code, out, _ := c.run("subject", "audit", "--db", url, "--forget-journal", jdir, "--json"); code != 1 || json.Unmarshal([]byte(out), &docs) != nil ||
+		len(docs) != 1 || docs[0].Journaled == nil || *docs[0].Journaled != 1 || !slices.Equal(docs[0].Resurrected, []string{"alice"}) {
+		t.Fatalf("audit --json: %d %q", code, out)
+	}
+	if code, out, _ := c.run("subject", "audit", "--db", url); code != 0 || strings.Contains(out, "forget journals") {
+		t.Fatalf("audit without the journal: %d %q", code, out)
 	}
 }
