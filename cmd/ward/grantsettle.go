@@ -50,10 +50,8 @@ func (a *app) settle(ctx context.Context, kr *keyring.Keyring, ls *ledgers, g le
 		return nil
 	}
 	if grantFileID(g.Out) == g.ID {
-		for i, l := range ls.l {
-			if err := l.PromoteGrant(ctx, kr, g.ID); err != nil && !errors.Is(err, ledger.ErrUnknownGrant) {
-				return fmt.Errorf("%s: promoting grant %s: %w", dburl.Redact(ls.urls[i]), g.ID, err)
-			}
+		if err := ls.eachGrant("promoting", g.ID, func(l *ledger.Ledger) error { return l.PromoteGrant(ctx, kr, g.ID) }); err != nil {
+			return err
 		}
 		fmt.Fprintf(a.stderr, "ward: grant %s: its file %s holds it: live\n", g.ID, g.Out)
 		return nil
@@ -70,11 +68,8 @@ func (a *app) settle(ctx context.Context, kr *keyring.Keyring, ls *ledgers, g le
 
 // dropEverywhere removes pending grant id's record from every ledger.
 func dropEverywhere(ctx context.Context, kr *keyring.Keyring, ls *ledgers, id string) error {
-	for i, l := range ls.l {
-		if err := l.DropGrant(ctx, kr, id); err != nil && !errors.Is(err, ledger.ErrUnknownGrant) {
-			return cli.Failed(fmt.Errorf("%s: dropping grant %s, which has no file: %w", dburl.Redact(ls.urls[i]), id, err),
-				"the next 'ward grant list --db URL…' on this machine settles it")
-		}
+	if err := ls.eachGrant("dropping the file-less", id, func(l *ledger.Ledger) error { return l.DropGrant(ctx, kr, id) }); err != nil {
+		return cli.Failed(err, "the next 'ward grant list --db URL…' on this machine settles it")
 	}
 	return nil
 }
@@ -82,9 +77,16 @@ func dropEverywhere(ctx context.Context, kr *keyring.Keyring, ls *ledgers, id st
 // finishEverywhere records in every ledger that revoked grant id needs
 // nothing more.
 func finishEverywhere(ctx context.Context, kr *keyring.Keyring, ls *ledgers, id string) error {
+	return ls.eachGrant("finishing the revocation of", id, func(l *ledger.Ledger) error { return l.FinishRevocation(ctx, kr, id, time.Now()) })
+}
+
+// eachGrant applies fn, a change of grant id's record, to every ledger;
+// a ledger that does not record the grant is passed over. An error names
+// the database and what was done ("revoking" grant id).
+func (ls *ledgers) eachGrant(what, id string, fn func(l *ledger.Ledger) error) error {
 	for i, l := range ls.l {
-		if err := l.FinishRevocation(ctx, kr, id, time.Now()); err != nil && !errors.Is(err, ledger.ErrUnknownGrant) {
-			return fmt.Errorf("%s: finishing the revocation of grant %s: %w", dburl.Redact(ls.urls[i]), id, err)
+		if err := fn(l); err != nil && !errors.Is(err, ledger.ErrUnknownGrant) {
+			return fmt.Errorf("%s: %s grant %s: %w", dburl.Redact(ls.urls[i]), what, id, err)
 		}
 	}
 	return nil

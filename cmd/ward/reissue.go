@@ -242,12 +242,10 @@ func renameSynced(from, to string) error {
 
 // revokeEverywhere records grant id as revoked in every ledger.
 func revokeEverywhere(ctx context.Context, kr *keyring.Keyring, ls *ledgers, id string) error {
-	for i, l := range ls.l {
-		if _, err := l.RevokeGrant(ctx, kr, id, time.Now()); err != nil && !errors.Is(err, ledger.ErrUnknownGrant) {
-			return fmt.Errorf("%s: revoking grant %s: %w", dburl.Redact(ls.urls[i]), id, err)
-		}
-	}
-	return nil
+	return ls.eachGrant("revoking", id, func(l *ledger.Ledger) error {
+		_, err := l.RevokeGrant(ctx, kr, id, time.Now())
+		return err
+	})
 }
 
 // reissueForRetire re-issues without key id the grants that alone hold
