@@ -54,12 +54,8 @@ func (sc *subjectCmds) open(cmd *cobra.Command) (*keyring.Keyring, *ledgers, err
 	return kr, ls, err
 }
 
-// withStores runs fn over the store of every namespace of the database.
-func (sc *subjectCmds) withStores(cmd *cobra.Command, fn func(kr *keyring.Keyring, stores []*subject.Store) error) error {
-	return sc.withLedger(cmd, func(kr *keyring.Keyring, _ *ledgers, stores []*subject.Store) error { return fn(kr, stores) })
-}
-
-// withLedger is withStores with the database's checked ledger too.
+// withLedger runs fn over the store of every namespace of the database,
+// with its checked ledger.
 func (sc *subjectCmds) withLedger(cmd *cobra.Command, fn func(kr *keyring.Keyring, ls *ledgers, stores []*subject.Store) error) error {
 	kr, ls, err := sc.open(cmd)
 	if err != nil {
