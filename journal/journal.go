@@ -50,6 +50,7 @@ const Ext = ".wfj"
 // subject going private.
 const (
 	version        = "ward-forget-v1"
+	versionKeys    = "ward-forget-v2" // with the subject's key versions
 	privateVersion = "ward-private-v1"
 )
 
@@ -75,7 +76,19 @@ type Entry struct {
 	// keyring-wrapped key for it, whatever the database says
 	// (field/subject).
 	Private bool
+	// Keys, for a forget with BindKeys, are the versions of the keys it
+	// deleted (none for a subject that had none): what binds the record
+	// to the subject it forgot, not only to its ID. A key a recovery
+	// finds under a version the record does not name was created after
+	// the forget — a new subject that received a recycled ID — and is
+	// not forgotten again (record v2, FORMAT.md). At most MaxKeys.
+	Keys     []uint32
+	BindKeys bool
 }
+
+// MaxKeys bounds the key versions a record names; a forget of a subject
+// with more is recorded without them (v1), as a forget of its ID alone.
+const MaxKeys = 64
 
 // Journal appends a process's forgets to a file of its own in a folder.
 // It is safe for concurrent use.
@@ -213,14 +226,18 @@ func subjectHash(key []byte, namespace, subject string) []byte {
 }
 
 // record is an entry's line: version, database, namespace (hex),
-// subject hash (hex), Unix time, MAC (hex) over all before it.
+// subject hash (hex), in v2 the key versions, Unix time, MAC (hex) over
+// all before it.
 func (j *Journal) record(e Entry) []byte {
-	tag := version
-	if e.Private {
+	tag, keys := version, ""
+	switch {
+	case e.Private:
 		tag = privateVersion
+	case e.BindKeys && len(e.Keys) <= MaxKeys:
+		tag, keys = versionKeys, " "+keyList(e.Keys)
 	}
-	body := fmt.Sprintf("%s %s %s %s %d", tag, e.Database, hex.EncodeToString([]byte(e.Namespace)),
-		hex.EncodeToString(subjectHash(j.hashKey, e.Namespace, e.Subject)), e.At.Unix())
+	body := fmt.Sprintf("%s %s %s %s%s %d", tag, e.Database, hex.EncodeToString([]byte(e.Namespace)),
+		hex.EncodeToString(subjectHash(j.hashKey, e.Namespace, e.Subject)), keys, e.At.Unix())
 	m := hmac.New(sha256.New, j.mKey)
 	m.Write([]byte(body))
 	return []byte(body + " " + hex.EncodeToString(m.Sum(nil)) + "\n")
@@ -239,6 +256,42 @@ type Records struct {
 	hashKey []byte
 	byNS    map[string]map[string]time.Time // namespace → subject hash (hex) → when
 	private map[string]map[string]time.Time // the same, for subjects that went private
+	keys    map[string]map[string][]uint32  // namespace → subject hash → key versions, all of its records v2
+	unbound map[string]map[string]bool      // namespace → subject hash → a v1 record names it
+}
+
+// keyList spells key versions as a record holds them: "-" for none, else
+// 8 hex digits each, sorted, comma-separated.
+func keyList(keys []uint32) string {
+	if len(keys) == 0 {
+		return "-"
+	}
+	ks := slices.Sorted(slices.Values(keys))
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = fmt.Sprintf("%08x", k)
+	}
+	return strings.Join(out, ",")
+}
+
+// parseKeys reads keyList's spelling, refusing any other.
+func parseKeys(s string) ([]uint32, bool) {
+	if s == "-" {
+		return []uint32{}, true
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > MaxKeys {
+		return nil, false
+	}
+	out := make([]uint32, len(parts))
+	for i, p := range parts {
+		v, err := strconv.ParseUint(p, 16, 32)
+		if err != nil || len(p) != 8 || p != strings.ToLower(p) {
+			return nil, false
+		}
+		out[i] = uint32(v)
+	}
+	return out, keyList(out) == s
 }
 
 // Read reads every journal file in the folders given and returns the
@@ -287,7 +340,8 @@ func openJournalFile(name string) (*os.File, fs.FileInfo, error) {
 }
 
 func newRecords(hashKey []byte) *Records {
-	return &Records{hashKey: hashKey, byNS: map[string]map[string]time.Time{}, private: map[string]map[string]time.Time{}}
+	return &Records{hashKey: hashKey, byNS: map[string]map[string]time.Time{}, private: map[string]map[string]time.Time{},
+		keys: map[string]map[string][]uint32{}, unbound: map[string]map[string]bool{}}
 }
 
 func cmpErr(err error) error {
@@ -329,12 +383,22 @@ func (r *Records) readFile(name string, macKey []byte, database string) error {
 // newline (a crash mid-write), which is invalid.
 func (r *Records) add(line, macKey []byte, database string, complete bool) {
 	f := strings.Split(strings.TrimSuffix(string(line), "\n"), " ")
-	if !complete || len(f) != 6 || (f[0] != version && f[0] != privateVersion) {
+	var keys []uint32
+	switch {
+	case complete && len(f) == 7 && f[0] == versionKeys:
+		var ok bool
+		if keys, ok = parseKeys(f[4]); !ok {
+			r.Invalid++
+			return
+		}
+		f = append(f[:4:4], f[5:]...) // as v1, the key versions aside (the MAC is over the line as written)
+	case complete && len(f) == 6 && (f[0] == version || f[0] == privateVersion):
+	default:
 		r.Invalid++
 		return
 	}
 	m := hmac.New(sha256.New, macKey)
-	m.Write([]byte(strings.Join(f[:5], " ")))
+	m.Write(line[:strings.LastIndexByte(string(line), ' ')])
 	ns, nerr := hex.DecodeString(f[2])
 	at, terr := strconv.ParseInt(f[4], 10, 64)
 	// The MAC as written (lowercase hex), compared in constant time: one
@@ -350,6 +414,8 @@ func (r *Records) add(line, macKey []byte, database string, complete bool) {
 	into := r.byNS
 	if f[0] == privateVersion {
 		into = r.private
+	} else {
+		r.bind(string(ns), f[3], keys)
 	}
 	if into[string(ns)] == nil {
 		into[string(ns)] = map[string]time.Time{}
@@ -357,6 +423,55 @@ func (r *Records) add(line, macKey []byte, database string, complete bool) {
 	if prev, ok := into[string(ns)][f[3]]; !ok || time.Unix(at, 0).Before(prev) {
 		into[string(ns)][f[3]] = time.Unix(at, 0)
 	}
+}
+
+// bind adds a forget record's key versions (nil: a v1 record, bound to
+// the ID alone) to what the records say of a subject.
+func (r *Records) bind(ns, subject string, keys []uint32) {
+	if keys == nil {
+		if r.unbound[ns] == nil {
+			r.unbound[ns] = map[string]bool{}
+		}
+		r.unbound[ns][subject] = true
+		return
+	}
+	if r.keys[ns] == nil {
+		r.keys[ns] = map[string][]uint32{}
+	}
+	r.keys[ns][subject] = append(r.keys[ns][subject], keys...)
+}
+
+// VersionWindow is how far from a version a record names a key still
+// counts as the forgotten subject's. A subject's key versions run on from
+// a random start in [1, 2^31), one per re-key, so its other keys — one a
+// database writer hid while it was forgotten and put back after, say —
+// lie within a few versions of those the record names, while a new
+// subject's random start lands within 4,096 of them with a chance of
+// 2^-18.
+const VersionWindow = 4096
+
+// Forgets reports whether the journals record a forget of the subject
+// that holds keys of these versions now: true when a key lies within
+// VersionWindow of a version a record names, or a record names the
+// subject's ID alone (v1) or no version at all (its keys were gone, or
+// hidden, when it was forgotten); false when every record of the subject
+// names versions and no key is near them — keys created after the forget,
+// for a new subject that received the forgotten one's ID (after a
+// restore, a sequence or rowid starting again) — or when no record names
+// the subject. A subject holding no key (only sessions), or too many to
+// list (versions nil), is bound by any record.
+func (r *Records) Forgets(namespace, subject string, versions []uint32) bool {
+	h := hex.EncodeToString(subjectHash(r.hashKey, namespace, subject))
+	if _, ok := r.byNS[namespace][h]; !ok {
+		return false
+	}
+	named := r.keys[namespace][h]
+	if r.unbound[namespace][h] || len(versions) == 0 || len(named) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(versions, func(v uint32) bool {
+		return slices.ContainsFunc(named, func(n uint32) bool { return max(v, n)-min(v, n) <= VersionWindow })
+	})
 }
 
 // Namespaces lists the namespaces with records.

@@ -85,6 +85,12 @@ type NamespacePlan struct {
 	// Reapply is how many subjects the journals record that still hold a
 	// key or a session (their forget was lost): forgotten again.
 	Reapply int `json:"reapply"`
+	// Recycled is how many subjects the journals record whose keys are
+	// all of versions the records do not name: keys created after the
+	// forget, for a new subject that received the forgotten one's ID
+	// (after a restore, a sequence or rowid starts again). They are not
+	// forgotten; their forget is accounted for by its record.
+	Recycled int `json:"recycled,omitempty"`
 	// Lost is how many forgets the anchor counts that neither a tombstone
 	// nor a journal record accounts for.
 	Lost uint64 `json:"lost"`
@@ -248,12 +254,21 @@ func planNamespace(ctx context.Context, s *subject.Store, in ledger.Inspection, 
 			return np, err
 		}
 		for _, sub := range holders {
-			if _, ok := records.Forgotten(ns, sub); ok {
-				np.reapply = append(np.reapply, sub)
-				if !slices.Contains(tombstoned, sub) {
-					matched++
-					np.tombstoned++
-				}
+			if _, ok := records.Forgotten(ns, sub); !ok {
+				continue
+			}
+			versions, err := s.KeyVersions(ctx, sub)
+			if err != nil {
+				return np, err
+			}
+			if !records.Forgets(ns, sub, versions) { // keys created after the forget: a new subject with a recycled ID
+				np.Recycled++
+				continue
+			}
+			np.reapply = append(np.reapply, sub)
+			if !slices.Contains(tombstoned, sub) {
+				matched++
+				np.tombstoned++
 			}
 		}
 	}

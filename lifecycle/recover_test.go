@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,6 +157,85 @@ func TestRecoverRollback(t *testing.T) {
 		}
 		if st, err := a.db.Ledger.Verified(ctx, a.kr); err != nil || len(st.Recheck) != 0 {
 			t.Fatalf("after the census: %+v %v", st, err)
+		}
+	})
+}
+
+// TestRecoverSparesRecycledIDs: after a restore to before a subject was
+// created and forgotten, a new subject receives its ID (a sequence or
+// rowid starting again) and a key; the journal records the old subject's
+// forget, bound to its key versions (record v2), so neither the audit nor
+// a later recovery forgets the new one — the recovery counts it as
+// recycled (it forgot the innocent subject: the journal named the ID
+// alone). A key row of the old subject put back with it is still
+// forgotten.
+func TestRecoverSparesRecycledIDs(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		ctx := context.Background()
+		a := newApp(t, d, 0)
+		jdir := t.TempDir()
+		j, err := journal.Open(jdir, a.kr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		open := func() *subject.Store {
+			s, err := subject.Open(ctx, subject.Config{DB: d.DB, Dialect: a.db.Dialect, Keyring: a.kr, Ledger: a.db.Ledger, Namespace: "users", Journal: j})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		users := open()
+		if _, err := users.SealingKey("u0"); err != nil {
+			t.Fatal(err)
+		}
+		snap := takeSnapshot(t, d, a.db.Ledger.Table, subject.DefaultKeysTable, subject.DefaultTombstonesTable, subject.DefaultSessionsTable)
+		for _, u := range []string{"u7", "u8"} {
+			if _, err := users.SealingKey(u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := d.DB.Exec(`CREATE TABLE kept_u8 AS SELECT * FROM ` + subject.DefaultKeysTable + ` WHERE subject = 'u8'`); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range []string{"u7", "u8"} {
+			if err := users.Forget(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		snap.rollback(t)
+		if _, err := lifecycle.Recover(ctx, a.kr, a.db, lifecycle.RecoverOptions{Journals: []string{jdir}}); err != nil {
+			t.Fatalf("the recovery after the restore: %v", err)
+		}
+		// The service again: a new subject receives u7's ID; u8's old key
+		// row is put back by a database writer.
+		fresh := open()
+		if _, err := fresh.SealingKey("u7"); err != nil {
+			t.Fatalf("a new subject with a recycled ID: %v", err)
+		}
+		if _, err := d.DB.Exec(`INSERT INTO ` + subject.DefaultKeysTable + ` SELECT * FROM kept_u8`); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := fresh.Audit(ctx); !errors.Is(err, subject.ErrTombstoneTampered) || !strings.Contains(err.Error(), "1 subjects") {
+			t.Fatalf("the audit: %v (u8 is back, u7 is new)", err)
+		}
+		var plan lifecycle.RecoveryPlan
+		if _, err := lifecycle.Recover(ctx, a.kr, a.db, lifecycle.RecoverOptions{Journals: []string{jdir},
+			Confirm: func(p lifecycle.RecoveryPlan) bool { plan = p; return true }}); err != nil {
+			t.Fatal(err)
+		}
+		if ns := plan.Namespaces; len(ns) != 1 || ns[0].Recycled != 1 || ns[0].Reapply != 1 {
+			t.Fatalf("the second recovery's plan: %+v", plan.Namespaces)
+		}
+		after := open()
+		for u, want := range map[string]bool{"u7": false, "u8": true, "u0": false} {
+			if gone, err := after.IsForgotten(ctx, u); err != nil || gone != want {
+				t.Fatalf("%s forgotten: %v %v, want %v", u, gone, err, want)
+			}
+		}
+		if _, err := after.SealingKey("u7"); err != nil {
+			t.Fatalf("the new subject's key after the recovery: %v", err)
 		}
 	})
 }

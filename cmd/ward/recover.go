@@ -141,6 +141,9 @@ func (a *app) printPlan(name string, p lifecycle.RecoveryPlan) {
 	for _, ns := range p.Namespaces {
 		fmt.Fprintf(w, "  %s: the anchor counts %d forgets, the ledger %d; %d tombstones; %d journaled; %d to forget again; %d lost\n",
 			printable.String(ns.Namespace), ns.Anchored, ns.Counted, ns.Tombstones, ns.Journaled, ns.Reapply, ns.Lost)
+		if ns.Recycled > 0 {
+			fmt.Fprintf(w, "  %s: %d journaled IDs belong to new subjects (keys created after the forget): kept\n", printable.String(ns.Namespace), ns.Recycled)
+		}
 	}
 	if p.JobLocks > 0 {
 		fmt.Fprintf(w, "  %d job locks from before (jobs that ran against the lost copy): released, so the jobs can run again\n", p.JobLocks)

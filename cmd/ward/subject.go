@@ -208,7 +208,14 @@ func resurrected(ctx context.Context, kr *keyring.Keyring, ls *ledgers, stores [
 			return 0, err
 		}
 		for _, sub := range holders {
-			if _, ok := records.Forgotten(s.Namespace(), sub); ok {
+			if _, ok := records.Forgotten(s.Namespace(), sub); !ok {
+				continue
+			}
+			versions, err := s.KeyVersions(ctx, sub)
+			if err != nil {
+				return 0, err
+			}
+			if records.Forgets(s.Namespace(), sub, versions) { // else a new subject that received the ID
 				docs[i].Resurrected = append(docs[i].Resurrected, sub)
 				back++
 			}

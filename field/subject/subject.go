@@ -713,7 +713,7 @@ func (s *Store) forgetIn(ctx context.Context, tx *sql.Tx, subject string, st *le
 	s.Purge(subject)
 	at := time.Now()
 	var anchor func(context.Context) error
-	_, keys, err = s.forget(ctx, tx, st.Database, subject, at, func(added int64) error {
+	_, keys, err = s.forget(ctx, tx, st.Database, subject, at, func(added int64, versions []uint32) error {
 		if added > 0 { // counted in the same transaction: never one without the other
 			var err error
 			if anchor, err = s.cfg.Ledger.CountTx(ctx, tx, s.cfg.Keyring, s.counterName(), 1); err != nil {
@@ -725,7 +725,8 @@ func (s *Store) forgetIn(ctx context.Context, tx *sql.Tx, subject string, st *le
 		}
 		// Before the commit: a forget the database loses (a failover's
 		// lost tail, a restore) is then always in the journal.
-		if err := s.cfg.Journal.Append(ctx, journal.Entry{Database: st.Database, Namespace: s.cfg.Namespace, Subject: subject, At: at}); err != nil {
+		e := journal.Entry{Database: st.Database, Namespace: s.cfg.Namespace, Subject: subject, At: at, Keys: versions, BindKeys: versions != nil}
+		if err := s.cfg.Journal.Append(ctx, e); err != nil {
 			return fmt.Errorf("subject: %s/%s is not forgotten: %w", s.cfg.Namespace, subject, err)
 		}
 		return nil
@@ -762,9 +763,10 @@ func (s *Store) forgotNow(ctx context.Context, subject string, anchor func(conte
 
 // forget writes the tombstone and deletes the subject's keys and sessions
 // in tx, made durable; then it calls before with whether the tombstone is
-// new (the count, the journal). It returns whether the tombstone is new
-// and how many key versions it deleted.
-func (s *Store) forget(ctx context.Context, tx *sql.Tx, database, subject string, at time.Time, before func(added int64) error) (added, keys int64, err error) {
+// new (the count, the journal) and the versions of the keys it deleted.
+// It returns whether the tombstone is new and how many key versions it
+// deleted.
+func (s *Store) forget(ctx context.Context, tx *sql.Tx, database, subject string, at time.Time, before func(added int64, versions []uint32) error) (added, keys int64, err error) {
 	epoch, mac, err := s.tombstoneMAC(database, subject, at.Unix())
 	if err != nil {
 		return 0, 0, err
@@ -782,6 +784,10 @@ func (s *Store) forget(ctx context.Context, tx *sql.Tx, database, subject string
 	if added, err = res.RowsAffected(); err != nil {
 		return 0, 0, err
 	}
+	versions, err := s.keyVersions(ctx, tx, subject)
+	if err != nil {
+		return 0, 0, err
+	}
 	for _, t := range []string{s.keys, s.sessions} {
 		res, err := tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE namespace = %s AND subject = %s`, t, p(1), p(2)), s.cfg.Namespace, subject)
 		if err != nil {
@@ -792,7 +798,7 @@ func (s *Store) forget(ctx context.Context, tx *sql.Tx, database, subject string
 		}
 	}
 	if before != nil {
-		if err := before(added); err != nil {
+		if err := before(added, versions); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -919,8 +925,40 @@ func (s *Store) Audit(ctx context.Context) (valid int, counted uint64, err error
 	return valid, counted, nil
 }
 
+// KeyVersions lists the versions of a subject's key rows (what binds a
+// forget journal's record to the subject it forgot: journal.Records.Forgets);
+// nil for more than 4,096.
+func (s *Store) KeyVersions(ctx context.Context, subject string) ([]uint32, error) {
+	return s.keyVersions(ctx, s.cfg.DB, subject)
+}
+
+// keyVersions is KeyVersions through q, a transaction or the database.
+func (s *Store) keyVersions(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, subject string) ([]uint32, error) {
+	p := s.cfg.Dialect.Placeholder
+	rows, err := q.QueryContext(ctx, fmt.Sprintf(`SELECT version FROM %s WHERE namespace = %s AND subject = %s ORDER BY version LIMIT %d`, s.keys, p(1), p(2), maxVersions+1), s.cfg.Namespace, subject)
+	if err != nil {
+		return nil, fmt.Errorf("subject: reading the key versions of %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	defer rows.Close()
+	out := []uint32{}
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, uint32(v))
+	}
+	if len(out) > maxVersions {
+		return nil, rows.Err() // more than a subject has (a database writer's): any record of the ID binds them
+	}
+	return out, rows.Err()
+}
+
 // journaledBack counts the subjects holding a key whose forget the journal
-// records, of which tombstoned holds no valid tombstone.
+// records (by identity: a key the record's versions name, or a record of
+// the ID alone), of which tombstoned holds no valid tombstone.
 func (s *Store) journaledBack(ctx context.Context, database string, tombstoned []string) (int, error) {
 	recs, err := journal.Read(s.cfg.Keyring, database, s.cfg.Journal.Dir())
 	if err != nil {
@@ -939,7 +977,14 @@ func (s *Store) journaledBack(ctx context.Context, database string, tombstoned [
 	}
 	back := 0
 	for _, h := range holders {
-		if _, ok := recs.Forgotten(s.cfg.Namespace, h); ok && !gone[h] {
+		if gone[h] {
+			continue
+		}
+		versions, err := s.KeyVersions(ctx, h)
+		if err != nil {
+			return 0, err
+		}
+		if recs.Forgets(s.cfg.Namespace, h, versions) {
 			back++
 		}
 	}

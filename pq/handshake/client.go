@@ -20,10 +20,10 @@ type clientHandshake struct {
 	start time.Time
 	flags byte
 
-	x     xdh
-	xkey  xdhKey
-	kem   kemImpl
-	dk    decapsulator
+	x    xdh
+	xkey xdhKey
+	kem  kemImpl
+	dk   decapsulator
 }
 
 // Client runs the client side of a handshake on conn.
