@@ -10,6 +10,7 @@ import (
 
 	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
 
@@ -45,6 +46,17 @@ func (c *cliEnv) newKeyring(t *testing.T) {
 	if code, _, e := c.run("keyring", "new"); code != 0 {
 		t.Fatal(e)
 	}
+}
+
+// loadKeyring loads the keyring 'ward keyring new' made, as a process
+// beside the CLI would.
+func (c *cliEnv) loadKeyring(t *testing.T) *keyring.Keyring {
+	t.Helper()
+	kr, err := keyring.Load(context.Background(), c.krPath, c.mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr
 }
 
 // sqlite opens a SQLite database in the folder: its URL and handle.

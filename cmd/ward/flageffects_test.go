@@ -212,10 +212,7 @@ func TestRotateStaleAfter(t *testing.T) {
 	c := newCLI(t)
 	c.newKeyring(t)
 	url, db := c.sqlite(t, "app.db")
-	kr, err := keyring.Load(ctx, c.krPath, c.mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := c.loadKeyring(t)
 	if err := (&ledger.Ledger{DB: db, Dialect: field.SQLite}).Record(ctx, kr); err != nil {
 		t.Fatal(err)
 	}

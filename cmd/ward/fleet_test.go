@@ -114,10 +114,7 @@ func TestFleetSkipForm(t *testing.T) {
 	c.newKeyring(t)
 	ctx := context.Background()
 	load := func() *keyring.Keyring {
-		kr, err := keyring.Load(ctx, c.krPath, c.mk)
-		if err != nil {
-			t.Fatal(err)
-		}
+		kr := c.loadKeyring(t)
 		return kr
 	}
 	if err := (&ledger.Ledger{DB: db, Dialect: field.SQLite}).Record(ctx, load()); err != nil {
@@ -190,10 +187,7 @@ func TestEncryptColumnWaitsForForms(t *testing.T) {
 	c.newKeyring(t)
 	ctx := context.Background()
 	join := func(declare ...forms.Form) *fleet.Member {
-		kr, err := keyring.Load(ctx, c.krPath, c.mk)
-		if err != nil {
-			t.Fatal(err)
-		}
+		kr := c.loadKeyring(t)
 		g := forms.New()
 		g.Declare(declare...)
 		m, err := (&fleet.Registry{DB: db, Dialect: field.SQLite, Gate: g}).Join(ctx, kr, time.Hour, nil)

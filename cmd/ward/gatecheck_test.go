@@ -27,10 +27,7 @@ func TestCheckAgreesWithTheWriteGate(t *testing.T) {
 	c := newCLI(t)
 	c.newKeyring(t)
 	url, db := c.sqlite(t, "app.db")
-	kr, err := keyring.Load(ctx, c.krPath, c.mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := c.loadKeyring(t)
 	before := forms.New()
 	before.Declare(forms.Ciphertext(3), forms.Sealed("notes", "title"))
 	m, err := (&fleet.Registry{DB: db, Dialect: field.SQLite, Gate: before}).Join(ctx, kr, time.Hour, nil)
@@ -70,10 +67,7 @@ func TestEncryptFollowsTheFleet(t *testing.T) {
 	c := newCLI(t)
 	c.newKeyring(t)
 	url, db := c.sqlite(t, "app.db")
-	kr, err := keyring.Load(ctx, c.krPath, c.mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := c.loadKeyring(t)
 	before := forms.New()
 	before.Declare(forms.Ciphertext(3), forms.Sealed("notes", "title"))
 	m, err := (&fleet.Registry{DB: db, Dialect: field.SQLite, Gate: before}).Join(ctx, kr, time.Hour, nil)

@@ -26,10 +26,7 @@ func TestGrantPerSubjectColumn(t *testing.T) {
 	c := newCLI(t)
 	c.newKeyring(t)
 	url, db := c.sqlite(t, "app.db")
-	kr, err := keyring.Load(ctx, c.krPath, c.mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := c.loadKeyring(t)
 	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
 	if err := l.Record(ctx, kr); err != nil {
 		t.Fatal(err)

@@ -98,10 +98,7 @@ func TestGrantFlags(t *testing.T) {
 	if code, _, e := c.run("keyring", "rotate", "--db", url, "--wait", "10s"); code != 0 {
 		t.Fatal(e)
 	}
-	kr, err := keyring.Load(ctx, c.krPath, c.mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := c.loadKeyring(t)
 	readerKey := filepath.Join(c.dir, "reader.mk")
 	c.run("keyring", "gen-master-key", "--out", readerKey)
 	mk, _ := local.Load(readerKey, nil)

@@ -130,10 +130,7 @@ func TestRevokeKilled(t *testing.T) {
 				}
 			}
 		}
-		kr, err := keyring.Load(ctx, c.krPath, c.mk)
-		if err != nil {
-			t.Fatal(err)
-		}
+		kr := c.loadKeyring(t)
 		keys := len(kr.Keys())
 		for _, g := range c.grants(t, url) {
 			if g.Live() || g.Finished.IsZero() || slices.Contains(g.Keys, kr.Primary().ID) {

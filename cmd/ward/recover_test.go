@@ -12,7 +12,6 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
-	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
 
@@ -33,10 +32,7 @@ func TestLedgerRecoverCommand(t *testing.T) {
 	if _, err := db.Exec(`CREATE TABLE msgs (id INTEGER PRIMARY KEY, user_id TEXT NOT NULL, body TEXT)`); err != nil {
 		t.Fatal(err)
 	}
-	kr, err := keyring.Load(ctx, c.krPath, c.mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := c.loadKeyring(t)
 	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
 	s, err := subject.Open(ctx, subject.Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users", TTL: time.Nanosecond})
 	if err != nil {

@@ -33,10 +33,7 @@ func TestSubjectCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	app := func() (*keyring.Keyring, *ledger.Ledger, *field.Column, *password.Hasher) {
-		kr, err := keyring.Load(ctx, c.krPath, c.mk)
-		if err != nil {
-			t.Fatal(err)
-		}
+		kr := c.loadKeyring(t)
 		l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
 		s, err := subject.Open(ctx, subject.Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users", TTL: time.Nanosecond})
 		if err != nil {
@@ -159,10 +156,7 @@ func withSubjects(t *testing.T, c *cliEnv, n int) string {
 	t.Helper()
 	ctx := context.Background()
 	url, db := c.sqlite(t, "app.db")
-	kr, err := keyring.Load(ctx, c.krPath, c.mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := c.loadKeyring(t)
 	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
 	if err := l.Record(ctx, kr); err != nil {
 		t.Fatal(err)
@@ -270,10 +264,7 @@ func TestPlantedNamespacesEscaped(t *testing.T) {
 	c := newCLI(t)
 	c.newKeyring(t)
 	url, db := c.sqlite(t, "app.db")
-	kr, err := keyring.Load(ctx, c.krPath, c.mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := c.loadKeyring(t)
 	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
 	s, err := subject.Open(ctx, subject.Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users"})
 	if err != nil {
@@ -309,10 +300,7 @@ func TestAuditByIdentity(t *testing.T) {
 	c := newCLI(t)
 	c.newKeyring(t)
 	url, db := c.sqlite(t, "app.db")
-	kr, err := keyring.Load(ctx, c.krPath, c.mk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := c.loadKeyring(t)
 	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
 	s, err := subject.Open(ctx, subject.Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users"})
 	if err != nil {
