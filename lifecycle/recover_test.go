@@ -62,19 +62,7 @@ func TestRecoverRollback(t *testing.T) {
 		if _, err := lifecycle.Rotate(ctx, a.kr, []lifecycle.Database{a.db}, lifecycle.RotateOptions{Wait: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		jdir := t.TempDir()
-		j, err := journal.Open(jdir, a.kr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer j.Close()
-		open := func() *subject.Store {
-			s, err := subject.Open(ctx, subject.Config{DB: d.DB, Dialect: a.db.Dialect, Keyring: a.kr, Ledger: a.db.Ledger, Namespace: "users", Journal: j})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}
+		jdir, open := a.journaledUsers(t, d)
 		users := open()
 		for i := range 6 {
 			if _, err := users.SealingKey(fmt.Sprint("u", i)); err != nil {
@@ -106,7 +94,7 @@ func TestRecoverRollback(t *testing.T) {
 		if gone, _ := open().IsForgotten(ctx, "u1"); gone {
 			t.Fatal("the rollback kept u1's tombstone")
 		}
-		_, err = lifecycle.Recover(ctx, a.kr, a.db, lifecycle.RecoverOptions{})
+		_, err := lifecycle.Recover(ctx, a.kr, a.db, lifecycle.RecoverOptions{})
 		if !errors.Is(err, lifecycle.ErrUnrecoverable) {
 			t.Fatalf("a recovery without the journal: %v", err)
 		}
@@ -173,19 +161,7 @@ func TestRecoverSparesRecycledIDs(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
 		ctx := context.Background()
 		a := newApp(t, d, 0)
-		jdir := t.TempDir()
-		j, err := journal.Open(jdir, a.kr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer j.Close()
-		open := func() *subject.Store {
-			s, err := subject.Open(ctx, subject.Config{DB: d.DB, Dialect: a.db.Dialect, Keyring: a.kr, Ledger: a.db.Ledger, Namespace: "users", Journal: j})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}
+		jdir, open := a.journaledUsers(t, d)
 		users := open()
 		if _, err := users.SealingKey("u0"); err != nil {
 			t.Fatal(err)
@@ -238,4 +214,24 @@ func TestRecoverSparesRecycledIDs(t *testing.T) {
 			t.Fatalf("the new subject's key after the recovery: %v", err)
 		}
 	})
+}
+
+// journaledUsers opens a forget journal for the app's keyring and returns
+// its folder and a function opening the "users" store on it, as a fresh
+// process of the service would.
+func (a *app) journaledUsers(t *testing.T, d dbtest.DB) (string, func() *subject.Store) {
+	t.Helper()
+	jdir := t.TempDir()
+	j, err := journal.Open(jdir, a.kr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return jdir, func() *subject.Store {
+		s, err := subject.Open(context.Background(), subject.Config{DB: d.DB, Dialect: a.db.Dialect, Keyring: a.kr, Ledger: a.db.Ledger, Namespace: "users", Journal: j})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -260,16 +261,8 @@ func TestShardFromIndexedJob(t *testing.T) {
 // subject rekey' (it was printed raw: it could clear the screen and forge
 // lines).
 func TestPlantedNamespacesEscaped(t *testing.T) {
-	ctx := context.Background()
 	c := newCLI(t)
-	c.newKeyring(t)
-	url, db := c.sqlite(t, "app.db")
-	kr := c.loadKeyring(t)
-	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
-	s, err := subject.Open(ctx, subject.Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, db, s := c.usersStore(t)
 	if _, err := s.SealingKey("u1"); err != nil {
 		t.Fatal(err)
 	}
@@ -296,16 +289,8 @@ func TestPlantedNamespacesEscaped(t *testing.T) {
 // them and exits 1 (before, audit had no journal option and saw nothing
 // but counts); without the journal it reports as before.
 func TestAuditByIdentity(t *testing.T) {
-	ctx := context.Background()
 	c := newCLI(t)
-	c.newKeyring(t)
-	url, db := c.sqlite(t, "app.db")
-	kr := c.loadKeyring(t)
-	l := &ledger.Ledger{DB: db, Dialect: field.SQLite}
-	s, err := subject.Open(ctx, subject.Config{DB: db, Dialect: field.SQLite, Keyring: kr, Ledger: l, Namespace: "users"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, db, s := c.usersStore(t)
 	for _, u := range []string{"alice", "bob"} {
 		if _, err := s.SealingKey(u); err != nil {
 			t.Fatal(err)
@@ -336,4 +321,18 @@ func TestAuditByIdentity(t *testing.T) {
 	if code, out, _ := c.run("subject", "audit", "--db", url); code != 0 || strings.Contains(out, "forget journals") {
 		t.Fatalf("audit without the journal: %d %q", code, out)
 	}
+}
+
+// usersStore makes a keyring and a SQLite database, and opens the subject
+// store of its "users" namespace as a service beside the CLI would.
+func (c *cliEnv) usersStore(t *testing.T) (url string, db *sql.DB, s *subject.Store) {
+	t.Helper()
+	c.newKeyring(t)
+	url, db = c.sqlite(t, "app.db")
+	s, err := subject.Open(context.Background(), subject.Config{DB: db, Dialect: field.SQLite, Keyring: c.loadKeyring(t),
+		Ledger: &ledger.Ledger{DB: db, Dialect: field.SQLite}, Namespace: "users"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url, db, s
 }
