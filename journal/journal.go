@@ -9,8 +9,12 @@
 // forgets, so that any number of processes append at once without a lock,
 // and a service whose keyring file is read-only still records its forgets.
 // A record holds no subject ID: it holds a keyed hash of the namespace and
-// subject (HMAC-SHA-256 under a key derived from the keyring), the ledger's
-// database ID, the time, and a MAC. Whoever holds the keyring can tell
+// subject (HMAC-SHA-256 under a key derived from the keyring, [Identity]),
+// the ledger's database ID, the versions of the keys the forget deleted,
+// the ledger's tally of forgets it chains from, the time, and a MAC. A
+// record is appended before its forget commits; [Records.Settle] keeps
+// those on the chain of tallies the ledger and the keyring file's anchor
+// commit to, so a forget that rolled back counts for nothing. Whoever holds the keyring can tell
 // whether a given subject was forgotten; nobody else learns who was. A
 // record that fails its MAC (written without the keyring) is counted and
 // ignored, so a writer of the folder can delete records (then those
@@ -18,7 +22,6 @@
 package journal
 
 import (
-	"bufio"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -27,19 +30,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/wardlab/ward/internal/boundfile"
+	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -51,12 +48,14 @@ const Ext = ".wfj"
 const (
 	version        = "ward-forget-v1"
 	versionKeys    = "ward-forget-v2" // with the subject's key versions
+	versionChain   = "ward-forget-v3" // and the ledger's tally before the forget
 	privateVersion = "ward-private-v1"
 )
 
 // maxLine bounds a record's line when reading: a longer one is a
-// writer's, and is counted invalid without being kept.
-const maxLine = 1024
+// writer's, and is counted invalid without being kept. The longest record
+// (v3, a namespace of 256 bytes, 64 key versions) is about 1,500 bytes.
+const maxLine = 2048
 
 // databaseID is what a ledger's database ID looks like (and what a
 // keyring anchors): no space can split a record.
@@ -84,7 +83,19 @@ type Entry struct {
 	// not forgotten again (record v2, FORMAT.md). At most MaxKeys.
 	Keys     []uint32
 	BindKeys bool
+	// Prev, for a forget with Chain, is the ledger's tally of the
+	// namespace's forgets before this one (ledger.Ledger.TallyTx): a
+	// recovery accepts the record as a forget that committed only if it
+	// lies on the chain from the ledger's tally to the anchor's (record
+	// v3, FORMAT.md). Keys then are bound as with BindKeys (nil: more
+	// than MaxKeys, bound to the ID alone).
+	Prev  Tally
+	Chain bool
 }
+
+// Tally is a ledger's count of a namespace's forgets with the hash chain
+// over the forgotten subjects' identities ([Identity]).
+type Tally = keycore.Tally
 
 // MaxKeys bounds the key versions a record names; a forget of a subject
 // with more is recorded without them (v1), as a forget of its ID alone.
@@ -225,14 +236,37 @@ func subjectHash(key []byte, namespace, subject string) []byte {
 	return m.Sum(nil)
 }
 
+// Identity is the keyed hash a journal record and a ledger's tally hold
+// instead of a subject: HMAC-SHA-256, under a key derived from the
+// keyring's root, of the namespace's length (uvarint), the namespace and
+// the subject. It is stable across rotations: a holder of any copy of the
+// keyring file can test a list of IDs against it (SECURITY.md).
+func Identity(kr *keyring.Keyring, namespace, subject string) ([]byte, error) {
+	hashKey, _, err := keys(kr)
+	if err != nil {
+		return nil, err
+	}
+	return subjectHash(hashKey, namespace, subject), nil
+}
+
+// Identity is [Identity] under this journal's keyring.
+func (j *Journal) Identity(namespace, subject string) []byte {
+	return subjectHash(j.hashKey, namespace, subject)
+}
+
 // record is an entry's line: version, database, namespace (hex),
-// subject hash (hex), in v2 the key versions, Unix time, MAC (hex) over
-// all before it.
+// subject hash (hex), in v2 and v3 the key versions, in v3 the tally
+// before, Unix time, MAC (hex) over all before it.
 func (j *Journal) record(e Entry) []byte {
 	tag, keys := version, ""
 	switch {
 	case e.Private:
 		tag = privateVersion
+	case e.Chain:
+		tag, keys = versionChain, " "+keyList(e.Keys)+" "+tallyText(e.Prev)
+		if len(e.Keys) > MaxKeys || e.Keys == nil {
+			keys = " * " + tallyText(e.Prev)
+		}
 	case e.BindKeys && len(e.Keys) <= MaxKeys:
 		tag, keys = versionKeys, " "+keyList(e.Keys)
 	}
@@ -241,335 +275,4 @@ func (j *Journal) record(e Entry) []byte {
 	m := hmac.New(sha256.New, j.mKey)
 	m.Write([]byte(body))
 	return []byte(body + " " + hex.EncodeToString(m.Sum(nil)) + "\n")
-}
-
-// Records are the valid records of one database read from journals.
-type Records struct {
-	// Files is how many journal files were read.
-	Files int
-	// Invalid counts lines that failed to parse or their MAC (a writer
-	// of the folder's, or a record torn by a crash mid-write).
-	Invalid int
-	// Other counts valid records of other databases.
-	Other int
-
-	hashKey []byte
-	byNS    map[string]map[string]time.Time // namespace → subject hash (hex) → when
-	private map[string]map[string]time.Time // the same, for subjects that went private
-	keys    map[string]map[string][]uint32  // namespace → subject hash → key versions, all of its records v2
-	unbound map[string]map[string]bool      // namespace → subject hash → a v1 record names it
-}
-
-// keyList spells key versions as a record holds them: "-" for none, else
-// 8 hex digits each, sorted, comma-separated.
-func keyList(keys []uint32) string {
-	if len(keys) == 0 {
-		return "-"
-	}
-	ks := slices.Sorted(slices.Values(keys))
-	out := make([]string, len(ks))
-	for i, k := range ks {
-		out[i] = fmt.Sprintf("%08x", k)
-	}
-	return strings.Join(out, ",")
-}
-
-// parseKeys reads keyList's spelling, refusing any other.
-func parseKeys(s string) ([]uint32, bool) {
-	if s == "-" {
-		return []uint32{}, true
-	}
-	parts := strings.Split(s, ",")
-	if len(parts) > MaxKeys {
-		return nil, false
-	}
-	out := make([]uint32, len(parts))
-	for i, p := range parts {
-		v, err := strconv.ParseUint(p, 16, 32)
-		if err != nil || len(p) != 8 || p != strings.ToLower(p) {
-			return nil, false
-		}
-		out[i] = uint32(v)
-	}
-	return out, keyList(out) == s
-}
-
-// Read reads every journal file in the folders given and returns the
-// valid records of database.
-func Read(kr *keyring.Keyring, database string, dirs ...string) (*Records, error) {
-	hashKey, macKey, err := keys(kr)
-	if err != nil {
-		return nil, err
-	}
-	r := newRecords(hashKey)
-	for _, dir := range dirs {
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("journal: %s is not a journal folder: %w", dir, cmpErr(err))
-		}
-		files, err := filepath.Glob(filepath.Join(dir, "*"+Ext))
-		if err != nil {
-			return nil, fmt.Errorf("journal: %w", err)
-		}
-		for _, name := range files {
-			if err := r.readFile(name, macKey, database); err != nil {
-				return nil, err
-			}
-			r.Files++
-		}
-	}
-	return r, nil
-}
-
-// MaxFile bounds a journal file: a process's file holds a record of about
-// 200 bytes per forget, so 1 GiB is some five million forgets. A larger
-// file, or anything but a regular file where a journal file should be (a
-// FIFO, a device such as /dev/zero, a folder named *.wfj), is refused with
-// an error naming it, at once: a writer of the folder cannot make a read
-// hang or fill memory.
-const MaxFile = 1 << 30
-
-// openJournalFile opens a journal file for reading, refusing what
-// MaxFile's comment says. A file is read only up to the size it had when
-// opened.
-func openJournalFile(name string) (*os.File, fs.FileInfo, error) {
-	f, fi, err := boundfile.Open(name, MaxFile)
-	if err != nil {
-		return nil, nil, fmt.Errorf("journal: %w", err)
-	}
-	return f, fi, nil
-}
-
-func newRecords(hashKey []byte) *Records {
-	return &Records{hashKey: hashKey, byNS: map[string]map[string]time.Time{}, private: map[string]map[string]time.Time{},
-		keys: map[string]map[string][]uint32{}, unbound: map[string]map[string]bool{}}
-}
-
-func cmpErr(err error) error {
-	if err == nil {
-		return errors.New("not a folder")
-	}
-	return err
-}
-
-func (r *Records) readFile(name string, macKey []byte, database string) error {
-	f, fi, err := openJournalFile(name)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(io.LimitReader(f, fi.Size()), maxLine+1)
-	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			r.Invalid++
-			for errors.Is(err, bufio.ErrBufferFull) { // skip the rest of an overlong line
-				_, err = br.ReadSlice('\n')
-			}
-			continue
-		}
-		if len(line) > 0 {
-			r.add(line, macKey, database, err == nil)
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("journal: reading %s: %w", name, err)
-		}
-	}
-}
-
-// add parses one line; complete is false for a last line without its
-// newline (a crash mid-write), which is invalid.
-func (r *Records) add(line, macKey []byte, database string, complete bool) {
-	f := strings.Split(strings.TrimSuffix(string(line), "\n"), " ")
-	var keys []uint32
-	switch {
-	case complete && len(f) == 7 && f[0] == versionKeys:
-		var ok bool
-		if keys, ok = parseKeys(f[4]); !ok {
-			r.Invalid++
-			return
-		}
-		f = append(f[:4:4], f[5:]...) // as v1, the key versions aside (the MAC is over the line as written)
-	case complete && len(f) == 6 && (f[0] == version || f[0] == privateVersion):
-	default:
-		r.Invalid++
-		return
-	}
-	m := hmac.New(sha256.New, macKey)
-	m.Write(line[:strings.LastIndexByte(string(line), ' ')])
-	ns, nerr := hex.DecodeString(f[2])
-	at, terr := strconv.ParseInt(f[4], 10, 64)
-	// The MAC as written (lowercase hex), compared in constant time: one
-	// record has one spelling.
-	if nerr != nil || terr != nil || !hmac.Equal([]byte(f[5]), []byte(hex.EncodeToString(m.Sum(nil)))) {
-		r.Invalid++
-		return
-	}
-	if f[1] != database {
-		r.Other++
-		return
-	}
-	into := r.byNS
-	if f[0] == privateVersion {
-		into = r.private
-	} else {
-		r.bind(string(ns), f[3], keys)
-	}
-	if into[string(ns)] == nil {
-		into[string(ns)] = map[string]time.Time{}
-	}
-	if prev, ok := into[string(ns)][f[3]]; !ok || time.Unix(at, 0).Before(prev) {
-		into[string(ns)][f[3]] = time.Unix(at, 0)
-	}
-}
-
-// bind adds a forget record's key versions (nil: a v1 record, bound to
-// the ID alone) to what the records say of a subject.
-func (r *Records) bind(ns, subject string, keys []uint32) {
-	if keys == nil {
-		if r.unbound[ns] == nil {
-			r.unbound[ns] = map[string]bool{}
-		}
-		r.unbound[ns][subject] = true
-		return
-	}
-	if r.keys[ns] == nil {
-		r.keys[ns] = map[string][]uint32{}
-	}
-	r.keys[ns][subject] = append(r.keys[ns][subject], keys...)
-}
-
-// VersionWindow is how far from a version a record names a key still
-// counts as the forgotten subject's. A subject's key versions run on from
-// a random start in [1, 2^31), one per re-key, so its other keys — one a
-// database writer hid while it was forgotten and put back after, say —
-// lie within a few versions of those the record names, while a new
-// subject's random start lands within 4,096 of them with a chance of
-// 2^-18.
-const VersionWindow = 4096
-
-// Forgets reports whether the journals record a forget of the subject
-// that holds keys of these versions now: true when a key lies within
-// VersionWindow of a version a record names, or a record names the
-// subject's ID alone (v1) or no version at all (its keys were gone, or
-// hidden, when it was forgotten); false when every record of the subject
-// names versions and no key is near them — keys created after the forget,
-// for a new subject that received the forgotten one's ID (after a
-// restore, a sequence or rowid starting again) — or when no record names
-// the subject. A subject holding no key (only sessions), or too many to
-// list (versions nil), is bound by any record.
-func (r *Records) Forgets(namespace, subject string, versions []uint32) bool {
-	h := hex.EncodeToString(subjectHash(r.hashKey, namespace, subject))
-	if _, ok := r.byNS[namespace][h]; !ok {
-		return false
-	}
-	named := r.keys[namespace][h]
-	if r.unbound[namespace][h] || len(versions) == 0 || len(named) == 0 {
-		return true
-	}
-	return slices.ContainsFunc(versions, func(v uint32) bool {
-		return slices.ContainsFunc(named, func(n uint32) bool { return max(v, n)-min(v, n) <= VersionWindow })
-	})
-}
-
-// Namespaces lists the namespaces with records.
-func (r *Records) Namespaces() []string {
-	return slices.Sorted(maps.Keys(r.byNS))
-}
-
-// Count is how many distinct subjects of a namespace were forgotten.
-func (r *Records) Count(namespace string) int { return len(r.byNS[namespace]) }
-
-// Forgotten reports whether the journal records a subject's forget, and
-// when (the earliest record).
-func (r *Records) Forgotten(namespace, subject string) (time.Time, bool) {
-	at, ok := r.byNS[namespace][hex.EncodeToString(subjectHash(r.hashKey, namespace, subject))]
-	return at, ok
-}
-
-// Private reports whether the journal records that a subject went
-// private.
-func (r *Records) Private(namespace, subject string) bool {
-	_, ok := r.private[namespace][hex.EncodeToString(subjectHash(r.hashKey, namespace, subject))]
-	return ok
-}
-
-// live is a journal's index of the records every process has appended so
-// far, read incrementally (each file from where the last read stopped).
-type live struct {
-	mu       sync.Mutex
-	database string
-	records  *Records
-	offsets  map[string]int64
-}
-
-// Private reports whether any process's record in the journal says the
-// subject went private, in the database named: the journal is read anew
-// up to its end first (only what was appended since the last call). A
-// store asks before it creates a keyring-wrapped key, which a database
-// writer who deleted a private user's key rows would otherwise get.
-func (j *Journal) Private(database, namespace, subject string) (bool, error) {
-	j.live.mu.Lock()
-	defer j.live.mu.Unlock()
-	if err := j.refresh(database); err != nil {
-		return false, err
-	}
-	return j.live.records.Private(namespace, subject), nil
-}
-
-// refresh reads what was appended to the journal since the last call.
-func (j *Journal) refresh(database string) error {
-	l := &j.live
-	if l.records == nil || l.database != database {
-		l.records, l.offsets, l.database = newRecords(j.hashKey), map[string]int64{}, database
-	}
-	files, err := filepath.Glob(filepath.Join(j.dir, "*"+Ext))
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	for _, name := range files {
-		if err := l.readFrom(name, j.mKey); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// readFrom reads a file's complete lines after the offset last read.
-func (l *live) readFrom(name string, macKey []byte) error {
-	f, fi, err := openJournalFile(name)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	off := l.offsets[name]
-	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	br := bufio.NewReaderSize(io.LimitReader(f, max(0, fi.Size()-off)), maxLine+1)
-	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) { // an overlong line: a writer's, skipped
-			l.records.Invalid++
-			off += int64(len(line))
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				off += int64(len(line))
-			}
-			if err == nil {
-				continue
-			}
-		}
-		if err != nil { // EOF: a last line without its newline is read again next time
-			l.offsets[name] = off
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("journal: reading %s: %w", name, err)
-		}
-		l.records.add(line, macKey, l.database, true)
-		off += int64(len(line))
-	}
 }

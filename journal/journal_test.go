@@ -138,7 +138,32 @@ type vector struct {
 	// BindKeys makes a v2 record, of the key versions Keys.
 	BindKeys bool     `json:"bind_keys,omitempty"`
 	Keys     []uint32 `json:"keys,omitempty"`
-	Line     string   `json:"line"`
+	// Chain makes a v3 record, of the key versions Keys ("*" when
+	// KeysUnbound) and the tally before, Prev; Next is the tally after
+	// (Prev with the subject's hash added: FORMAT.md, "Tallies").
+	Chain       bool         `json:"chain,omitempty"`
+	KeysUnbound bool         `json:"keys_unbound,omitempty"`
+	Prev        *vectorTally `json:"prev,omitempty"`
+	Next        *vectorTally `json:"next,omitempty"`
+	Line        string       `json:"line"`
+}
+
+type vectorTally struct {
+	Count uint64 `json:"count"`
+	Since uint64 `json:"since"`
+	Head  string `json:"head"` // hex; empty at the start
+}
+
+func (v *vectorTally) tally() Tally {
+	if v == nil {
+		return Tally{}
+	}
+	h, _ := hex.DecodeString(v.Head)
+	return Tally{Count: v.Count, Since: v.Since, Head: h}
+}
+
+func textTally(t Tally) *vectorTally {
+	return &vectorTally{Count: t.Count, Since: t.Since, Head: hex.EncodeToString(t.Head)}
 }
 
 // TestVectors checks the record format against testdata/vectors.json.
@@ -152,7 +177,10 @@ func TestVectors(t *testing.T) {
 			{Database: "db-1", Namespace: "n", Subject: "", At: 4102444800},
 			{Database: "db-0123456789abcdef", Namespace: "users", Subject: "bob", At: 1764547200, Private: true},
 			{Database: "db-0123456789abcdef", Namespace: "users", Subject: "carol", At: 1764547200, BindKeys: true, Keys: []uint32{0x7f000001, 0x1a2b3c4d}},
-			{Database: "db-0123456789abcdef", Namespace: "users", Subject: "dave", At: 1764547200, BindKeys: true}}
+			{Database: "db-0123456789abcdef", Namespace: "users", Subject: "dave", At: 1764547200, BindKeys: true},
+			{Database: "db-0123456789abcdef", Namespace: "users", Subject: "erin", At: 1764547200, Chain: true, Keys: []uint32{0x7f000001}, Prev: &vectorTally{Count: 4, Since: 4}},
+			{Database: "db-0123456789abcdef", Namespace: "users", Subject: "frank", At: 1764547200, Chain: true, Keys: []uint32{}, Prev: &vectorTally{Count: 5, Since: 4, Head: "2d8b2c0a1e0f6f0d8f8f9d4c63f1b8f3f7e3b1a0c9d8e7f6a5b4c3d2e1f00112"}},
+			{Database: "db-0123456789abcdef", Namespace: "users", Subject: "grace", At: 1764547200, Chain: true, KeysUnbound: true, Prev: &vectorTally{Count: 9, Since: 0, Head: "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"}}}
 	} else {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -167,11 +195,20 @@ func TestVectors(t *testing.T) {
 	j := &Journal{hashKey: hk, mKey: mk}
 	r := newRecords(hk)
 	for i, e := range v.Records {
-		line := string(j.record(Entry{Database: e.Database, Namespace: e.Namespace, Subject: e.Subject, At: time.Unix(e.At, 0), Private: e.Private, Keys: e.Keys, BindKeys: e.BindKeys}))
+		keys := e.Keys
+		if e.Chain && !e.KeysUnbound && keys == nil {
+			keys = []uint32{}
+		}
+		line := string(j.record(Entry{Database: e.Database, Namespace: e.Namespace, Subject: e.Subject, At: time.Unix(e.At, 0), Private: e.Private, Keys: keys, BindKeys: e.BindKeys, Chain: e.Chain, Prev: e.Prev.tally()}))
 		if *update {
 			v.Records[i].Line = line
+			if e.Chain {
+				v.Records[i].Next = textTally(e.Prev.tally().Add(subjectHash(hk, e.Namespace, e.Subject)))
+			}
 		} else if line != e.Line {
 			t.Fatalf("record %d: %q, want %q", i, line, e.Line)
+		} else if e.Chain && !e.Prev.tally().Add(subjectHash(hk, e.Namespace, e.Subject)).Equal(e.Next.tally()) {
+			t.Fatalf("record %d: the tally after is not %+v", i, e.Next)
 		}
 		r.add([]byte(line), mk, e.Database, true)
 		if e.Private {
@@ -196,8 +233,8 @@ func TestVectors(t *testing.T) {
 }
 
 // FuzzRecord: no line panics the reader, and the only lines it accepts
-// are the two records made with the MAC key (v1, and v2 with key
-// versions): nothing else forges a forget.
+// are the three records made with the MAC key (v1, v2 with key versions,
+// v3 with the tally before): nothing else forges a forget.
 func FuzzRecord(f *testing.F) {
 	hk, mk := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
 	j := &Journal{hashKey: hk, mKey: mk}
@@ -207,11 +244,14 @@ func FuzzRecord(f *testing.F) {
 	bound := j.record(Entry{Database: "db-1", Namespace: "users", Subject: "alice", At: time.Unix(1, 0), Keys: []uint32{1, 2}, BindKeys: true})
 	f.Add(bound)
 	f.Add([]byte("ward-forget-v2 db-1 7573657273 00 00000001,00000001 1 00\n"))
+	chained := j.record(Entry{Database: "db-1", Namespace: "users", Subject: "alice", At: time.Unix(1, 0), Keys: []uint32{1}, Chain: true, Prev: Tally{Count: 2, Since: 2}})
+	f.Add(chained)
+	f.Add([]byte("ward-forget-v3 db-1 7573657273 00 * 1/0/00 1 00\n"))
 	f.Add([]byte("\n"))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		r := newRecords(hk)
 		r.add(line, mk, "db-1", bytes.HasSuffix(line, []byte("\n")))
-		if r.Invalid == 0 && !bytes.Equal(line, good) && !bytes.Equal(line, bound) {
+		if r.Invalid == 0 && !bytes.Equal(line, good) && !bytes.Equal(line, bound) && !bytes.Equal(line, chained) {
 			t.Fatalf("accepted %q", line)
 		}
 	})

@@ -141,6 +141,11 @@ type State struct {
 	// Counters are named counts that must not go backwards, such as the
 	// subjects forgotten in a namespace ([Ledger.Count]).
 	Counters map[string]uint64 `json:"counters,omitempty"`
+	// Tallies name what counters count by identity ([Ledger.TallyTx]):
+	// for a namespace's forgets, a hash chain over the keyed hashes of the
+	// subjects forgotten, anchored with the rest. A tally starts at its
+	// counter's count when first added to (FORMAT.md, "Tallies").
+	Tallies map[string]Tally `json:"tallies,omitempty"`
 	// Recheck names the columns ("table.column") whose values may have
 	// gone back to an older form (plaintext, an older key) because the
 	// database went back in time: a recovery ([Ledger.Recover]) lists
@@ -565,19 +570,70 @@ func (l *Ledger) Count(ctx context.Context, kr *keyring.Keyring, name string, de
 // anchor lags, which the next write catches up, as with a service that
 // cannot write the keyring file.
 func (l *Ledger) CountTx(ctx context.Context, tx *sql.Tx, kr *keyring.Keyring, name string, delta uint64) (anchor func(context.Context) error, err error) {
-	in := &Ledger{DB: l.DB, Dialect: l.Dialect, Table: l.Table, tx: tx}
-	in.created.Store(true)
-	in.primary.Inherit(&l.primary)
+	in := l.inTx(tx)
 	if _, err := in.Count(ctx, kr, name, delta); err != nil {
 		return nil, err
 	}
+	return in.anchorAfter(kr), nil
+}
+
+// Tally names what a counter counts ([State.Tallies]).
+type Tally = keycore.Tally
+
+// TallyTx is CountTx of one identity (a forgotten subject's keyed hash):
+// it adds one to the named counter and id to its tally ([State.Tallies]),
+// within tx, and returns the tally as it was before — what a forget
+// journal's record chains from. A counter counted before tallies (or by
+// Count) starts its tally at its count.
+func (l *Ledger) TallyTx(ctx context.Context, tx *sql.Tx, kr *keyring.Keyring, name string, id []byte) (prev Tally, anchor func(context.Context) error, err error) {
+	in := l.inTx(tx)
+	err = in.update(ctx, kr, normal, func(st *State) {
+		if st.Counters == nil {
+			st.Counters = map[string]uint64{}
+		}
+		if st.Tallies == nil {
+			st.Tallies = map[string]Tally{}
+		}
+		prev = st.Tally(name)
+		st.Counters[name]++
+		st.Tallies[name] = prev.Add(id)
+	})
+	if err != nil {
+		return Tally{}, nil, err
+	}
+	return prev, in.anchorAfter(kr), nil
+}
+
+// Tally is the named counter's tally: the recorded one, or one starting
+// at the counter's count (a counter from before tallies). A tally counts
+// forgets as they happened; the counter, which a recovery may set to the
+// tombstones it left, can differ from it.
+func (st *State) Tally(name string) Tally {
+	if t, ok := st.Tallies[name]; ok {
+		return t
+	}
+	n := st.Counters[name]
+	return Tally{Count: n, Since: n}
+}
+
+// inTx is l working within tx, the caller's transaction.
+func (l *Ledger) inTx(tx *sql.Tx) *Ledger {
+	in := &Ledger{DB: l.DB, Dialect: l.Dialect, Table: l.Table, tx: tx}
+	in.created.Store(true)
+	in.primary.Inherit(&l.primary)
+	return in
+}
+
+// anchorAfter returns what saves, after the caller's commit, the state in
+// wrote to the keyring file's anchor.
+func (in *Ledger) anchorAfter(kr *keyring.Keyring) func(context.Context) error {
 	st := in.pending
 	return func(ctx context.Context) error {
 		if st == nil {
 			return nil
 		}
-		return l.anchor(ctx, kr, st)
-	}, nil
+		return in.anchor(ctx, kr, st)
+	}
 }
 
 // Retire records that a key was retired: its material is removed from the
@@ -777,6 +833,7 @@ func successor(cur *State, kr *keyring.Keyring) State {
 	next.Marks = slices.Clone(cur.Marks)
 	next.Columns = slices.Clone(cur.Columns)
 	next.Counters = maps.Clone(cur.Counters)
+	next.Tallies = maps.Clone(cur.Tallies)
 	next.Recheck = slices.Clone(cur.Recheck)
 	next.Recoveries = slices.Clone(cur.Recoveries)
 	next.Forms = cloneForms(cur.Forms)
@@ -813,7 +870,7 @@ func normalise(next *State, kr *keyring.Keyring) {
 func unchanged(cur, next *State, kr *keyring.Keyring) bool {
 	return slices.Equal(cur.Keys, next.Keys) && slices.Equal(cur.Marks, next.Marks) &&
 		slices.EqualFunc(cur.Columns, next.Columns, Column.equal) && maps.Equal(cur.Counters, next.Counters) &&
-		slices.Equal(cur.Recheck, next.Recheck) && len(cur.Recoveries) == len(next.Recoveries) &&
+		maps.EqualFunc(cur.Tallies, next.Tallies, Tally.Equal) && slices.Equal(cur.Recheck, next.Recheck) && len(cur.Recoveries) == len(next.Recoveries) &&
 		slices.EqualFunc(cur.Forms, next.Forms, Form.equal) && cur.Expect == next.Expect &&
 		slices.EqualFunc(cur.Grants, next.Grants, Grant.equal) && slices.EqualFunc(cur.MACs, next.MACs, MACColumn.equal) &&
 		cur.Epoch == core(kr).StateEpoch()
@@ -948,7 +1005,7 @@ func (l *Ledger) anchor(ctx context.Context, kr *keyring.Keyring, st *State) err
 	for i, c := range st.Columns {
 		cols[i] = c.Table + "." + c.Column
 	}
-	err := core(kr).SetAnchor(ctx, st.Database, Anchor{Counter: st.Counter, Epoch: st.Epoch, Marks: st.Marks, Counters: st.Counters, Columns: cols})
+	err := core(kr).SetAnchor(ctx, st.Database, Anchor{Counter: st.Counter, Epoch: st.Epoch, Marks: st.Marks, Counters: st.Counters, Tallies: st.Tallies, Columns: cols})
 	if errors.Is(err, keycore.ErrAnchorRollback) {
 		return nil // another process anchored a newer state first
 	}

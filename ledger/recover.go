@@ -37,7 +37,9 @@ type Inspection struct {
 	Behind Behind
 }
 
-// Behind is the difference between an anchor and an older ledger.
+// Behind is the difference between an anchor and an older ledger. (The
+// forgets a ledger lost are told by identity from its tallies and the
+// anchor's: package lifecycle, with the forget journals.)
 type Behind struct {
 	// Writes is how many ledger writes were lost (the counter gap).
 	Writes uint64 `json:"writes"`
@@ -138,6 +140,11 @@ func anchorHas(a Anchor, st *State) bool {
 			return false
 		}
 	}
+	for name, t := range st.Tallies {
+		if a.Tallies[name].Count < t.Count {
+			return false
+		}
+	}
 	for _, c := range columnNames(st) {
 		if !slices.Contains(a.Columns, c) {
 			return false
@@ -196,6 +203,14 @@ func (l *Ledger) Recover(ctx context.Context, kr *keyring.Keyring, opts RecoverO
 		}
 		for name, n := range opts.Counters {
 			st.Counters[name] = max(st.Counters[name], n)
+		}
+		for name, t := range a.Tallies { // the recovery accounted for the anchor's forgets, or accepted their loss
+			if t.Count > st.Tally(name).Count {
+				if st.Tallies == nil {
+					st.Tallies = map[string]Tally{}
+				}
+				st.Tallies[name] = t
+			}
 		}
 		st.Recheck = append(st.Recheck, append(columnNames(st), a.Columns...)...)
 		st.Recoveries = append(st.Recoveries, Recovery{At: time.Now().UTC().Truncate(time.Second), Found: found, Anchor: a.Counter, Summary: opts.Summary})

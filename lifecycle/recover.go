@@ -92,8 +92,12 @@ type NamespacePlan struct {
 	// forgotten; their forget is accounted for by its record.
 	Recycled int `json:"recycled,omitempty"`
 	// Lost is how many forgets the anchor counts that neither a tombstone
-	// nor a journal record accounts for.
+	// nor a journal record accounts for: by identity, those on the
+	// anchor's tally past the ledger's that no record names (Settlement).
 	Lost uint64 `json:"lost"`
+	// Settlement says how the journals' records were told apart: which
+	// committed, which may have, which did not (and count for nothing).
+	Settlement journal.Settlement `json:"settlement"`
 
 	reapply    []string
 	tombstoned int // tombstones after the recovery
@@ -242,7 +246,11 @@ func planNamespace(ctx context.Context, s *subject.Store, in ledger.Inspection, 
 	}
 	np.Tombstones = len(tombstoned)
 	matched := 0 // journaled subjects with a valid tombstone, after the recovery
+	ledgerTally, anchorTally := in.State.Tally(subject.ForgetCounter(ns)), in.Anchor.Tally(subject.ForgetCounter(ns))
+	np.Settlement = journal.Settlement{ByIdentity: anchorTally.Since == ledgerTally.Since || anchorTally.Count <= ledgerTally.Count,
+		Lost: anchorTally.Count - min(anchorTally.Count, ledgerTally.Count)} // no journal: every forget past the ledger's tally
 	if records != nil {
+		np.Settlement = records.Settle(ns, ledgerTally, anchorTally)
 		np.Journaled = records.Count(ns)
 		for _, sub := range tombstoned {
 			if _, ok := records.Forgotten(ns, sub); ok {
@@ -274,13 +282,23 @@ func planNamespace(ctx context.Context, s *subject.Store, in ledger.Inspection, 
 	}
 	np.Reapply = len(np.reapply)
 	np.tombstoned += np.Tombstones
-	// A journaled subject with neither a key nor a tombstone left
-	// nothing behind to forget: the journal accounts for it.
-	accounted := uint64(np.tombstoned + np.Journaled - matched)
-	if np.Anchored > accounted {
-		np.Lost = np.Anchored - accounted
-	}
+	np.Lost = lost(np, matched)
 	return np, nil
+}
+
+// lost is how many forgets of a namespace the anchor proves and nothing
+// accounts for. By identity (the journals settled against the tallies):
+// those of the anchor's chain past the ledger's that no record names. By
+// count (a namespace counted before tallies): the anchor's count less the
+// tombstones after the recovery and the journaled subjects without one (a
+// journaled subject with neither a key nor a tombstone left nothing
+// behind to forget: its record accounts for it).
+func lost(np NamespacePlan, matched int) uint64 {
+	if np.Settlement.ByIdentity {
+		return np.Settlement.Lost
+	}
+	accounted := uint64(np.tombstoned + np.Journaled - matched)
+	return np.Anchored - min(np.Anchored, accounted)
 }
 
 // at is when the journals say a subject was forgotten.

@@ -235,3 +235,67 @@ func (a *app) journaledUsers(t *testing.T, d dbtest.DB) (string, func() *subject
 		return s
 	}
 }
+
+// TestRecoverByIdentity: a forget whose transaction rolled back (process
+// B's) leaves a journal record chained from the same tally as the forget
+// that committed after it (process A's, u1). After the database loses
+// u1's forget, B's journal alone does not make up for A's: the recovery
+// refuses, naming one forget lost (it passed, counting B's record, and
+// u1's key opened again). With both journals it forgets u1 and not u2,
+// whose forget never happened, and B's record no longer reports u2 to
+// the audit.
+func TestRecoverByIdentity(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		ctx := context.Background()
+		a := newApp(t, d, 0)
+		jA, openA := a.journaledUsers(t, d)
+		jB, openB := a.journaledUsers(t, d)
+		users := openA()
+		for _, u := range []string{"u1", "u2"} {
+			if _, err := users.SealingKey(u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		snap := takeSnapshot(t, d, a.db.Ledger.Table, subject.DefaultKeysTable, subject.DefaultTombstonesTable, subject.DefaultSessionsTable)
+		tx, err := d.DB.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := openB().ForgetIn(ctx, tx, "u2"); err != nil {
+			t.Fatal(err)
+		}
+		tx.Rollback() // the account's deletion failed: u2 stays
+		if err := users.Forget(ctx, "u1"); err != nil {
+			t.Fatal(err)
+		}
+		snap.rollback(t)
+
+		var plan lifecycle.RecoveryPlan
+		_, err = lifecycle.Recover(ctx, a.kr, a.db, lifecycle.RecoverOptions{Journals: []string{jB},
+			Confirm: func(p lifecycle.RecoveryPlan) bool { plan = p; return true }})
+		if !errors.Is(err, lifecycle.ErrUnrecoverable) {
+			t.Fatalf("a recovery with B's journal alone: %v (plan %+v)", err, plan.Namespaces)
+		}
+		r, err := lifecycle.Recover(ctx, a.kr, a.db, lifecycle.RecoverOptions{Journals: []string{jA, jB},
+			Confirm: func(p lifecycle.RecoveryPlan) bool { plan = p; return true }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := journal.Settlement{ByIdentity: true, Committed: 1, Uncommitted: 1}
+		if ns := plan.Namespaces; r.Reapplied != 1 || len(ns) != 1 || ns[0].Settlement != want || ns[0].Lost != 0 || ns[0].Journaled != 1 {
+			t.Fatalf("reapplied %d, plan %+v", r.Reapplied, plan.Namespaces)
+		}
+		fresh := openB()
+		for u, want := range map[string]bool{"u1": true, "u2": false} {
+			if gone, err := fresh.IsForgotten(ctx, u); err != nil || gone != want {
+				t.Fatalf("%s forgotten: %v %v, want %v", u, gone, err, want)
+			}
+		}
+		if _, err := fresh.SealingKey("u2"); err != nil {
+			t.Fatalf("u2's key: %v", err)
+		}
+		if _, _, err := fresh.Audit(ctx); err != nil {
+			t.Fatalf("the audit with B's journal: %v", err)
+		}
+	})
+}

@@ -144,6 +144,7 @@ func (a *app) printPlan(name string, p lifecycle.RecoveryPlan) {
 		if ns.Recycled > 0 {
 			fmt.Fprintf(w, "  %s: %d journaled IDs belong to new subjects (keys created after the forget): kept\n", printable.String(ns.Namespace), ns.Recycled)
 		}
+		printSettlement(w, ns)
 	}
 	if p.JobLocks > 0 {
 		fmt.Fprintf(w, "  %d job locks from before (jobs that ran against the lost copy): released, so the jobs can run again\n", p.JobLocks)
@@ -153,6 +154,17 @@ func (a *app) printPlan(name string, p lifecycle.RecoveryPlan) {
 	}
 	for _, c := range p.Recheck {
 		fmt.Fprintf(w, "  %s may hold older values: run its census again (--check)\n", printable.String(c))
+	}
+}
+
+// printSettlement says how a namespace's journal records were told apart.
+func printSettlement(w io.Writer, ns lifecycle.NamespacePlan) {
+	st, name := ns.Settlement, printable.String(ns.Namespace)
+	switch {
+	case !st.ByIdentity:
+		fmt.Fprintf(w, "  %s: forgets counted, not named (the ledger went back to before its tally began)\n", name)
+	case st.Committed+st.Unsure+st.Uncommitted > 0:
+		fmt.Fprintf(w, "  %s: by identity, %d journal records of forgets that committed, %d that may have, %d that did not (ignored)\n", name, st.Committed, st.Unsure, st.Uncommitted)
 	}
 }
 

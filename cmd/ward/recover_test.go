@@ -79,7 +79,8 @@ func TestLedgerRecoverCommand(t *testing.T) {
 		t.Fatalf("recover, declined: %d %q", code, e)
 	}
 	code, out, e := c.runStdin("recover\n", "ledger", "recover", "--db", url, "--forget-journal", jdir)
-	if code != 0 || !strings.Contains(out, "2 to forget again") || !strings.Contains(out, "msgs.body may hold older values") || !strings.Contains(out, "2 subjects forgotten again") {
+	if code != 0 || !strings.Contains(out, "2 to forget again") || !strings.Contains(out, "msgs.body may hold older values") || !strings.Contains(out, "2 subjects forgotten again") ||
+		!strings.Contains(out, "users: by identity, 2 journal records of forgets that committed, 0 that may have, 0 that did not") {
 		t.Fatalf("recover: %d %q %q", code, out, e)
 	}
 	for _, u := range []string{"alice", "bob"} {

@@ -201,6 +201,8 @@ func resurrected(ctx context.Context, kr *keyring.Keyring, ls *ledgers, stores [
 	}
 	back := 0
 	for i, s := range stores {
+		tally := st.Tally(subject.ForgetCounter(s.Namespace()))
+		records.Settle(s.Namespace(), tally, tally) // only forgets that committed
 		n := records.Count(s.Namespace())
 		docs[i].Journaled = &n
 		holders, err := s.Subjects(ctx)

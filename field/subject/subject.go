@@ -671,8 +671,11 @@ func (s *Store) forgetOnce(ctx context.Context, subject string) (int64, error) {
 // in the ledger and (before the commit) the journal record all happen in
 // tx. After tx commits, call done: it drops the subject from this
 // process's cache and brings the keyring file's anchor up to date. If tx
-// does not commit, nothing happened (a journal record may remain: a
-// recovery then forgets the subject, as was asked). If tx fails with an
+// does not commit, nothing happened: its journal record remains, off the
+// ledger's tally, and neither a recovery nor an audit counts it
+// (journal.Records.Settle) — unless the database lost the commits after it
+// and its place is unsure, when a recovery forgets the subject, as was
+// asked. If tx fails with an
 // error [field.Retryable] reports, run the whole transaction again.
 //
 // On SQLite, where a write transaction locks the whole database, a
@@ -714,18 +717,24 @@ func (s *Store) forgetIn(ctx context.Context, tx *sql.Tx, subject string, st *le
 	at := time.Now()
 	var anchor func(context.Context) error
 	_, keys, err = s.forget(ctx, tx, st.Database, subject, at, func(added int64, versions []uint32) error {
+		e := journal.Entry{Database: st.Database, Namespace: s.cfg.Namespace, Subject: subject, At: at, Keys: versions, BindKeys: versions != nil}
 		if added > 0 { // counted in the same transaction: never one without the other
-			var err error
-			if anchor, err = s.cfg.Ledger.CountTx(ctx, tx, s.cfg.Keyring, s.counterName(), 1); err != nil {
+			id, err := s.identity(subject)
+			if err == nil {
+				e.Prev, anchor, err = s.cfg.Ledger.TallyTx(ctx, tx, s.cfg.Keyring, s.counterName(), id)
+			}
+			if err != nil {
 				return fmt.Errorf("subject: counting the forget of %s/%s: %w", s.cfg.Namespace, subject, err)
 			}
+			e.Chain = true
 		}
 		if s.cfg.Journal == nil {
 			return nil
 		}
 		// Before the commit: a forget the database loses (a failover's
-		// lost tail, a restore) is then always in the journal.
-		e := journal.Entry{Database: st.Database, Namespace: s.cfg.Namespace, Subject: subject, At: at, Keys: versions, BindKeys: versions != nil}
+		// lost tail, a restore) is then always in the journal, with the
+		// tally it chains from, which tells a recovery whether it
+		// committed.
 		if err := s.cfg.Journal.Append(ctx, e); err != nil {
 			return fmt.Errorf("subject: %s/%s is not forgotten: %w", s.cfg.Namespace, subject, err)
 		}
@@ -735,6 +744,15 @@ func (s *Store) forgetIn(ctx context.Context, tx *sql.Tx, subject string, st *le
 		return 0, nil, err
 	}
 	return keys, func(ctx context.Context) error { return s.forgotNow(ctx, subject, anchor) }, nil
+}
+
+// identity is the keyed hash of a subject a ledger's tally counts and a
+// journal record names (journal.Identity).
+func (s *Store) identity(subject string) ([]byte, error) {
+	if s.cfg.Journal != nil {
+		return s.cfg.Journal.Identity(s.cfg.Namespace, subject), nil
+	}
+	return journal.Identity(s.cfg.Keyring, s.cfg.Namespace, subject)
 }
 
 // forgotNow is what follows a forget's commit: the cache, the process's
@@ -914,7 +932,7 @@ func (s *Store) Audit(ctx context.Context) (valid int, counted uint64, err error
 		return valid, counted, fmt.Errorf("%w: the ledger counts %d forgotten subjects in %s, %d tombstones remain", ErrTombstoneTampered, counted, s.cfg.Namespace, valid)
 	}
 	if s.cfg.Journal != nil && st != nil {
-		back, err := s.journaledBack(ctx, st.Database, subjects)
+		back, err := s.journaledBack(ctx, st, subjects)
 		if err != nil {
 			return valid, counted, err
 		}
@@ -957,13 +975,15 @@ func (s *Store) keyVersions(ctx context.Context, q interface {
 }
 
 // journaledBack counts the subjects holding a key whose forget the journal
-// records (by identity: a key the record's versions name, or a record of
+// records as committed (on the ledger's tally, or from before tallies)
+// and binds by identity (a key the record's versions name, or a record of
 // the ID alone), of which tombstoned holds no valid tombstone.
-func (s *Store) journaledBack(ctx context.Context, database string, tombstoned []string) (int, error) {
-	recs, err := journal.Read(s.cfg.Keyring, database, s.cfg.Journal.Dir())
+func (s *Store) journaledBack(ctx context.Context, st *ledger.State, tombstoned []string) (int, error) {
+	recs, err := journal.Read(s.cfg.Keyring, st.Database, s.cfg.Journal.Dir())
 	if err != nil {
 		return 0, fmt.Errorf("subject: reading the forget journal: %w", err)
 	}
+	recs.Settle(s.cfg.Namespace, st.Tally(s.counterName()), st.Tally(s.counterName()))
 	if recs.Count(s.cfg.Namespace) == 0 {
 		return 0, nil
 	}

@@ -52,6 +52,11 @@ type Anchor struct {
 	// forgotten in a namespace), each the highest recorded: a recovery
 	// after the database went back in time knows how many it lost.
 	Counters map[string]uint64 `json:"counters,omitempty"`
+	// Tallies name what some counters count (the forgotten subjects'
+	// identities, by keyed hash), each the one of the highest count
+	// recorded: a recovery tells which forgets the database lost, not
+	// only how many.
+	Tallies map[string]Tally `json:"tallies,omitempty"`
 	// Columns name the columns ("table.column") values were sealed into,
 	// each kept once recorded: a recovery knows which may have reverted.
 	Columns []string `json:"columns,omitempty"`
@@ -69,7 +74,7 @@ const (
 // and columns sorted.
 func (a Anchor) valid() bool {
 	if len(a.Marks) > maxMarks || !slices.IsSorted(a.Marks) || len(a.Counters) > maxCounters ||
-		len(a.Columns) > maxColumns || !slices.IsSorted(a.Columns) {
+		len(a.Tallies) > maxCounters || len(a.Columns) > maxColumns || !slices.IsSorted(a.Columns) {
 		return false
 	}
 	for name := range a.Counters {
@@ -77,11 +82,17 @@ func (a Anchor) valid() bool {
 			return false
 		}
 	}
+	for name, t := range a.Tallies {
+		if len(name) > maxAnchorName || !t.Valid() {
+			return false
+		}
+	}
 	return !slices.ContainsFunc(a.Columns, func(c string) bool { return len(c) > maxAnchorName })
 }
 
 // merge returns a moved forward by b: b's counter and epoch, the union of
-// marks and columns, the higher of each counter.
+// marks and columns, the higher of each counter, and of each tally the
+// one of the higher count.
 func (a Anchor) merge(b Anchor) Anchor {
 	out := Anchor{Counter: b.Counter, Epoch: b.Epoch, Marks: union(a.Marks, b.Marks), Columns: union(a.Columns, b.Columns)}
 	if len(a.Counters)+len(b.Counters) > 0 {
@@ -91,6 +102,17 @@ func (a Anchor) merge(b Anchor) Anchor {
 		}
 		for name, n := range b.Counters {
 			out.Counters[name] = max(out.Counters[name], n)
+		}
+	}
+	if len(a.Tallies)+len(b.Tallies) > 0 {
+		out.Tallies = maps.Clone(a.Tallies)
+		if out.Tallies == nil {
+			out.Tallies = map[string]Tally{}
+		}
+		for name, t := range b.Tallies {
+			if t.Count > out.Tallies[name].Count {
+				out.Tallies[name] = t
+			}
 		}
 	}
 	return out
@@ -110,7 +132,8 @@ func union(a, b []string) []string {
 // equal reports whether two anchors record the same.
 func (a Anchor) equal(b Anchor) bool {
 	return a.Counter == b.Counter && a.Epoch == b.Epoch && slices.Equal(a.Marks, b.Marks) &&
-		slices.Equal(a.Columns, b.Columns) && maps.Equal(a.Counters, b.Counters)
+		slices.Equal(a.Columns, b.Columns) && maps.Equal(a.Counters, b.Counters) &&
+		maps.EqualFunc(a.Tallies, b.Tallies, Tally.Equal)
 }
 
 // HasMark reports whether a carries the named mark.
@@ -236,7 +259,7 @@ func (kr *Keyring) SetAnchor(ctx context.Context, database string, a Anchor) err
 	}
 	a.Marks, a.Columns = union(nil, a.Marks), union(nil, a.Columns)
 	if !a.valid() {
-		return fmt.Errorf("keyring: more than %d marks, %d counters or %d columns, or an overlong name", maxMarks, maxCounters, maxColumns)
+		return fmt.Errorf("keyring: more than %d marks, %d counters or tallies or %d columns, an overlong name or a malformed tally", maxMarks, maxCounters, maxColumns)
 	}
 	// Anchors merge and only move forward, so retrying after another
 	// process's save is safe, whatever it saved; several operators or
@@ -257,7 +280,7 @@ func (kr *Keyring) setAnchorOnce(ctx context.Context, database string, a Anchor)
 	}
 	merged := old.merge(a)
 	if !merged.valid() {
-		return fmt.Errorf("keyring: database %s's anchor would carry more than %d marks, %d counters or %d columns, or an overlong name", database, maxMarks, maxCounters, maxColumns)
+		return fmt.Errorf("keyring: database %s's anchor would carry more than %d marks, %d counters or tallies or %d columns, an overlong name or a malformed tally", database, maxMarks, maxCounters, maxColumns)
 	}
 	if had && merged.equal(old) {
 		return nil

@@ -1,0 +1,128 @@
+package journal
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// history writes chained records as a ledger's forgets would, in a
+// journal without a folder: each forget of a subject advances the tally.
+type history struct {
+	t     *testing.T
+	j     *Journal
+	r     *Records
+	tally Tally
+}
+
+func newHistory(t *testing.T) *history {
+	hk, mk := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	return &history{t: t, j: &Journal{hashKey: hk, mKey: mk}, r: newRecords(hk)}
+}
+
+// record adds the record of a forget from the tally at, returning the
+// tally after it.
+func (h *history) record(at Tally, sub string, journaled bool) Tally {
+	if journaled {
+		line := h.j.record(Entry{Database: "db-1", Namespace: "users", Subject: sub, At: time.Unix(1, 0), Keys: []uint32{}, Chain: true, Prev: at})
+		h.r.add(line, h.j.mKey, "db-1", true)
+	}
+	return at.Add(h.j.Identity("users", sub))
+}
+
+// commit is a forget that committed: the tally moves on.
+func (h *history) commit(sub string, journaled bool) Tally {
+	h.tally = h.record(h.tally, sub, journaled)
+	return h.tally
+}
+
+func (h *history) forgotten(subs ...string) string {
+	var out []string
+	for _, s := range subs {
+		if _, ok := h.r.Forgotten("users", s); ok {
+			out = append(out, s)
+		}
+	}
+	return fmt.Sprint(out)
+}
+
+// TestSettle: the records that count are those on the chain from the
+// ledger's tally to the anchor's; a rolled-back forget's record (off the
+// chain) counts for nothing, so it cannot stand in for a lost forget
+// whose journal was not given, and a forget no record names is lost.
+func TestSettle(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		run       func(h *history) (ledger, anchor Tally)
+		want      Settlement
+		forgotten string
+	}{
+		{"every lost forget journaled", func(h *history) (Tally, Tally) {
+			h.commit("a", true)
+			ledger := h.tally
+			h.record(ledger, "x", true) // rolled back: same place as b
+			h.commit("b", true)
+			h.commit("c", true)
+			return ledger, h.tally
+		}, Settlement{ByIdentity: true, Committed: 3, Uncommitted: 1}, "[a b c]"},
+		{"a lost forget not journaled, a rolled-back one in its place", func(h *history) (Tally, Tally) {
+			ledger := h.tally
+			h.record(ledger, "x", true)
+			h.commit("b", false)
+			return ledger, h.tally
+		}, Settlement{ByIdentity: true, Unsure: 1, Lost: 1}, "[x]"},
+		// a may be a rolled-back forget in the place of a lost one: only
+		// the chain back from the anchor proves a forget committed.
+		{"a gap in the middle", func(h *history) (Tally, Tally) {
+			ledger := h.tally
+			h.commit("a", true)
+			h.commit("b", false)
+			h.commit("c", true)
+			return ledger, h.tally
+		}, Settlement{ByIdentity: true, Committed: 1, Unsure: 1, Lost: 2}, "[a c]"},
+		{"past the anchor (a keyring file that could not save it)", func(h *history) (Tally, Tally) {
+			ledger := h.tally
+			h.commit("a", true)
+			anchor := h.tally
+			h.commit("b", true)
+			return ledger, anchor
+		}, Settlement{ByIdentity: true, Committed: 1, Unsure: 1}, "[a b]"},
+		{"not behind: past the ledger did not commit", func(h *history) (Tally, Tally) {
+			h.commit("a", true)
+			h.commit("a", true) // the same forget's record twice
+			ledger := h.tally
+			h.record(ledger, "x", true)
+			return ledger, ledger
+		}, Settlement{ByIdentity: true, Committed: 2, Uncommitted: 1}, "[a]"},
+		{"a ledger from before its tally: by count", func(h *history) (Tally, Tally) {
+			h.tally = Tally{Count: 5, Since: 5}
+			h.commit("a", true)
+			return Tally{Count: 3, Since: 3}, h.tally
+		}, Settlement{}, "[a]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHistory(t)
+			ledger, anchor := tc.run(h)
+			if got := h.r.Settle("users", ledger, anchor); got != tc.want {
+				t.Fatalf("settled %+v, want %+v", got, tc.want)
+			}
+			if got := h.forgotten("a", "b", "c", "x"); got != tc.forgotten {
+				t.Fatalf("forgotten %s, want %s", got, tc.forgotten)
+			}
+		})
+	}
+}
+
+// FuzzTally: no tally field panics the reader, and one it accepts is
+// spelled back the same.
+func FuzzTally(f *testing.F) {
+	f.Add("0/0/-")
+	f.Add("3/2/" + fmt.Sprintf("%064x", 7))
+	f.Add("1/1/-")
+	f.Fuzz(func(t *testing.T, s string) {
+		if tl, ok := parseTally(s); ok && (tallyText(tl) != s || !tl.Valid()) {
+			t.Fatalf("accepted %q as %+v", s, tl)
+		}
+	})
+}
