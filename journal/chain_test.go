@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -125,4 +126,25 @@ func FuzzTally(f *testing.F) {
 			t.Fatalf("accepted %q as %+v", s, tl)
 		}
 	})
+}
+
+// TestLongestRecord: the longest records a store writes (a namespace of
+// 256 bytes, 64 key versions, v2 and v3) read back: the reader's line
+// bound is above them.
+func TestLongestRecord(t *testing.T) {
+	h := newHistory(t)
+	ns := strings.Repeat("n", 256)
+	keys := make([]uint32, MaxKeys)
+	for i := range keys {
+		keys[i] = 0x7fffff00 + uint32(i)
+	}
+	prev := Tally{Count: ^uint64(0) - 2, Since: ^uint64(0) - 3, Head: bytes.Repeat([]byte{0xff}, 32)}
+	for _, e := range []Entry{{BindKeys: true}, {Chain: true, Prev: prev}} {
+		e.Database, e.Namespace, e.Subject, e.At, e.Keys = strings.Repeat("d", 64), ns, "s", time.Unix(1<<40, 0), keys
+		line := h.j.record(e)
+		r := newRecords(h.j.hashKey)
+		if err := r.readLines(bytes.NewReader(line), h.j.mKey, e.Database); err != nil || r.Invalid != 0 || r.Count(ns) != 1 {
+			t.Fatalf("a record of %d bytes: %d invalid, %v", len(line), r.Invalid, err)
+		}
+	}
 }

@@ -72,7 +72,16 @@ func (r *Records) readFile(name string, macKey []byte, database string) error {
 		return err
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(io.LimitReader(f, fi.Size()), maxLine+1)
+	if err := r.readLines(io.LimitReader(f, fi.Size()), macKey, database); err != nil {
+		return fmt.Errorf("journal: reading %s: %w", name, err)
+	}
+	return nil
+}
+
+// readLines reads records from in, one per line, each at most maxLine
+// bytes: a longer line is counted invalid and skipped.
+func (r *Records) readLines(in io.Reader, macKey []byte, database string) error {
+	br := bufio.NewReaderSize(in, maxLine+1)
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -89,7 +98,7 @@ func (r *Records) readFile(name string, macKey []byte, database string) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("journal: reading %s: %w", name, err)
+			return err
 		}
 	}
 }
