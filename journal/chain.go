@@ -26,6 +26,14 @@ type Settlement struct {
 	// transaction did not commit (rolled back, or run again at another
 	// place). They are dropped: they neither count nor forget anyone.
 	Uncommitted int `json:"uncommitted"`
+	// Unproven is how many records off the chain are of an epoch whose
+	// key was retired: their MAC cannot be checked (a copy from before,
+	// or a forgery made with an old keyring file). They are dropped.
+	Unproven int `json:"unproven"`
+	// Earlier is how many records are from before tallies (v1, v2): they
+	// name forgets the ledger's tally began after, which the database
+	// holds; a keyring file of any age MACs them, so they are dropped.
+	Earlier int `json:"earlier"`
 	// Lost is how many forgets the anchor's tally counts past the
 	// ledger's that the records do not prove: those the chain back from
 	// the anchor's tally does not reach (a record before the gap may be a
@@ -105,9 +113,11 @@ func (c *chain) forward(t Tally, mark map[int]bool) {
 // tally to the anchor's are forgets that committed; a record off it
 // (a forget whose transaction rolled back) counts for nothing, so it
 // cannot stand in for a lost forget whose journal was not given. Records
-// past the newest committed point may have committed and are kept. v1 and
-// v2 records (before tallies) are kept. Settle a namespace once, before
-// reading its records.
+// past the newest committed point may have committed and are kept, if
+// their MAC verifies under an integrity epoch the keyring holds. v1 and v2
+// records (before tallies) are dropped unless the tallies cannot tell
+// (ByIdentity false: every record is kept, as before tallies). Settle a
+// namespace once, before reading its records.
 func (r *Records) Settle(namespace string, ledger, anchor Tally) Settlement {
 	recs := r.forgets[namespace]
 	var st Settlement
@@ -129,8 +139,13 @@ func (r *Records) Settle(namespace string, ledger, anchor Tally) Settlement {
 	for i, rec := range recs {
 		switch {
 		case !rec.chained:
+			st.Earlier++
+			continue
 		case committed[i]:
 			st.Committed++
+		case !rec.proven:
+			st.Unproven++
+			continue
 		case unsure[i] && anchor.Count > ledger.Count:
 			st.Unsure++
 		default:

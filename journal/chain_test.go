@@ -18,18 +18,26 @@ type history struct {
 }
 
 func newHistory(t *testing.T) *history {
-	hk, mk := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
-	return &history{t: t, j: &Journal{hashKey: hk, mKey: mk}, r: newRecords(hk)}
+	ks := fixedKeys(bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32), 7, bytes.Repeat([]byte{3}, 32))
+	return &history{t: t, j: &Journal{keySet: ks}, r: newRecords(ks)}
 }
 
 // record adds the record of a forget from the tally at, returning the
 // tally after it.
 func (h *history) record(at Tally, sub string, journaled bool) Tally {
 	if journaled {
-		line := h.j.record(Entry{Database: "db-1", Namespace: "users", Subject: sub, At: time.Unix(1, 0), Keys: []uint32{}, Chain: true, Prev: at})
-		h.r.add(line, h.j.mKey, "db-1", true)
+		line := mustRecord(h.t, h.j, Entry{Database: "db-1", Namespace: "users", Subject: sub, At: time.Unix(1, 0), Keys: []uint32{}, Chain: true, Prev: at})
+		h.r.add(line, "db-1", true)
 	}
-	return at.Add(h.j.Identity("users", sub))
+	return at.Add(Item(h.j.Identity("users", sub), []uint32{}))
+}
+
+// retired adds a record under an epoch the keyring retired since.
+func (h *history) retired(at Tally, sub string) Tally {
+	j := &Journal{keySet: h.j.keySet}
+	j.current = func() (uint32, []byte, error) { return 0x0badbeef, []byte("a key the keyring no longer holds"), nil }
+	h.r.add(mustRecord(h.t, j, Entry{Database: "db-1", Namespace: "users", Subject: sub, At: time.Unix(1, 0), Keys: []uint32{}, Chain: true, Prev: at}), "db-1", true)
+	return at.Add(Item(h.j.Identity("users", sub), []uint32{}))
 }
 
 // commit is a forget that committed: the tally moves on.
@@ -96,6 +104,17 @@ func TestSettle(t *testing.T) {
 			h.record(ledger, "x", true)
 			return ledger, ledger
 		}, Settlement{ByIdentity: true, Committed: 2, Uncommitted: 1}, "[a]"},
+		// A record of an epoch retired since counts only on the chain,
+		// which proves it; a v2 record (before tallies, MAC'd with the
+		// root any keyring file derives) counts for nothing.
+		{"retired epochs and records from before tallies", func(h *history) (Tally, Tally) {
+			ledger := h.tally
+			h.tally = h.retired(h.tally, "a")
+			h.retired(h.tally, "x") // past the anchor, unproven
+			old := mustRecord(h.t, h.j, Entry{Database: "db-1", Namespace: "users", Subject: "c", At: time.Unix(1, 0), Keys: []uint32{}, BindKeys: true})
+			h.r.add(old, "db-1", true)
+			return ledger, h.tally
+		}, Settlement{ByIdentity: true, Committed: 1, Unproven: 1, Earlier: 1}, "[a]"},
 		{"a ledger from before its tally: by count", func(h *history) (Tally, Tally) {
 			h.tally = Tally{Count: 5, Since: 5}
 			h.commit("a", true)
@@ -141,9 +160,9 @@ func TestLongestRecord(t *testing.T) {
 	prev := Tally{Count: ^uint64(0) - 2, Since: ^uint64(0) - 3, Head: bytes.Repeat([]byte{0xff}, 32)}
 	for _, e := range []Entry{{BindKeys: true}, {Chain: true, Prev: prev}} {
 		e.Database, e.Namespace, e.Subject, e.At, e.Keys = strings.Repeat("d", 64), ns, "s", time.Unix(1<<40, 0), keys
-		line := h.j.record(e)
-		r := newRecords(h.j.hashKey)
-		if err := r.readLines(bytes.NewReader(line), h.j.mKey, e.Database); err != nil || r.Invalid != 0 || r.Count(ns) != 1 {
+		line := mustRecord(t, h.j, e)
+		r := newRecords(h.j.keySet)
+		if err := r.readLines(bytes.NewReader(line), e.Database); err != nil || r.Invalid != 0 || r.Count(ns) != 1 {
 			t.Fatalf("a record of %d bytes: %d invalid, %v", len(line), r.Invalid, err)
 		}
 	}

@@ -33,6 +33,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -104,8 +105,8 @@ const MaxKeys = 64
 // Journal appends a process's forgets to a file of its own in a folder.
 // It is safe for concurrent use.
 type Journal struct {
-	dir           string
-	hashKey, mKey []byte
+	dir string
+	keySet
 
 	mu   sync.Mutex
 	f    *os.File
@@ -114,16 +115,38 @@ type Journal struct {
 	live live // what Private reads
 }
 
-// keys derives the journal's hash and MAC keys from the keyring's root,
-// which no key rotation changes.
-func keys(kr *keyring.Keyring) (hashKey, macKey []byte, err error) {
-	if hashKey, err = kr.Derive("forget journal subject v1", 32); err != nil {
-		return nil, nil, fmt.Errorf("journal: %w", err)
+// keySet are a journal's keys: the subject hash key and the MAC key of v1,
+// v2 and private records, derived from the keyring's root, which no key
+// rotation changes; and the integrity keys of v3 records, one per epoch
+// (FORMAT.md, "Integrity epochs"), which a rotation starts and a retire
+// ends.
+type keySet struct {
+	hash, mac []byte
+	// current returns the current epoch and its key; at the key of an
+	// epoch a record names.
+	current func() (epoch uint32, key []byte, err error)
+	at      func(epoch uint32) ([]byte, error)
+}
+
+// epochPurpose is the integrity-key purpose of v3 records.
+const epochPurpose = "forget journal"
+
+// keys derives the journal's keys from the keyring.
+func keys(kr *keyring.Keyring) (keySet, error) {
+	var ks keySet
+	var err error
+	if ks.hash, err = kr.Derive("forget journal subject v1", 32); err != nil {
+		return keySet{}, fmt.Errorf("journal: %w", err)
 	}
-	if macKey, err = kr.Derive("forget journal mac v1", 32); err != nil {
-		return nil, nil, fmt.Errorf("journal: %w", err)
+	if ks.mac, err = kr.Derive("forget journal mac v1", 32); err != nil {
+		return keySet{}, fmt.Errorf("journal: %w", err)
 	}
-	return hashKey, macKey, nil
+	ks.current = func() (uint32, []byte, error) {
+		epoch, key, err := kr.IntegrityKey(epochPurpose)
+		return uint32(epoch), key, err
+	}
+	ks.at = func(epoch uint32) ([]byte, error) { return kr.IntegrityKeyAt(keyring.KeyID(epoch), epochPurpose) }
+	return ks, nil
 }
 
 // Open returns the journal in dir, creating the folder (0700) if missing,
@@ -142,7 +165,7 @@ func Open(dir string, kr *keyring.Keyring) (*Journal, error) {
 	probe.Close()
 	os.Remove(probe.Name())
 	j := &Journal{dir: dir}
-	if j.hashKey, j.mKey, err = keys(kr); err != nil {
+	if j.keySet, err = keys(kr); err != nil {
 		return nil, err
 	}
 	return j, nil
@@ -163,7 +186,10 @@ func (j *Journal) Append(ctx context.Context, e Entry) error {
 	if e.At.IsZero() {
 		e.At = time.Now()
 	}
-	line := j.record(e)
+	line, err := j.record(e)
+	if err != nil {
+		return err
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
@@ -242,37 +268,55 @@ func subjectHash(key []byte, namespace, subject string) []byte {
 // the subject. It is stable across rotations: a holder of any copy of the
 // keyring file can test a list of IDs against it (SECURITY.md).
 func Identity(kr *keyring.Keyring, namespace, subject string) ([]byte, error) {
-	hashKey, _, err := keys(kr)
+	ks, err := keys(kr)
 	if err != nil {
 		return nil, err
 	}
-	return subjectHash(hashKey, namespace, subject), nil
+	return subjectHash(ks.hash, namespace, subject), nil
 }
 
 // Identity is [Identity] under this journal's keyring.
 func (j *Journal) Identity(namespace, subject string) []byte {
-	return subjectHash(j.hashKey, namespace, subject)
+	return subjectHash(j.hash, namespace, subject)
+}
+
+// Item is what a ledger's tally counts for a forget (ledger.Ledger.TallyTx)
+// and a v3 record's tally after adds: the subject's identity and the
+// key versions the forget deleted, as the record spells them ("-" for
+// none, "*" for more than MaxKeys or nil), so the chain commits to both.
+func Item(identity []byte, keys []uint32) []byte {
+	return append(slices.Clip(identity), keysField(keys)...)
+}
+
+// keysField spells a v3 record's key versions.
+func keysField(keys []uint32) string {
+	if keys == nil || len(keys) > MaxKeys {
+		return "*"
+	}
+	return keyList(keys)
 }
 
 // record is an entry's line: version, database, namespace (hex),
 // subject hash (hex), in v2 and v3 the key versions, in v3 the tally
-// before, Unix time, MAC (hex) over all before it.
-func (j *Journal) record(e Entry) []byte {
-	tag, keys := version, ""
+// before and the integrity epoch, Unix time, MAC (hex) over all before it:
+// in v3 under the epoch's integrity key, else under the root's MAC key.
+func (j *Journal) record(e Entry) ([]byte, error) {
+	tag, keys, macKey := version, "", j.mac
 	switch {
 	case e.Private:
 		tag = privateVersion
 	case e.Chain:
-		tag, keys = versionChain, " "+keyList(e.Keys)+" "+tallyText(e.Prev)
-		if len(e.Keys) > MaxKeys || e.Keys == nil {
-			keys = " * " + tallyText(e.Prev)
+		epoch, key, err := j.current()
+		if err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
 		}
+		tag, keys, macKey = versionChain, fmt.Sprintf(" %s %s %08x", keysField(e.Keys), tallyText(e.Prev), epoch), key
 	case e.BindKeys && len(e.Keys) <= MaxKeys:
 		tag, keys = versionKeys, " "+keyList(e.Keys)
 	}
 	body := fmt.Sprintf("%s %s %s %s%s %d", tag, e.Database, hex.EncodeToString([]byte(e.Namespace)),
-		hex.EncodeToString(subjectHash(j.hashKey, e.Namespace, e.Subject)), keys, e.At.Unix())
-	m := hmac.New(sha256.New, j.mKey)
+		hex.EncodeToString(subjectHash(j.hash, e.Namespace, e.Subject)), keys, e.At.Unix())
+	m := hmac.New(sha256.New, macKey)
 	m.Write([]byte(body))
-	return []byte(body + " " + hex.EncodeToString(m.Sum(nil)) + "\n")
+	return []byte(body + " " + hex.EncodeToString(m.Sum(nil)) + "\n"), nil
 }

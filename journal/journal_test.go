@@ -19,6 +19,31 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/vectors.json")
 
+// fixedKeys are a journal's keys for vectors and fuzzing: the integrity
+// key of one epoch, and epoch 0x0badbeef retired.
+func fixedKeys(hash, mac []byte, epoch uint32, key []byte) keySet {
+	return keySet{hash: hash, mac: mac,
+		current: func() (uint32, []byte, error) { return epoch, key, nil },
+		at: func(e uint32) ([]byte, error) {
+			switch e {
+			case epoch:
+				return key, nil
+			case 0x0badbeef:
+				return nil, keyring.ErrEpochEnded
+			}
+			return nil, keyring.ErrUnknownKey
+		}}
+}
+
+func mustRecord(t testing.TB, j *Journal, e Entry) []byte {
+	t.Helper()
+	line, err := j.record(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return line
+}
+
 func newKeyring(t testing.TB) *keyring.Keyring {
 	t.Helper()
 	kr, err := keyring.New(keyring.AES256GCM)
@@ -98,8 +123,8 @@ func TestRefused(t *testing.T) {
 	other, _ := Open(dir, newKeyring(t))
 	other.Append(ctx, Entry{Database: "db-1", Namespace: "users", Subject: "bob"})
 	other.Close()
-	good := string(j.record(Entry{Database: "db-1", Namespace: "users", Subject: "carol", At: time.Unix(1, 0)}))
-	planted := strings.Replace(good, hex.EncodeToString(subjectHash(j.hashKey, "users", "carol")), hex.EncodeToString(subjectHash(j.hashKey, "users", "dave")), 1)
+	good := string(mustRecord(t, j, Entry{Database: "db-1", Namespace: "users", Subject: "carol", At: time.Unix(1, 0)}))
+	planted := strings.Replace(good, hex.EncodeToString(subjectHash(j.hash, "users", "carol")), hex.EncodeToString(subjectHash(j.hash, "users", "dave")), 1)
 	junk := planted + strings.Repeat("x", 5000) + "\n" + good[:len(good)-10]
 	if err := os.WriteFile(filepath.Join(dir, "junk"+Ext), []byte(junk), 0o600); err != nil {
 		t.Fatal(err)
@@ -124,9 +149,13 @@ func TestRefused(t *testing.T) {
 
 // vectors are the record format's golden vectors, for other languages.
 type vectors struct {
-	HashKey string   `json:"hash_key"`
-	MACKey  string   `json:"mac_key"`
-	Records []vector `json:"records"`
+	HashKey string `json:"hash_key"`
+	MACKey  string `json:"mac_key"`
+	// Epoch and EpochKey are the integrity epoch of v3 records and its
+	// integrity key, K_int(epoch, "forget journal") (FORMAT.md).
+	Epoch    uint32   `json:"epoch"`
+	EpochKey string   `json:"epoch_key"`
+	Records  []vector `json:"records"`
 }
 
 type vector struct {
@@ -171,7 +200,8 @@ func TestVectors(t *testing.T) {
 	path := filepath.Join("testdata", "vectors.json")
 	var v vectors
 	if *update {
-		v = vectors{HashKey: hex.EncodeToString(bytes.Repeat([]byte{1}, 32)), MACKey: hex.EncodeToString(bytes.Repeat([]byte{2}, 32))}
+		v = vectors{HashKey: hex.EncodeToString(bytes.Repeat([]byte{1}, 32)), MACKey: hex.EncodeToString(bytes.Repeat([]byte{2}, 32)),
+			Epoch: 0x5eed0001, EpochKey: hex.EncodeToString(bytes.Repeat([]byte{3}, 32))}
 		v.Records = []vector{{Database: "db-0123456789abcdef", Namespace: "users", Subject: "alice", At: 1764547200},
 			{Database: "db-0123456789abcdef", Namespace: "tenants", Subject: "Ünïcode \x00 subject", At: 0},
 			{Database: "db-1", Namespace: "n", Subject: "", At: 4102444800},
@@ -192,25 +222,27 @@ func TestVectors(t *testing.T) {
 	}
 	hk, _ := hex.DecodeString(v.HashKey)
 	mk, _ := hex.DecodeString(v.MACKey)
-	j := &Journal{hashKey: hk, mKey: mk}
-	r := newRecords(hk)
+	ek, _ := hex.DecodeString(v.EpochKey)
+	ks := fixedKeys(hk, mk, v.Epoch, ek)
+	j := &Journal{keySet: ks}
+	r := newRecords(ks)
 	for i, e := range v.Records {
 		keys := e.Keys
 		if e.Chain && !e.KeysUnbound && keys == nil {
 			keys = []uint32{}
 		}
-		line := string(j.record(Entry{Database: e.Database, Namespace: e.Namespace, Subject: e.Subject, At: time.Unix(e.At, 0), Private: e.Private, Keys: keys, BindKeys: e.BindKeys, Chain: e.Chain, Prev: e.Prev.tally()}))
+		line := string(mustRecord(t, j, Entry{Database: e.Database, Namespace: e.Namespace, Subject: e.Subject, At: time.Unix(e.At, 0), Private: e.Private, Keys: keys, BindKeys: e.BindKeys, Chain: e.Chain, Prev: e.Prev.tally()}))
 		if *update {
 			v.Records[i].Line = line
 			if e.Chain {
-				v.Records[i].Next = textTally(e.Prev.tally().Add(subjectHash(hk, e.Namespace, e.Subject)))
+				v.Records[i].Next = textTally(e.Prev.tally().Add(Item(subjectHash(hk, e.Namespace, e.Subject), keys)))
 			}
 		} else if line != e.Line {
 			t.Fatalf("record %d: %q, want %q", i, line, e.Line)
-		} else if e.Chain && !e.Prev.tally().Add(subjectHash(hk, e.Namespace, e.Subject)).Equal(e.Next.tally()) {
+		} else if e.Chain && !e.Prev.tally().Add(Item(subjectHash(hk, e.Namespace, e.Subject), keys)).Equal(e.Next.tally()) {
 			t.Fatalf("record %d: the tally after is not %+v", i, e.Next)
 		}
-		r.add([]byte(line), mk, e.Database, true)
+		r.add([]byte(line), e.Database, true)
 		if e.Private {
 			if !r.Private(e.Namespace, e.Subject) {
 				t.Fatalf("record %d does not read back as private", i)
@@ -236,21 +268,21 @@ func TestVectors(t *testing.T) {
 // are the three records made with the MAC key (v1, v2 with key versions,
 // v3 with the tally before): nothing else forges a forget.
 func FuzzRecord(f *testing.F) {
-	hk, mk := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
-	j := &Journal{hashKey: hk, mKey: mk}
-	good := j.record(Entry{Database: "db-1", Namespace: "users", Subject: "alice", At: time.Unix(1, 0)})
+	ks := fixedKeys(bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32), 7, bytes.Repeat([]byte{3}, 32))
+	j := &Journal{keySet: ks}
+	good := mustRecord(f, j, Entry{Database: "db-1", Namespace: "users", Subject: "alice", At: time.Unix(1, 0)})
 	f.Add(good)
 	f.Add([]byte("ward-forget-v1 db-1 7573657273 00 1 00\n"))
-	bound := j.record(Entry{Database: "db-1", Namespace: "users", Subject: "alice", At: time.Unix(1, 0), Keys: []uint32{1, 2}, BindKeys: true})
+	bound := mustRecord(f, j, Entry{Database: "db-1", Namespace: "users", Subject: "alice", At: time.Unix(1, 0), Keys: []uint32{1, 2}, BindKeys: true})
 	f.Add(bound)
 	f.Add([]byte("ward-forget-v2 db-1 7573657273 00 00000001,00000001 1 00\n"))
-	chained := j.record(Entry{Database: "db-1", Namespace: "users", Subject: "alice", At: time.Unix(1, 0), Keys: []uint32{1}, Chain: true, Prev: Tally{Count: 2, Since: 2}})
+	chained := mustRecord(f, j, Entry{Database: "db-1", Namespace: "users", Subject: "alice", At: time.Unix(1, 0), Keys: []uint32{1}, Chain: true, Prev: Tally{Count: 2, Since: 2}})
 	f.Add(chained)
 	f.Add([]byte("ward-forget-v3 db-1 7573657273 00 * 1/0/00 1 00\n"))
 	f.Add([]byte("\n"))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		r := newRecords(hk)
-		r.add(line, mk, "db-1", bytes.HasSuffix(line, []byte("\n")))
+		r := newRecords(ks)
+		r.add(line, "db-1", bytes.HasSuffix(line, []byte("\n")))
 		if r.Invalid == 0 && !bytes.Equal(line, good) && !bytes.Equal(line, bound) && !bytes.Equal(line, chained) {
 			t.Fatalf("accepted %q", line)
 		}
@@ -279,7 +311,7 @@ func TestPrivate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	forged := string(a.record(Entry{Database: "db-1", Namespace: "users", Subject: "dave", Private: true, At: time.Unix(1, 0)}))
+	forged := string(mustRecord(t, a, Entry{Database: "db-1", Namespace: "users", Subject: "dave", Private: true, At: time.Unix(1, 0)}))
 	forged = forged[:len(forged)-3] + "00\n" // its MAC altered
 	os.WriteFile(filepath.Join(dir, "planted"+Ext), []byte(forged), 0o600)
 	for sub, want := range map[string]bool{"alice": true, "bob": false, "carol": false, "dave": false} {

@@ -17,11 +17,11 @@ import (
 // Read reads every journal file in the folders given and returns the
 // valid records of database.
 func Read(kr *keyring.Keyring, database string, dirs ...string) (*Records, error) {
-	hashKey, macKey, err := keys(kr)
+	ks, err := keys(kr)
 	if err != nil {
 		return nil, err
 	}
-	r := newRecords(hashKey)
+	r := newRecords(ks)
 	for _, dir := range dirs {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("journal: %s is not a journal folder: %w", dir, cmpErr(err))
@@ -31,7 +31,7 @@ func Read(kr *keyring.Keyring, database string, dirs ...string) (*Records, error
 			return nil, fmt.Errorf("journal: %w", err)
 		}
 		for _, name := range files {
-			if err := r.readFile(name, macKey, database); err != nil {
+			if err := r.readFile(name, database); err != nil {
 				return nil, err
 			}
 			r.Files++
@@ -66,13 +66,13 @@ func cmpErr(err error) error {
 	return err
 }
 
-func (r *Records) readFile(name string, macKey []byte, database string) error {
+func (r *Records) readFile(name string, database string) error {
 	f, fi, err := openJournalFile(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := r.readLines(io.LimitReader(f, fi.Size()), macKey, database); err != nil {
+	if err := r.readLines(io.LimitReader(f, fi.Size()), database); err != nil {
 		return fmt.Errorf("journal: reading %s: %w", name, err)
 	}
 	return nil
@@ -80,7 +80,7 @@ func (r *Records) readFile(name string, macKey []byte, database string) error {
 
 // readLines reads records from in, one per line, each at most maxLine
 // bytes: a longer line is counted invalid and skipped.
-func (r *Records) readLines(in io.Reader, macKey []byte, database string) error {
+func (r *Records) readLines(in io.Reader, database string) error {
 	br := bufio.NewReaderSize(in, maxLine+1)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -92,7 +92,7 @@ func (r *Records) readLines(in io.Reader, macKey []byte, database string) error 
 			continue
 		}
 		if len(line) > 0 {
-			r.add(line, macKey, database, err == nil)
+			r.add(line, database, err == nil)
 		}
 		if errors.Is(err, io.EOF) {
 			return nil
@@ -133,14 +133,14 @@ func (j *Journal) Private(database, namespace, subject string) (bool, error) {
 func (j *Journal) refresh(database string) error {
 	l := &j.live
 	if l.records == nil || l.database != database {
-		l.records, l.offsets, l.database = newRecords(j.hashKey), map[string]int64{}, database
+		l.records, l.offsets, l.database = newRecords(j.keySet), map[string]int64{}, database
 	}
 	files, err := filepath.Glob(filepath.Join(j.dir, "*"+Ext))
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	for _, name := range files {
-		if err := l.readFrom(name, j.mKey); err != nil {
+		if err := l.readFrom(name); err != nil {
 			return err
 		}
 	}
@@ -148,7 +148,7 @@ func (j *Journal) refresh(database string) error {
 }
 
 // readFrom reads a file's complete lines after the offset last read.
-func (l *live) readFrom(name string, macKey []byte) error {
+func (l *live) readFrom(name string) error {
 	f, fi, err := openJournalFile(name)
 	if err != nil {
 		return err
@@ -179,7 +179,7 @@ func (l *live) readFrom(name string, macKey []byte) error {
 			}
 			return fmt.Errorf("journal: reading %s: %w", name, err)
 		}
-		l.records.add(line, macKey, l.database, true)
+		l.records.add(line, l.database, true)
 		off += int64(len(line))
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wardlab/ward/keyring"
 )
 
 // Records are the valid records of one database read from journals.
@@ -22,7 +25,7 @@ type Records struct {
 	// Other counts valid records of other databases.
 	Other int
 
-	hashKey []byte
+	keys    keySet
 	forgets map[string][]record             // namespace → its forget records, as read (Settle keeps those that count)
 	private map[string]map[string]time.Time // namespace → subject hash (hex) → when it went private
 	index   map[string]map[string]*subjectRecords
@@ -35,12 +38,17 @@ type record struct {
 	keys    []uint32  // the key versions it names; nil: the ID alone (v1, or v3 "*")
 	chained bool      // v3: prev is the ledger's tally before the forget
 	prev    Tally
+	epoch   uint32 // v3: the integrity epoch its MAC is under
+	// proven is false for a v3 record whose epoch's key this keyring no
+	// longer holds (retired): its MAC cannot be checked, and it counts
+	// only as a link of the chain the ledger or anchor commits to.
+	proven bool
 }
 
 // next is the ledger's tally after a chained record's forget.
 func (rec record) next() Tally {
 	id, _ := hex.DecodeString(rec.subject)
-	return rec.prev.Add(id)
+	return rec.prev.Add(Item(id, rec.keys))
 }
 
 // subjectRecords is what a namespace's records say of one subject.
@@ -50,8 +58,8 @@ type subjectRecords struct {
 	unbound bool      // a record names the ID alone
 }
 
-func newRecords(hashKey []byte) *Records {
-	return &Records{hashKey: hashKey, forgets: map[string][]record{}, private: map[string]map[string]time.Time{}}
+func newRecords(ks keySet) *Records {
+	return &Records{keys: ks, forgets: map[string][]record{}, private: map[string]map[string]time.Time{}}
 }
 
 // keyList spells key versions as a record holds them: "-" for none, else
@@ -121,18 +129,14 @@ func parseTally(s string) (Tally, bool) {
 
 // add parses one line; complete is false for a last line without its
 // newline (a crash mid-write), which is invalid.
-func (r *Records) add(line, macKey []byte, database string, complete bool) {
+func (r *Records) add(line []byte, database string, complete bool) {
 	f := strings.Split(strings.TrimSuffix(string(line), "\n"), " ")
 	rec, ok := parseRecord(f, complete)
 	if !ok {
 		r.Invalid++
 		return
 	}
-	m := hmac.New(sha256.New, macKey)
-	m.Write(line[:strings.LastIndexByte(string(line), ' ')])
-	// The MAC as written (lowercase hex), compared in constant time: one
-	// record has one spelling.
-	if !hmac.Equal([]byte(f[len(f)-1]), []byte(hex.EncodeToString(m.Sum(nil)))) {
+	if rec.proven = r.macOK(line, f, rec); !rec.proven && (!rec.chained || !r.epochEnded(rec.epoch)) {
 		r.Invalid++
 		return
 	}
@@ -154,9 +158,31 @@ func (r *Records) add(line, macKey []byte, database string, complete bool) {
 	r.index = nil
 }
 
+// macOK checks a record's MAC, as written (lowercase hex), in constant
+// time: under its epoch's integrity key (v3) or the root's MAC key.
+func (r *Records) macOK(line []byte, f []string, rec record) bool {
+	key := r.keys.mac
+	if rec.chained {
+		var err error
+		if key, err = r.keys.at(rec.epoch); err != nil {
+			return false
+		}
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(line[:strings.LastIndexByte(string(line), ' ')])
+	return hmac.Equal([]byte(f[len(f)-1]), []byte(hex.EncodeToString(m.Sum(nil))))
+}
+
+// epochEnded reports whether the keyring retired an epoch's key: a record
+// of it is kept unproven, for the chain to prove or drop.
+func (r *Records) epochEnded(epoch uint32) bool {
+	_, err := r.keys.at(epoch)
+	return errors.Is(err, keyring.ErrEpochEnded)
+}
+
 // parseRecord reads a line's fields but its MAC's check: v1 and private
-// (6 fields), v2 (7: the key versions), v3 (8: the key versions or "*",
-// and the tally before).
+// (6 fields), v2 (7: the key versions), v3 (9: the key versions or "*",
+// the tally before and the integrity epoch).
 func parseRecord(f []string, complete bool) (record, bool) {
 	if !complete || len(f) < 6 {
 		return record{}, false
@@ -164,7 +190,7 @@ func parseRecord(f []string, complete bool) (record, bool) {
 	var rec record
 	var ok bool
 	switch {
-	case len(f) == 8 && f[0] == versionChain:
+	case len(f) == 9 && f[0] == versionChain:
 		if f[4] != "*" {
 			if rec.keys, ok = parseKeys(f[4]); !ok {
 				return record{}, false
@@ -173,7 +199,11 @@ func parseRecord(f []string, complete bool) (record, bool) {
 		if rec.prev, ok = parseTally(f[5]); !ok {
 			return record{}, false
 		}
-		rec.chained = true
+		epoch, err := strconv.ParseUint(f[6], 16, 32)
+		if err != nil || len(f[6]) != 8 || f[6] != strings.ToLower(f[6]) {
+			return record{}, false
+		}
+		rec.chained, rec.epoch = true, uint32(epoch)
 	case len(f) == 7 && f[0] == versionKeys:
 		if rec.keys, ok = parseKeys(f[4]); !ok {
 			return record{}, false
@@ -241,7 +271,7 @@ const VersionWindow = 4096
 // list (versions nil), is bound by any record. After [Records.Settle],
 // only the records it kept count.
 func (r *Records) Forgets(namespace, subject string, versions []uint32) bool {
-	s, ok := r.subjects(namespace)[hex.EncodeToString(subjectHash(r.hashKey, namespace, subject))]
+	s, ok := r.subjects(namespace)[hex.EncodeToString(subjectHash(r.keys.hash, namespace, subject))]
 	if !ok {
 		return false
 	}
@@ -264,7 +294,7 @@ func (r *Records) Count(namespace string) int { return len(r.subjects(namespace)
 // Forgotten reports whether the journal records a subject's forget, and
 // when (the earliest record).
 func (r *Records) Forgotten(namespace, subject string) (time.Time, bool) {
-	s, ok := r.subjects(namespace)[hex.EncodeToString(subjectHash(r.hashKey, namespace, subject))]
+	s, ok := r.subjects(namespace)[hex.EncodeToString(subjectHash(r.keys.hash, namespace, subject))]
 	if !ok {
 		return time.Time{}, false
 	}
@@ -274,6 +304,6 @@ func (r *Records) Forgotten(namespace, subject string) (time.Time, bool) {
 // Private reports whether the journal records that a subject went
 // private.
 func (r *Records) Private(namespace, subject string) bool {
-	_, ok := r.private[namespace][hex.EncodeToString(subjectHash(r.hashKey, namespace, subject))]
+	_, ok := r.private[namespace][hex.EncodeToString(subjectHash(r.keys.hash, namespace, subject))]
 	return ok
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -296,6 +298,83 @@ func TestRecoverByIdentity(t *testing.T) {
 		}
 		if _, _, err := fresh.Audit(ctx); err != nil {
 			t.Fatalf("the audit with B's journal: %v", err)
+		}
+	})
+}
+
+// TestRecoverRefusesPlantedRecords: the holder of a keyring file from
+// before a rotation and the retire of its key plants, in a journal folder,
+// records forgetting a live user: one from before tallies (v2, MAC'd
+// with the root, which every copy of the file derives) and one chained
+// past the anchor's tally under the retired epoch. After the database
+// loses a forget, the recovery forgets the lost user and not the victim,
+// dropping both planted records (the v2 record made the recovery forget
+// the victim before).
+func TestRecoverRefusesPlantedRecords(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		ctx := context.Background()
+		a := newApp(t, d, 0)
+		oldFile := filepath.Join(t.TempDir(), "old.json")
+		if b, err := os.ReadFile(a.kr.Path()); err != nil || os.WriteFile(oldFile, b, 0o600) != nil {
+			t.Fatal(err)
+		}
+		old := a.kr.Primary().ID
+		if _, err := lifecycle.Rotate(ctx, a.kr, []lifecycle.Database{a.db}, lifecycle.RotateOptions{Wait: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lifecycle.Retire(ctx, a.kr, []lifecycle.Database{a.db}, old); err != nil {
+			t.Fatal(err)
+		}
+		jdir, open := a.journaledUsers(t, d)
+		users := open()
+		for _, u := range []string{"lost", "victim"} {
+			if _, err := users.SealingKey(u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		snap := takeSnapshot(t, d, a.db.Ledger.Table, subject.DefaultKeysTable, subject.DefaultTombstonesTable, subject.DefaultSessionsTable)
+		if err := users.Forget(ctx, "lost"); err != nil {
+			t.Fatal(err)
+		}
+		st, err := a.db.Ledger.Verified(ctx, a.kr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap.rollback(t)
+
+		oldKr, err := keyring.Load(ctx, oldFile, a.mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		planter, err := journal.Open(jdir, oldKr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		victim := journal.Entry{Database: st.Database, Namespace: "users", Subject: "victim", BindKeys: true}
+		past := victim
+		past.Chain, past.Prev = true, st.Tally(subject.ForgetCounter("users"))
+		for _, e := range []journal.Entry{victim, past} {
+			if err := planter.Append(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		planter.Close()
+
+		var plan lifecycle.RecoveryPlan
+		r, err := lifecycle.Recover(ctx, a.kr, a.db, lifecycle.RecoverOptions{Journals: []string{jdir},
+			Confirm: func(p lifecycle.RecoveryPlan) bool { plan = p; return true }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := journal.Settlement{ByIdentity: true, Committed: 1, Unproven: 1, Earlier: 1}
+		if ns := plan.Namespaces; r.Reapplied != 1 || len(ns) != 1 || ns[0].Settlement != want {
+			t.Fatalf("reapplied %d, plan %+v", r.Reapplied, plan.Namespaces)
+		}
+		fresh := open()
+		for u, want := range map[string]bool{"lost": true, "victim": false} {
+			if gone, err := fresh.IsForgotten(ctx, u); err != nil || gone != want {
+				t.Fatalf("%s forgotten: %v %v, want %v", u, gone, err, want)
+			}
 		}
 	})
 }

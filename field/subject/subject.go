@@ -721,7 +721,7 @@ func (s *Store) forgetIn(ctx context.Context, tx *sql.Tx, subject string, st *le
 		if added > 0 { // counted in the same transaction: never one without the other
 			id, err := s.identity(subject)
 			if err == nil {
-				e.Prev, anchor, err = s.cfg.Ledger.TallyTx(ctx, tx, s.cfg.Keyring, s.counterName(), id)
+				e.Prev, anchor, err = s.cfg.Ledger.TallyTx(ctx, tx, s.cfg.Keyring, s.counterName(), journal.Item(id, versions))
 			}
 			if err != nil {
 				return fmt.Errorf("subject: counting the forget of %s/%s: %w", s.cfg.Namespace, subject, err)

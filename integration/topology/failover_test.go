@@ -13,8 +13,8 @@ import (
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/internal/sqltable"
-	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/journal"
+	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"
 )
 
