@@ -30,9 +30,10 @@ type Settlement struct {
 	// key was retired: their MAC cannot be checked (a copy from before,
 	// or a forgery made with an old keyring file). They are dropped.
 	Unproven int `json:"unproven"`
-	// Earlier is how many records are from before tallies (v1, v2): they
-	// name forgets the ledger's tally began after, which the database
-	// holds; a keyring file of any age MACs them, so they are dropped.
+	// Earlier is how many records are from before tallies (v1, v2) in a
+	// namespace whose tally has counted a forget: they name forgets the
+	// tally began after, which the database holds, and a keyring file of
+	// any age MACs them, so they are dropped.
 	Earlier int `json:"earlier"`
 	// Lost is how many forgets the anchor's tally counts past the
 	// ledger's that the records do not prove: those the chain back from
@@ -115,9 +116,10 @@ func (c *chain) forward(t Tally, mark map[int]bool) {
 // cannot stand in for a lost forget whose journal was not given. Records
 // past the newest committed point may have committed and are kept, if
 // their MAC verifies under an integrity epoch the keyring holds. v1 and v2
-// records (before tallies) are dropped unless the tallies cannot tell
-// (ByIdentity false: every record is kept, as before tallies). Settle a
-// namespace once, before reading its records.
+// records (before tallies) are dropped once the namespace's tally has
+// counted a forget, and kept while it has not, or when the tallies cannot
+// tell (ByIdentity false: every record is kept, as before tallies).
+// Settle a namespace once, before reading its records.
 func (r *Records) Settle(namespace string, ledger, anchor Tally) Settlement {
 	recs := r.forgets[namespace]
 	var st Settlement
@@ -127,6 +129,7 @@ func (r *Records) Settle(namespace string, ledger, anchor Tally) Settlement {
 		return st
 	}
 	st.ByIdentity = true
+	tallied := anchor.Count > anchor.Since // a forget was tallied: records from before tallies count for nothing
 	c := newChain(recs)
 	committed, unsure := map[int]bool{}, map[int]bool{}
 	c.back(ledger, Tally{Count: ^uint64(0)}, committed)
@@ -138,9 +141,10 @@ func (r *Records) Settle(namespace string, ledger, anchor Tally) Settlement {
 	var kept []record
 	for i, rec := range recs {
 		switch {
-		case !rec.chained:
+		case !rec.chained && tallied:
 			st.Earlier++
 			continue
+		case !rec.chained:
 		case committed[i]:
 			st.Committed++
 		case !rec.proven:

@@ -115,6 +115,13 @@ func TestSettle(t *testing.T) {
 			h.r.add(old, "db-1", true)
 			return ledger, h.tally
 		}, Settlement{ByIdentity: true, Committed: 1, Unproven: 1, Earlier: 1}, "[a]"},
+		{"no forget tallied yet: records from before tallies count", func(h *history) (Tally, Tally) {
+			h.tally = Tally{Count: 3, Since: 3}
+			old := mustRecord(h.t, h.j, Entry{Database: "db-1", Namespace: "users", Subject: "c", At: time.Unix(1, 0), Keys: []uint32{}, BindKeys: true})
+			h.r.add(old, "db-1", true)
+			h.record(h.tally, "x", true) // a first tallied forget that rolled back
+			return h.tally, h.tally
+		}, Settlement{ByIdentity: true, Uncommitted: 1}, "[c]"},
 		{"a ledger from before its tally: by count", func(h *history) (Tally, Tally) {
 			h.tally = Tally{Count: 5, Since: 5}
 			h.commit("a", true)

@@ -145,7 +145,20 @@ func keys(kr *keyring.Keyring) (keySet, error) {
 		epoch, key, err := kr.IntegrityKey(epochPurpose)
 		return uint32(epoch), key, err
 	}
-	ks.at = func(epoch uint32) ([]byte, error) { return kr.IntegrityKeyAt(keyring.KeyID(epoch), epochPurpose) }
+	var mu sync.Mutex
+	derived := map[uint32][]byte{} // an epoch's key, derived once per read
+	ks.at = func(epoch uint32) ([]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if k, ok := derived[epoch]; ok {
+			return k, nil
+		}
+		k, err := kr.IntegrityKeyAt(keyring.KeyID(epoch), epochPurpose)
+		if err == nil && len(derived) < 64 {
+			derived[epoch] = k
+		}
+		return k, err
+	}
 	return ks, nil
 }
 
