@@ -25,6 +25,7 @@ require (
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/rs/zerolog v1.35.1
 	github.com/spf13/cobra v1.10.2
+	github.com/tink-crypto/tink-go/v2 v2.9.0
 	github.com/wardlab/ward v0.1.0
 	github.com/wardlab/ward/examples v0.0.0-00010101000000-000000000000
 	github.com/wardlab/ward/internal/browsertest v0.0.0-00010101000000-000000000000

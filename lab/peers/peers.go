@@ -3,7 +3,8 @@
 // reports' languages and libraries, whose sources are in this folder and
 // embedded in the ward binary, built and run with the runtimes the machine
 // has (Java and BouncyCastle, Ruby's OpenSSL, Python's cryptography, C with
-// libargon2 and libsodium). The Go module itself has no cgo.
+// libargon2 and libsodium, Rust's argon2 crate with cargo). The Go module
+// itself has no cgo.
 //
 // Each runner returns a [*MissingError] naming the Debian packages that
 // bring what is missing, so that the lab can say so instead of reporting
@@ -25,7 +26,7 @@ import (
 	"sync"
 )
 
-//go:embed java/*.java ruby/*.rb python/*.py c/*.c c/*.h
+//go:embed java/*.java ruby/*.rb python/*.py c/*.c c/*.h rust/Cargo.toml rust/Cargo.lock rust/src/*.rs
 var sources embed.FS
 
 // MissingError says that a peer cannot run here, and what would bring it.

@@ -45,6 +45,8 @@ func TestPeers(t *testing.T) {
 	check("X25519Python", err, err != nil || (py.WireBytes == 72 && len(py.MS) == 3))
 	c, lib, err := r.Argon2C(ctx, 1024, 1, 1, 2)
 	check("Argon2C", err, err != nil || (len(c.MS) == 2 && lib != "" && c.PeakRSSMB > 1))
+	rs, err := r.Argon2Rust(ctx, 1024, 1, 1, 2)
+	check("Argon2Rust", err, err != nil || (len(rs.MS) == 2 && rs.PeakRSSMB > 1))
 	s, err := r.Argon2Sodium(ctx, 1024, 1, 2)
 	check("Argon2Sodium", err, err != nil || (len(s.MS) == 2 && s.PeakRSSMB > 1))
 	t.Setenv("PATH", "/nonexistent")

@@ -241,6 +241,8 @@ func newOp(k caseKey) (func(n int) error, error) {
 		return rawOp(k, pt)
 	case implV4, implV3:
 		return fieldOp(k, pt)
+	case implTink:
+		return tinkOp(k, pt)
 	}
 	return nil, fmt.Errorf("aead: unknown implementation %q", k.impl)
 }

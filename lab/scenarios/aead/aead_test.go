@@ -51,11 +51,13 @@ func TestScenario(t *testing.T) {
 	cases := 3 * len(Sizes) * 2    // algorithms x sizes x ops
 	fips := 2 * len(fipsSizes) * 2 // AES-GCM x sizes x ops, in the FIPS 140-3 mode's child
 	want := map[string]int{
-		"time/":                   cases*3 + cases + fips*2, // raw, v4 and v3 with AES on, raw with AES off, raw and v4 in the FIPS mode
-		"throughput/":             cases*4 + fips*2,
+		"time/":                   cases*4 + cases + fips*2, // raw, v4, v3 and tink-go with AES on, raw with AES off, raw and v4 in the FIPS mode
+		"throughput/":             cases*5 + fips*2,
 		"hw_speedup/":             cases,
 		"field_overhead/":         cases*2 + fips,
 		"added_ns/":               cases * 2,
+		"added_ns/reference":      cases, // tink-go over raw
+		"ratio/reference":         cases, // ward over tink-go
 		"hw_speedup/field-report": 2,
 	}
 	jvm, python := !missing["java-aes-gcm"], !missing[implPython]
@@ -98,12 +100,12 @@ func TestScenario(t *testing.T) {
 		}
 	}
 	sec, err := Scenario{}.Report(env.Results())
-	headlines, same, tables, answers := 3, 0, 3, 3
+	headlines, same, tables, answers := 3, 0, 4, 4 // with tink-go's table and answer
 	if jvm {
 		headlines, same = 4, len(Sizes)
 	}
 	if python {
-		tables, answers = 4, 4
+		tables, answers = 5, 5
 	}
 	if err != nil || len(sec.Charts) != 1 || len(sec.Tables) != tables || len(sec.Headlines) != headlines || len(sec.Answer) != answers ||
 		len(sec.SameMachine) != same || sec.FieldReport == "" {

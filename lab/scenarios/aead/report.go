@@ -41,6 +41,12 @@ func (s Scenario) Report(rs lab.Results) (lab.Section, error) {
 		percent(ov500), percent(ovBig), sizeLabel(big)))
 	sec.Headlines = append(sec.Headlines, ov500, ovBig)
 	sec.Answer = append(sec.Answer, versionAnswer(rs))
+	if a, ok := tinkAnswer(rs); ok {
+		sec.Answer = append(sec.Answer, a)
+	}
+	if t, ok := tinkTable(rs, sizes); ok {
+		sec.Tables = append(sec.Tables, t)
+	}
 	if a, ok := pythonAnswer(rs); ok {
 		sec.Answer = append(sec.Answer, a)
 	}

@@ -17,9 +17,11 @@ import (
 func measureField(ctx context.Context, env *lab.Env, raw caseKey) ([][]float64, error) {
 	v4, v3 := raw, raw
 	v4.impl, v3.impl = implV4, implV3
+	tinkKey := raw
+	tinkKey.impl = implTink
 	keys := []caseKey{raw, v4}
 	if raw.hw != "fips" {
-		keys = append(keys, v3) // v3 is not sealed in the FIPS 140-3 mode
+		keys = append(keys, v3, tinkKey) // v3 is not sealed in the FIPS 140-3 mode; tink is measured beside the default
 	}
 	rounds, err := measure(ctx, env, keys...)
 	if err != nil {
@@ -38,6 +40,7 @@ func measureField(ctx context.Context, env *lab.Env, raw caseKey) ([][]float64, 
 			"per-round ratio of the field layer's time in ciphertext v3 to raw crypto/cipher's, interleaved rounds"),
 		lab.FromSamples("aead", r.addedNs(implV4), v4.params(), "added_ns", "ns", minus(rounds[1], rounds[0])),
 		lab.FromSamples("aead", r.addedNs(implV3), v3.params(), "added_ns", "ns", minus(rounds[2], rounds[0])))
+	recordTink(env, r, tinkKey, rounds[0], rounds[1], rounds[3])
 	return rounds, nil
 }
 

@@ -2,8 +2,8 @@
 // field report on a fast Argon2 password encoder: per-hash latency of
 // Argon2id at the report's parameters, OWASP's and RFC 9106's second
 // recommendation, through ward's own core and x/crypto/argon2 in
-// interleaved rounds; the reference C implementation and libsodium in the
-// same rounds (separate processes); the legacy schemes; sign-up bursts of
+// interleaved rounds; the reference C implementation, the RustCrypto
+// argon2 crate and libsodium in the same rounds (separate processes); the legacy schemes; sign-up bursts of
 // 1, 2 and 10 with and without ward's limiter; and the report's own stack,
 // BouncyCastle in the JVM, cold and warm.
 package passwordlab
@@ -275,6 +275,8 @@ func recordArgon2(env *lab.Env, c argon2Case, order []string, samples map[string
 			r.Source, r.Note = lab.SourceReference, refLib+": argon2id_hash_raw in a separate process, which allocates and wipes per hash"
 		case "libsodium":
 			r.Source, r.Note = lab.SourceReference, "libsodium crypto_pwhash_argon2id through its C library, in a separate process"
+		case "rust-argon2":
+			r.Source, r.Note = lab.SourceReference, "the RustCrypto argon2 crate 0.6 (its AVX2 code where the CPU has it), Argon2::hash_password_into in a separate process, which allocates and frees per hash"
 		}
 		env.Record(r)
 		if name != "ward" {
@@ -285,8 +287,9 @@ func recordArgon2(env *lab.Env, c argon2Case, order []string, samples map[string
 	env.Record(allocs(env, c))
 }
 
-// references adds the C reference and libsodium to a case's rounds when
-// the machine can build them; what is missing is recorded as such.
+// references adds the C reference, the Rust argon2 crate and libsodium to
+// a case's rounds when the machine can build them; what is missing is
+// recorded as such.
 func references(ctx context.Context, env *lab.Env, pr *peers.Runner, c argon2Case, impls map[string]func() (float64, error), order []string) ([]string, string) {
 	const perRound = 3 // hashes per process, median taken: start-up excluded
 	m, t := c.params.Memory, c.params.Time
@@ -301,6 +304,16 @@ func references(ctx context.Context, env *lab.Env, pr *peers.Runner, c argon2Cas
 			return median(h.MS), err
 		}
 		order = append(order, "c-reference")
+	}
+	if _, err := pr.Argon2Rust(ctx, 8, 1, 1, 1); err != nil {
+		env.Record(lab.Unavailable("password", c.name+"/rust-argon2", lab.SourceReference, err))
+	} else {
+		impls["rust-argon2"] = func() (float64, error) {
+			h, err := pr.Argon2Rust(ctx, m, t, 1, perRound)
+			recordRSS(env, implKey{c, "rust-argon2"}, h.PeakRSSMB)
+			return median(h.MS), err
+		}
+		order = append(order, "rust-argon2")
 	}
 	if _, err := pr.Argon2Sodium(ctx, 8, 1, 1); err != nil {
 		env.Record(lab.Unavailable("password", c.name+"/libsodium", lab.SourceReference, err))

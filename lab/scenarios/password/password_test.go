@@ -50,6 +50,11 @@ func TestScenario(t *testing.T) {
 		if r, ok := rs.Get(vsKey(c, "x-crypto"), "ratio"); !ok || r.N != 11 {
 			t.Errorf("ratio %s: %+v", c.name, r)
 		}
+		for _, ref := range []string{"c-reference", "rust-argon2", "libsodium"} { // in CI every peer runs
+			if r, ok := rs.Get(vsKey(c, ref), "ratio"); c.params.Parallelism == 1 && os.Getenv("WARD_CI") != "" && (!ok || r.N != 11) {
+				t.Errorf("ratio %s to %s: %+v", c.name, ref, r)
+			}
+		}
 		ward, x := rs.Median(implKey{c, "ward"}.name(), "peak_rss"), rs.Median(implKey{c, "x-crypto"}.name(), "peak_rss")
 		if !(ward > float64(c.params.Memory)/1024) || !(x > float64(c.params.Memory)/1024) {
 			t.Errorf("peak RSS %s: ward %v, x/crypto %v", c.name, ward, x)

@@ -9,8 +9,28 @@ import (
 	"github.com/wardlab/ward/lab/chart"
 )
 
-// otherImpls are the implementations set beside ward, in table order.
-var otherImpls = []string{"x-crypto", "c-reference", "libsodium"}
+// otherImpls are the implementations set beside ward, in table order,
+// and implLabels what the table calls them.
+var (
+	otherImpls = []string{"x-crypto", "c-reference", "rust-argon2", "libsodium"}
+	implLabels = map[string]string{"ward": "ward", "x-crypto": "x/crypto", "c-reference": "C", "rust-argon2": "Rust", "libsodium": "libsodium"}
+)
+
+// argon2Head is the Argon2 table's header: a column per implementation, a
+// ratio per other one, ward's heap and every peak RSS.
+func argon2Head() []string {
+	head := []string{"parameters", "ward"}
+	var ratios, rss []string
+	for _, o := range otherImpls {
+		head = append(head, implLabels[o])
+		ratios = append(ratios, "ward / "+implLabels[o])
+	}
+	for _, o := range append([]string{"ward"}, otherImpls...) {
+		rss = append(rss, implLabels[o])
+	}
+	head = append(head, ratios...)
+	return append(head, "ward heap B/hash", "peak RSS MiB: "+strings.Join(rss, " / "))
+}
 
 // Report builds the section: Argon2 by implementation, the legacy
 // schemes, sign-up bursts, and the report's own stack on this machine.
@@ -42,8 +62,8 @@ func (s Scenario) Report(rs lab.Results) (lab.Section, error) {
 }
 
 func argon2Table(rs lab.Results) (lab.Table, []string, map[string][]float64) {
-	t := lab.Table{Caption: "Argon2id, ms per hash: median (p95); ward's time over each other's per interleaved round, with p05–p95",
-		Head: []string{"parameters", "ward", "x/crypto", "reference C", "libsodium", "ward / x/crypto", "ward / C", "ward / libsodium", "ward heap B/hash", "peak RSS MiB: ward / x/crypto / C / libsodium"}}
+	t := lab.Table{Caption: "Argon2id, ms per hash: median (p95); ward's time over each other's per interleaved round, with p05–p95 (C: the reference phc-winner-argon2; Rust: the RustCrypto argon2 crate)",
+		Head: argon2Head()}
 	vals := map[string][]float64{}
 	var labels []string
 	for _, c := range argon2Cases {
@@ -134,7 +154,7 @@ func answers(rs lab.Results) ([]string, []lab.Result) {
 	}
 	for _, o := range otherImpls {
 		if r, ok := rs.Get(vsKey(rep, o), "ratio"); ok {
-			out = append(out, fmt.Sprintf("ward / %s: %sx (p05–p95 %s), per round.", o, lab.FormatNumber(r.Median), r.Spread()))
+			out = append(out, fmt.Sprintf("ward / %s: %s, per round.", implLabels[o], r.RatioText()))
 			heads = append(heads, r)
 		}
 	}
