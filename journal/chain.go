@@ -119,9 +119,13 @@ func (c *chain) forward(t Tally, mark map[int]bool) {
 // records (before tallies) are dropped once the namespace's tally has
 // counted a forget, and kept while it has not, or when the tallies cannot
 // tell (ByIdentity false: every record is kept, as before tallies).
-// Settle a namespace once, before reading its records.
+// Settle a namespace once, before reading its records. On nil Records (no
+// journal given) it says what the tallies alone prove lost.
 func (r *Records) Settle(namespace string, ledger, anchor Tally) Settlement {
-	recs := r.forgets[namespace]
+	var recs []record
+	if r != nil {
+		recs = r.forgets[namespace]
+	}
 	var st Settlement
 	if anchor.Count <= ledger.Count {
 		anchor = ledger // the ledger is the newest committed state
@@ -158,7 +162,9 @@ func (r *Records) Settle(namespace string, ledger, anchor Tally) Settlement {
 		}
 		kept = append(kept, rec)
 	}
-	r.forgets[namespace] = kept
-	r.index = nil
+	if r != nil {
+		r.forgets[namespace] = kept
+		r.index = nil
+	}
 	return st
 }

@@ -141,6 +141,20 @@ func TestSettle(t *testing.T) {
 	}
 }
 
+// TestSettleWithoutJournal: with no journal, every forget on the anchor's
+// tally past the ledger's is lost.
+func TestSettleWithoutJournal(t *testing.T) {
+	var r *Records
+	ledger := Tally{Count: 2, Since: 0, Head: bytes.Repeat([]byte{1}, 32)}
+	anchor := ledger.Add([]byte("a")).Add([]byte("b"))
+	if got := r.Settle("users", ledger, anchor); got != (Settlement{ByIdentity: true, Lost: 2}) {
+		t.Fatalf("settled %+v", got)
+	}
+	if got := r.Settle("users", Tally{Count: 1, Since: 1}, anchor); got != (Settlement{}) {
+		t.Fatalf("a ledger from before its tally: %+v", got)
+	}
+}
+
 // FuzzTally: no tally field panics the reader, and one it accepts is
 // spelled back the same.
 func FuzzTally(f *testing.F) {

@@ -247,33 +247,20 @@ func planNamespace(ctx context.Context, s *subject.Store, in ledger.Inspection, 
 	np.Tombstones = len(tombstoned)
 	matched := 0 // journaled subjects with a valid tombstone, after the recovery
 	ledgerTally, anchorTally := in.State.Tally(subject.ForgetCounter(ns)), in.Anchor.Tally(subject.ForgetCounter(ns))
-	np.Settlement = journal.Settlement{ByIdentity: anchorTally.Since == ledgerTally.Since || anchorTally.Count <= ledgerTally.Count,
-		Lost: anchorTally.Count - min(anchorTally.Count, ledgerTally.Count)} // no journal: every forget past the ledger's tally
+	np.Settlement = records.Settle(ns, ledgerTally, anchorTally) // no journal: every forget past the ledger's tally is lost
 	if records != nil {
-		np.Settlement = records.Settle(ns, ledgerTally, anchorTally)
 		np.Journaled = records.Count(ns)
 		for _, sub := range tombstoned {
 			if _, ok := records.Forgotten(ns, sub); ok {
 				matched++
 			}
 		}
-		holders, err := s.Subjects(ctx)
+		forgotten, recycled, err := s.Journaled(ctx, records)
 		if err != nil {
 			return np, err
 		}
-		for _, sub := range holders {
-			if _, ok := records.Forgotten(ns, sub); !ok {
-				continue
-			}
-			versions, err := s.KeyVersions(ctx, sub)
-			if err != nil {
-				return np, err
-			}
-			if !records.Forgets(ns, sub, versions) { // keys created after the forget: a new subject with a recycled ID
-				np.Recycled++
-				continue
-			}
-			np.reapply = append(np.reapply, sub)
+		np.reapply, np.Recycled = forgotten, len(recycled)
+		for _, sub := range forgotten {
 			if !slices.Contains(tombstoned, sub) {
 				matched++
 				np.tombstoned++

@@ -165,10 +165,7 @@ func TestRecoverSparesRecycledIDs(t *testing.T) {
 		a := newApp(t, d, 0)
 		jdir, open := a.journaledUsers(t, d)
 		users := open()
-		if _, err := users.SealingKey("u0"); err != nil {
-			t.Fatal(err)
-		}
-		snap := takeSnapshot(t, d, a.db.Ledger.Table, subject.DefaultKeysTable, subject.DefaultTombstonesTable, subject.DefaultSessionsTable)
+		snap := a.keyed(t, d, users, "u0")
 		for _, u := range []string{"u7", "u8"} {
 			if _, err := users.SealingKey(u); err != nil {
 				t.Fatal(err)
@@ -218,6 +215,18 @@ func TestRecoverSparesRecycledIDs(t *testing.T) {
 	})
 }
 
+// keyed gives each subject a key in users, then snapshots the ledger and
+// the subject tables: what the database will go back to.
+func (a *app) keyed(t *testing.T, d dbtest.DB, users *subject.Store, subjects ...string) snapshot {
+	t.Helper()
+	for _, u := range subjects {
+		if _, err := users.SealingKey(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return takeSnapshot(t, d, a.db.Ledger.Table, subject.DefaultKeysTable, subject.DefaultTombstonesTable, subject.DefaultSessionsTable)
+}
+
 // journaledUsers opens a forget journal for the app's keyring and returns
 // its folder and a function opening the "users" store on it, as a fresh
 // process of the service would.
@@ -253,12 +262,7 @@ func TestRecoverByIdentity(t *testing.T) {
 		jA, openA := a.journaledUsers(t, d)
 		jB, openB := a.journaledUsers(t, d)
 		users := openA()
-		for _, u := range []string{"u1", "u2"} {
-			if _, err := users.SealingKey(u); err != nil {
-				t.Fatal(err)
-			}
-		}
-		snap := takeSnapshot(t, d, a.db.Ledger.Table, subject.DefaultKeysTable, subject.DefaultTombstonesTable, subject.DefaultSessionsTable)
+		snap := a.keyed(t, d, users, "u1", "u2")
 		tx, err := d.DB.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -327,12 +331,7 @@ func TestRecoverRefusesPlantedRecords(t *testing.T) {
 		}
 		jdir, open := a.journaledUsers(t, d)
 		users := open()
-		for _, u := range []string{"lost", "victim"} {
-			if _, err := users.SealingKey(u); err != nil {
-				t.Fatal(err)
-			}
-		}
-		snap := takeSnapshot(t, d, a.db.Ledger.Table, subject.DefaultKeysTable, subject.DefaultTombstonesTable, subject.DefaultSessionsTable)
+		snap := a.keyed(t, d, users, "lost", "victim")
 		if err := users.Forget(ctx, "lost"); err != nil {
 			t.Fatal(err)
 		}

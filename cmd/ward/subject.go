@@ -205,23 +205,12 @@ func resurrected(ctx context.Context, kr *keyring.Keyring, ls *ledgers, stores [
 		records.Settle(s.Namespace(), tally, tally) // only forgets that committed
 		n := records.Count(s.Namespace())
 		docs[i].Journaled = &n
-		holders, err := s.Subjects(ctx)
+		forgotten, _, err := s.Journaled(ctx, records) // not the recycled IDs: new subjects'
 		if err != nil {
 			return 0, err
 		}
-		for _, sub := range holders {
-			if _, ok := records.Forgotten(s.Namespace(), sub); !ok {
-				continue
-			}
-			versions, err := s.KeyVersions(ctx, sub)
-			if err != nil {
-				return 0, err
-			}
-			if records.Forgets(s.Namespace(), sub, versions) { // else a new subject that received the ID
-				docs[i].Resurrected = append(docs[i].Resurrected, sub)
-				back++
-			}
-		}
+		docs[i].Resurrected = append(docs[i].Resurrected, forgotten...)
+		back += len(forgotten)
 	}
 	return back, nil
 }

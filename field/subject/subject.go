@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -976,39 +977,57 @@ func (s *Store) keyVersions(ctx context.Context, q interface {
 
 // journaledBack counts the subjects holding a key whose forget the journal
 // records as committed (on the ledger's tally, or from before tallies)
-// and binds by identity (a key the record's versions name, or a record of
-// the ID alone), of which tombstoned holds no valid tombstone.
+// and binds by identity (Journaled), of which tombstoned holds no valid
+// tombstone.
 func (s *Store) journaledBack(ctx context.Context, st *ledger.State, tombstoned []string) (int, error) {
 	recs, err := journal.Read(s.cfg.Keyring, st.Database, s.cfg.Journal.Dir())
 	if err != nil {
 		return 0, fmt.Errorf("subject: reading the forget journal: %w", err)
 	}
 	recs.Settle(s.cfg.Namespace, st.Tally(s.counterName()), st.Tally(s.counterName()))
-	if recs.Count(s.cfg.Namespace) == 0 {
-		return 0, nil
-	}
-	holders, err := s.Subjects(ctx)
+	forgotten, _, err := s.Journaled(ctx, recs)
 	if err != nil {
 		return 0, err
 	}
-	gone := make(map[string]bool, len(tombstoned))
-	for _, t := range tombstoned {
-		gone[t] = true
-	}
 	back := 0
-	for _, h := range holders {
-		if gone[h] {
-			continue
-		}
-		versions, err := s.KeyVersions(ctx, h)
-		if err != nil {
-			return 0, err
-		}
-		if recs.Forgets(s.cfg.Namespace, h, versions) {
+	for _, f := range forgotten {
+		if !slices.Contains(tombstoned, f) {
 			back++
 		}
 	}
 	return back, nil
+}
+
+// Journaled sorts the subjects of the namespace that hold a key or a
+// session and whose forget the journal records name (settled first:
+// journal.Records.Settle): forgotten are those the records forget by
+// identity (a key within the versions a record names, or a record of the
+// ID alone); recycled those whose keys were all created after the records'
+// forgets — a new subject that received a forgotten one's ID after a
+// restore, which is not forgotten again.
+func (s *Store) Journaled(ctx context.Context, recs *journal.Records) (forgotten, recycled []string, err error) {
+	if recs.Count(s.cfg.Namespace) == 0 {
+		return nil, nil, nil
+	}
+	holders, err := s.Subjects(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, h := range holders {
+		if _, ok := recs.Forgotten(s.cfg.Namespace, h); !ok {
+			continue
+		}
+		versions, err := s.KeyVersions(ctx, h)
+		if err != nil {
+			return nil, nil, err
+		}
+		if recs.Forgets(s.cfg.Namespace, h, versions) {
+			forgotten = append(forgotten, h)
+		} else {
+			recycled = append(recycled, h)
+		}
+	}
+	return forgotten, recycled, nil
 }
 
 // core is the keyring's mechanism: its state MACs (tombstones).
