@@ -217,6 +217,7 @@ func Bars(title, ylabel string, labels []string, groups []string, values map[str
 	leg.TextStyle.Font.Size = p.Legend.TextStyle.Font.Size
 	leg.Top, leg.Left, leg.Padding = true, true, vg.Points(2)
 	entries := 0
+	var notRun []func()
 	p.Add(plotter.NewGrid())
 	// About 430 points of plotting width, 80 % of each category filled.
 	w := vg.Points(math.Max(3, 430*0.8/float64(max(1, len(labels)))/float64(max(1, len(groups)))))
@@ -236,8 +237,8 @@ func Bars(title, ylabel string, labels []string, groups []string, values map[str
 		b.LineStyle.Width = 0
 		b.Offset = vg.Length(float64(i)-float64(len(groups)-1)/2) * w
 		switch {
-		case !drawn && len(groups) > 1: // a legend entry says why there is no bar
-			leg.Add(g+" (not run here)", b)
+		case !drawn && len(groups) > 1: // a legend entry, last, says why there is no bar
+			notRun = append(notRun, func() { leg.Add(g+" (not run here)", b) })
 			entries++
 		case !drawn:
 		default:
@@ -247,6 +248,9 @@ func Bars(title, ylabel string, labels []string, groups []string, values map[str
 				entries++
 			}
 		}
+	}
+	for _, add := range notRun {
+		add()
 	}
 	top := 0.0 // a little headroom above the tallest bar
 	for _, g := range groups {
