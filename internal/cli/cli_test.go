@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -69,5 +71,39 @@ func TestProgress(t *testing.T) {
 	q.Finish()
 	if b.Len() != 0 {
 		t.Fatalf("quiet progress wrote %q", b.String())
+	}
+}
+
+// TestProgressTerminal: on a terminal, one line redrawn in place (throttled
+// to ten a second, the last always drawn) with a bar, the percentage, the
+// count and the time left at the rate so far, and a newline at the end.
+func TestProgressTerminal(t *testing.T) {
+	var b bytes.Buffer
+	clock := time.Unix(0, 0)
+	p := &Progress{w: &b, desc: "job", tty: true, now: func() time.Time { return clock }, start: clock}
+	clock = clock.Add(10 * time.Second)
+	p.Set(25, 100)
+	want := "\r\x1b[Kjob [======                  ]  25% 25/100 30s left"
+	if b.String() != want {
+		t.Fatalf("first draw %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	clock = clock.Add(50 * time.Millisecond)
+	p.Set(26, 100)
+	if b.Len() != 0 {
+		t.Fatalf("drew again within 100 ms: %q", b.String())
+	}
+	p.Set(100, 100)
+	if !strings.HasSuffix(b.String(), "[========================] 100% 100/100") {
+		t.Fatalf("last draw %q", b.String())
+	}
+	b.Reset()
+	p.Finish()
+	p.Finish()
+	if b.String() != "\n" {
+		t.Fatalf("finish wrote %q, want one newline", b.String())
+	}
+	if got := p.line(5, 0, time.Second); !strings.Contains(got, "100% 5/0") {
+		t.Fatalf("a total of 0 drew %q", got)
 	}
 }
