@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -223,4 +224,40 @@ func TestThreadCPUClock(t *testing.T) {
 		t.Fatalf("wall time of a %v sleep: %v", nap, wall)
 	}
 	_ = sink
+}
+
+// TestProcessCPUClock: work a batch hands to another goroutine costs the
+// measuring thread almost nothing, and the process what the work costs:
+// the clock for x/crypto's Argon2, which hashes on goroutines of its own.
+func TestProcessCPUClock(t *testing.T) {
+	if _, ok := processCPU(); !ok {
+		t.Skip("no process CPU clock here")
+	}
+	var sink atomic.Int64
+	elsewhere := func(n int) error {
+		done := make(chan struct{})
+		go func() {
+			for i := range n * 200000 {
+				sink.Add(int64(i))
+			}
+			close(done)
+		}()
+		<-done
+		return nil
+	}
+	s := Sampling{Samples: 5, Target: 5 * time.Millisecond, Clock: ThreadCPU}
+	thread, err := Measure(context.Background(), s, elsewhere)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Clock = ProcessCPU
+	process, err := Measure(context.Background(), s, elsewhere)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tm, _, _ := Summary(thread)
+	_, pm, _, _ := Summary(process)
+	if pm <= 2*tm {
+		t.Fatalf("work on another goroutine: %.0f ns of process CPU per op, %.0f of the waiting thread's", pm, tm)
+	}
 }

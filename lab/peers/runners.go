@@ -156,12 +156,22 @@ func (r *Runner) X25519Python(ctx context.Context, delayMS, runs int) (PythonHan
 	return out, runJSON(ctx, &out, systemPython, r.path(peer), strconv.Itoa(delayMS), strconv.Itoa(runs))
 }
 
-// msList is the output of the C peers: milliseconds per hash and the
-// process's own peak resident memory (VmHWM, which unlike the rusage of a
-// child does not include what the parent had before exec).
+// msList is the output of the hashing peers: elapsed and CPU
+// milliseconds per hash and the process's own peak resident memory (VmHWM,
+// which unlike the rusage of a child does not include what the parent had
+// before exec).
 type msList struct {
 	MS      []float64 `json:"ms"`
+	CPUMS   []float64 `json:"cpu_ms"`
 	PeakKiB float64   `json:"peak_rss_kib"`
+}
+
+// hashes checks that a peer timed every hash on both clocks.
+func (l msList) hashes(n int) (Hashes, error) {
+	if len(l.MS) != n || len(l.CPUMS) != n {
+		return Hashes{}, fmt.Errorf("peer timed %d and %d of %d hashes", len(l.MS), len(l.CPUMS), n)
+	}
+	return Hashes{MS: l.MS, CPUMS: l.CPUMS, PeakRSSMB: l.PeakKiB / 1024}, nil
 }
 
 // RefArgon2Env names a folder holding a build of phc-winner-argon2 (its
@@ -169,10 +179,11 @@ type msList struct {
 // measure instead of Debian's portable libargon2.
 const RefArgon2Env = "WARD_ARGON2_REF"
 
-// Hashes are a C peer's milliseconds per hash and the process's peak
-// resident memory.
+// Hashes are a peer's milliseconds per hash, elapsed and of the process's
+// CPU time (all its threads), and the process's peak resident memory.
 type Hashes struct {
 	MS        []float64
+	CPUMS     []float64
 	PeakRSSMB float64
 }
 
@@ -190,8 +201,11 @@ func (r *Runner) Argon2C(ctx context.Context, m, t, p uint32, n int) (Hashes, st
 		return Hashes{}, "", err
 	}
 	var out msList
-	err = runJSON(ctx, &out, bin, strconv.Itoa(int(m)), strconv.Itoa(int(t)), strconv.Itoa(int(p)), strconv.Itoa(n))
-	return Hashes{out.MS, out.PeakKiB / 1024}, lib, err
+	if err := runJSON(ctx, &out, bin, strconv.Itoa(int(m)), strconv.Itoa(int(t)), strconv.Itoa(int(p)), strconv.Itoa(n)); err != nil {
+		return Hashes{}, lib, err
+	}
+	h, err := out.hashes(n)
+	return h, lib, err
 }
 
 // Argon2Sodium runs c/sodium_argon2.c: libsodium's Argon2id (one lane).
@@ -201,8 +215,10 @@ func (r *Runner) Argon2Sodium(ctx context.Context, m, t uint32, n int) (Hashes, 
 		return Hashes{}, err
 	}
 	var out msList
-	err = runJSON(ctx, &out, bin, strconv.Itoa(int(m)), strconv.Itoa(int(t)), strconv.Itoa(n))
-	return Hashes{out.MS, out.PeakKiB / 1024}, err
+	if err := runJSON(ctx, &out, bin, strconv.Itoa(int(m)), strconv.Itoa(int(t)), strconv.Itoa(n)); err != nil {
+		return Hashes{}, err
+	}
+	return out.hashes(n)
 }
 
 // PythonEnv names a Python interpreter that has the ward package

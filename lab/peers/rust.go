@@ -76,6 +76,8 @@ func (r *Runner) Argon2Rust(ctx context.Context, m, t, p uint32, n int) (Hashes,
 		return Hashes{}, err
 	}
 	var out msList
-	err = runJSON(ctx, &out, bin, strconv.Itoa(int(m)), strconv.Itoa(int(t)), strconv.Itoa(int(p)), strconv.Itoa(n))
-	return Hashes{out.MS, out.PeakKiB / 1024}, err
+	if err := runJSON(ctx, &out, bin, strconv.Itoa(int(m)), strconv.Itoa(int(t)), strconv.Itoa(int(p)), strconv.Itoa(n)); err != nil {
+		return Hashes{}, err
+	}
+	return out.hashes(n)
 }

@@ -1,7 +1,8 @@
 /* sodium_argon2 times libsodium's Argon2id (crypto_pwhash_argon2id, its
    optimised C, called through the C library rather than a Python binding),
    at the given memory and passes (libsodium's Argon2id has one lane). It
-   prints, as JSON, the milliseconds of every hash after one warm-up.
+   prints, as JSON, the elapsed and CPU milliseconds of every hash after
+   one warm-up.
    Usage: sodium_argon2 M_KIB T N */
 #include <sodium.h>
 #include <stdio.h>
@@ -16,12 +17,13 @@ int main(int argc, char **argv) {
 	const char *pw = "correct horse battery staple";
 	unsigned char salt[crypto_pwhash_argon2id_SALTBYTES], out[32];
 	memset(salt, 7, sizeof salt);
-	printf("{\"ms\":[");
+	if (n < 0 || n > MAX_HASHES) return 2;
+	static double ms[MAX_HASHES], cpu[MAX_HASHES];
 	for (int i = 0; i <= n; i++) {
-		double s = now_ms();
+		double s = now_ms(), c = cpu_ms();
 		if (crypto_pwhash_argon2id(out, sizeof out, pw, strlen(pw), salt, t, m, crypto_pwhash_argon2id_ALG_ARGON2ID13) != 0) return 1;
-		if (i > 0) printf("%s%.4f", i > 1 ? "," : "", now_ms() - s);
+		if (i > 0) ms[i - 1] = now_ms() - s, cpu[i - 1] = cpu_ms() - c;
 	}
-	printf("],\"peak_rss_kib\":%ld}\n", peak_kib());
+	print_times(ms, cpu, n);
 	return 0;
 }

@@ -86,30 +86,36 @@ func (Scenario) Run(ctx context.Context, env *lab.Env) error {
 	}
 	defer closeAll()
 	// Both services run at once and are measured alternately, request by
-	// request, so that both see the same machine state.
+	// request, in alternating order (off on, then on off), so that both see
+	// the same machine state and neither always runs first.
 	for i, op := range ops {
-		var samples [2][]float64
-		for range n {
-			for m, c := range clients {
-				d, err := c.do(op)
+		var wall, cpu [2][]float64
+		for j := range n {
+			for k := range clients {
+				m := k
+				if j%2 == 1 {
+					m = len(clients) - 1 - k
+				}
+				t, err := clients[m].do(op)
 				if err != nil {
 					return fmt.Errorf("chat (%s): %w", modes[m], err)
 				}
-				samples[m] = append(samples[m], d)
+				wall[m], cpu[m] = append(wall[m], t.ms), append(cpu[m], t.cpu)
 			}
 		}
 		for m, mode := range modes {
 			p := map[string]any{"op": op, "encryption": mode, "requests": n}
 			rps := make([]float64, n)
-			for j, v := range samples[m] {
+			for j, v := range wall[m] {
 				rps[j] = 1000 / v
 			}
 			k := caseKey{op, mode}.name()
-			env.Record(lab.FromSamples("chat", k, p, "request_latency", "ms", samples[m]),
+			env.Record(lab.FromSamples("chat", k, p, "request_latency", "ms", wall[m]),
+				lab.FromSamples("chat", k, p, "request_cpu", "ms", cpu[m]),
 				lab.FromSamples("chat", k, p, "requests_per_second", "req/s", rps))
 		}
-		env.Record(lab.PairedRatio("chat", costCase(op), map[string]any{"op": op}, "encryption_cost", samples[1], samples[0],
-			"request latency with encryption over without, per alternating pair of requests; same service, same SQLite, same run"))
+		env.Record(lab.PairedRatio("chat", costCase(op), map[string]any{"op": op}, "encryption_cost", cpu[1], cpu[0],
+			"the process's CPU time per request (client, server and SQLite, all in the lab's process) with encryption over without, per alternating pair of requests; same service, same SQLite, same run"))
 		env.Progress(i+1, len(ops))
 	}
 	return nil
@@ -228,25 +234,34 @@ func (c *client) post(path, body string, out any) error {
 	return nil
 }
 
+// timing is one request's elapsed and process CPU milliseconds.
+type timing struct{ ms, cpu float64 }
+
 // do times one request: load the last 50 messages, or send one (which
 // stores it, lets the assistant read 50 messages and stores the reply).
-func (c *client) do(op string) (float64, error) {
-	start := time.Now()
+// The client, the service and its SQLite all run in this process, so the
+// process's CPU time is the request's whole cost, and another process's
+// load does not count against it.
+func (c *client) do(op string) (timing, error) {
+	start, cpu := time.Now(), lab.ProcessCPU.Read()
+	since := func() timing {
+		return timing{lab.Milliseconds(time.Since(start)), lab.Milliseconds(lab.ProcessCPU.Read() - cpu)}
+	}
 	if op == SendMessage {
 		if err := c.post(c.msgPath, c.body, nil); err != nil {
-			return 0, err
+			return timing{}, err
 		}
-		return lab.Milliseconds(time.Since(start)), nil
+		return since(), nil
 	}
 	resp, err := c.hc.Get(c.base + c.msgPath)
 	if err != nil {
-		return 0, err
+		return timing{}, err
 	}
 	var ms []json.RawMessage
 	err = json.NewDecoder(resp.Body).Decode(&ms)
 	resp.Body.Close()
 	if err != nil || len(ms) != 50 {
-		return 0, fmt.Errorf("load: %d messages, %v", len(ms), err)
+		return timing{}, fmt.Errorf("load: %d messages, %v", len(ms), err)
 	}
-	return lab.Milliseconds(time.Since(start)), nil
+	return since(), nil
 }

@@ -171,24 +171,29 @@ func (sc Scenario) Run(ctx context.Context, env *lab.Env) error {
 	if cfgs == nil {
 		cfgs = Configs()
 	}
-	times := map[string][]float64{}
+	all, err := interleave(ctx, cfgs, keys, runs, env.Progress)
+	if err != nil {
+		return err
+	}
+	times, cpu := map[string][]float64{}, map[string][]float64{}
 	for i, c := range cfgs {
-		rs, err := measure(ctx, c, keys, runs)
-		if err != nil {
-			return fmt.Errorf("handshake %s: %w", c.name(), err)
-		}
-		times[c.name()] = record(env, c, rs)
+		rs := all[i]
+		times[c.name()], cpu[c.name()] = record(env, c, rs)
 		if c.atFloor() {
 			recordFloor(env, c, rs, rtt)
 		}
 		if w != nil {
 			writeRuns(w, c, rs)
 		}
-		env.Progress(i+1, len(cfgs))
 	}
 	for _, r := range ratios() {
-		if num, den := times[r.num.name()], times[r.den.name()]; len(num) > 0 && len(den) > 0 {
-			env.Record(lab.CrossRatio("handshake", r.name, map[string]any{"numerator": r.num.name(), "denominator": r.den.name()}, "ratio", num, den, r.note))
+		by, what := times, "elapsed"
+		if r.byCPU {
+			by, what = cpu, "the process's CPU time"
+		}
+		if num, den := by[r.num.name()], by[r.den.name()]; len(num) > 0 && len(den) > 0 {
+			env.Record(lab.PairedRatio("handshake", r.name, map[string]any{"numerator": r.num.name(), "denominator": r.den.name(), "clock": what}, "ratio", num, den,
+				r.note+", per interleaved round ("+what+")"))
 		}
 	}
 	pythonPeer(ctx, env, runs, times)
@@ -209,8 +214,8 @@ func signingKeys() (map[handshake.Sig]*handshake.SigningKey, error) {
 }
 
 // record records a configuration's results and returns its handshake
-// times in ms.
-func record(env *lab.Env, c Config, rs []run) []float64 {
+// times and the process's CPU time per handshake, in ms.
+func record(env *lab.Env, c Config, rs []run) (elapsed, cpu []float64) {
 	ms := func(f func(run) time.Duration) []float64 {
 		out := make([]float64, len(rs))
 		for i, r := range rs {
@@ -227,7 +232,9 @@ func record(env *lab.Env, c Config, rs []run) []float64 {
 	}
 	p, n := c.params(), c.name()
 	ht := ms(func(r run) time.Duration { return r.confirmed })
+	ct := ms(func(r run) time.Duration { return r.cpu })
 	env.Record(lab.FromSamples("handshake", n, p, "handshake_time", "ms", ht),
+		lab.FromSamples("handshake", n, p, "handshake_cpu", "ms", ct),
 		lab.FromSamples("handshake", n, p, "connect_time", "ms", ms(func(r run) time.Duration { return r.connect })),
 		lab.FromSamples("handshake", n, p, "client_crypto", "ms", ms(func(r run) time.Duration { return r.clientCrypto })),
 		lab.FromSamples("handshake", n, p, "server_crypto", "ms", ms(func(r run) time.Duration { return r.serverCrypto })),
@@ -235,7 +242,7 @@ func record(env *lab.Env, c Config, rs []run) []float64 {
 		lab.FromSamples("handshake", n, p, "bytes_down", "B", num(func(r run) int { return r.down })),
 		lab.FromSamples("handshake", n, p, "wire_bytes", "B", num(func(r run) int { return r.up + r.down })),
 		lab.FromSamples("handshake", n, p, "server_writes", "writes", num(func(r run) int { return r.writes })))
-	return ht
+	return ht, ct
 }
 
 // runsWriter opens the per-run CSV in the results folder, if there is one.

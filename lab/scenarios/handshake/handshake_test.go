@@ -29,6 +29,8 @@ func TestScenarioModels(t *testing.T) {
 		{Suite: signed, Layout: Separate, Model: SleepModel, Delay: d},
 		{Suite: signed, Layout: Separate, Model: "link", Delay: d},
 		{Suite: signed, Backend: handshake.Circl, Model: "link", Delay: d, Kbit: 1000},
+		{Suite: handshake.Suite{KEX: handshake.MLKEM768}, Model: SleepModel},
+		{Suite: handshake.Suite{KEX: handshake.MLKEM768}, Backend: handshake.Circl, Model: SleepModel},
 	}
 	env := lab.NewEnv("handshake", true, nil, nil)
 	env.OutDir = t.TempDir()
@@ -58,15 +60,32 @@ func TestScenarioModels(t *testing.T) {
 	if v := med["mlkem768+mldsa65/circl/link/20ms/bundled/1000kbit"]; v < 2*ms+40 {
 		t.Errorf("1 Mbit/s: %v ms", v)
 	}
+	// The configurations ran interleaved, round by round: the ratio of two
+	// of them pairs run i with run i (one per round, not every pair of
+	// runs), and each handshake's CPU time was read.
+	rs := lab.Results(env.Results())
+	if r, ok := rs.Get(separateVsBundled(768, SleepModel), "ratio"); !ok || r.N != QuickRuns || r.Params["clock"] != "elapsed" {
+		t.Errorf("separate over bundled: %+v", r)
+	}
+	// Backends at 0 ms differ by their computing alone: compared by CPU.
+	if r, ok := rs.Get(backendRatio(cfgs[6]), "ratio"); !ok || r.N != QuickRuns || r.Params["clock"] != "the process's CPU time" {
+		t.Errorf("stdlib over circl: %+v", r)
+	}
+	for _, c := range cfgs {
+		if r, ok := rs.Get(c.name(), "handshake_cpu"); !ok || r.N != QuickRuns || !(r.Median > 0) {
+			t.Errorf("%s CPU: %+v", c.name(), r)
+		}
+	}
 	checkPeer(t, env.Results())
 	sec, err := (Scenario{}).Report(env.Results())
 	if err != nil || len(sec.Tables) != 3 || len(sec.Answer) < 2 {
 		t.Fatalf("section: %v, %d tables, %d answers", err, len(sec.Tables), len(sec.Answer))
 	}
 	// The 0 ms x25519 configuration is set against its floor: a ratio of
-	// at least 1 (nothing beats its own cryptography and round trip).
+	// at least 1 (nothing beats its own cryptography and round trip); each
+	// of the three 0 ms configurations has its row.
 	x := Config{Suite: handshake.Suite{KEX: handshake.X25519}, Model: SleepModel}
-	if r, ok := lab.Results(env.Results()).Get(x.name(), "floor_ratio"); !ok || r.Median < 1 || len(sec.Tables[2].Rows) != 1 {
+	if r, ok := lab.Results(env.Results()).Get(x.name(), "floor_ratio"); !ok || r.Median < 1 || len(sec.Tables[2].Rows) != 3 {
 		t.Errorf("floor ratio of %s: %+v %v, table %v", x.name(), r, ok, sec.Tables[2].Rows)
 	}
 	for _, h := range sec.Headlines {

@@ -14,77 +14,134 @@ import (
 // run is one measured handshake, both sides.
 type run struct {
 	connect, confirmed         time.Duration
+	cpu                        time.Duration // the process's CPU time over the whole handshake, both sides
 	clientCrypto, serverCrypto time.Duration
 	up, down, writes, flights  int
 }
 
-// measure runs one configuration: a server on loopback, shaped as the
-// model says, and runs sequential client handshakes after one warm-up.
-// Both sides' keys must match or the run is an error.
-func measure(ctx context.Context, c Config, keys map[handshake.Sig]*handshake.SigningKey, runs int) ([]run, error) {
+// rig is one configuration ready to measure: a server on loopback, shaped
+// as the model says, answering one handshake at a time.
+type rig struct {
+	c       Config
+	addr    string
+	ccfg    *handshake.ClientConfig
+	wrap    func(net.Conn) net.Conn
+	results <-chan served
+	flights chan *separateFlight
+	closers []func()
+}
+
+// newRig starts c's server (and its netsim proxy for the link model).
+func newRig(ctx context.Context, c Config, keys map[handshake.Sig]*handshake.SigningKey) (*rig, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	defer ln.Close()
-	addr := ln.Addr().String()
+	r := &rig{c: c, addr: ln.Addr().String(), closers: []func(){func() { ln.Close() }}}
 	if c.Model == LinkModel && (c.Delay > 0 || c.Kbit > 0) {
 		l := netsim.Link{Latency: c.Delay, Jitter: c.Jitter, BandwidthKbit: c.Kbit}
-		px, err := netsim.Start(addr, l, l)
+		px, err := netsim.Start(r.addr, l, l)
 		if err != nil {
+			r.close()
 			return nil, err
 		}
-		defer px.Close()
-		addr = px.Addr()
+		r.closers = append(r.closers, func() { px.Close() })
+		r.addr = px.Addr()
 	}
-	var wrap func(net.Conn) net.Conn
 	if c.Model == SleepModel {
-		wrap = func(conn net.Conn) net.Conn { return netsim.SleepConn(conn, c.Delay) }
+		r.wrap = func(conn net.Conn) net.Conn { return netsim.SleepConn(conn, c.Delay) }
 	}
 	// The server's side: the field report's separate writes are the lab's
 	// own layout, applied on top of the delay model.
-	var flights chan *separateFlight
-	serverWrap := wrap
+	serverWrap := r.wrap
 	if c.Layout == Separate {
-		flights = make(chan *separateFlight, 1)
+		r.flights = make(chan *separateFlight, 1)
 		serverWrap = func(conn net.Conn) net.Conn {
-			if wrap != nil {
-				conn = wrap(conn)
+			if r.wrap != nil {
+				conn = r.wrap(conn)
 			}
 			sf := newSeparateFlight(conn)
-			flights <- sf
+			r.flights <- sf
 			return sf
 		}
 	}
-	results := serve(ctx, ln, keys, c.Backend, serverWrap)
-	ccfg := &handshake.ClientConfig{Suite: c.Suite, Backend: c.Backend, Timeout: 30 * time.Second}
+	r.results = serve(ctx, ln, keys, c.Backend, serverWrap)
+	r.ccfg = &handshake.ClientConfig{Suite: c.Suite, Backend: c.Backend, Timeout: 30 * time.Second}
 	if k := keys[c.Suite.Sig]; k != nil {
 		if c.PinnedKey {
-			ccfg.PinnedKey = k.PublicKey()
+			r.ccfg.PinnedKey = k.PublicKey()
 		} else {
 			fp := k.Fingerprint()
-			ccfg.PinnedFingerprint = fp[:]
+			r.ccfg.PinnedFingerprint = fp[:]
 		}
 	}
-	var out []run
-	for i := 0; i <= runs; i++ { // run 0 warms up
-		d, cerr := handshake.Dial(ctx, addr, ccfg, wrap)
-		sr := <-results
-		if cerr != nil || sr.err != nil {
-			return nil, fmt.Errorf("client: %v; server: %v", cerr, sr.err)
+	return r, nil
+}
+
+// once runs one handshake. Both sides' keys must match or it is an error.
+func (r *rig) once(ctx context.Context) (run, error) {
+	cpu := lab.ProcessCPU.Read()
+	d, cerr := handshake.Dial(ctx, r.addr, r.ccfg, r.wrap)
+	sr := <-r.results
+	spent := lab.ProcessCPU.Read() - cpu
+	if cerr != nil || sr.err != nil {
+		return run{}, fmt.Errorf("client: %v; server: %v", cerr, sr.err)
+	}
+	if d.Result.Key != sr.r.Key {
+		return run{}, fmt.Errorf("client and server derived different keys")
+	}
+	writes := sr.r.Stats.Writes
+	if r.flights != nil {
+		writes = int((<-r.flights).writes.Load())
+	}
+	cs, ss := d.Result.Stats, sr.r.Stats
+	return run{connect: d.Connect, confirmed: cs.Confirmed, cpu: spent, clientCrypto: cs.CryptoTime, serverCrypto: ss.CryptoTime,
+		up: cs.BytesSent, down: cs.BytesReceived, writes: writes, flights: cs.Flights}, nil
+}
+
+func (r *rig) close() {
+	for _, f := range r.closers {
+		f()
+	}
+}
+
+// interleave measures configurations in rounds: every server is up at
+// once, each configuration is warmed up with one handshake, then every
+// round runs one handshake of each, in alternating order (A B C, then C B
+// A), so that all see the machine in the same state and run i of every
+// configuration comes from round i, ready for lab.PairedRatio.
+// progress is told each finished round.
+func interleave(ctx context.Context, cfgs []Config, keys map[handshake.Sig]*handshake.SigningKey, runs int, progress func(done, total int)) ([][]run, error) {
+	rigs := make([]*rig, 0, len(cfgs))
+	defer func() {
+		for _, r := range rigs {
+			r.close()
 		}
-		if d.Result.Key != sr.r.Key {
-			return nil, fmt.Errorf("run %d: client and server derived different keys", i)
+	}()
+	for _, c := range cfgs {
+		r, err := newRig(ctx, c, keys)
+		if err != nil {
+			return nil, fmt.Errorf("handshake %s: %w", c.name(), err)
 		}
-		writes := sr.r.Stats.Writes
-		if flights != nil {
-			writes = int((<-flights).writes.Load())
+		rigs = append(rigs, r)
+		if _, err := r.once(ctx); err != nil { // warm-up
+			return nil, fmt.Errorf("handshake %s: warm-up: %w", c.name(), err)
 		}
-		if i > 0 {
-			cs, ss := d.Result.Stats, sr.r.Stats
-			out = append(out, run{connect: d.Connect, confirmed: cs.Confirmed, clientCrypto: cs.CryptoTime, serverCrypto: ss.CryptoTime,
-				up: cs.BytesSent, down: cs.BytesReceived, writes: writes, flights: cs.Flights})
+	}
+	out := make([][]run, len(cfgs))
+	for round := range runs {
+		for j := range rigs {
+			i := j
+			if round%2 == 1 {
+				i = len(rigs) - 1 - j
+			}
+			r, err := rigs[i].once(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("handshake %s: run %d: %w", cfgs[i].name(), round, err)
+			}
+			out[i] = append(out[i], r)
 		}
+		progress(round+1, runs)
 	}
 	return out, nil
 }

@@ -22,6 +22,10 @@ type ratio struct {
 	name     string
 	num, den Config
 	note     string
+	// byCPU compares the process's CPU time per handshake instead of the
+	// elapsed time: for configurations with no delay, whose difference is
+	// the computing alone (docs/LAB.md, "How the lab measures").
+	byCPU bool
 }
 
 var (
@@ -49,16 +53,16 @@ func ratios() []ratio {
 			bundled := Config{Suite: s, Model: model, Delay: d}
 			out = append(out,
 				ratio{signedVsHybrid(lvl, model), bundled, Config{Suite: handshake.Suite{KEX: hybrid[lvl]}, Model: model, Delay: d},
-					"handshake time, signed (bundled flight) over hybrid, same level and model"},
+					"handshake time, signed (bundled flight) over hybrid, same level and model", false},
 				ratio{separateVsBundled(lvl, model), Config{Suite: s, Layout: Separate, Model: model, Delay: d}, bundled,
-					"handshake time, the report's separate writes over one bundled flight"})
+					"handshake time, the report's separate writes over one bundled flight", false})
 		}
 	}
 	for _, s := range []handshake.Suite{{KEX: handshake.MLKEM768}, {KEX: handshake.MLKEM1024}, {KEX: handshake.X25519MLKEM768}, signed768} {
 		std := Config{Suite: s, Model: SleepModel}
 		circl := std
 		circl.Backend = handshake.Circl
-		out = append(out, ratio{backendRatio(std), std, circl, "handshake time at 0 ms, crypto/mlkem and crypto/mldsa over circl"})
+		out = append(out, ratio{backendRatio(std), std, circl, "handshake CPU time at 0 ms, crypto/mlkem and crypto/mldsa over circl", true})
 	}
 	return out
 }
@@ -159,8 +163,8 @@ func (s Scenario) Report(rs lab.Results) (lab.Section, error) {
 		r, ok2 := rs.Get(pythonRatio(d), "ratio")
 		ward := rs.Median(Config{Suite: x25519, Model: SleepModel, Delay: time.Duration(d) * time.Millisecond}.name(), "handshake_time")
 		if ok1 && ok2 {
-			sec.SameMachine = append(sec.SameMachine, fmt.Sprintf("the report's Python X25519 handshake (socket + cryptography) at %d ms: %s ms (p05–p95 %s); ward's x25519 suite %s ms; Python takes %sx ward's time (p05–p95 %s).",
-				d, lab.FormatNumber(py.Median), py.Spread(), lab.FormatNumber(ward), lab.FormatNumber(r.Median), r.Spread()))
+			sec.SameMachine = append(sec.SameMachine, fmt.Sprintf("the report's Python X25519 handshake (socket + cryptography) at %d ms: %s ms (p05–p95 %s); ward's x25519 suite %s ms; Python's time over ward's: %s.",
+				d, lab.FormatNumber(py.Median), py.Spread(), lab.FormatNumber(ward), r.RatioText()))
 			if d == 0 {
 				sec.Headlines = append(sec.Headlines, r)
 			}
@@ -175,8 +179,8 @@ func (s Scenario) Report(rs lab.Results) (lab.Section, error) {
 
 func answers(sec *lab.Section, rs lab.Results) {
 	if r, ok := rs.Get(signedVsHybrid(768, SleepModel), "ratio"); ok {
-		sec.Answer = append(sec.Answer, fmt.Sprintf("With the server's flight bundled, ML-DSA-signed ML-KEM-768 takes %sx the hybrid's time at 20 ms (p05–p95 %s): one round trip, not two.",
-			lab.FormatNumber(r.Median), r.Spread()))
+		sec.Answer = append(sec.Answer, fmt.Sprintf("With the server's flight bundled, ML-DSA-signed ML-KEM-768's handshake time over the hybrid's at 20 ms, per round: %s — one round trip, not two.",
+			r.RatioText()))
 		sec.Headlines = append(sec.Headlines, r)
 	}
 	if lo, hi, ok := floorRange(rs); ok {
@@ -185,10 +189,10 @@ func answers(sec *lab.Section, rs lab.Results) {
 	}
 	if r, ok := rs.Get(separateVsBundled(768, SleepModel), "ratio"); ok {
 		sec.Headlines = append(sec.Headlines, r)
-		answer := fmt.Sprintf("The report's separate writes under its sleep-before-send model cost %sx (p05–p95 %s; the report's 2x)",
-			lab.FormatNumber(r.Median), r.Spread())
+		answer := fmt.Sprintf("The report's separate writes under its sleep-before-send model over one bundled flight: %s (the report's 2x)",
+			r.RatioText())
 		if link, ok := rs.Get(separateVsBundled(768, LinkModel), "ratio"); ok {
-			answer += fmt.Sprintf(", but %sx (p05–p95 %s) on a link model, where writes pipeline", lab.FormatNumber(link.Median), link.Spread())
+			answer += fmt.Sprintf(", but %s on a link model, where writes pipeline", link.RatioText())
 			sec.Headlines = append(sec.Headlines, link)
 		}
 		sec.Answer = append(sec.Answer, answer+".")
@@ -288,10 +292,11 @@ func floorTable(rs lab.Results) lab.Table {
 }
 
 func ratioTable(rs lab.Results) lab.Table {
-	t := lab.Table{Caption: "Ratios of handshake times, same run: median and p05–p95 over all pairs of runs", Head: []string{"comparison", "ratio", "p05–p95"}}
+	t := lab.Table{Caption: "Ratios of handshake times, same run: median and p05–p95 of the per-round ratios (configurations interleaved round by round), \"within noise\" where the spread reaches past 1",
+		Head: []string{"comparison", "clock", "ratio (p05–p95)"}}
 	for _, r := range ratios() {
 		if v, ok := rs.Get(r.name, "ratio"); ok {
-			t.Rows = append(t.Rows, []string{r.name, lab.FormatNumber(v.Median) + "x", v.Spread()})
+			t.Rows = append(t.Rows, []string{r.name, lab.Str(v.Params, "clock"), v.RatioText()})
 		}
 	}
 	return t

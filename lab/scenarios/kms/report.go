@@ -35,13 +35,13 @@ func (s Scenario) Report(rs lab.Results) (lab.Section, error) {
 		sec.Charts = append(sec.Charts, c)
 	}
 	for _, r := range rs.Where(func(r lab.Result) bool { return r.Metric == "speedup" }) {
-		sec.Answer = append(sec.Answer, fmt.Sprintf("At %v added RTT, envelope encryption with cached data keys is %sx faster per operation than calling the KMS for every value (p05–p95 %s, per round).",
-			r.Params["added_rtt"], lab.FormatNumber(r.Median), r.Spread()))
+		sec.Answer = append(sec.Answer, fmt.Sprintf("At %v added RTT, envelope encryption with cached data keys against calling the KMS for every value, per-call time over envelope time per round: %s.",
+			r.Params["added_rtt"], r.RatioText()))
 		sec.Headlines = append(sec.Headlines, r)
 	}
 	if r, ok := rs.Get(vsFieldCase("0ms"), "ratio"); ok {
-		sec.Answer = append(sec.Answer, fmt.Sprintf("With a warm cache, an envelope operation costs %sx a field-layer operation with a local key (p05–p95 %s): KMS custody at near-local speed.",
-			lab.FormatNumber(r.Median), r.Spread()))
+		sec.Answer = append(sec.Answer, fmt.Sprintf("With a warm cache, an envelope operation's CPU time over a field-layer operation's with a local key, per round: %s. KMS custody at near-local speed.",
+			r.RatioText()))
 		sec.Headlines = append(sec.Headlines, r)
 	}
 	sec.Answer = append(sec.Answer, "The report's AES-256-CBC with a fixed key and IV is shown only as a legacy baseline: it is unauthenticated and deterministic.")

@@ -139,10 +139,13 @@ func (s Scenario) Run(ctx context.Context, env *lab.Env) error {
 }
 
 // argon2Rounds measures one parameter set: every round hashes once with
-// ward (pooled memory), once with x/crypto (fresh memory), and, at the
-// report's and OWASP's parameters, runs the C reference and libsodium
-// (each a process hashing a few times). It records every implementation
-// and ward's per-round ratio to each, and returns ward's samples (ms).
+// ward (pooled memory), once with x/crypto (fresh memory), and, at one
+// lane, runs the C reference, the Rust crate and libsodium (each a process
+// hashing a few times), in alternating order. Each hash is timed on two
+// clocks: elapsed time, what a user waits, and the process's CPU time, what
+// the implementations are compared by (docs/LAB.md, "How the lab
+// measures"). It records every implementation and ward's per-round ratio to
+// each, and returns ward's elapsed samples (ms).
 func argon2Rounds(ctx context.Context, env *lab.Env, pr *peers.Runner, c argon2Case) ([]float64, error) {
 	h, err := password.NewHasher(password.Policy{Preferred: c.params, AllowWeak: true}, password.NewLimiter(password.LimiterConfig{MaxInFlight: 4}))
 	if err != nil {
@@ -150,9 +153,9 @@ func argon2Rounds(ctx context.Context, env *lab.Env, pr *peers.Runner, c argon2C
 	}
 	pw := []byte("correct horse battery staple")
 	salt := []byte("saltsaltsalt1234")
-	impls := map[string]func() (float64, error){
-		"ward": func() (float64, error) { return timeOne(func() error { _, err := h.Hash(ctx, pw); return err }) },
-		"x-crypto": func() (float64, error) {
+	impls := map[string]func() (timing, error){
+		"ward": func() (timing, error) { return timeOne(func() error { _, err := h.Hash(ctx, pw); return err }) },
+		"x-crypto": func() (timing, error) {
 			return timeOne(func() error {
 				xargon2.IDKey(pw, salt, c.params.Time, c.params.Memory, c.params.Parallelism, 32)
 				return nil
@@ -164,24 +167,9 @@ func argon2Rounds(ctx context.Context, env *lab.Env, pr *peers.Runner, c argon2C
 	if c.params.Parallelism == 1 {
 		order, refLib = references(ctx, env, pr, c, impls, order)
 	}
-	samples := map[string][]float64{}
-	for _, name := range order { // warm-up: one of each, pages faulted in, JITs of the mind
-		if _, err := impls[name](); err != nil {
-			return nil, err
-		}
-	}
-	for range rounds(env) {
-		for _, name := range order {
-			// The garbage x/crypto leaves (its memory, per hash) is collected
-			// outside the timings, so that no implementation pays for
-			// another's.
-			runtime.GC()
-			ms, err := impls[name]()
-			if err != nil {
-				return nil, fmt.Errorf("password: %s: %w", name, err)
-			}
-			samples[name] = append(samples[name], ms)
-		}
+	samples, err := interleaveHashes(ctx, env, impls, order)
+	if err != nil {
+		return nil, err
 	}
 	recordArgon2(env, c, order, samples, refLib)
 	for _, impl := range []string{"c-reference", "libsodium"} {
@@ -197,7 +185,42 @@ func argon2Rounds(ctx context.Context, env *lab.Env, pr *peers.Runner, c argon2C
 		}
 		env.Record(rs...)
 	}
-	return samples["ward"], nil
+	return samples["ward"].ms, nil
+}
+
+// timings are one implementation's hashes, on both clocks.
+type timings struct{ ms, cpu []float64 }
+
+// interleaveHashes warms every implementation up, then runs rounds in
+// which each hashes once, in alternating order (A B C, then C B A): none
+// always runs first, or always after another's garbage.
+func interleaveHashes(ctx context.Context, env *lab.Env, impls map[string]func() (timing, error), order []string) (map[string]timings, error) {
+	for _, name := range order { // warm-up: one of each, pages faulted in
+		if _, err := impls[name](); err != nil {
+			return nil, fmt.Errorf("password: %s: %w", name, err)
+		}
+	}
+	samples := map[string]timings{}
+	for round := range rounds(env) {
+		for j := range order {
+			name := order[j]
+			if round%2 == 1 {
+				name = order[len(order)-1-j]
+			}
+			// The garbage x/crypto leaves (its memory, per hash) is collected
+			// outside the timings, so that no implementation pays for
+			// another's.
+			runtime.GC()
+			t, err := impls[name]()
+			if err != nil {
+				return nil, fmt.Errorf("password: %s: %w", name, err)
+			}
+			s := samples[name]
+			s.ms, s.cpu = append(s.ms, t.ms), append(s.cpu, t.cpu)
+			samples[name] = s
+		}
+	}
+	return samples, nil
 }
 
 // peakRSSSeen keeps the largest peak resident memory of each C peer's
@@ -253,18 +276,25 @@ func (Scenario) RunChild(ctx context.Context, env *lab.Env, args []string) error
 	return nil
 }
 
-// timeOne times f in milliseconds.
-func timeOne(f func() error) (float64, error) {
-	start := time.Now()
+// timing is one hash's elapsed and CPU milliseconds (a peer's: the
+// medians of the hashes its process timed).
+type timing struct{ ms, cpu float64 }
+
+// timeOne times f in milliseconds: elapsed, and the process's CPU time
+// (every thread: x/crypto hashes on goroutines of its own, and the
+// collector reclaims its memory on others).
+func timeOne(f func() error) (timing, error) {
+	start, cpu := time.Now(), lab.ProcessCPU.Read()
 	err := f()
-	return float64(time.Since(start).Nanoseconds()) / 1e6, err
+	return timing{lab.Milliseconds(time.Since(start)), lab.Milliseconds(lab.ProcessCPU.Read() - cpu)}, err
 }
 
-func recordArgon2(env *lab.Env, c argon2Case, order []string, samples map[string][]float64, refLib string) {
+func recordArgon2(env *lab.Env, c argon2Case, order []string, samples map[string]timings, refLib string) {
 	for _, name := range order {
 		k := implKey{c, name}
 		p := k.params()
-		r := lab.FromSamples("password", k.name(), p, "hash_latency", "ms", samples[name])
+		env.Record(lab.FromSamples("password", k.name(), p, "hash_cpu", "ms", samples[name].cpu))
+		r := lab.FromSamples("password", k.name(), p, "hash_latency", "ms", samples[name].ms)
 		switch name {
 		case "ward":
 			p["simd"] = password.Argon2Implementation()
@@ -280,8 +310,8 @@ func recordArgon2(env *lab.Env, c argon2Case, order []string, samples map[string
 		}
 		env.Record(r)
 		if name != "ward" {
-			env.Record(lab.PairedRatio("password", vsKey(c, name), p, "ratio", samples["ward"], samples[name],
-				"ward's time over "+name+"'s, per interleaved round"))
+			env.Record(lab.PairedRatio("password", vsKey(c, name), p, "ratio", samples["ward"].cpu, samples[name].cpu,
+				"ward's CPU time over "+name+"'s (the process's, every thread), per interleaved round"))
 		}
 	}
 	env.Record(allocs(env, c))
@@ -290,7 +320,7 @@ func recordArgon2(env *lab.Env, c argon2Case, order []string, samples map[string
 // references adds the C reference, the Rust argon2 crate and libsodium to
 // a case's rounds when the machine can build them; what is missing is
 // recorded as such.
-func references(ctx context.Context, env *lab.Env, pr *peers.Runner, c argon2Case, impls map[string]func() (float64, error), order []string) ([]string, string) {
+func references(ctx context.Context, env *lab.Env, pr *peers.Runner, c argon2Case, impls map[string]func() (timing, error), order []string) ([]string, string) {
 	const perRound = 3 // hashes per process, median taken: start-up excluded
 	m, t := c.params.Memory, c.params.Time
 	var lib string
@@ -298,30 +328,30 @@ func references(ctx context.Context, env *lab.Env, pr *peers.Runner, c argon2Cas
 		env.Record(lab.Unavailable("password", c.name+"/c-reference", lab.SourceReference, err))
 	} else {
 		lib = l
-		impls["c-reference"] = func() (float64, error) {
+		impls["c-reference"] = func() (timing, error) {
 			h, _, err := pr.Argon2C(ctx, m, t, 1, perRound)
 			recordRSS(env, implKey{c, "c-reference"}, h.PeakRSSMB)
-			return median(h.MS), err
+			return timing{median(h.MS), median(h.CPUMS)}, err
 		}
 		order = append(order, "c-reference")
 	}
 	if _, err := pr.Argon2Rust(ctx, 8, 1, 1, 1); err != nil {
 		env.Record(lab.Unavailable("password", c.name+"/rust-argon2", lab.SourceReference, err))
 	} else {
-		impls["rust-argon2"] = func() (float64, error) {
+		impls["rust-argon2"] = func() (timing, error) {
 			h, err := pr.Argon2Rust(ctx, m, t, 1, perRound)
 			recordRSS(env, implKey{c, "rust-argon2"}, h.PeakRSSMB)
-			return median(h.MS), err
+			return timing{median(h.MS), median(h.CPUMS)}, err
 		}
 		order = append(order, "rust-argon2")
 	}
 	if _, err := pr.Argon2Sodium(ctx, 8, 1, 1); err != nil {
 		env.Record(lab.Unavailable("password", c.name+"/libsodium", lab.SourceReference, err))
 	} else {
-		impls["libsodium"] = func() (float64, error) {
+		impls["libsodium"] = func() (timing, error) {
 			h, err := pr.Argon2Sodium(ctx, m, t, perRound)
 			recordRSS(env, implKey{c, "libsodium"}, h.PeakRSSMB)
-			return median(h.MS), err
+			return timing{median(h.MS), median(h.CPUMS)}, err
 		}
 		order = append(order, "libsodium")
 	}

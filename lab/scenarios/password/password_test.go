@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/wardlab/ward/lab"
@@ -45,6 +46,12 @@ func TestScenario(t *testing.T) {
 		for _, impl := range []string{"ward", "x-crypto"} {
 			if r, ok := rs.Get(implKey{c, impl}.name(), "hash_latency"); !ok || r.N != 11 || len(r.Samples) != 11 {
 				t.Errorf("%s/%s: %+v", c.name, impl, r)
+			}
+			// The CPU time the ratios come from: every round, each hash
+			// some CPU (x/crypto's on goroutines of its own, which a
+			// thread's clock would have missed).
+			if r, ok := rs.Get(implKey{c, impl}.name(), "hash_cpu"); !ok || r.N != 11 || slices.Min(r.Samples) <= 0 {
+				t.Errorf("%s/%s CPU: %+v", c.name, impl, r)
 			}
 		}
 		if r, ok := rs.Get(vsKey(c, "x-crypto"), "ratio"); !ok || r.N != 11 {

@@ -62,7 +62,7 @@ func (s Scenario) Report(rs lab.Results) (lab.Section, error) {
 }
 
 func argon2Table(rs lab.Results) (lab.Table, []string, map[string][]float64) {
-	t := lab.Table{Caption: "Argon2id, ms per hash: median (p95); ward's time over each other's per interleaved round, with p05–p95 (C: the reference phc-winner-argon2; Rust: the RustCrypto argon2 crate)",
+	t := lab.Table{Caption: "Argon2id, ms per hash as a user waits for it: median (p95); ward's CPU time over each other's (the process's, every thread) per interleaved round, with p05–p95, \"within noise\" where it reaches past 1 (C: the reference phc-winner-argon2; Rust: the RustCrypto argon2 crate)",
 		Head: argon2Head()}
 	vals := map[string][]float64{}
 	var labels []string
@@ -101,12 +101,8 @@ func cell(r lab.Result) string {
 	return fmt.Sprintf("%s (%s)", lab.FormatNumber(r.Median), lab.FormatNumber(r.P95))
 }
 
-func ratioCell(r lab.Result) string {
-	if r.N == 0 {
-		return "–"
-	}
-	return fmt.Sprintf("%sx (%s)", lab.FormatNumber(r.Median), r.Spread())
-}
+// ratioCell is a ratio under the significance rule (lab.Result.RatioText).
+func ratioCell(r lab.Result) string { return r.RatioText() }
 
 func nanIfEmpty(r lab.Result) float64 {
 	if r.N == 0 {
@@ -148,7 +144,7 @@ func answers(rs lab.Results) ([]string, []lab.Result) {
 	var heads []lab.Result
 	rep, owasp := argon2Cases[0], argon2Cases[1]
 	if w, ok := rs.Get(implKey{rep, "ward"}.name(), "hash_latency"); ok {
-		out = append(out, fmt.Sprintf("Argon2id at the report's parameters takes %s ms per hash here with ward's %s core (%s ms at OWASP's), measured in interleaved rounds.",
+		out = append(out, fmt.Sprintf("Argon2id at the report's parameters takes %s ms per hash here with ward's %s core (%s ms at OWASP's), measured in interleaved rounds; implementations are compared by CPU time.",
 			lab.FormatNumber(w.Median), lab.Str(w.Params, "simd"), lab.FormatNumber(rs.Median(implKey{owasp, "ward"}.name(), "hash_latency"))))
 		heads = append(heads, w)
 	}
@@ -175,8 +171,8 @@ func sameMachine(rs lab.Results) []string {
 	ward, _ := rs.Get(implKey{argon2Cases[0], "ward"}.name(), "hash_latency")
 	cold, _ := rs.Get(jvmCold, "hash_latency")
 	vs, _ := rs.Get(jvmVsWard, "ratio")
-	out = append(out, fmt.Sprintf("Spring Security's engine (BouncyCastle in the JVM) here: %s ms warm, %s ms for a fresh JVM's first hash; ward here: %s ms; JVM / ward = %sx (p05–p95 %s). The report quoted 450 ms on its machine.",
-		lab.FormatNumber(warm.Median), lab.FormatNumber(cold.Median), lab.FormatNumber(ward.Median), lab.FormatNumber(vs.Median), vs.Spread()))
+	out = append(out, fmt.Sprintf("Spring Security's engine (BouncyCastle in the JVM) here: %s ms warm, %s ms for a fresh JVM's first hash; ward here: %s ms; JVM / ward = %s. The report quoted 450 ms on its machine.",
+		lab.FormatNumber(warm.Median), lab.FormatNumber(cold.Median), lab.FormatNumber(ward.Median), vs.RatioText()))
 	if b, ok := rs.Get(jvmBurst, "burst_time"); ok {
 		wb, _ := rs.Get(burstKey{10, "limiter"}.name(), "burst_time")
 		out = append(out, fmt.Sprintf("10 concurrent sign-ups: %s ms in the JVM, %s ms with ward's limiter, here (the report: 4,500 ms).",
