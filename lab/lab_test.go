@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -259,5 +260,20 @@ func TestProcessCPUClock(t *testing.T) {
 	_, pm, _, _ := Summary(process)
 	if pm <= 2*tm {
 		t.Fatalf("work on another goroutine: %.0f ns of process CPU per op, %.0f of the waiting thread's", pm, tm)
+	}
+}
+
+// TestNum: a parameter reads the same from memory, whatever integer type
+// the scenario recorded, and from JSON. (The first screen printed a
+// password parameter recorded as uint32 as -9223372036854775808.)
+func TestNum(t *testing.T) {
+	p := map[string]any{"a": 3, "b": int64(3), "c": int32(3), "d": uint8(3), "e": uint32(3), "f": uint64(3), "g": 3.0}
+	for k := range p {
+		if v := Num(p, k); v != 3 {
+			t.Errorf("%s (%T): %v", k, p[k], v)
+		}
+	}
+	if v := Num(p, "none"); !math.IsNaN(v) {
+		t.Errorf("absent: %v", v)
 	}
 }

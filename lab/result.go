@@ -343,8 +343,9 @@ func (rs Results) Where(f func(Result) bool) Results {
 	return out
 }
 
-// Num reads a numeric parameter whether it came from memory (int) or JSON
-// (float64); NaN if absent.
+// Num reads a numeric parameter whether it came from memory (an integer
+// of any width a scenario recorded, such as the password parameters'
+// uint32 and uint8) or JSON (float64); NaN if absent.
 func Num(p map[string]any, k string) float64 {
 	switch v := p[k].(type) {
 	case float64:
@@ -352,6 +353,14 @@ func Num(p map[string]any, k string) float64 {
 	case int:
 		return float64(v)
 	case int64:
+		return float64(v)
+	case int32:
+		return float64(v)
+	case uint8:
+		return float64(v)
+	case uint32:
+		return float64(v)
+	case uint64:
 		return float64(v)
 	}
 	return math.NaN()

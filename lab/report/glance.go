@@ -169,19 +169,33 @@ func kmsGlance(rs lab.Results) (string, lab.Table) {
 			break
 		}
 	}
+	// The local key and the cached envelope compute on the measuring
+	// thread, in the same rounds at +0 ms: their thread's CPU time, which a
+	// busy machine does not add to (results from before it: elapsed).
 	t := lab.Table{Head: glanceHead, Rows: [][]string{
-		{"1,000 encryptions, local key", figure(rs, "field-report/openssl-aes-256-cbc/encrypt", "s_per_1000", 1, " s") + " (AES-256-CBC)",
-			figure(rs, "field-local-key/0ms/encrypt", "s_per_1000", 1, " s"), peerFigure(rs, "ruby-openssl-aes-256-cbc/local/encrypt", "s_per_1000", 1, " s") + " (Ruby OpenSSL)"},
+		{"1,000 encryptions, local key (CPU)", figure(rs, "field-report/openssl-aes-256-cbc/encrypt", "s_per_1000", 1, " s") + " (AES-256-CBC)",
+			figure(rs, "field-local-key/0ms/encrypt", cpuMetric(rs, "field-local-key/0ms/encrypt"), 1, " s"),
+			peerFigure(rs, "ruby-openssl-aes-256-cbc/local/encrypt", "s_per_1000", 1, " s") + " (Ruby OpenSSL)"},
 		{"1,000 encryptions, a KMS call each (+" + rtt + ")", figure(rs, "field-report/aws-kms/encrypt", "s_per_1000", 1, " s") + " (AWS KMS)",
 			figure(rs, "kms-per-call/"+rtt+"/encrypt", "s_per_1000", 1, " s"), "–"},
-		{"1,000 encryptions, envelope with cached data keys (+" + rtt + ")", "–",
-			figure(rs, "envelope-cached/"+rtt+"/encrypt", "s_per_1000", 1, " s"), "–"},
+		{"1,000 encryptions, envelope with cached data keys (CPU)", "–",
+			figure(rs, "envelope-cached/0ms/encrypt", cpuMetric(rs, "envelope-cached/0ms/encrypt"), 1, " s"), "–"},
 	}}
-	env, _ := rs.Get("envelope-cached/"+rtt+"/encrypt", "s_per_1000")
+	env, _ := rs.Get("envelope-cached/0ms/encrypt", cpuMetric(rs, "envelope-cached/0ms/encrypt"))
 	call, _ := rs.Get("kms-per-call/"+rtt+"/encrypt", "s_per_1000")
-	lead := fmt.Sprintf("1,000 encryptions: %s s with envelope encryption, %s s with a KMS call each (+%s here); the report: 0.0066 s local, 8 s with AWS KMS.",
+	lead := fmt.Sprintf("1,000 encryptions: %s s with envelope encryption (warm cache, CPU time), %s s with a KMS call each (+%s here); the report: 0.0066 s local, 8 s with AWS KMS.",
 		lab.FormatNumber(env.Median), lab.FormatNumber(call.Median), rtt)
 	return lead, t
+}
+
+// cpuMetric is cpu_s_per_1000 where a case has it (the kms scenario's
+// local methods since the lab compares them by CPU time), else
+// s_per_1000.
+func cpuMetric(rs lab.Results, cas string) string {
+	if _, ok := rs.Get(cas, "cpu_s_per_1000"); ok {
+		return "cpu_s_per_1000"
+	}
+	return "s_per_1000"
 }
 
 // handshakeSuites are the first screen's suites: the report's case name

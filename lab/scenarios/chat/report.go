@@ -26,7 +26,7 @@ func (s Scenario) Report(rs lab.Results) (lab.Section, error) {
 		labels = append(labels, op)
 		vals[Plaintext] = append(vals[Plaintext], rs.Median(off, "request_latency"))
 		vals[Encrypted] = append(vals[Encrypted], rs.Median(on, "request_latency"))
-		sec.Answer = append(sec.Answer, fmt.Sprintf("%s: encryption adds %s of CPU time per request (%s ms vs %s ms median latency).", op, percent(cost),
+		sec.Answer = append(sec.Answer, fmt.Sprintf("%s: encryption's cost in CPU time per request: %s (%s ms vs %s ms median latency).", op, percent(cost),
 			lab.FormatNumber(rs.Median(on, "request_latency")), lab.FormatNumber(rs.Median(off, "request_latency"))))
 		sec.Headlines = append(sec.Headlines, cost)
 	}
