@@ -277,3 +277,21 @@ func TestNum(t *testing.T) {
 		t.Errorf("absent: %v", v)
 	}
 }
+
+// TestAddedText: an amount added over what a layer wraps is printed only
+// when its spread stays above 0.
+func TestAddedText(t *testing.T) {
+	for _, tc := range []struct {
+		r    Result
+		want string
+	}{
+		{Result{N: 11, Median: 53.9, P05: 45, P95: 70.8}, "53.9 ns (45.0 to 70.8)"},
+		{Result{N: 11, Median: 5852, P05: -8628, P95: 24498}, "within noise (-8,628 to 24,498 ns)"},
+		{Result{N: 11, Median: -35644, P05: -116338, P95: -18921}, "within noise (-116,338 to -18,921 ns)"},
+		{Result{}, "–"},
+	} {
+		if got := tc.r.AddedText("ns"); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.r, got, tc.want)
+		}
+	}
+}

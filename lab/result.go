@@ -171,6 +171,21 @@ func (r Result) OverheadText() string {
 	return r.RatioText()
 }
 
+// AddedText is an amount a layer adds over what it wraps (ns per value),
+// which cannot be negative, as the report prints it: "53.9 ns (45.0 to
+// 70.8)" — or, when its p05 is not above 0 or its median is below it,
+// "within noise (-8,628 to 24,498 ns)": a difference the machine's noise
+// could make is never printed as a finding.
+func (r Result) AddedText(unit string) string {
+	if r.N == 0 {
+		return "–"
+	}
+	if r.Median < 0 || (r.N >= 3 && r.P05 <= 0) {
+		return "within noise (" + FormatNumber(r.P05) + " to " + FormatNumber(r.P95) + " " + unit + ")"
+	}
+	return FormatNumber(r.Median) + " " + unit + " (" + FormatNumber(r.P05) + " to " + FormatNumber(r.P95) + ")"
+}
+
 // Spread formats the p05–p95 interval, such as "1.02–1.09".
 func (r Result) Spread() string {
 	if r.N < 2 {

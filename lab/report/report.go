@@ -74,17 +74,19 @@ func sections(m lab.Manifest, rs []lab.Result, scenarios []lab.Scenario) ([]sect
 const withinNoise = "ratios whose p05–p95 reaches past 1, so that this run cannot tell them from no difference"
 
 // noisy is one ratio whose spread reaches past 1, as the report's compact
-// table shows it.
-type noisy struct{ Case, Median, Spread string }
+// table shows it: its name and its p05–p95, never its median (a number
+// inside the noise read as a finding, such as 0.8x for a layer over what
+// it wraps).
+type noisy struct{ Case, Spread string }
 
-func (n noisy) String() string { return fmt.Sprintf("%s %s (%s)", n.Case, n.Median, n.Spread) }
+func (n noisy) String() string { return fmt.Sprintf("%s within noise (%s)", n.Case, n.Spread) }
 
 // uncertain lists the ratios whose p05–p95 spread reaches past 1.
 func uncertain(rs lab.Results) []noisy {
 	var out []noisy
 	for _, r := range rs {
 		if r.Source == "" && r.Uncertain() {
-			out = append(out, noisy{r.Case, lab.FormatNumber(r.Median) + "x", r.Spread()})
+			out = append(out, noisy{r.Case, r.Spread()})
 		}
 	}
 	return out
@@ -231,9 +233,9 @@ func markdown(m lab.Manifest, glances []glance, secs []section) []byte {
 			fmt.Fprintf(&b, "\n*Not run here:* %s\n", u)
 		}
 		if len(s.Uncertain) > 0 {
-			fmt.Fprintf(&b, "\n*Within noise* (%s):\n\n| ratio | median | p05–p95 |\n|---|---|---|\n", withinNoise)
+			fmt.Fprintf(&b, "\n*Within noise* (%s):\n\n| ratio | p05–p95 |\n|---|---|\n", withinNoise)
 			for _, n := range s.Uncertain {
-				fmt.Fprintf(&b, "| %s | %s | %s |\n", n.Case, n.Median, n.Spread)
+				fmt.Fprintf(&b, "| %s | %s |\n", n.Case, n.Spread)
 			}
 		}
 		for _, t := range s.Tables {

@@ -142,7 +142,7 @@ func ratioTable(rs lab.Results, sizes []int) lab.Table {
 				hw, _ := rs.Get(k.hwSpeedup(), "hw_speedup")
 				ov, _ := rs.Get(k.fieldOverhead(), "field_overhead")
 				t.Rows = append(t.Rows, []string{alg.String(), op, sizeLabel(size),
-					lab.FormatNumber(hw.Median) + "x (" + hw.Spread() + ")", percent(ov)})
+					hw.RatioText(), percent(ov)})
 			}
 		}
 	}
@@ -153,11 +153,8 @@ func ratioTable(rs lab.Results, sizes []int) lab.Table {
 // AES-256-GCM, and the field layer's cost in the FIPS 140-3 mode.
 func versionAnswer(rs lab.Results) string {
 	added := func(impl, op string, size int) string {
-		r, ok := rs.Get(ratioKey{keyring.AES256GCM, op, size}.addedNs(impl), "added_ns")
-		if !ok {
-			return "–"
-		}
-		return fmt.Sprintf("%s ns (p05–p95 %s to %s)", lab.FormatNumber(r.Median), lab.FormatNumber(r.P05), lab.FormatNumber(r.P95))
+		r, _ := rs.Get(ratioKey{keyring.AES256GCM, op, size}.addedNs(impl), "added_ns")
+		return r.AddedText("ns")
 	}
 	s := fmt.Sprintf("Ciphertext v4 (a key per column, the nonce drawn by the AEAD) adds %s per seal and %s per open at 64 B, %s and %s at 500 B, over raw AES-256-GCM; v3 adds %s and %s at 500 B.",
 		added(implV4, "seal", 64), added(implV4, "open", 64), added(implV4, "seal", 500), added(implV4, "open", 500),
@@ -173,22 +170,16 @@ func versionAnswer(rs lab.Results) string {
 func versionTable(rs lab.Results, sizes []int) lab.Table {
 	t := lab.Table{Caption: "The field layer by ciphertext version: ns added per value over raw AES-GCM (per-round differences), overhead, and overhead in the FIPS 140-3 mode, with p05–p95",
 		Head: []string{"algorithm", "op", "size", "v4 adds", "v3 adds", "v4 overhead", "v3 overhead", "v4 overhead, FIPS mode"}}
-	ns := func(r lab.Result, ok bool) string {
-		if !ok {
-			return "–"
-		}
-		return lab.FormatNumber(r.Median) + " ns (" + lab.FormatNumber(r.P05) + " to " + lab.FormatNumber(r.P95) + ")"
-	}
 	for _, alg := range []keyring.Algorithm{keyring.AES128GCM, keyring.AES256GCM} {
 		for _, op := range []string{"seal", "open"} {
 			for _, size := range sizes {
 				k := ratioKey{alg, op, size}
-				v4, v4ok := rs.Get(k.addedNs(implV4), "added_ns")
-				v3, v3ok := rs.Get(k.addedNs(implV3), "added_ns")
+				v4, _ := rs.Get(k.addedNs(implV4), "added_ns")
+				v3, _ := rs.Get(k.addedNs(implV3), "added_ns")
 				o4, _ := rs.Get(k.fieldOverhead(), "field_overhead")
 				o3, _ := rs.Get(k.v3Overhead(), "field_overhead")
 				f, _ := rs.Get(k.fipsOverhead(), "field_overhead")
-				t.Rows = append(t.Rows, []string{alg.String(), op, sizeLabel(size), ns(v4, v4ok), ns(v3, v3ok), percent(o4), percent(o3), percent(f)})
+				t.Rows = append(t.Rows, []string{alg.String(), op, sizeLabel(size), v4.AddedText("ns"), v3.AddedText("ns"), percent(o4), percent(o3), percent(f)})
 			}
 		}
 	}

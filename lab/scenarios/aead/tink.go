@@ -100,8 +100,8 @@ func tinkAnswer(rs lab.Results) (string, bool) {
 	if !ok || !ok2 {
 		return "", false
 	}
-	return fmt.Sprintf("Beside tink-go's AEAD (which binds no row, checks no context and allocates its output on every call, where ward's AppendSeal reuses the caller's buffer), which adds %s ns (p05–p95 %s to %s) per 500 B seal over raw AES-256-GCM, ward's field layer's time over tink's is %s.",
-		lab.FormatNumber(added.Median), lab.FormatNumber(added.P05), lab.FormatNumber(added.P95), vs.RatioText()), true
+	return fmt.Sprintf("Beside tink-go's AEAD (which binds no row, checks no context and allocates its output on every call, where ward's AppendSeal reuses the caller's buffer), which adds %s per 500 B seal over raw AES-256-GCM, ward's field layer's time over tink's is %s.",
+		added.AddedText("ns"), vs.RatioText()), true
 }
 
 // tinkTable sets tink-go beside raw crypto/cipher and ward's field layer,
@@ -109,9 +109,6 @@ func tinkAnswer(rs lab.Results) (string, bool) {
 func tinkTable(rs lab.Results, sizes []int) (lab.Table, bool) {
 	t := lab.Table{Caption: "Beside tink-go v2 (" + tinkNote + "): ns added per value over raw crypto/cipher by tink and by ward's field layer (v4), and ward's time over tink's, with p05–p95",
 		Head: []string{"algorithm", "op", "size", "tink adds", "ward adds", "ward / tink"}}
-	ns := func(r lab.Result) string {
-		return lab.FormatNumber(r.Median) + " ns (" + lab.FormatNumber(r.P05) + " to " + lab.FormatNumber(r.P95) + ")"
-	}
 	for _, alg := range keyring.Algorithms() {
 		for _, op := range []string{"seal", "open"} {
 			for _, size := range sizes {
@@ -122,7 +119,7 @@ func tinkTable(rs lab.Results, sizes []int) (lab.Table, bool) {
 				}
 				w, _ := rs.Get(k.addedNs(implV4), "added_ns")
 				vs, _ := rs.Get(k.vsTink(), "ratio")
-				t.Rows = append(t.Rows, []string{alg.String(), op, sizeLabel(size), ns(tk), ns(w), vs.RatioText()})
+				t.Rows = append(t.Rows, []string{alg.String(), op, sizeLabel(size), tk.AddedText("ns"), w.AddedText("ns"), vs.RatioText()})
 			}
 		}
 	}
