@@ -55,10 +55,12 @@ func (a *app) rotateFleet(cmd *cobra.Command, kr *keyring.Keyring, alg keyring.A
 		promoted(id, old)
 		grantsErr, reissued = a.grantsAfterRotation(cmd.Context(), kr, ls, id), true
 	}
+	restoreGC := a.jobGC() // the rotation re-encrypts its columns
 	r, err := lifecycle.Rotate(cmd.Context(), kr, ls.databases(), lifecycle.RotateOptions{
 		Algorithm: alg, Wait: o.wait, NoReseal: o.noReencrypt, Observer: obs,
 		Fleet: fleet.WaitOptions{StaleAfter: o.staleAfter, Skip: o.skip},
 	})
+	restoreGC()
 	var nr *fleet.NotReadyError
 	switch {
 	case errors.As(err, &nr) && errors.Is(err, context.Canceled): // Ctrl-C, not --wait

@@ -419,7 +419,9 @@ func (a *app) runJob(ctx context.Context, kr *keyring.Keyring, lg *ledgers, job 
 	}
 	bar := cli.NewProgress(a.stderr, verb+name, 1, o.quiet)
 	job.Progress = func(p reseal.Progress) { bar.Set(p.Scanned, max(p.Total, p.Scanned)) }
+	restoreGC := a.jobGC()
 	st, err := job.Run(ctx)
+	restoreGC()
 	bar.Finish()
 	if o.asJSON {
 		a.writeJSON(jobDoc{Column: name, Key: kr.Primary().ID.String(), Written: st.Reencrypted, Plaintext: st.Plaintext, Current: st.Current,
