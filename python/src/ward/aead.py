@@ -10,7 +10,7 @@ import struct
 import threading
 from dataclasses import dataclass
 from hashlib import sha256
-from typing import Any
+from typing import Any, Callable
 
 import google_crc32c
 from cryptography.hazmat.primitives import hashes
@@ -105,11 +105,17 @@ def random_nonce(alg: Algorithm) -> bytes:
 _local = threading.local()
 
 
-def _ecb(key: bytes) -> Any:
-    """An AES-ECB encryptor of key for this thread, kept: ECB encrypts each
+def ecb_encryptor(key: bytes) -> Callable[[bytes], bytes]:
+    """A new AES-ECB encryptor of key (its ``update``): ECB encrypts each
     block on its own, so one encryptor serves every check, and building an
-    OpenSSL context per value cost as much as the seal itself. Per thread,
-    since an encryptor is not safe to share; at most 1,024 keys each."""
+    OpenSSL context per value cost as much as the seal itself. Not safe to
+    share between threads."""
+    return Cipher(algorithms.AES(key), modes.ECB()).encryptor().update  # type: ignore[no-any-return]
+
+
+def _ecb(key: bytes) -> Callable[[bytes], bytes]:
+    """This thread's AES-ECB encryptor of key, kept: at most 1,024 keys
+    per thread."""
     cache = getattr(_local, "ecb", None)
     if cache is None:
         cache = _local.ecb = {}
@@ -117,15 +123,15 @@ def _ecb(key: bytes) -> Any:
     if e is None:
         if len(cache) >= 1024:
             cache.clear()
-        e = cache[key] = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
-    return e
+        e = cache[key] = ecb_encryptor(key)
+    return e  # type: ignore[no-any-return]
 
 
 def masked_check(alg: Algorithm, check_key: bytes, nonce: bytes, context: bytes) -> bytes:
     """The 4-byte context check of ciphertext v3 and v4 (FORMAT.md)."""
     if alg is XCHACHA20POLY1305:
         return seal(alg, check_key, nonce, b"", context)[:4]
-    block = _ecb(check_key).update(nonce + bytes(16 - len(nonce)))
+    block = _ecb(check_key)(nonce + bytes(16 - len(nonce)))
     return (google_crc32c.value(context) ^ int.from_bytes(block[:4], "big")).to_bytes(4, "big")
 
 

@@ -15,6 +15,7 @@ from .errors import BindingError, UnsupportedVersionError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _V4_KEYRING = bytes((4, CLASS_KEYRING))  # the first bytes of a v4 value under a keyring key
+_LENGTHS = [bytes((n,)) for n in range(0x80)]  # uvarint(n) of n < 0x80, kept: ℓ() of a row key
 
 
 def field_scope(table: str, column: str) -> bytes:
@@ -128,6 +129,10 @@ class Column:
         # keyring or grant never changes): v4 under keyring keys, AES-GCM.
         self._open_keys: dict[bytes, ScopeKey] = {}  # by the value's algorithm byte and key ID
         self._seal_key: ScopeKey | None = None
+        # A column binding no other column: the last value's 7-byte header,
+        # that header and the names' count (the AD before the row key), and
+        # its key's decrypt, which open tries first.
+        self._last_open: tuple[bytes, bytes, Any] | None = None
 
     def __repr__(self) -> str:
         return f"Column({self.table}.{self.column})"
@@ -152,12 +157,22 @@ class Column:
     def open(self, value: bytes | str, row: Any, *values: Any) -> bytes:
         """Open a stored value (text or binary form) of row, with the values
         of the bound columns in the column's bind order."""
+        last = self._last_open  # the key of the last value opened here, for the next
+        if last is not None and not values and type(value) is bytes and len(value) > V3_HEADER + 12 and value.startswith(last[0]):
+            r = b"%d" % row if type(row) is int else row_text(row)
+            try:
+                return last[2](value[V3_HEADER : V3_HEADER + 12], value[V3_HEADER + 12 :],
+                               last[1] + (_LENGTHS[len(r)] if len(r) < 0x80 else uvarint(len(r))) + r)
+            except InvalidTag:
+                pass  # the general way says why
         ct = value if type(value) is bytes and value[:1] != b"w" else as_binary(value)
         if ct[:2] == _V4_KEYRING and len(ct) > V3_HEADER + 12 and self.keys is not None:
             # The common case in one step, with the value's kept ScopeKey; a
             # value that fails here goes the general way, which says why.
             sk = self._open_keys.get(ct[2:7]) or self._scope_key_of(ct)
             if sk is not None:
+                if not self.bind:
+                    self._last_open = (ct[:V4_AD_HEADER], ct[:V4_AD_HEADER] + self._names, sk.aead.decrypt)
                 ctx = self._row_context(row) if not values and not self.bind else _tail(self.bind, row, values, self._names)
                 try:
                     return sk.aead.decrypt(ct[V3_HEADER : V3_HEADER + 12], ct[V3_HEADER + 12 :], ct[:V4_AD_HEADER] + ctx)
@@ -188,7 +203,7 @@ class Column:
     def _row_context(self, row: Any) -> bytes:
         """context(4, row, ()) of a column that binds no other column."""
         r = b"%d" % row if type(row) is int else row_text(row)
-        return self._names + (bytes((len(r),)) if len(r) < 0x80 else uvarint(len(r))) + r
+        return self._names + (_LENGTHS[len(r)] if len(r) < 0x80 else uvarint(len(r))) + r
 
     def open_text(self, value: bytes | str, row: Any, *values: Any) -> str:
         """open, decoded as UTF-8."""
@@ -197,6 +212,10 @@ class Column:
     def seal(self, plaintext: bytes | str, row: Any, *values: Any) -> bytes:
         """Seal for row: under the subject's current key on a per-subject
         column, else the keyring's primary; v4 unless the column writes v3."""
+        sk = self._seal_key
+        if sk is not None and type(plaintext) is bytes and not values and not self.bind:  # the common case
+            r = b"%d" % row if type(row) is int else row_text(row)
+            return sk.seal(plaintext, self._names + (_LENGTHS[len(r)] if len(r) < 0x80 else uvarint(len(r))) + r)
         pt = plaintext if type(plaintext) is bytes else plaintext.encode() if isinstance(plaintext, str) else bytes(plaintext)
         if self.subjects is not None:
             if not hasattr(self.subjects, "seal_for"):
