@@ -107,9 +107,9 @@ func (e *env) runJob(ctx context.Context, k jobKey, job *reseal.Job) ([]lab.Resu
 			last, lastRows = now, p.Scanned
 		}
 	}
-	cpu0, start := lab.ReadLoad(), time.Now()
+	cpu0, own0, start := lab.ReadLoad(), lab.ProcessCPU.Read(), time.Now()
 	st, err := job.Run(ctx)
-	el, cpu := time.Since(start), lab.ReadLoad().BusySince(cpu0)
+	el, cpu, own := time.Since(start), lab.ReadLoad().BusySince(cpu0), lab.ProcessCPU.Read()-own0
 	if err != nil {
 		return nil, fmt.Errorf("migrate %s: %w", k.name(), err)
 	}
@@ -120,7 +120,9 @@ func (e *env) runJob(ctx context.Context, k jobKey, job *reseal.Job) ([]lab.Resu
 	total := lab.Derived("migrate", name, p, "rows_per_second", "rows/s", elapsedRate(e.rows, el), "rows over the job's wall time")
 	return []lab.Result{total,
 		lab.FromSamples("migrate", name, p, "window_rows_per_second", "rows/s", windows),
-		lab.Derived("migrate", name, p, "cpu_busy", "%", cpu*100, "share of all cores busy during the job (this process and the database)")}, nil
+		lab.Derived("migrate", name, p, "cpu_busy", "%", cpu*100, "share of all cores busy during the job (this process and the database)"),
+		lab.Derived("migrate", name, p, "cpu_per_1000_rows", "ms", own.Seconds()*1e6/float64(e.rows),
+			"ward's own CPU time per 1,000 rows (the job's process, every thread; the database's work not counted)")}, nil
 }
 
 // encryptExisting loads plaintext and encrypts it.
@@ -157,6 +159,11 @@ func (e *env) references(ctx context.Context) []lab.Result {
 	passphrase := "ward lab passphrase, not a secret"
 	key, iv := make([]byte, 32), make([]byte, 16)
 	var out []lab.Result
+	if r, err := e.floor(ctx); err != nil {
+		out = append(out, lab.Unavailable("migrate", dbUpdate, lab.SourceReference, err))
+	} else {
+		out = append(out, r)
+	}
 	for _, ref := range []struct{ name, sql string }{
 		{pgpSym, "UPDATE " + table + " SET enc = pgp_sym_encrypt(body, $1)"},
 		{encryptIV, "UPDATE " + table + " SET enc = encrypt_iv(convert_to(body, 'UTF8'), $1::bytea, $2::bytea, 'aes-cbc')"},

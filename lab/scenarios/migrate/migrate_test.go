@@ -2,6 +2,7 @@ package migratelab
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/wardlab/ward/internal/myserver"
@@ -25,10 +26,13 @@ func TestScenario(t *testing.T) {
 			if r, ok := rs.Get(jobKey{job, w, 500}.name(), "rows_per_second"); !ok || r.Median <= 0 {
 				t.Fatalf("%s at %d workers: %+v", job, w, r)
 			}
+			if r, ok := rs.Get(jobKey{job, w, 500}.name(), "cpu_per_1000_rows"); !ok || !(r.Median > 0) {
+				t.Fatalf("%s at %d workers, ward's CPU: %+v", job, w, r)
+			}
 		}
 	}
 	if lab.Str(db.Params, "database") == "postgresql" {
-		for _, ref := range []string{pgpSym, encryptIV} {
+		for _, ref := range []string{pgpSym, encryptIV, dbUpdate} {
 			if r, ok := rs.Get(ref, "rows_per_second"); !ok || r.Source != lab.SourceReference {
 				t.Fatalf("%s: %+v", ref, r)
 			}
@@ -50,6 +54,9 @@ func TestScenario(t *testing.T) {
 	sec, err := Scenario{}.Report(rs)
 	if err != nil || len(sec.Charts) != 1 || len(sec.Tables[0].Rows) < 8 || len(sec.Answer) < 2 {
 		t.Fatalf("section: %v %+v", err, sec)
+	}
+	if lab.Str(db.Params, "database") == "postgresql" && !strings.Contains(strings.Join(sec.Answer, " "), "The job's floor") {
+		t.Fatalf("no floor in the answers: %q", sec.Answer)
 	}
 	if _, ok := rs.Get(mariaCase, "rows"); ok && (len(sec.Tables) != 2 || len(sec.Tables[1].Rows) != 4) {
 		t.Fatalf("no MariaDB table: %+v", sec.Tables)
