@@ -49,7 +49,7 @@ func (s Sampling) CPU() Sampling {
 
 // QuickSampling and FullSampling are the profiles' defaults. The quick
 // profile keeps enough rounds that its headline ratios land within 15% of
-// the full profile's on the same machine (README, "The lab").
+// the full profile's on the same machine (docs/LAB.md, "Quick vs full").
 var (
 	QuickSampling = Sampling{Samples: 11, Target: 20 * time.Millisecond}
 	FullSampling  = Sampling{Samples: 21, Target: 60 * time.Millisecond}

@@ -40,7 +40,7 @@ func TestLibraryPackageDocs(t *testing.T) {
 }
 
 // TestLibraryRequirements: the library module's go.mod lists at most
-// MaxLibraryRequirements direct requirements (README, "Modules").
+// MaxLibraryRequirements direct requirements (README, "Building and testing").
 func TestLibraryRequirements(t *testing.T) {
 	direct, err := DirectRequirements("../..")
 	if err != nil {
