@@ -82,7 +82,7 @@ func TestGrantKilled(t *testing.T) {
 		// st is nil when the child was killed before its first grant
 		// reached the database (the file is taken first, then the grant
 		// recorded): no ledger yet.
-		for _, g := range grantsOf(st) { // before a grant command settles them
+		for _, g := range stateGrants(st) { // before a grant command settles them
 			if g.Pending {
 				pending++
 			}
@@ -170,12 +170,4 @@ func TestGrantChild(t *testing.T) {
 			a.run(context.Background(), []string{"grant", "revoke", m[1], "--db", db, "--wait", "10s"})
 		}
 	}
-}
-
-// grantsOf is st's grants; none without a ledger.
-func grantsOf(st *ledger.State) []ledger.Grant {
-	if st == nil {
-		return nil
-	}
-	return st.Grants
 }
