@@ -21,8 +21,12 @@ const (
 	floorBatch  = 500
 )
 
-// keepSealed copies the table's values, as a job left them, for floor.
+// keepSealed copies the table's values, as a job left them, for floor
+// (PostgreSQL only: elsewhere it does nothing).
 func (e *env) keepSealed(ctx context.Context) error {
+	if e.dialect != field.Postgres {
+		return nil
+	}
 	for _, q := range []string{
 		"DROP TABLE IF EXISTS " + sealedTable,
 		"CREATE TABLE " + sealedTable + " AS SELECT id, body FROM " + table,
@@ -60,12 +64,4 @@ func (e *env) floor(ctx context.Context) (lab.Result, error) {
 		fmt.Sprintf("the database writing an encrypt-existing job's sealed values back over the plaintext, %d rows per UPDATE and transaction, nothing done in the client: the job's floor", floorBatch))
 	r.Source = lab.SourceReference
 	return r, nil
-}
-
-// keepSealedOnPostgres keeps the sealed values for floor, on PostgreSQL.
-func (e *env) keepSealedOnPostgres(ctx context.Context) error {
-	if e.dialect != field.Postgres {
-		return nil
-	}
-	return e.keepSealed(ctx)
 }

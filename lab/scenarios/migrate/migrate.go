@@ -111,7 +111,7 @@ func (s Scenario) Run(ctx context.Context, le *lab.Env) error {
 		le.Record(r...)
 		if w == 1 {
 			base = r[0].Median
-			if err := e.keepSealedOnPostgres(ctx); err != nil {
+			if err := e.keepSealed(ctx); err != nil {
 				return err
 			}
 		}
