@@ -390,13 +390,15 @@ func (l *Ledger) Check(ctx context.Context, kr *keyring.Keyring) error {
 // lacks a recorded key ID).
 //
 // A keyring loaded from a file that is behind the ledger (another process
-// saved a newer file since: a concurrent operator command, a rotation) is
-// read again from its file once, which never goes back, before that is
-// called a rollback or a missing key.
+// saved a newer file since: a concurrent operator command, a rotation, or
+// the database's first anchor, saved after the ledger it anchors was
+// written at the generation this process loaded) is read again from its
+// file once, which never goes back, before that is called a rollback, a
+// missing key or a missing anchor.
 func (l *Ledger) Verified(ctx context.Context, kr *keyring.Keyring) (*State, error) {
 	st, err := l.verified(ctx, kr)
 	var missing *MissingKeysError
-	if err != nil && kr.Path() != "" && (errors.Is(err, keyring.ErrRollback) || errors.As(err, &missing)) {
+	if err != nil && kr.Path() != "" && (errors.Is(err, keyring.ErrRollback) || errors.As(err, &missing) || errors.Is(err, ErrAnchorMissing)) {
 		if kr.Reload(ctx) == nil {
 			return l.verified(ctx, kr)
 		}

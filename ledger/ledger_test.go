@@ -474,3 +474,53 @@ func FuzzLedger(f *testing.F) {
 		}
 	})
 }
+
+// A process that loaded the keyring file before the database's first
+// anchor reads a ledger another process wrote and anchored since, at a
+// counter above 1 and at the generation it loaded (the writer's own
+// anchor raised the file's generation only after its write): the file is
+// read again, not the ledger refused as unanchored. A file that still
+// anchors nothing refuses it.
+func TestLedgerAnchoredSinceLoad(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		ctx := context.Background()
+		dir, mk, kr := fileKeyring(t)
+		path := filepath.Join(dir, "kr.json")
+		load := func() *keyring.Keyring {
+			k, err := keyring.Load(ctx, path, mk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return k
+		}
+		reader, second := load(), load() // both before any anchor
+		before, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table := d.table(t, "ledger")
+		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: table}
+		if err := l.Record(ctx, kr); err != nil { // counter 1, anchored
+			t.Fatal(err)
+		}
+		if err := l.Mark(ctx, second, "m"); err != nil { // counter 2 at the first generation
+			t.Fatal(err)
+		}
+		if st, err := l.Verified(ctx, reader); err != nil || st.Counter != 2 {
+			t.Fatalf("a keyring loaded before the first anchor: %v", err)
+		}
+		// A copy of the file from before the first anchor still refuses a
+		// ledger above counter 1.
+		stale := filepath.Join(dir, "stale.json")
+		if err := os.WriteFile(stale, before, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		old, err := keyring.Load(ctx, stale, mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Verified(ctx, old); !errors.Is(err, ErrAnchorMissing) {
+			t.Fatalf("a file from before the first anchor: %v, want ErrAnchorMissing", err)
+		}
+	})
+}
