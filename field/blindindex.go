@@ -45,10 +45,18 @@ const (
 // must be exact; 4–8 bytes when the column has few distinct values
 // (say, under 2^16) whose frequencies should be blurred, at the cost of
 // decrypting a few false positives per query.
+//
+// NewBlindIndex makes the v1 index, keyed by the keyring's root, which
+// never rotates; [NewIndex] makes the v2 index, for new columns.
 type BlindIndex struct {
 	size      int
 	normalize func(string) string
 	pool      sync.Pool // of *indexState keyed with the column key
+	// v2 only: the stored form's first bytes (version, epoch), what the
+	// digest covers before the value (its label, prefix and database),
+	// and the epoch.
+	prefix, header []byte
+	epoch          keyring.KeyID
 }
 
 // indexState is a keyed HMAC with a scratch buffer, pooled so that Compute
@@ -94,7 +102,11 @@ func NormalizeFold(s string) string {
 	return folder.String(s)
 }
 
-// NewBlindIndex returns the blind index of table.column under kr.
+// NewBlindIndex returns the v1 blind index of table.column under kr: one
+// key per column from the keyring's root, so every copy of the keyring
+// file ever written computes it, and two indexes of one column share it.
+// For a new index use [NewIndex] (or ledger.Ledger.Index), whose key
+// rotates with the keyring and is its own per index.
 func NewBlindIndex(kr *keyring.Keyring, table, column string, opts ...IndexOption) (*BlindIndex, error) {
 	b := &BlindIndex{size: DefaultIndexSize, normalize: NormalizeNFC}
 	for _, o := range opts {
@@ -118,16 +130,19 @@ func NewBlindIndex(kr *keyring.Keyring, table, column string, opts ...IndexOptio
 // Compute returns the index of value. Invalid UTF-8 is indexed as given,
 // without normalisation.
 func (b *BlindIndex) Compute(value string) []byte {
-	return b.AppendCompute(make([]byte, 0, sha256.Size), value)
+	return b.AppendCompute(make([]byte, 0, len(b.prefix)+sha256.Size), value)
 }
 
-// AppendCompute appends the index of value to dst.
+// AppendCompute appends the index of value to dst (a v2 index in its
+// stored form, version and epoch first).
 func (b *BlindIndex) AppendCompute(dst []byte, value string) []byte {
 	if utf8.ValidString(value) {
 		value = b.normalize(value)
 	}
+	dst = append(dst, b.prefix...)
 	st := b.pool.Get().(*indexState)
 	st.h.Reset()
+	st.h.Write(b.header)
 	st.buf = append(st.buf[:0], value...)
 	st.h.Write(st.buf)
 	clear(st.buf) // the plaintext must not linger in the pool
