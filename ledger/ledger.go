@@ -171,6 +171,10 @@ type State struct {
 	// [Ledger.RowMAC], sorted by table and column: what a rotation's
 	// re-MAC pass moves to the current integrity epoch.
 	MACs []MACColumn `json:"macs,omitempty"`
+	// Indexes are the blind indexes v2 recorded with [Ledger.Index],
+	// sorted by table, column and name, each with the integrity epoch its
+	// values are computed under.
+	Indexes []IndexColumn `json:"indexes,omitempty"`
 }
 
 // RetiredState is the state a ledger records for a retired key
@@ -841,6 +845,7 @@ func successor(cur *State, kr *keyring.Keyring) State {
 	next.Forms = cloneForms(cur.Forms)
 	next.Grants = cloneGrants(cur.Grants)
 	next.MACs = cloneMACs(cur.MACs)
+	next.Indexes = slices.Clone(cur.Indexes)
 	return next
 }
 
@@ -862,6 +867,7 @@ func normalise(next *State, kr *keyring.Keyring) {
 	next.Forms = sortForms(next.Forms)
 	next.Grants = cloneGrants(next.Grants)
 	next.MACs = sortMACs(next.MACs)
+	next.Indexes = sortIndexes(next.Indexes)
 	slices.SortFunc(next.Columns, func(a, b Column) int {
 		return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.Column, b.Column))
 	})
@@ -875,7 +881,7 @@ func unchanged(cur, next *State, kr *keyring.Keyring) bool {
 		maps.EqualFunc(cur.Tallies, next.Tallies, Tally.Equal) && slices.Equal(cur.Recheck, next.Recheck) && len(cur.Recoveries) == len(next.Recoveries) &&
 		slices.EqualFunc(cur.Forms, next.Forms, Form.equal) && cur.Expect == next.Expect &&
 		slices.EqualFunc(cur.Grants, next.Grants, Grant.equal) && slices.EqualFunc(cur.MACs, next.MACs, MACColumn.equal) &&
-		cur.Epoch == core(kr).StateEpoch()
+		slices.EqualFunc(cur.Indexes, next.Indexes, IndexColumn.equal) && cur.Epoch == core(kr).StateEpoch()
 }
 
 // update reads the ledger (as m says), applies change to a copy,

@@ -119,6 +119,9 @@ func referencesIn(ctx context.Context, kr *keyring.Keyring, d Database, st *ledg
 			add("grant %s (%v, issued %s) derives from it: revoke it first (ward grant revoke)", g.ID, g.Scopes, g.Issued.Format(time.DateOnly))
 			out[len(out)-1].Grant = g.ID
 		}
+		for _, x := range st.IndexesAt(id) {
+			add("blind index %s of %s.%s (column %s) is computed under its integrity epoch: its stored values would match nothing once the key is gone; keep the key until the index is re-keyed", x.Name, x.Table, x.Column, x.Index)
+		}
 		for _, c := range st.Columns {
 			n, err := columnReferences(ctx, kr, d, c, id)
 			if err != nil {

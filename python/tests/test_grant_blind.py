@@ -91,3 +91,19 @@ def test_grant_of_a_per_subject_column():
     alice = next(x for x in v["values"] if x["subject"] == "alice")
     with pytest.raises(SubjectRefusedError):
         col.open(bytes.fromhex(alice["ciphertext_hex"]), alice["row"], "alice")
+
+
+def test_blind_index_v2_vectors():
+    """Go's field.NewIndex: a key per index from the epoch each vector
+    names, bound to the database; another database indexes differently."""
+    v = vectors("field/testdata/blind-index-v2.json")
+    kr = Keyring.loads(json.dumps(v["keyring"]), MasterKey.parse(v["master_key"]))
+    assert len({vec["epoch"] for vec in v["vectors"]}) == 2
+    for vec in v["vectors"]:
+        assert vec["normalizer_version"] == 1
+        args = dict(size=vec["size"], normalize=vec["normalizer"], name=vec["name"], epoch=int(vec["epoch"], 16))
+        bi = BlindIndex(kr, vec["table"], vec["column"], database=v["database"], **args)
+        value = bytes.fromhex(vec["value_hex"])
+        assert bi.compute(value).hex() == vec["index_hex"], vec
+        other = BlindIndex(kr, vec["table"], vec["column"], database=v["database"] + "0", **args)
+        assert other.compute(value).hex() != vec["index_hex"]

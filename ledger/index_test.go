@@ -1,0 +1,65 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/keyring"
+)
+
+// TestIndex: a blind index is recorded under the epoch current at its
+// first use and computed under it after a rotation (its stored values
+// keep matching), bound to the database; asking for it with another
+// normaliser, size or index column is refused, while another name is
+// another index with a key of its own.
+func TestIndex(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		ctx := context.Background()
+		_, _, kr := fileKeyring(t)
+		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
+		c := IndexColumn{Table: "users", Column: "email", Index: "email_idx"}
+		x, err := l.Index(ctx, kr, c, field.Fold)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e1 := kr.Primary().ID
+		stored := x.Compute("Alice@example.com")
+		if _, err := keyring.NewManager(kr).AddPrimary(ctx, keyring.AES256GCM); err != nil {
+			t.Fatal(err)
+		}
+		again, err := l.Index(ctx, kr, c, field.Fold)
+		if err != nil || again.Epoch() != e1 || !bytes.Equal(again.Compute(" alice@EXAMPLE.com"), stored) {
+			t.Fatalf("after a rotation: %v, epoch %v (recorded %v)", err, again.Epoch(), e1)
+		}
+		st, err := l.Verified(ctx, kr)
+		if err != nil || len(st.Indexes) != 1 || st.Indexes[0].Normalizer != "fold" || st.Indexes[0].Size != field.DefaultIndexSize || len(st.IndexesAt(e1)) != 1 {
+			t.Fatalf("recorded %+v, %v", st, err)
+		}
+		unbound, _ := field.NewIndex(kr, "users", "email", field.IndexOptions{Database: "db-other", Normalizer: field.Fold, Epoch: e1})
+		if bytes.Equal(unbound.Compute("alice@example.com"), stored) {
+			t.Fatal("the index is not bound to its database")
+		}
+		for name, changed := range map[string]IndexColumn{
+			"size":         {Table: "users", Column: "email", Index: "email_idx", Size: 8},
+			"index column": {Table: "users", Column: "email", Index: "email_idx2"},
+		} {
+			if _, err := l.Index(ctx, kr, changed, field.Fold); !errors.Is(err, ErrIndexChanged) {
+				t.Errorf("another %s: %v", name, err)
+			}
+		}
+		if _, err := l.Index(ctx, kr, c, field.NFC); !errors.Is(err, ErrIndexChanged) {
+			t.Errorf("another normaliser: %v", err)
+		}
+		c.Name, c.Index = "email_prefix", "email_prefix_idx"
+		prefix, err := l.Index(ctx, kr, c, field.Prefix(3, field.Fold))
+		if err != nil || prefix.Epoch() != kr.Primary().ID {
+			t.Fatalf("a second index of the column, after the rotation: %v", err)
+		}
+		if _, err := l.Index(ctx, kr, IndexColumn{Table: "users", Column: "email", Index: "x; DROP"}, field.Fold); err == nil {
+			t.Fatal("an index column that is no identifier")
+		}
+	})
+}
