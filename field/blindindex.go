@@ -139,10 +139,12 @@ func (b *BlindIndex) AppendCompute(dst []byte, value string) []byte {
 	if utf8.ValidString(value) {
 		value = b.normalize(value)
 	}
-	dst = append(dst, b.prefix...)
 	st := b.pool.Get().(*indexState)
 	st.h.Reset()
-	st.h.Write(b.header)
+	if b.header != nil { // v2
+		dst = append(dst, b.prefix...)
+		st.h.Write(b.header)
+	}
 	st.buf = append(st.buf[:0], value...)
 	st.h.Write(st.buf)
 	clear(st.buf) // the plaintext must not linger in the pool
