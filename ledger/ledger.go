@@ -175,6 +175,9 @@ type State struct {
 	// sorted by table, column and name, each with the integrity epoch its
 	// values are computed under.
 	Indexes []IndexColumn `json:"indexes,omitempty"`
+
+	// extra holds the fields of a newer release, written back unchanged.
+	extra map[string]json.RawMessage
 }
 
 // RetiredState is the state a ledger records for a retired key
@@ -846,6 +849,7 @@ func successor(cur *State, kr *keyring.Keyring) State {
 	next.Grants = cloneGrants(cur.Grants)
 	next.MACs = cloneMACs(cur.MACs)
 	next.Indexes = slices.Clone(cur.Indexes)
+	next.extra = maps.Clone(cur.extra)
 	return next
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -521,6 +522,66 @@ func TestLedgerAnchoredSinceLoad(t *testing.T) {
 		}
 		if _, err := l.Verified(ctx, old); !errors.Is(err, ErrAnchorMissing) {
 			t.Fatalf("a file from before the first anchor: %v, want ErrAnchorMissing", err)
+		}
+	})
+}
+
+// A ledger written by a newer release carries fields this one does not
+// know; this release's next write keeps them (a fleet deployed one
+// instance at a time, or rolled back, drops nothing a newer release
+// recorded), and they stay authenticated with the rest.
+func TestLedgerKeepsNewerFields(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		ctx := context.Background()
+		_, _, kr := fileKeyring(t)
+		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
+		if err := l.Record(ctx, kr); err != nil {
+			t.Fatal(err)
+		}
+		r := readRow(t, d, l)
+		var body map[string]any
+		if err := json.Unmarshal([]byte(r.body), &body); err != nil {
+			t.Fatal(err)
+		}
+		body["future_records"] = []any{map[string]any{"kind": "x", "epoch": 7}}
+		body["counter"] = float64(r.counter + 1)
+		b, _ := json.Marshal(body)
+		_, mac := core(kr).StateMAC(stateMessage(string(b)))
+		writeRow(t, d, l, ledgerRow{counter: r.counter + 1, body: string(b), mac: hex.EncodeToString(mac)})
+		if err := l.Mark(ctx, kr, "a mark"); err != nil {
+			t.Fatal(err)
+		}
+		after := readRow(t, d, l)
+		if !strings.Contains(after.body, `"future_records":[{"epoch":7,"kind":"x"}]`) || !strings.Contains(after.body, `"a mark"`) {
+			t.Fatalf("the newer release's field was dropped: %s", after.body)
+		}
+		if st, err := l.Verified(ctx, kr); err != nil || !slices.Contains(st.Marks, "a mark") {
+			t.Fatalf("after the write: %v", err)
+		}
+	})
+}
+
+// FuzzStateJSON: a ledger body decodes without panicking, and what it
+// encodes to decodes to the same state, the unknown fields included.
+func FuzzStateJSON(f *testing.F) {
+	f.Add(`{"database":"db-1","keyring":"kr","counter":3,"future":[1,2]}`)
+	f.Add(`{"Database":"x","DATABASE":"y","indexes":[{"epoch":5}]}`)
+	f.Add(`[]`)
+	f.Fuzz(func(t *testing.T, body string) {
+		var st State
+		if json.Unmarshal([]byte(body), &st) != nil {
+			return
+		}
+		b, err := json.Marshal(st)
+		if err != nil {
+			t.Fatalf("re-encoding %q: %v", body, err)
+		}
+		var again State
+		if err := json.Unmarshal(b, &again); err != nil {
+			t.Fatalf("decoding %s: %v", b, err)
+		}
+		if b2, _ := json.Marshal(again); string(b2) != string(b) {
+			t.Fatalf("%s re-encodes as %s", b, b2)
 		}
 	})
 }
