@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
@@ -60,6 +61,62 @@ func TestIndex(t *testing.T) {
 		}
 		if _, err := l.Index(ctx, kr, IndexColumn{Table: "users", Column: "email", Index: "x; DROP"}, field.Fold); err == nil {
 			t.Fatal("an index column that is no identifier")
+		}
+	})
+}
+
+// TestIndexerWriteTxHoldsThePhase: a write's transaction reads the
+// index's phase with a shared lock, so a re-key cannot move on while a
+// write that computed its values in the phase before is uncommitted (it
+// would land in columns the next phase no longer keeps unique); after the
+// commit it moves on, and the next write follows it.
+func TestIndexerWriteTxHoldsThePhase(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		ctx := context.Background()
+		_, _, kr := fileKeyring(t)
+		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
+		x, err := l.Indexer(ctx, kr, IndexColumn{Table: "users", Column: "email", Index: "email_idx", Spare: "email_idx2"}, field.Fold, IndexerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := kr.Primary().ID
+		rec, err := l.ChangeIndex(ctx, kr, x.Record(), func(c *IndexColumn) error {
+			c.Rekey = &IndexRekey{Epoch: e, Phase: RekeyBoth}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := d.db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b, err := x.WriteTx(ctx, tx, "a@x"); err != nil || a == nil || b == nil {
+			t.Fatalf("a write in the first phase: %x %x %v", a, b, err)
+		}
+		moved := make(chan error, 1)
+		go func() {
+			_, err := l.ChangeIndex(ctx, kr, rec, func(c *IndexColumn) error { c.Rekey.Phase = RekeyFilled; return nil })
+			moved <- err
+		}()
+		select {
+		case err := <-moved:
+			t.Fatalf("the phase moved while a write of the phase before was open: %v", err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-moved; err != nil {
+			t.Fatal(err)
+		}
+		tx, err = d.db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if a, b, err := x.WriteTx(ctx, tx, "a@x"); err != nil || a != nil || b == nil {
+			t.Fatalf("a write after the phase moved on: %x %x %v", a, b, err)
 		}
 	})
 }

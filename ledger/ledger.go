@@ -72,6 +72,9 @@ type Ledger struct {
 	// for the anchor, saved once tx has committed.
 	tx      *sql.Tx
 	pending *State
+	// share makes the read in tx a shared locking read (Indexer.WriteTx):
+	// a ledger write waits for tx's commit.
+	share bool
 }
 
 // ErrStandby means the ledger's database is a PostgreSQL standby: ward
@@ -362,6 +365,9 @@ func (l *Ledger) read(ctx context.Context) (*stored, error) {
 			// same stale row until it gave up: a locking read sees the
 			// newest row and holds it to the commit.
 			lock = " FOR UPDATE"
+		}
+		if l.share {
+			lock = shareLock(l.Dialect)
 		}
 	}
 	err = q(ctx, fmt.Sprintf(`SELECT counter, octet_length(body), %s, %s, %s FROM %s WHERE id = 1%s`,
@@ -848,7 +854,7 @@ func successor(cur *State, kr *keyring.Keyring) State {
 	next.Forms = cloneForms(cur.Forms)
 	next.Grants = cloneGrants(cur.Grants)
 	next.MACs = cloneMACs(cur.MACs)
-	next.Indexes = slices.Clone(cur.Indexes)
+	next.Indexes = cloneIndexes(cur.Indexes)
 	next.extra = maps.Clone(cur.extra)
 	return next
 }
