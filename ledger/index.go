@@ -72,17 +72,14 @@ func IndexAck(c IndexColumn, phase string) forms.Form {
 	return forms.Form(fmt.Sprintf("%s:index.%x@%v.%s", forms.KindIntegrity, h[:8], c.Rekey.Epoch, phase))
 }
 
-// columns returns the names of the current slot's column and the other's.
-func (c IndexColumn) columns() (cur, other string) {
+// Columns returns the column holding the current values and the other
+// slot's column ("" without a spare).
+func (c IndexColumn) Columns() (cur, other string) {
 	if c.Slot == 1 {
 		return c.Spare, c.Index
 	}
 	return c.Index, c.Spare
 }
-
-// Columns returns the column holding the current values and the other
-// slot's column ("" without a spare).
-func (c IndexColumn) Columns() (cur, other string) { return c.columns() }
 
 func (c IndexColumn) options(db string, norm field.Normalizer, epoch keyring.KeyID) field.IndexOptions {
 	return field.IndexOptions{Database: db, Name: c.Name, Normalizer: norm, Size: c.Size, Epoch: epoch}
