@@ -32,6 +32,10 @@ type indexApp struct {
 	idx   *ledger.Indexer
 	table string
 	spec  ledger.IndexColumn
+	// krPath and mk are the keyring file and its master key, for a child
+	// process.
+	krPath string
+	mk     *local.MasterKey
 }
 
 func newIndexApp(t *testing.T, d dbtest.DB, fromV1 bool) *indexApp {
@@ -41,11 +45,12 @@ func newIndexApp(t *testing.T, d dbtest.DB, fromV1 bool) *indexApp {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kr, err := keyring.Create(ctx, filepath.Join(t.TempDir(), "kr.json"), local.Generate(), keyring.AES256GCM)
+	krPath, mk := filepath.Join(t.TempDir(), "kr.json"), local.Generate()
+	kr, err := keyring.Create(ctx, krPath, mk, keyring.AES256GCM)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &indexApp{kr: kr, table: d.Table(t, "users"), db: lifecycle.Database{Name: d.Name, DB: d.DB, Dialect: dialect,
+	a := &indexApp{kr: kr, krPath: krPath, mk: mk, table: d.Table(t, "users"), db: lifecycle.Database{Name: d.Name, DB: d.DB, Dialect: dialect,
 		Ledger: &ledger.Ledger{DB: d.DB, Dialect: dialect, Table: d.Table(t, "ledger")}}}
 	ix := d.Blob
 	if d.Name == "mysql" {

@@ -140,7 +140,7 @@ read, before it takes effect.`,
 		a.newKeyringStateCmd("promote", "Make a key primary (the old primary becomes decrypt-only)", (*keyring.Manager).Promote),
 		disable, demote,
 		a.newKeyringStateCmd("enable", "Make a disabled key decrypt-only again", (*keyring.Manager).Enable),
-		a.newKeyringListCmd(), a.newGenMasterKeyCmd(), a.newKeyringRewrapCmd(), a.newKeyringRetireCmd(), a.newKeyringRemacCmd())
+		a.newKeyringListCmd(), a.newGenMasterKeyCmd(), a.newKeyringRewrapCmd(), a.newKeyringRetireCmd(), a.newKeyringRemacCmd(), a.newKeyringReindexCmd())
 	return cmd
 }
 
