@@ -416,6 +416,13 @@ func (l *Ledger) Verified(ctx context.Context, kr *keyring.Keyring) (*State, err
 			return l.verified(ctx, kr)
 		}
 	}
+	if err == nil && st != nil && st.Epoch == 0 && core(kr).StateEpoch() != 0 && kr.Path() != "" {
+		// Accepted under epoch 0 by its anchor (verifyStateMAC): a newer
+		// file may have anchored a later epoch since this process read it.
+		if kr.Reload(ctx) == nil {
+			return l.verified(ctx, kr)
+		}
+	}
 	return st, err
 }
 
@@ -513,7 +520,7 @@ func authenticate(s *stored, kr *keyring.Keyring) (*State, error) {
 	if err != nil || s.counter < 0 || uint64(s.counter) != st.Counter {
 		return nil, ErrTampered
 	}
-	if err := core(kr).VerifyStateMAC(st.Epoch, stateMessage(s.body), mac); err != nil {
+	if err := verifyStateMAC(kr, st, stateMessage(s.body), mac); err != nil {
 		if errors.Is(err, keycore.ErrUnknownEpoch) {
 			return nil, fmt.Errorf("ledger: the database's ledger was written under a newer keyring file (generation %d or later): %w", st.Generation, err)
 		}
@@ -523,6 +530,28 @@ func authenticate(s *stored, kr *keyring.Keyring) (*State, error) {
 		return nil, &keyring.RollbackError{Generation: kr.Generation(), Seen: st.Generation}
 	}
 	return st, nil
+}
+
+// verifyStateMAC checks the ledger's MAC under its epoch. Epoch 0 (the
+// root alone, which every copy of the keyring file derives) verifies in a
+// keyring without state keys, and in one that gained them since only for
+// a database it anchors at epoch 0: a keyring file from before state keys
+// MACs and anchors its databases' ledgers under epoch 0, and its first key
+// change (a rotation's added key) gives it its first state key while those
+// ledgers are still there; each stays at epoch 0 until its next write (the
+// rotation's own record of the key), which MACs it under the new key and
+// anchors that epoch, after which epoch 0 is refused for it (an epoch
+// older than the anchor's reads as put back). Without this such a file
+// could not rotate: its databases' ledgers would read as forged.
+func verifyStateMAC(kr *keyring.Keyring, st *State, msg, mac []byte) error {
+	err := core(kr).VerifyStateMAC(st.Epoch, msg, mac)
+	if err == nil || st.Epoch != 0 {
+		return err
+	}
+	if a, ok := core(kr).Anchor(st.Database); ok && a.Epoch == 0 {
+		return core(kr).VerifyRootStateMAC(msg, mac)
+	}
+	return err
 }
 
 // Record adds key IDs (default: the primary's) to the ledger with their

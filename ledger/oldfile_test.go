@@ -106,3 +106,80 @@ func keyringCopy(t *testing.T, ctx context.Context, kr *keyring.Keyring, ks *loc
 	}
 	return cp
 }
+
+// TestKeyringBeforeStateKeys: a keyring file of a release from before
+// state keys (testdata/keyring-before-state-keys) serves a database: its
+// ledger is MAC'd and anchored under epoch 0 (the root alone), and a
+// rotation's added key gives the file its first state key. The ledger
+// keeps verifying — in this process and in one that loads the file
+// afresh — and the rotation's record of the key moves it to the new epoch;
+// from then on a ledger forged under epoch 0 with a copy of the file from
+// before (which every copy derives) is refused, also by a process that
+// loaded the file before that move was anchored (it reads the file again
+// before it accepts epoch 0).
+func TestKeyringBeforeStateKeys(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		ctx := context.Background()
+		data, err := os.ReadFile("testdata/keyring-before-state-keys/keyring.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mk, err := local.Load("testdata/keyring-before-state-keys/mk", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "kr.json")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		kr, err := keyring.Load(ctx, path, mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, err := keyring.Unmarshal(ctx, data, mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if core(kr).StateEpoch() != 0 {
+			t.Fatal("the fixture has state keys")
+		}
+		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
+		if err := l.Record(ctx, kr); err != nil {
+			t.Fatal(err)
+		}
+		id, err := keyring.NewManager(kr).Add(ctx, keyring.AES256GCM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := l.Verified(ctx, kr)
+		if err != nil || st.Epoch != 0 || core(kr).StateEpoch() == 0 {
+			t.Fatalf("after the key change: %+v %v, the file's newest state epoch %d", st, err, core(kr).StateEpoch())
+		}
+		fresh, err := keyring.Load(ctx, path, mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Check(ctx, fresh); err != nil {
+			t.Fatalf("a process loading the file since: %v", err)
+		}
+		if err := l.Record(ctx, kr, id); err != nil {
+			t.Fatal(err)
+		}
+		if st, err = l.Verified(ctx, fresh); err != nil || st.Epoch == 0 {
+			t.Fatalf("after the next write: %+v %v", st, err)
+		}
+		if a, _ := core(kr).Anchor(st.Database); a.Epoch != st.Epoch {
+			t.Fatalf("anchored at epoch %d, the ledger is at %d", a.Epoch, st.Epoch)
+		}
+		// A ledger without the mark, one counter on, under epoch 0 from a
+		// copy of the file from before.
+		forged := fmt.Sprintf(`{"database":%q,"keyring":%q,"keys":[{"id":%d}],"generation":%d,"counter":%d,"epoch":0}`, st.Database, kr.ID(), kr.Primary().ID, st.Generation, st.Counter+1)
+		_, mac := core(old).StateMAC(stateMessage(forged))
+		writeRow(t, d, l, ledgerRow{counter: int64(st.Counter + 1), body: forged, mac: fmt.Sprintf("%x", mac)})
+		for _, k := range []*keyring.Keyring{kr, fresh} {
+			if _, err := l.Verified(ctx, k); !errors.Is(err, ErrTampered) && !errors.Is(err, ErrReplayed) {
+				t.Fatalf("a ledger forged under epoch 0 after the move: %v", err)
+			}
+		}
+	})
+}

@@ -186,6 +186,19 @@ func (kr *Keyring) VerifyStateMAC(epoch uint64, msg, mac []byte) error {
 	return nil
 }
 
+// VerifyRootStateMAC checks a MAC made under epoch 0 — the root alone,
+// as keyrings from before state keys made them — whatever state keys the
+// keyring has since. Any copy of the keyring file derives epoch 0: call it
+// only for state the keyring file itself vouches was last written under
+// epoch 0 (a database anchored at epoch 0, when the keyring gained its
+// first state key after that write), never in place of VerifyStateMAC.
+func (kr *Keyring) VerifyRootStateMAC(msg, mac []byte) error {
+	if !hmac.Equal(kr.stateMAC(0, nil, msg), mac) {
+		return ErrStateMAC
+	}
+	return nil
+}
+
 // stateEpoch returns the epoch of the keyring's newest state key.
 func (kr *Keyring) StateEpoch() uint64 { return kr.load().newestEpoch() }
 

@@ -179,6 +179,23 @@ def test_epoch_zero_ledger_refused(db, kr):
         column(db, kr).seal("x", 7, "alice")
 
 
+def test_epoch_zero_ledger_of_a_database_anchored_there(kr):
+    """A keyring file from before state keys anchors its database at epoch
+    0, and its first key change gives it state keys while the ledger is
+    still there: that ledger verifies; once the anchor records a later
+    epoch it is refused (Go: ledger TestKeyringBeforeStateKeys)."""
+    from ward import aead
+    from ward.ledger import verify_row
+    anchored = next(iter(kr.anchors))
+    root_only = aead.hkdf(kr._root, b"ward keyring state mac v1\x000", 32, salt=None)
+    row = forge_ledger(kr, anchored, 0, key=root_only)
+    kr.anchors[anchored] = dict(kr.anchors[anchored], epoch=0, counter=1)
+    assert verify_row(kr, row["counter"], row["body"], row["mac"]).epoch == 0
+    kr.anchors[anchored] = dict(kr.anchors[anchored], epoch=max(kr.state_keys))
+    with pytest.raises(LedgerError, match="epoch 0"):
+        verify_row(kr, row["counter"], row["body"], row["mac"])
+
+
 def test_forget_elsewhere_takes_effect_within_the_ttl(db, kr, monkeypatch):
     """A long-running reader cached unwrapped keys for ever, so a subject
     another process forgot kept opening here; the cache now lives ttl

@@ -153,13 +153,15 @@ class Keyring:
         """``Keyring.Derive``: HKDF-SHA-256 of the root for a named purpose."""
         return aead.hkdf(self._root, b"ward keyring derive v1\x00" + purpose, length, salt=self._root_salt)
 
-    def state_mac_key(self, epoch: int) -> bytes | None:
+    def state_mac_key(self, epoch: int, root: bool = False) -> bytes | None:
         """K_state of an epoch for the ledger's and tombstones' MACs, or
-        None when the file lacks that epoch (written under a newer file)."""
+        None when the file lacks that epoch (written under a newer file).
+        ``root`` gives epoch 0 even in a file with state keys, for state
+        the file anchors at epoch 0 (the ledger's check decides)."""
         if epoch == 0:
             # The root alone, which any copy of the keyring file derives:
             # only a file from before state keys verifies under it.
-            if self.state_keys:
+            if self.state_keys and not root:
                 return None
             salt = None
         else:

@@ -45,6 +45,12 @@ def verify_row(kr: Keyring, counter: int, body: str, mac_hex: str) -> LedgerStat
         raise LedgerError("the ledger's counter does not match its body: a database writer changed it")
     epoch = int(st.get("epoch", 0))
     key = kr.state_mac_key(epoch)
+    if key is None and epoch == 0 and int((kr.anchors.get(str(st.get("database", ""))) or {"epoch": -1}).get("epoch", 0)) == 0:
+        # A file from before state keys anchored this database's ledger
+        # at epoch 0, and its first key change gave it state keys while the
+        # ledger was still there: it verifies until its next write moves
+        # it (Go: ledger.verifyStateMAC).
+        key = kr.state_mac_key(0, root=True)
     if key is None and epoch == 0:
         raise LedgerError("the ledger is MAC'd under epoch 0 (the root alone, which any copy of the keyring file derives) in a keyring with state keys: a database writer forged it")
     if key is None:
