@@ -213,8 +213,12 @@ func Init(ctx context.Context, cfg Config) (*keyring.Keyring, error) {
 	if err := lg.Record(ctx, kr); err != nil {
 		return nil, err
 	}
-	// A new database has nothing to migrate.
+	// A new database has nothing to migrate, and its users' blind index
+	// starts as v2 under the first key's epoch.
 	if err := lg.Mark(ctx, kr, markBound); err != nil {
+		return nil, err
+	}
+	if _, err := lg.Indexer(ctx, kr, emailIndex, field.Fold, ledger.IndexerOptions{}); err != nil {
 		return nil, err
 	}
 	return kr, nil
@@ -286,6 +290,9 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err := st.cols.rowMACs(ctx, lg, kr, gate); err != nil {
 		return nil, err
 	}
+	if err := st.openEmailIndex(ctx, lg, kr, gate); err != nil {
+		return nil, err
+	}
 	if err := openSchemaForms(ctx, lg, kr, st.cols); err != nil {
 		return nil, err
 	}
@@ -348,6 +355,7 @@ func (s *Service) follow(ctx context.Context, gate *forms.Gate) error {
 		stop()
 		return err
 	}
+	go s.store.emails.Watch(life, poll, func(err error) { s.log.Warn("blind index re-read failed", "err", err) })
 	s.member, s.stop, s.gate = m, stop, gate
 	return nil
 }

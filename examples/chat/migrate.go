@@ -42,6 +42,32 @@ var migrations = []string{
 	`CREATE TABLE resets (token_hash BLOB PRIMARY KEY, user_id BIGINT NOT NULL, expires BIGINT NOT NULL, mac BLOB NOT NULL)`,
 	`CREATE INDEX messages_user ON messages (user_id)`,
 	`CREATE INDEX conversations_user ON conversations (user_id)`,
+	emailIdxNullable,
+	`ALTER TABLE users ADD COLUMN email_idx2 BLOB`,
+	`CREATE UNIQUE INDEX users_email_idx2 ON users (email_idx2)`,
+}
+
+// emailIdxNullable (migration 19) lets users.email_idx hold NULL, and the
+// two migrations after it add users.email_idx2 with its own unique index:
+// the blind index of the addresses is re-keyed into whichever of the two
+// columns is free, and the other is cleared (emailIndex). Its statements
+// differ by database (dialectSteps).
+const emailIdxNullable = `ALTER TABLE users ALTER COLUMN email_idx DROP NOT NULL`
+
+// dialectSteps are the statements of a migration on a database where its
+// text does not work: MySQL restates the column, SQLite (whose ALTER
+// TABLE cannot drop a constraint) rebuilds the table within the
+// migration's transaction.
+var dialectSteps = map[string]map[field.Dialect][]string{
+	emailIdxNullable: {
+		field.MySQL: {`ALTER TABLE users MODIFY email_idx VARBINARY(64) NULL`},
+		field.SQLite: {
+			`CREATE TABLE users_rebuilt (id BIGINT PRIMARY KEY, email BLOB NOT NULL, email_idx BLOB UNIQUE, password TEXT NOT NULL, created BIGINT NOT NULL, password_mac BLOB)`,
+			`INSERT INTO users_rebuilt (id, email, email_idx, password, created, password_mac) SELECT id, email, email_idx, password, created, password_mac FROM users`,
+			`DROP TABLE users`,
+			`ALTER TABLE users_rebuilt RENAME TO users`,
+		},
+	},
 }
 
 // migrationLock is the PostgreSQL advisory lock key under which migrate
@@ -101,14 +127,22 @@ func migrate(ctx context.Context, db *sql.DB, dialect field.Dialect) error {
 // killed process may have run but not recorded, counts as done when the
 // database says its table, column or index exists (1050, 1060, 1061).
 func step(ctx context.Context, q querier, dialect field.Dialect, i int, first bool) error {
-	m := migrations[i]
-	switch dialect {
-	case field.Postgres:
-		m = strings.ReplaceAll(m, "BLOB", "BYTEA")
-	case field.MySQL:
-		m = mysqlTypes.Replace(m)
+	stmts, ok := dialectSteps[migrations[i]][dialect]
+	if !ok {
+		stmts = migrations[i : i+1]
 	}
-	_, err := q.ExecContext(ctx, m)
+	var err error
+	for _, m := range stmts {
+		switch dialect {
+		case field.Postgres:
+			m = strings.ReplaceAll(m, "BLOB", "BYTEA")
+		case field.MySQL:
+			m = mysqlTypes.Replace(m)
+		}
+		if _, err = q.ExecContext(ctx, m); err != nil {
+			break
+		}
+	}
 	if dialect != field.MySQL {
 		if err != nil {
 			return fmt.Errorf("migration %d: %w", i+1, err)
@@ -131,6 +165,7 @@ var mysqlTypes = strings.NewReplacer(
 	"token_hash BLOB PRIMARY KEY", "token_hash VARBINARY(64) PRIMARY KEY",
 	"email_idx BLOB NOT NULL UNIQUE", "email_idx VARBINARY(64) NOT NULL UNIQUE",
 	"email_idx BLOB NOT NULL", "email_idx VARBINARY(64) NOT NULL",
+	"email_idx2 BLOB", "email_idx2 VARBINARY(64)",
 	"k TEXT PRIMARY KEY", "k VARCHAR(191) PRIMARY KEY",
 	"role TEXT", "role VARCHAR(32)",
 	"BLOB", "LONGBLOB",
@@ -187,7 +222,7 @@ var ErrSchemaAhead = errors.New("chat: the schema is ahead of schema_version")
 
 var (
 	createTable = regexp.MustCompile(`^CREATE TABLE (\w+)`)
-	createIndex = regexp.MustCompile(`^CREATE INDEX (\w+) ON (\w+)`)
+	createIndex = regexp.MustCompile(`^CREATE (?:UNIQUE )?INDEX (\w+) ON (\w+)`)
 	addColumn   = regexp.MustCompile(`^ALTER TABLE (\w+) ADD COLUMN (\w+)`)
 )
 

@@ -498,7 +498,7 @@ func (s *server) requestReset(w http.ResponseWriter, r *http.Request) {
 // unknown address, with the same answer).
 func (s *store) beginReset(ctx context.Context, email, origin string) error {
 	var id int64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT id FROM users WHERE email_idx = ?`), s.emailKey(email)).Scan(&id)
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT id FROM users WHERE `+byEmail), s.emailArgs(email)...).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}

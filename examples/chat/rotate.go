@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/fleet"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"
@@ -37,6 +38,40 @@ func (s *Service) Rotate(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "primary key is now %v (keyring %s, generation %d)\n", r.Key, s.kr.ID(), s.kr.Generation())
+	if !ward {
+		return nil // another codec's values are not ward ciphertexts: the index cannot be refilled from them
+	}
+	return s.rekeyEmails(ctx, out)
+}
+
+// rekeyEmails moves the users' blind index to the current integrity epoch
+// (lifecycle.RekeyIndex: every instance writes both columns, the new one
+// is filled from the sealed addresses, every instance writes it alone,
+// the old one is cleared), so that the old key can be retired and a copy
+// of the keyring file from before tests no guess against the index. Log-in
+// and sign-up keep working throughout; run again, it continues.
+func (s *Service) rekeyEmails(ctx context.Context, out io.Writer) error {
+	obs := s.printer(out)
+	obs.Waiting = func(string, string, []fleet.Process) {
+		// This instance follows at once: no wait for its own poll.
+		if err := s.store.emails.Refresh(ctx); err == nil && s.member != nil {
+			s.member.Beat(ctx)
+		}
+	}
+	obs.Column = func(c lifecycle.ColumnResult, _ error) {
+		fmt.Fprintf(out, "%s.%s: %d blind indexes computed under the new epoch\n", c.Column.Table, c.Column.Column, c.Stats.Indexed)
+	}
+	res, err := lifecycle.RekeyIndex(ctx, s.kr, s.database(), emailIndex.Table, emailIndex.Column, "", lifecycle.IndexRekeyOptions{Wait: rotateWait, Observer: obs})
+	if err != nil {
+		return fmt.Errorf("chat: re-keying the blind index of users.email: %w", err)
+	}
+	if err := s.store.emails.Refresh(ctx); err != nil { // the switch, at once
+		return err
+	}
+	if !res.Current {
+		cur, _ := res.Index.Columns()
+		fmt.Fprintf(out, "blind index of users.email moved to epoch %v, in %s\n", res.To, cur)
+	}
 	return nil
 }
 

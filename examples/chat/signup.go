@@ -95,7 +95,7 @@ func (s *store) beginSignup(ctx context.Context, email, passwordHash, origin str
 	}
 	defer tx.Rollback()
 	var taken int
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM users WHERE email_idx = ?`), s.emailKey(email)).Scan(&taken); err != nil {
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM users WHERE `+byEmail), s.emailArgs(email)...).Scan(&taken); err != nil {
 		return err
 	}
 	if taken > 0 {

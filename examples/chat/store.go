@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/wardlab/ward/field"
@@ -34,7 +33,6 @@ import (
 type columns struct {
 	email, title, body                 *field.Column
 	signupEmail, outboxTo, outboxBody  *field.Column
-	emailIdx                           *field.BlindIndex
 	passwordMAC, sessionMAC, signupMAC *field.RowMAC
 	resetMAC                           *field.RowMAC
 }
@@ -71,10 +69,28 @@ func newColumns(kr *keyring.Keyring, migrating bool, subjects field.SubjectKeys,
 	if c.outboxBody, err = field.NewColumn(kr, "outbox", "body", strict, gated); err != nil {
 		return nil, err
 	}
-	if c.emailIdx, err = field.NewBlindIndex(kr, "users", "email", field.WithNormalizer(field.NormalizeFold)); err != nil {
-		return nil, err
-	}
 	return c, nil
+}
+
+// emailIndex is the users' blind index of their addresses (case folded),
+// in two columns so that a rotation re-keys it to the new integrity epoch
+// with the service running (ledger.Indexer, lifecycle.RekeyIndex): a copy
+// of the keyring file from before then tests no guess against it.
+var emailIndex = ledger.IndexColumn{Table: "users", Column: "email", Index: "email_idx", Spare: "email_idx2"}
+
+// openEmailIndex gives the store the users' blind index, as the ledger
+// records it. A database the ledger records no index for yet holds the
+// values of the releases before (v1, the keyring root's) or none: it is
+// recorded as v1, which every process of the fleet computes, and the next
+// rotation moves it to v2 once each of them follows (Rotate). Init
+// records a new database's as v2 at once.
+func (s *store) openEmailIndex(ctx context.Context, lg *ledger.Ledger, kr *keyring.Keyring, gate *forms.Gate) error {
+	x, err := lg.Indexer(ctx, kr, emailIndex, field.Fold, ledger.IndexerOptions{Gate: gate, FromV1: true})
+	if err != nil {
+		return fmt.Errorf("chat: the blind index of users.email: %w", err)
+	}
+	s.emails = x
+	return nil
 }
 
 // The row MACs the service keeps: each column and what it covers, recorded
@@ -109,6 +125,7 @@ type store struct {
 	cols     *columns
 	codec    Codec
 	subjects *subject.Store
+	emails   *ledger.Indexer // the users' blind index of their addresses
 }
 
 // with returns the store as one request sees it: titles and bodies open
@@ -213,9 +230,25 @@ func (s *store) open(col *field.Column, row field.RowKey, raw []byte) (string, e
 	return s.codec.Open(col, row, raw)
 }
 
-// emailKey is the blind index of an address: the log-in limiter counts
-// attempts per index, so look-alike spellings count as one account.
-func (s *store) emailKey(email string) []byte { return s.cols.emailIdx.Compute(email) }
+// emailKey is the blind index of an address in its current column: the
+// log-in limiter counts attempts per index, so look-alike spellings count
+// as one account.
+func (s *store) emailKey(email string) []byte {
+	a, b := s.emails.Lookup(email)
+	if s.emails.Record().Slot == 1 {
+		return b
+	}
+	return a
+}
+
+// byEmail is the condition that finds the account of an address, in
+// either column of its blind index; emailArgs are its arguments.
+const byEmail = `(email_idx = ? OR email_idx2 = ?)`
+
+func (s *store) emailArgs(email string) []any {
+	a, b := s.emails.Lookup(email)
+	return []any{a, b}
+}
 
 func (s *store) createUser(ctx context.Context, email, passwordHash string) (int64, error) {
 	id := newID()
@@ -227,19 +260,33 @@ func (s *store) createUser(ctx context.Context, email, passwordHash string) (int
 	if err != nil {
 		return 0, err
 	}
-	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO users (id, email, email_idx, password, password_mac, created) VALUES (?, ?, ?, ?, ?, ?)`),
-		id, enc, s.emailKey(email), passwordHash, mac, time.Now().Unix())
-	if err != nil && strings.Contains(strings.ToLower(err.Error()), "unique") {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	// The index's values for this write, read in its transaction: a
+	// re-key moves on only once the write commits (ledger.Indexer.WriteTx).
+	a, b, err := s.emails.WriteTx(ctx, tx, email)
+	if err != nil {
+		return 0, err
+	}
+	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO users (id, email, email_idx, email_idx2, password, password_mac, created) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+		id, enc, a, b, passwordHash, mac, time.Now().Unix())
+	if field.Duplicate(err) {
 		return 0, errExists
 	}
-	return id, err
+	if err != nil {
+		return 0, err
+	}
+	return id, tx.Commit()
 }
 
 // userByEmail finds an account by its blind index and checks its password
 // hash's row MAC: a hash copied from another account is refused.
 func (s *store) userByEmail(ctx context.Context, email string) (id int64, hash string, err error) {
 	var mac []byte
-	err = s.db.QueryRowContext(ctx, s.q(`SELECT id, password, password_mac FROM users WHERE email_idx = ?`), s.emailKey(email)).Scan(&id, &hash, &mac)
+	err = s.db.QueryRowContext(ctx, s.q(`SELECT id, password, password_mac FROM users WHERE `+byEmail), s.emailArgs(email)...).Scan(&id, &hash, &mac)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, "", errNotFound
 	}
