@@ -92,11 +92,9 @@ func (a *app) reindex(ctx context.Context, kr *keyring.Keyring, d lifecycle.Data
 		return cli.Failed(fmt.Errorf("%s: %w", d.Name, err), refusalHint(err))
 	}
 	var picked []ledger.IndexColumn
-	if st != nil {
-		for _, x := range st.Indexes {
-			if o.matches(x) {
-				picked = append(picked, x)
-			}
+	for _, x := range stateIndexes(st) {
+		if o.matches(x) {
+			picked = append(picked, x)
 		}
 	}
 	if len(picked) == 0 && o.named() {

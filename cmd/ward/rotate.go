@@ -118,7 +118,7 @@ func jobFlags(cmd *cobra.Command, o *rotateOptions) {
 	f.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	f.BoolVar(&o.asJSON, "json", false, "print JSON (schema in docs/CLI.md): the census with --dry-run or --check, else what the job did; progress stays on stderr")
 	f.StringVar(&o.index, "index", "", "a blind-index column of the table to write with each value, and to fill in where missing")
-	f.StringVar(&o.indexNormalize, "index-normalize", "", "with --index, required: the index's normalisation, as the application's field.NewBlindIndex computes it: nfc (the library's default, field.NormalizeNFC) or fold (field.NormalizeFold: case-folded)")
+	f.StringVar(&o.indexNormalize, "index-normalize", "", "with --index, required unless the ledger records the index (then it is read from there): the index's normalisation, as the application's field.NewBlindIndex computes it: nfc (the library's default, field.NormalizeNFC) or fold (field.NormalizeFold: case-folded)")
 }
 
 // JobIndexEnv is the variable a Kubernetes Indexed Job sets in each pod:
@@ -187,7 +187,7 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 	}
 	job := &reseal.Job{DB: db, Dialect: dialect, Column: col, Key: o.key, BatchSize: o.batch, Pause: o.pause,
 		FromPlaintext: o.fromPlaintext, Workers: o.workers, Shard: shard, Shards: shards, Rate: o.rate}
-	if job.Index, err = a.jobIndex(kr, o); err != nil {
+	if job.Index, err = a.jobIndex(cmd.Context(), kr, lg, ledgerErr == nil, o); err != nil {
 		return err
 	}
 	job.IndexColumn = o.index
@@ -354,12 +354,24 @@ func (a *app) subjectColumn(ctx context.Context, kr *keyring.Keyring, lg *ledger
 	return col, nil
 }
 
-// jobIndex is the blind index --index fills in, or nil. Its normalisation
-// must be named: an index computed otherwise than the application computes
-// it finds nothing, silently.
-func (a *app) jobIndex(kr *keyring.Keyring, o *rotateOptions) (*field.BlindIndex, error) {
+// jobIndex is the blind index --index fills in, or nil: as the verified
+// ledger records it (recordedIndex), or else a v1 index whose
+// normalisation must be named: an index computed otherwise than the
+// application computes it finds nothing, silently.
+func (a *app) jobIndex(ctx context.Context, kr *keyring.Keyring, lg *ledgers, verified bool, o *rotateOptions) (*field.BlindIndex, error) {
 	if o.index == "" {
 		return nil, nil
+	}
+	if verified {
+		st, err := lg.l[0].Verified(ctx, kr)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range stateIndexes(st) {
+			if x.Table == o.table && x.Column == o.column && (x.Index == o.index || x.Spare == o.index) {
+				return a.recordedIndex(kr, st.Database, x, o)
+			}
+		}
 	}
 	var opts []field.IndexOption
 	switch o.indexNormalize {
@@ -374,6 +386,43 @@ func (a *app) jobIndex(kr *keyring.Keyring, o *rotateOptions) (*field.BlindIndex
 		return nil, cli.Usage(fmt.Errorf("--index-normalize %q", o.indexNormalize), "nfc or fold, as the application's field.NewBlindIndex")
 	}
 	return field.NewBlindIndex(kr, o.table, o.column, opts...)
+}
+
+// stateIndexes returns the indexes a ledger records (none without one).
+func stateIndexes(st *ledger.State) []ledger.IndexColumn {
+	if st == nil {
+		return nil
+	}
+	return st.Indexes
+}
+
+// recordedIndex is the blind index the ledger records in x, as the
+// application computes it (v1, or v2 under its epoch and bound to the
+// database): an index the job computed otherwise would match nothing the
+// application looks up, and would collide with nothing it writes.
+func (a *app) recordedIndex(kr *keyring.Keyring, database string, x ledger.IndexColumn, o *rotateOptions) (*field.BlindIndex, error) {
+	if x.Rekey != nil {
+		return nil, cli.Failed(fmt.Errorf("blind index %s of %s.%s is being re-keyed (phase %q): nothing was written", x.Name, x.Table, x.Column, x.Rekey.Phase),
+			"finish the re-key first: 'ward keyring reindex --db URL --table "+x.Table+" --column "+x.Column+"'")
+	}
+	if cur, _ := x.Columns(); cur != o.index {
+		return nil, cli.Usage(fmt.Errorf("%s is the spare column of blind index %s of %s.%s, which is in %s", o.index, x.Name, x.Table, x.Column, cur), "--index "+cur)
+	}
+	norm, err := field.ParseNormalizer(x.Normalizer, x.NormalizerVersion)
+	if err != nil {
+		return nil, cli.Failed(fmt.Errorf("blind index %s of %s.%s is computed with the application's own normaliser %q: %w", x.Name, x.Table, x.Column, x.Normalizer, err),
+			"let the application fill it in (it computes its own normaliser)")
+	}
+	if o.indexNormalize != "" && o.indexNormalize != norm.Name && !(o.indexNormalize == "none" && norm.Name == field.NFC.Name) {
+		return nil, cli.Usage(fmt.Errorf("--index-normalize %s, but the ledger records blind index %s of %s.%s as %s", o.indexNormalize, x.Name, x.Table, x.Column, norm.Name), "leave --index-normalize out: the ledger's record is used")
+	}
+	o.indexNormalize = norm.Name
+	if x.Epoch == 0 {
+		fmt.Fprintf(a.stderr, "ward: blind index %s of %s.%s: v1 (%s), as the ledger records it\n", x.Name, x.Table, x.Column, norm.Name)
+		return field.NewBlindIndex(kr, x.Table, x.Column, field.WithNormalizer(norm.Func), field.WithIndexSize(x.Size))
+	}
+	fmt.Fprintf(a.stderr, "ward: blind index %s of %s.%s: v2 under epoch %v (%s), as the ledger records it\n", x.Name, x.Table, x.Column, x.Epoch, norm.Name)
+	return field.NewIndex(kr, x.Table, x.Column, field.IndexOptions{Database: database, Name: x.Name, Normalizer: norm, Size: x.Size, Epoch: x.Epoch})
 }
 
 // census prints the job's census (--dry-run, --check); with --check it
