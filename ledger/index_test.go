@@ -120,3 +120,34 @@ func TestIndexerWriteTxHoldsThePhase(t *testing.T) {
 		}
 	})
 }
+
+// TestIndexerCurrent: Current gives a job the index of the column that
+// holds the values (the same values Lookup gives for it) and refuses while
+// a re-key is under way.
+func TestIndexerCurrent(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		ctx := context.Background()
+		_, _, kr := fileKeyring(t)
+		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
+		x, err := l.Indexer(ctx, kr, IndexColumn{Table: "users", Column: "email", Index: "email_idx", Spare: "email_idx2"}, field.Fold, IndexerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, col, err := x.Current()
+		if want, _ := x.Lookup("A@x"); err != nil || col != "email_idx" || !bytes.Equal(idx.Compute("a@X"), want) {
+			t.Fatalf("Current: %v %q %v", idx, col, err)
+		}
+		if _, err := l.ChangeIndex(ctx, kr, x.Record(), func(c *IndexColumn) error {
+			c.Rekey = &IndexRekey{Epoch: kr.Primary().ID, Phase: RekeyBoth}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := x.Current(); !errors.Is(err, ErrRekeying) {
+			t.Fatalf("Current during a re-key: %v", err)
+		}
+	})
+}

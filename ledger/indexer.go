@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -150,6 +151,25 @@ func (s *indexerState) slots(cur, other []byte) ([]byte, []byte) {
 		return other, cur
 	}
 	return cur, other
+}
+
+// ErrRekeying means a blind index is being re-keyed (lifecycle.RekeyIndex):
+// the re-key fills both its columns itself.
+var ErrRekeying = errors.New("ledger: the blind index is being re-keyed")
+
+// Current returns the index computed into the column that holds the
+// values between re-keys, and that column: what a job that writes indexes
+// outside an application's transactions writes (reseal.Job's Index and
+// IndexColumn: a migration that seals values and indexes them, or fills
+// in missing indexes). It fails with ErrRekeying while a re-key is under
+// way, as last read: wait for the re-key to end, Refresh, and run the job.
+func (x *Indexer) Current() (*field.BlindIndex, string, error) {
+	s := x.state.Load()
+	if s.rec.Rekey != nil {
+		return nil, "", fmt.Errorf("%w: %s of %s.%s (phase %q): run the job once it ends", ErrRekeying, s.rec.Name, s.rec.Table, s.rec.Column, s.rec.Rekey.Phase)
+	}
+	cur, _ := s.rec.Columns()
+	return s.cur, cur, nil
 }
 
 // Record returns the ledger's record of the index, as last read.

@@ -1,11 +1,12 @@
 // Package adopt is the adoption guide (docs/ADOPTING.md) as a program: an
 // application with a plaintext users table — a database-assigned key
 // (bigserial, AUTOINCREMENT) and a UNIQUE e-mail column — adopts ward
-// step by step while it keeps serving: a blind-index column with its
-// UNIQUE index (before any release writes it), mixed mode, the online
+// step by step while it keeps serving: two blind-index columns with their
+// UNIQUE indexes (before any release writes them), mixed mode, the online
 // migration with the index backfilled in the same UPDATE, the census, the
-// plaintext's UNIQUE dropped, the end of mixed mode, and a rotation. Each step is a function an application would run; Run runs
-// them in order and says what each did. The tests run it on SQLite,
+// plaintext's UNIQUE dropped, the end of mixed mode, a rotation and the
+// index's re-key to the new key. Each step is a function an application
+// would run; Run runs them in order and says what each did. The tests run it on SQLite,
 // PostgreSQL and MariaDB; `go run ./examples/adopt/cmd/adopt` runs it on a temporary
 // SQLite file.
 package adopt
@@ -21,6 +22,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/reseal"
+	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"
@@ -30,13 +32,20 @@ import (
 type App struct {
 	DB      *sql.DB
 	Dialect field.Dialect
-	// Email is the encrypted column and EmailIndex its blind index; nil
-	// before adoption (plaintext).
-	Email      *field.Column
-	EmailIndex *field.BlindIndex
+	// Email is the encrypted column and Emails its blind index, in the
+	// columns EmailIndex names (ledger.Indexer: recorded in the ledger,
+	// keyed per index and integrity epoch, re-keyed after a rotation);
+	// nil before adoption (plaintext).
+	Email  *field.Column
+	Emails *ledger.Indexer
 	// Mixed is true while old rows may still hold plaintext.
 	Mixed bool
 }
+
+// EmailIndex is the blind index of the e-mail addresses (case folded):
+// email_index holds it, and email_index2 is the spare column a re-key
+// (lifecycle.RekeyIndex, ward keyring reindex) moves it into and back.
+var EmailIndex = ledger.IndexColumn{Table: "users", Column: "email", Index: "email_index", Spare: "email_index2"}
 
 // ErrTaken means the address already has an account.
 var ErrTaken = errors.New("adopt: the address is taken")
@@ -62,33 +71,42 @@ func Seed(ctx context.Context, db *sql.DB, d field.Dialect, n int) error {
 	return nil
 }
 
-// AddIndexColumn is step 1: a column for the blind index of the e-mail
-// and its UNIQUE index, in place before any release writes the index
-// (docs/ADOPTING.md, "Unique columns"): from the first sealed address on,
-// the database compares indexes, so two concurrent sign-ups of one
-// address cannot both commit (NULL, the index of a row no release has
-// written yet, collides with nothing).
+// AddIndexColumn is step 1: the two columns of the blind index of the
+// e-mail (EmailIndex), each with its UNIQUE index, in place before any
+// release writes the index (docs/ADOPTING.md, "Unique columns"): from the
+// first sealed address on, the database compares indexes, so two
+// concurrent sign-ups of one address cannot both commit (NULL, the index
+// of a row no release has written yet, collides with nothing). The second
+// column is what lets a rotation re-key the index with the application
+// serving.
 func AddIndexColumn(ctx context.Context, db *sql.DB, d field.Dialect) error {
-	typ := map[field.Dialect]string{field.Postgres: "BYTEA", field.MySQL: "VARBINARY(32)"}[d] // MySQL indexes no BLOB
+	typ := map[field.Dialect]string{field.Postgres: "BYTEA", field.MySQL: "VARBINARY(40)"}[d] // MySQL indexes no BLOB
 	if typ == "" {
 		typ = "BLOB"
 	}
-	if _, err := db.ExecContext(ctx, `ALTER TABLE users ADD COLUMN email_index `+typ); err != nil {
-		return err
+	for _, c := range []string{EmailIndex.Index, EmailIndex.Spare} {
+		if _, err := db.ExecContext(ctx, `ALTER TABLE users ADD COLUMN `+c+` `+typ); err != nil {
+			return err
+		}
+		if _, err := db.ExecContext(ctx, `CREATE UNIQUE INDEX users_`+c+` ON users (`+c+`)`); err != nil {
+			return err
+		}
 	}
-	_, err := db.ExecContext(ctx, `CREATE UNIQUE INDEX users_email_index ON users (email_index)`)
-	return err
+	return nil
 }
 
 // Adopt is step 2: the application in mixed mode — it writes every new
 // address sealed (bound to its row's key) with its index, and reads old
-// rows' plaintext as plaintext.
-func (a *App) Adopt(kr *keyring.Keyring) error {
+// rows' plaintext as plaintext. The index is recorded in lg, the
+// database's ledger; gate is the process's fleet gate, on which it says
+// which phase of a re-key it follows (nil: a process that is not
+// registered, which must not serve while an index is re-keyed).
+func (a *App) Adopt(ctx context.Context, kr *keyring.Keyring, lg *ledger.Ledger, gate *forms.Gate) error {
 	var err error
 	if a.Email, err = field.NewColumn(kr, "users", "email", field.WithEncoding(field.Text), field.AcceptPlaintext()); err != nil {
 		return err
 	}
-	a.EmailIndex, err = field.NewBlindIndex(kr, "users", "email", field.WithNormalizer(field.NormalizeFold))
+	a.Emails, err = lg.Indexer(ctx, kr, EmailIndex, field.Fold, ledger.IndexerOptions{Gate: gate})
 	a.Mixed = true
 	return err
 }
@@ -142,7 +160,13 @@ func (a *App) AddUser(ctx context.Context, email, name string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, a.Dialect.Rebind(`UPDATE users SET email = ?, email_index = ? WHERE id = ?`), ct.AsText(), a.EmailIndex.Compute(email), id); err != nil {
+	// The index's values for this write, read in its transaction, so that
+	// a re-key moves on only once it commits (ledger.Indexer.WriteTx).
+	x, y, err := a.Emails.WriteTx(ctx, tx, email)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, a.Dialect.Rebind(`UPDATE users SET email = ?, email_index = ?, email_index2 = ? WHERE id = ?`), ct.AsText(), x, y, id); err != nil {
 		return 0, taken(err)
 	}
 	return id, tx.Commit()
@@ -216,10 +240,12 @@ func (a *App) find(ctx context.Context, tx *sql.Tx, email string) (int64, bool, 
 	case a.Email == nil:
 		err = tx.QueryRowContext(ctx, a.Dialect.Rebind(`SELECT id FROM users WHERE lower(email) = lower(?)`), email).Scan(&id)
 	case a.Mixed: // rows not yet migrated have no index but plaintext
-		err = tx.QueryRowContext(ctx, a.Dialect.Rebind(`SELECT id FROM users WHERE email_index = ? OR (email_index IS NULL AND lower(email) = lower(?))`),
-			a.EmailIndex.Compute(email), email).Scan(&id)
-	default:
-		err = tx.QueryRowContext(ctx, a.Dialect.Rebind(`SELECT id FROM users WHERE email_index = ?`), a.EmailIndex.Compute(email)).Scan(&id)
+		x, y := a.Emails.Lookup(email)
+		err = tx.QueryRowContext(ctx, a.Dialect.Rebind(`SELECT id FROM users WHERE email_index = ? OR email_index2 = ? OR (email_index IS NULL AND email_index2 IS NULL AND lower(email) = lower(?))`),
+			x, y, email).Scan(&id)
+	default: // either column: during a re-key a row may be in either
+		x, y := a.Emails.Lookup(email)
+		err = tx.QueryRowContext(ctx, a.Dialect.Rebind(`SELECT id FROM users WHERE email_index = ? OR email_index2 = ?`), x, y).Scan(&id)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
@@ -228,13 +254,18 @@ func (a *App) find(ctx context.Context, tx *sql.Tx, email string) (int64, bool, 
 }
 
 // Job is the migration of steps 3 to 5 (what `ward encrypt-column --table
-// users --column email --text --index email_index` runs): it encrypts
-// each plaintext address for its row and writes its index in the same
-// compare-and-swap UPDATE, and fills in the index of addresses the
-// application already sealed.
-func (a *App) Job() *reseal.Job {
+// users --column email --text --index email_index` runs, computing the
+// index as the ledger records it): it encrypts each plaintext address for
+// its row and writes its index in the same compare-and-swap UPDATE, and
+// fills in the index of addresses the application already sealed. It is
+// refused while the index is re-keyed (ledger.ErrRekeying).
+func (a *App) Job() (*reseal.Job, error) {
+	idx, col, err := a.Emails.Current()
+	if err != nil {
+		return nil, err
+	}
 	return &reseal.Job{DB: a.DB, Dialect: a.Dialect, Column: a.Email, Key: "id", FromPlaintext: true,
-		Index: a.EmailIndex, IndexColumn: "email_index", BatchSize: 100}
+		Index: idx, IndexColumn: col, BatchSize: 100}, nil
 }
 
 // DropPlaintextUnique is step 6: the UNIQUE constraint on the e-mail
@@ -257,16 +288,17 @@ func DropPlaintextUnique(ctx context.Context, db *sql.DB, d field.Dialect) error
 // application serving between the steps, and writes what each step did.
 func Run(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring, out io.Writer) error {
 	app := &App{DB: db, Dialect: d}
+	lg := &ledger.Ledger{DB: db, Dialect: d}
 	step := func(n int, what string) { fmt.Fprintf(out, "step %d: %s\n", n, what) }
 	if _, err := app.AddUser(ctx, "before@example.com", "signed up before ward"); err != nil {
 		return err
 	}
-	step(1, "ALTER TABLE users ADD COLUMN email_index; CREATE UNIQUE INDEX users_email_index ON users (email_index)")
+	step(1, "ALTER TABLE users ADD COLUMN email_index, email_index2; CREATE UNIQUE INDEX on each")
 	if err := AddIndexColumn(ctx, db, d); err != nil {
 		return err
 	}
 	step(2, "deploy mixed mode: new addresses sealed and indexed, old plaintext still read")
-	if err := app.Adopt(kr); err != nil {
+	if err := app.Adopt(ctx, kr, lg, nil); err != nil {
 		return err
 	}
 	if _, err := app.AddUser(ctx, "during@example.com", "signed up in mixed mode"); err != nil {
@@ -275,21 +307,9 @@ func Run(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring, 
 	if _, err := app.AddUser(ctx, "USER3@example.com", "a duplicate of a plaintext row"); !errors.Is(err, ErrTaken) {
 		return fmt.Errorf("a duplicate of an unmigrated address was accepted: %v", err)
 	}
-	job := app.Job()
-	c, err := job.Count(ctx)
-	if err != nil {
+	if err := app.migrate(ctx, step); err != nil {
 		return err
 	}
-	step(3, fmt.Sprintf("census (ward encrypt-column --dry-run): %d rows, %d plaintext, %d sealed without an index", c.Rows, c.Plaintext, c.IndexMissing))
-	st, err := job.Run(ctx)
-	if err != nil {
-		return err
-	}
-	step(4, fmt.Sprintf("migrate (ward encrypt-column --index email_index): %d encrypted, %d only indexed, %d conflicts", st.Plaintext, st.Indexed, st.Conflicts))
-	if c, err = job.Count(ctx); err != nil || !c.Done() {
-		return fmt.Errorf("census after the migration is not done: %+v %v", c, err)
-	}
-	step(5, "verify (ward encrypt-column --check): done")
 	if err := DropPlaintextUnique(ctx, db, d); err != nil {
 		return err
 	}
@@ -309,26 +329,69 @@ func Run(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring, 
 		return errors.New("the UNIQUE index on email_index did not refuse a duplicate")
 	}
 	step(7, "search and uniqueness through the index: found each address in any case, refused duplicates")
-	// The column is recorded in the database's ledger, so that a rotation
-	// across the fleet re-encrypts it.
-	lg := &ledger.Ledger{DB: db, Dialect: d}
-	if err := lg.RecordColumns(ctx, kr, ledger.ColumnOf(app.Email, "id")); err != nil {
+	return app.rotate(ctx, kr, lg, step)
+}
+
+// migrate is steps 3 to 5: the census, the migration and its check.
+func (a *App) migrate(ctx context.Context, step func(int, string)) error {
+	job, err := a.Job()
+	if err != nil {
 		return err
 	}
-	dbs := []lifecycle.Database{{Name: "app", DB: db, Dialect: d, Ledger: lg}}
+	c, err := job.Count(ctx)
+	if err != nil {
+		return err
+	}
+	step(3, fmt.Sprintf("census (ward encrypt-column --dry-run): %d rows, %d plaintext, %d sealed without an index", c.Rows, c.Plaintext, c.IndexMissing))
+	st, err := job.Run(ctx)
+	if err != nil {
+		return err
+	}
+	step(4, fmt.Sprintf("migrate (ward encrypt-column --index email_index): %d encrypted, %d only indexed, %d conflicts", st.Plaintext, st.Indexed, st.Conflicts))
+	if c, err = job.Count(ctx); err != nil || !c.Done() {
+		return fmt.Errorf("census after the migration is not done: %+v %v", c, err)
+	}
+	step(5, "verify (ward encrypt-column --check): done")
+	return nil
+}
+
+// rotate is steps 8 to 10: a rotation, the index's re-key to the new key
+// and the old key's retirement.
+func (a *App) rotate(ctx context.Context, kr *keyring.Keyring, lg *ledger.Ledger, step func(int, string)) error {
+	// The column is recorded in the database's ledger, so that a rotation
+	// across the fleet re-encrypts it.
+	if err := lg.RecordColumns(ctx, kr, ledger.ColumnOf(a.Email, "id")); err != nil {
+		return err
+	}
+	dbs := []lifecycle.Database{{Name: "app", DB: a.DB, Dialect: a.Dialect, Ledger: lg}}
 	r, err := lifecycle.Rotate(ctx, kr, dbs, lifecycle.RotateOptions{Wait: time.Minute})
 	if err != nil {
 		return err
 	}
-	if _, _, err := app.FindByEmail(ctx, "user9@example.com"); err != nil {
+	if _, _, err := a.FindByEmail(ctx, "user9@example.com"); err != nil {
 		return err
 	}
 	step(8, fmt.Sprintf("rotate across the fleet (lifecycle.Rotate, as ward keyring rotate --db): %d re-encrypted under %v", r.Columns[0].Stats.Reencrypted, kr.Primary().ID))
+	// The index is still under the old key's epoch: move it, with the
+	// fleet serving, so that a copy of the keyring file from before tests
+	// no guess against it and the old key can go.
+	ix, err := lifecycle.RekeyIndex(ctx, kr, dbs[0], EmailIndex.Table, EmailIndex.Column, "", lifecycle.IndexRekeyOptions{Wait: time.Minute})
+	if err != nil {
+		return err
+	}
+	if err := a.Emails.Refresh(ctx); err != nil {
+		return err
+	}
+	if _, _, err := a.FindByEmail(ctx, "user9@example.com"); err != nil {
+		return err
+	}
+	cur, _ := ix.Index.Columns()
+	step(9, fmt.Sprintf("re-key the blind index (lifecycle.RekeyIndex, as ward keyring reindex --db): %d rows indexed under %v in %s, %d old values cleared", ix.Fill.Indexed, ix.To, cur, ix.Cleared))
 	// Nothing references the old key any more: retire it, so that a
 	// backup's values under it no longer open with this keyring.
 	if _, err := lifecycle.Retire(ctx, kr, dbs, r.Old); err != nil {
 		return err
 	}
-	step(9, fmt.Sprintf("retire the old key (lifecycle.Retire, as ward keyring retire): %v removed from the keyring", r.Old))
+	step(10, fmt.Sprintf("retire the old key (lifecycle.Retire, as ward keyring retire): %v removed from the keyring", r.Old))
 	return nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/wardlab/ward/internal/pgtest"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/password"
 )
 
@@ -259,14 +260,18 @@ func (r *rolling) rollback(st Stage, form string) {
 // writes ciphertexts.
 func (r *rolling) migrate() {
 	app := &App{DB: r.db, Dialect: r.d}
-	if err := app.Adopt(r.kr); err != nil {
+	if err := app.Adopt(r.ctx, r.kr, &ledger.Ledger{DB: r.db, Dialect: r.d}, nil); err != nil {
 		r.t.Fatal(err)
 	}
-	st, err := app.Job().Run(r.ctx)
+	job, err := app.Job()
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	c, err := app.Job().Count(r.ctx)
+	st, err := job.Run(r.ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	c, err := job.Count(r.ctx)
 	if err != nil || !c.Done() {
 		r.t.Fatalf("census after the migration: %+v %v", c, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/fleet"
+	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -20,7 +21,9 @@ import (
 // Serve runs the adopted application as one process of a fleet: it checks
 // and records the database's ledger (and the e-mail column, so that a
 // fleet rotation re-encrypts it), joins the process registry, re-reads the
-// keyring file every second, and answers
+// keyring file and the ledger's record of the e-mail's blind index every
+// second (so that 'ward keyring reindex' re-keys it with the fleet
+// serving), and answers
 //
 //	GET  /users?email=E        → 200 {"id", "email"} or 404
 //	POST /users {email, name}  → 201 {"id"} or 409 (taken)
@@ -34,8 +37,8 @@ func Serve(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring
 	if err := lg.Record(ctx, kr); err != nil {
 		return err
 	}
-	app := &App{DB: db, Dialect: d}
-	if err := app.Adopt(kr); err != nil {
+	app, gate := &App{DB: db, Dialect: d}, forms.New()
+	if err := app.Adopt(ctx, kr, lg, gate); err != nil {
 		return err
 	}
 	if err := app.EndMixedMode(kr); err != nil {
@@ -47,7 +50,8 @@ func Serve(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring
 	if err := kr.Watch(ctx, time.Second, nil); err != nil {
 		return err
 	}
-	member, err := (&fleet.Registry{DB: db, Dialect: d}).Join(ctx, kr, time.Second, nil)
+	go app.Emails.Watch(ctx, time.Second, nil) // follows a re-key of the index, acknowledged on gate
+	member, err := (&fleet.Registry{DB: db, Dialect: d, Gate: gate, Ledger: lg}).Join(ctx, kr, time.Second, nil)
 	if err != nil {
 		return err
 	}

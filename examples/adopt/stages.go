@@ -96,7 +96,7 @@ func newStaged(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Key
 		return nil, err
 	}
 	s.app.Mixed = st < StageEncrypted
-	if s.app.EmailIndex, err = field.NewBlindIndex(kr, "users", "email", field.WithNormalizer(field.NormalizeFold)); err != nil {
+	if s.app.Emails, err = lg.Indexer(ctx, kr, EmailIndex, field.Fold, ledger.IndexerOptions{Gate: s.gate}); err != nil {
 		return nil, err
 	}
 	policy := password.Policy{Preferred: legacyBcrypt, Accept: []password.Scheme{password.Bcrypt}, Forms: s.gate, Fallback: legacyBcrypt}

@@ -12,6 +12,7 @@ import (
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/internal/dbtest"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // TestConcurrentSignUpsDuringMigration follows the recipe of
@@ -36,10 +37,13 @@ func TestConcurrentSignUpsDuringMigration(t *testing.T) {
 		}
 		kr, _ := keyring.New(keyring.AES256GCM)
 		app := &App{DB: d.DB, Dialect: dialect}
-		if err := app.Adopt(kr); err != nil {
+		if err := app.Adopt(ctx, kr, &ledger.Ledger{DB: d.DB, Dialect: dialect, Table: d.Table(t, "ledger")}, nil); err != nil {
 			t.Fatal(err)
 		}
-		job := app.Job()
+		job, err := app.Job()
+		if err != nil {
+			t.Fatal(err)
+		}
 		job.BatchSize = 10
 		var wg sync.WaitGroup
 		var jobErr error
@@ -121,15 +125,22 @@ func TestMigrationRefusesLostUniqueness(t *testing.T) {
 		}
 		kr, _ := keyring.New(keyring.AES256GCM)
 		app := &App{DB: d.DB, Dialect: dialect}
-		if err := app.Adopt(kr); err != nil {
+		if err := app.Adopt(ctx, kr, &ledger.Ledger{DB: d.DB, Dialect: dialect, Table: d.Table(t, "ledger")}, nil); err != nil {
 			t.Fatal(err)
 		}
+		job := func() *reseal.Job {
+			j, err := app.Job()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return j
+		}
 		var ue *reseal.UniquenessError
-		_, err := app.Job().Run(ctx)
+		_, err := job().Run(ctx)
 		if !errors.As(err, &ue) || !errors.Is(err, reseal.ErrUniquenessLost) || strings.Join(ue.Want, ",") != "email_index" {
 			t.Fatalf("without the unique index: %v", err)
 		}
-		noIndex := app.Job()
+		noIndex := job()
 		noIndex.Index, noIndex.IndexColumn = nil, ""
 		if _, err := noIndex.Run(ctx); !errors.As(err, &ue) || ue.Want != nil {
 			t.Fatalf("without a blind index: %v", err)
@@ -141,7 +152,7 @@ func TestMigrationRefusesLostUniqueness(t *testing.T) {
 		if _, err := d.DB.Exec(`CREATE UNIQUE INDEX users_email_index ON users (email_index)`); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := app.Job().Run(ctx); err != nil {
+		if _, err := job().Run(ctx); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -287,23 +287,7 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err != nil {
 		return nil, err
 	}
-	if err := st.cols.rowMACs(ctx, lg, kr, gate); err != nil {
-		return nil, err
-	}
-	if err := st.openEmailIndex(ctx, lg, kr, gate); err != nil {
-		return nil, err
-	}
-	if err := openSchemaForms(ctx, lg, kr, st.cols); err != nil {
-		return nil, err
-	}
-	// The columns a fleet rotation re-encrypts (ward keyring rotate --db).
-	// Pending sign-ups live a day and are left to expire.
-	c := st.cols
-	// Password hashes are recorded too: a keyring key that peppers one
-	// is not retired (ward keyring retire).
-	if err := lg.RecordColumns(ctx, kr, ledger.ColumnOf(c.email, "id"), ledger.ColumnOf(c.title, "id"), ledger.ColumnOf(c.body, "id"),
-		ledger.ColumnOf(c.outboxTo, "id"), ledger.ColumnOf(c.outboxBody, "id"),
-		ledger.Column{Table: "users", Column: "password", Key: "id", Kind: ledger.KindPasswordHash}); err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
+	if err := st.record(ctx, lg, kr, gate); err != nil {
 		return nil, err
 	}
 	hasher, err := password.NewHasher(password.Policy{Pepper: kr, RequirePepper: !cfg.AllowUnpepperedHashes},
@@ -333,6 +317,31 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 		return nil, err
 	}
 	return svc, nil
+}
+
+// record gives the store what the ledger records for it — row MACs, the
+// users' blind index, the schema's forms — and records the columns a fleet
+// rotation re-encrypts (ward keyring rotate --db). Pending sign-ups live a
+// day and are left to expire; password hashes are recorded too, so that a
+// keyring key that peppers one is not retired (ward keyring retire).
+func (st *store) record(ctx context.Context, lg *ledger.Ledger, kr *keyring.Keyring, gate *forms.Gate) error {
+	if err := st.cols.rowMACs(ctx, lg, kr, gate); err != nil {
+		return err
+	}
+	if err := st.openEmailIndex(ctx, lg, kr, gate); err != nil {
+		return err
+	}
+	if err := openSchemaForms(ctx, lg, kr, st.cols); err != nil {
+		return err
+	}
+	c := st.cols
+	err := lg.RecordColumns(ctx, kr, ledger.ColumnOf(c.email, "id"), ledger.ColumnOf(c.title, "id"), ledger.ColumnOf(c.body, "id"),
+		ledger.ColumnOf(c.outboxTo, "id"), ledger.ColumnOf(c.outboxBody, "id"),
+		ledger.Column{Table: "users", Column: "password", Key: "id", Kind: ledger.KindPasswordHash})
+	if err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
+		return err
+	}
+	return nil
 }
 
 // follow makes the service a member of its fleet from Open to Close: it
