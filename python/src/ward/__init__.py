@@ -8,7 +8,7 @@ keyring-wrapped subject keys — from FORMAT.md alone.
 >>> titles.open_text(stored, row=42)                              # doctest: +SKIP
 """
 
-from .blind import BlindIndex
+from .blind import BlindIndex, Indexer
 from .errors import (
     AuthenticationError,
     BindingError,
@@ -32,7 +32,7 @@ from .kms import AwsKms, MasterKey
 __version__ = "0.4.0"
 
 __all__ = [
-    "AuthenticationError", "AwsKms", "BindingError", "BlindIndex", "Column", "CorruptFileError",
+    "AuthenticationError", "AwsKms", "BindingError", "BlindIndex", "Indexer", "Column", "CorruptFileError",
     "Grant", "KeyDisabledError", "Keyring", "LedgerError", "MalformedError", "MasterKey",
     "NotGrantedError", "RowMAC", "SubjectRefusedError", "UnknownKeyError", "UnsupportedVersionError",
     "WardError", "WrongContextError", "WrongWrapperError", "field_scope",

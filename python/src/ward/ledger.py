@@ -80,12 +80,24 @@ def verify_row(kr: Keyring, counter: int, body: str, mac_hex: str) -> LedgerStat
     return LedgerState(db, counter, epoch, opened, st)
 
 
-def verify(conn: Any, kr: Keyring, table: str = DEFAULT_TABLE) -> LedgerState:
+# A read of the ledger's row under a shared lock, by driver (the root of
+# the connection's module): a change of the ledger waits for the reading
+# transaction to end. SQLite has none: the caller's transaction holds the
+# write lock from BEGIN IMMEDIATE on.
+_SHARE = {"psycopg": " FOR SHARE", "psycopg2": " FOR SHARE", "pymysql": " LOCK IN SHARE MODE",
+          "MySQLdb": " LOCK IN SHARE MODE", "mysql": " LOCK IN SHARE MODE"}
+
+
+def verify(conn: Any, kr: Keyring, table: str = DEFAULT_TABLE, *, share: bool = False) -> LedgerState:
     """Read the database's ledger and verify it; a missing ledger is
-    refused (this package writes only where ward's ledger stands)."""
+    refused (this package writes only where ward's ledger stands). With
+    ``share`` the row is read under a shared lock, in the caller's
+    transaction, so that the ledger cannot change before it ends (on
+    SQLite, begin the transaction with ``BEGIN IMMEDIATE``)."""
     if not table_exists(conn, table):
         raise LedgerError(f"the database has no ledger ({table}): ward writes only where a verified ledger stands")
-    rows = query(conn, f"SELECT counter, body, mac FROM {ident(table)} WHERE id = 1")
+    lock = _SHARE.get(type(conn).__module__.split(".")[0], "") if share else ""
+    rows = query(conn, f"SELECT counter, body, mac FROM {ident(table)} WHERE id = 1{lock}")
     if not rows:
         raise LedgerError(f"the database's ledger ({table}) is empty: a database writer deleted it")
     counter, body, mac = rows[0]
