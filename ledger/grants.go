@@ -42,6 +42,9 @@ type Grant struct {
 	// the grant was replaced by its re-issue (zero: not yet): revoking a
 	// finished grant again does nothing.
 	Finished time.Time `json:"finished,omitzero"`
+	// Floors are the namespaces whose subject key floor the revocation
+	// raised ([Ledger.RaiseKeyFloor]), each once.
+	Floors []string `json:"floors,omitempty"`
 }
 
 // Live reports whether the grant is not revoked.
@@ -49,7 +52,8 @@ func (g Grant) Live() bool { return g.Revoked.IsZero() }
 
 func (g Grant) equal(o Grant) bool {
 	return g.ID == o.ID && slices.Equal(g.Scopes, o.Scopes) && slices.Equal(g.Keys, o.Keys) && g.Issued.Equal(o.Issued) && g.Revoked.Equal(o.Revoked) &&
-		g.To == o.To && g.Out == o.Out && g.Replaces == o.Replaces && g.Pending == o.Pending && g.Finished.Equal(o.Finished)
+		g.To == o.To && g.Out == o.Out && g.Replaces == o.Replaces && g.Pending == o.Pending && g.Finished.Equal(o.Finished) &&
+		slices.Equal(g.Floors, o.Floors)
 }
 
 // Successors returns the grants re-issued from grant id, and from those,
@@ -168,6 +172,37 @@ func (l *Ledger) changeGrant(ctx context.Context, kr *keyring.Keyring, id string
 	return err
 }
 
+// KeyFloorCounter names the ledger counter of a subject namespace's key
+// floor ([State.Counters]): how many revocations of per-subject grants
+// raised it. subject.Store seals only under key versions at or above the
+// floor it sets (subject.KeyFloor), so that a database writer who deletes
+// the versions a revocation created, or restores the key table from
+// before it, cannot make the store seal under keys the revoked grant's
+// holder kept: the floor is authenticated and anchored, and a key row's
+// version is bound to its wrap.
+func KeyFloorCounter(namespace string) string { return "subject.floor:" + namespace }
+
+// RaiseKeyFloor raises the key floor of namespace once for the revocation
+// of grant id (recorded in the grant's Floors, in the same write, so that a
+// revocation run again after a kill raises nothing more), and returns the
+// namespace's count of raises.
+func (l *Ledger) RaiseKeyFloor(ctx context.Context, kr *keyring.Keyring, id, namespace string) (uint64, error) {
+	var k uint64
+	name := KeyFloorCounter(namespace)
+	err := l.changeGrant(ctx, kr, id, func(st *State, i int) {
+		g := &st.Grants[i]
+		if !slices.Contains(g.Floors, namespace) {
+			g.Floors = append(g.Floors, namespace)
+			if st.Counters == nil {
+				st.Counters = map[string]uint64{}
+			}
+			st.Counters[name]++
+		}
+		k = st.Counters[name]
+	})
+	return k, err
+}
+
 // LiveGrants returns the unrevoked grants that derive from key id.
 func (s *State) LiveGrants(id keyring.KeyID) []Grant {
 	var out []Grant
@@ -194,7 +229,7 @@ func (s *State) SubjectColumns(scopes []string) []Column {
 func cloneGrants(gs []Grant) []Grant {
 	out := slices.Clone(gs)
 	for i := range out {
-		out[i].Scopes, out[i].Keys = slices.Clone(out[i].Scopes), slices.Clone(out[i].Keys)
+		out[i].Scopes, out[i].Keys, out[i].Floors = slices.Clone(out[i].Scopes), slices.Clone(out[i].Keys), slices.Clone(out[i].Floors)
 	}
 	slices.SortFunc(out, func(a, b Grant) int { return cmp.Compare(a.ID, b.ID) })
 	return out

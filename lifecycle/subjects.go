@@ -67,7 +67,13 @@ type RekeyOptions struct {
 	Settle time.Duration
 	// NoReseal gives the new versions and re-seals nothing.
 	NoReseal bool
-	Observer Observer
+	// Revocation is the ID of the revoked grant the re-key is for: each
+	// namespace's key floor is raised once for it
+	// (ledger.Ledger.RaiseKeyFloor), before its new versions are made, so
+	// that no store seals under a version the grant's holder may have
+	// kept, even after a database writer deletes the new ones.
+	Revocation string
+	Observer   Observer
 }
 
 // RekeyNamespaces is RekeySubjects for the namespaces o names, waiting
@@ -87,6 +93,11 @@ func RekeyNamespaces(ctx context.Context, kr *keyring.Keyring, d Database, o Rek
 	for _, s := range stores {
 		if len(o.Namespaces) > 0 && !slices.Contains(o.Namespaces, s.Namespace()) {
 			continue
+		}
+		if o.Revocation != "" {
+			if _, err := d.ledger().RaiseKeyFloor(ctx, kr, o.Revocation, s.Namespace()); err != nil {
+				return subs, nil, inDB(d.Name, fmt.Errorf("raising the key floor of %s: %w", s.Namespace(), err))
+			}
 		}
 		st, err := s.RotateAll(ctx)
 		r := SubjectResult{DB: d.Name, Namespace: s.Namespace(), Rekey: st}

@@ -416,7 +416,7 @@ func (a *app) rekeyGranted(cmd *cobra.Command, kr *keyring.Keyring, rec ledger.G
 		if len(ns) == 0 {
 			continue
 		}
-		_, _, err = lifecycle.RekeyNamespaces(ctx, kr, d, lifecycle.RekeyOptions{Namespaces: ns, Settle: o.subjectTTL, NoReseal: o.noReencrypt, Observer: a.rekeyObserver()})
+		_, _, err = lifecycle.RekeyNamespaces(ctx, kr, d, lifecycle.RekeyOptions{Namespaces: ns, Settle: o.subjectTTL, NoReseal: o.noReencrypt, Revocation: rec.ID, Observer: a.rekeyObserver()})
 		if err != nil {
 			return interrupted(err)
 		}

@@ -59,11 +59,7 @@ command again, after that or a kill, continues where it stopped.`,
 			if len(a.dbs) == 0 {
 				return cli.Usage(errors.New("--db is required"), "name the databases whose blind indexes to move")
 			}
-			kr, err := a.loadKeyring(cmd)
-			if err != nil {
-				return err
-			}
-			ls, err := openCheckedLedgers(cmd.Context(), a.dbs, kr)
+			kr, ls, err := a.keyringLedgers(cmd)
 			if err != nil {
 				return err
 			}

@@ -33,11 +33,7 @@ and to run again after an interruption.`,
 			if len(a.dbs) == 0 {
 				return cli.Usage(errors.New("--db is required"), "name the databases whose row MACs to move")
 			}
-			kr, err := a.loadKeyring(cmd)
-			if err != nil {
-				return err
-			}
-			ls, err := openCheckedLedgers(cmd.Context(), a.dbs, kr)
+			kr, ls, err := a.keyringLedgers(cmd)
 			if err != nil {
 				return err
 			}

@@ -246,3 +246,55 @@ func TestGrantRevokeSubjectTTL(t *testing.T) {
 		t.Error("a value was re-sealed before --subject-ttl passed")
 	}
 }
+
+// TestGrantRevokeKeyFloor: after 'ward grant revoke' of a grant of a
+// per-subject column, a database writer deletes the key versions the
+// revocation created and puts the grant's wraps back into the row left
+// (what a restore of the key table from before the revocation does). A
+// store does not seal under that older version, whose column key the
+// grant's holder kept: the revocation raised the namespace's key floor in
+// the ledger, and the store gives alice a new version above it first. On
+// SQLite and PostgreSQL.
+func TestGrantRevokeKeyFloor(t *testing.T) {
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			e := newRevokeEnv(t, name)
+			kept := e.grantReader(t)
+			if _, err := kept.OpenString(field.RowInt(1).With("alice"), ct(t, e.stored(t, 1))); err != nil {
+				t.Fatalf("the grant opens alice's message: %v", err)
+			}
+			var old int64
+			var planted []byte
+			if err := e.db.QueryRow(`SELECT version, scoped FROM ward_subject_keys WHERE subject = 'alice'`).Scan(&old, &planted); err != nil {
+				t.Fatal(err)
+			}
+			if code, stdout, stderr := e.c.run("grant", "revoke", e.grantID, "--db", e.url, "--wait", "10s", "--subject-ttl", "0s"); code != 0 {
+				t.Fatalf("revoke: %d %q %q", code, stdout, stderr)
+			}
+			floor, _ := subject.KeyFloor(1)
+			var newest int64
+			if err := e.db.QueryRow(`SELECT MAX(version) FROM ward_subject_keys WHERE subject = 'alice'`).Scan(&newest); err != nil || newest < int64(floor) {
+				t.Fatalf("the revocation's version %d, under the floor %d (%v)", newest, floor, err)
+			}
+			p := e.d.Placeholder
+			if _, err := e.db.Exec(`DELETE FROM ward_subject_keys WHERE subject = 'alice' AND version > `+p(1), old); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.db.Exec(`UPDATE ward_subject_keys SET scoped = `+p(1)+` WHERE subject = 'alice'`, planted); err != nil {
+				t.Fatal(err)
+			}
+			later := e.send(t, 2, "alice's second")
+			if v, ok := ct(t, later).SubjectKeyVersion(); !ok || int64(v) == old || v < floor {
+				t.Fatalf("sealed under version %d (the old one %d, the floor %d)", v, old, floor)
+			}
+			for _, r := range []*field.Column{kept, e.grantReader(t)} {
+				if _, err := r.OpenString(field.RowInt(2).With("alice"), ct(t, later)); err == nil {
+					t.Fatal("a value sealed after the revocation and the writer's deletion opened with the revoked grant")
+				}
+			}
+			if pt, err := e.body(t, e.keyring(t)).OpenString(field.RowInt(2).With("alice"), ct(t, later)); err != nil || pt != "alice's second" {
+				t.Fatalf("the application opens it: %q %v", pt, err)
+			}
+		})
+	}
+}

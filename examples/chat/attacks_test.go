@@ -438,16 +438,8 @@ func TestSlowClients(t *testing.T) {
 // unless AllowUnpepperedHashes is set, and then upgraded at log-in.
 func TestExistingDatabase(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	for _, f := range []string{"chat.db", "chat-keyring.json"} {
-		b, _ := os.ReadFile(filepath.Join("testdata/v1-db", f))
-		os.WriteFile(filepath.Join(dir, f), b, 0o600)
-	}
-	mk, err := local.Load("testdata/v1-db/mk", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{DB: "sqlite:" + filepath.Join(dir, "chat.db"), KeyringPath: filepath.Join(dir, "chat-keyring.json"), KeyService: mk, Limits: testLimits}
+	cfg := v1Database(t)
+	mk := cfg.KeyService
 	if _, err := Open(ctx, cfg); !errors.Is(err, ErrNeedsMigration) {
 		t.Fatalf("open before the migration: %v", err)
 	}
@@ -540,6 +532,27 @@ func TestExistingDatabase(t *testing.T) {
 	if _, err := strict.store.cols.body.Open(field.RowInt(ms[0].ID).With(cs[0].ID, int64(1), "user"), mustCT(t, v1)); !errors.Is(err, field.ErrLegacyForm) {
 		t.Fatalf("the service's column opened a v1 value: %v", err)
 	}
+}
+
+// v1Database is the configuration of a copy of testdata/v1-db: a
+// database and keyring file of the release before values were bound.
+func v1Database(t *testing.T) Config {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"chat.db", "chat-keyring.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata/v1-db", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk, err := local.Load("testdata/v1-db/mk", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{DB: "sqlite:" + filepath.Join(dir, "chat.db"), KeyringPath: filepath.Join(dir, "chat-keyring.json"), KeyService: mk, Limits: testLimits}
 }
 
 func mustCT(t *testing.T, b []byte) field.Ciphertext {

@@ -5,14 +5,12 @@ import (
 	"io"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
-	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/lifecycle"
 )
 
@@ -178,16 +176,8 @@ func TestOldKeyringFileTestsNoGuess(t *testing.T) {
 // it to v2 under the new epoch: the root's index then matches no row.
 func TestEmailIndexFromTheReleaseBefore(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	for _, f := range []string{"chat.db", "chat-keyring.json"} {
-		b, _ := os.ReadFile(filepath.Join("testdata/v1-db", f))
-		os.WriteFile(filepath.Join(dir, f), b, 0o600)
-	}
-	mk, err := local.Load("testdata/v1-db/mk", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{DB: "sqlite:" + filepath.Join(dir, "chat.db"), KeyringPath: filepath.Join(dir, "chat-keyring.json"), KeyService: mk, Limits: testLimits, AllowUnpepperedHashes: true, KeyringPoll: 100 * time.Millisecond}
+	cfg := v1Database(t)
+	cfg.AllowUnpepperedHashes, cfg.KeyringPoll = true, 100*time.Millisecond
 	if err := Migrate(ctx, cfg, io.Discard); err != nil {
 		t.Fatal(err)
 	}

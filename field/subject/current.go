@@ -46,6 +46,9 @@ func (s *Store) ledgerChecked(ctx context.Context) error {
 		s.mu.Lock()
 		s.dbID = st.Database
 		s.mu.Unlock()
+		if err := s.setFloor(st); err != nil {
+			return err
+		}
 	}
 	s.ledgerOK.Store(now)
 	return nil

@@ -410,7 +410,7 @@ func (s *Store) Provision(ctx context.Context, subjects []string) (int64, error)
 			if err := checkSubject(subj); err != nil {
 				return created, err
 			}
-			version := randomVersion()
+			version := s.firstVersion()
 			sk, err := keyring.NewSubjectKey(s.cfg.Algorithm, version)
 			if err != nil {
 				return created, err

@@ -30,6 +30,9 @@ type RotateStats struct {
 // more version, which costs a row).
 func (s *Store) RotateAll(ctx context.Context) (RotateStats, error) {
 	var st RotateStats
+	if err := s.readFloor(ctx); err != nil {
+		return st, err
+	}
 	var pending []keyRow
 	flush := func() error {
 		if len(pending) == 0 {
@@ -95,7 +98,7 @@ func (s *Store) insertVersions(ctx context.Context, rows []keyRow) (int64, error
 	args := make([]any, 0, 5*len(rows))
 	now := time.Now().Unix()
 	for i, r := range rows {
-		version := uint32(r.version) + 1
+		version := s.nextVersion(uint32(r.version))
 		sk, err := keyring.NewSubjectKey(s.cfg.Algorithm, version)
 		if err != nil {
 			return 0, err

@@ -25,7 +25,6 @@ package subject
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"encoding/binary"
 	"errors"
@@ -129,9 +128,10 @@ type Store struct {
 	clock            *clock
 	dbID             string // the ledger's database ID, once verified (anchored.go)
 	grants           grantedCache
-	tombV1Refused    bool         // the ledger refuses v1 tombstones (tombstone.go)
-	tombV1Asked      time.Time    // when the ledger was last asked
-	ledgerOK         atomic.Int64 // Unix ns of the ledger's last verification (current.go)
+	tombV1Refused    bool          // the ledger refuses v1 tombstones (tombstone.go)
+	tombV1Asked      time.Time     // when the ledger was last asked
+	ledgerOK         atomic.Int64  // Unix ns of the ledger's last verification (current.go)
+	floor            atomic.Uint32 // the namespace's key floor, as last verified (floor.go)
 }
 
 // cached are a subject's unwrapped keys. The entry lives at most the TTL
@@ -293,6 +293,15 @@ func (s *Store) sealingKey(ctx context.Context, subject string) (*keyring.Subjec
 			if err := s.refuseKeyringKey(ctx, subject); err != nil {
 				return nil, err
 			}
+			if version < s.floor.Load() {
+				// Under the floor a revocation raised: a key the revoked
+				// grant's holder may have kept (its newer versions deleted,
+				// or the table restored from before). Seal under a new one.
+				if _, err := s.insertVersions(ctx, []keyRow{{subject: subject, version: int64(version)}}); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			sk, err := s.unwrapAndCache(subject, version, wrapped, true)
 			if err != nil {
 				return nil, err
@@ -375,9 +384,7 @@ func (s *Store) heldError(subject string, h held) error {
 
 // createFirst inserts a first key for the subject unless one exists.
 func (s *Store) createFirst(ctx context.Context, subject string) error {
-	var b [4]byte
-	rand.Read(b[:])
-	version := binary.BigEndian.Uint32(b[:])>>1 | 1 // in [1, 2^31): room to rotate
+	version := s.firstVersion()
 	sk, err := keyring.NewSubjectKey(s.cfg.Algorithm, version)
 	if err != nil {
 		return err

@@ -196,6 +196,24 @@ def test_epoch_zero_ledger_of_a_database_anchored_there(kr):
         verify_row(kr, row["counter"], row["body"], row["mac"])
 
 
+def test_seal_refused_under_the_key_floor(db, kr):
+    """After a revocation raised the namespace's key floor, a subject whose
+    newest version is under it (the revocation's versions deleted by a
+    database writer) is not sealed for (Go: cmd/ward TestGrantRevokeKeyFloor)."""
+    import hashlib
+    import hmac as _hmac
+    body = json.loads(G["ledger"]["body"])
+    body["counter"] += 1
+    body.setdefault("counters", {})["subject.floor:" + G["namespace"]] = 1
+    text = json.dumps(body, separators=(",", ":"))
+    mac = _hmac.new(kr.state_mac_key(int(body["epoch"])), b"ward ledger state v1\x00" + text.encode(), hashlib.sha256).hexdigest()
+    col = column(db, kr)
+    col.seal("before", 7, "alice")  # the golden ledger: no floor
+    plant_ledger(db, {"counter": body["counter"], "body": text, "mac": mac})
+    with pytest.raises(SubjectRefusedError, match="key floor"):
+        column(db, kr).seal("after", 8, "alice")
+
+
 def test_forget_elsewhere_takes_effect_within_the_ttl(db, kr, monkeypatch):
     """A long-running reader cached unwrapped keys for ever, so a subject
     another process forgot kept opening here; the cache now lives ttl

@@ -128,12 +128,25 @@ class SubjectKeys:
     def seal_for(self, subject: str, plaintext: bytes, scope: bytes, context: bytes, version: int) -> bytes:
         """Seal for subject under their latest keyring-wrapped key, as
         ciphertext ``version`` (from version_for, which verified the ledger)."""
-        self.ledger()
+        st = self.ledger()
         self._refuse_forgotten(subject)
         v, alg, material = self.key(subject)
+        if v < key_floor(int((st.body.get("counters") or {}).get("subject.floor:" + self.namespace, 0))):
+            raise SubjectRefusedError("the subject's newest key version is under the namespace's key floor, which a grant's revocation raised "
+                                      "(a database writer deleted the newer ones, or restored the key table): a Go process gives the subject a new version first")
         if version == 4:
             return seal_v4(alg, CLASS_SUBJECT, v, scoped_key(alg, material, scope), plaintext, context)
         return seal_v3(alg, CLASS_SUBJECT, v, material, plaintext, context)
+
+
+def key_floor(raises: int) -> int:
+    """The lowest key version a seal may use after ``raises`` raises of the
+    namespace's key floor (Go: ``subject.KeyFloor``): 0, or 2^31 + k·2^23."""
+    if raises == 0:
+        return 0
+    if not 0 < raises <= 255:
+        raise SubjectRefusedError(f"the key floor was raised {raises} times, past the 255 versions have room for")
+    return (1 << 31) + (raises << 23)
 
 
 class SubjectGrant:
