@@ -18,6 +18,10 @@ import (
 // never seal under one the holder kept: the floor is authenticated and
 // anchored (a writer cannot lower it), and a version is bound to its key
 // by the wrap's associated data (a writer cannot relabel an old key).
+// The store reads the floor with the ledger (Config.Ledger; without one it
+// has none), at most once per TTL, as it verifies the ledger: within the
+// TTL after a raise a process may still seal under an older version,
+// which the revocation's wait (--subject-ttl) and re-seal cover.
 //
 // Versions are 32-bit. Until the first raise, a first key's version is
 // random in [1, 2^31) and each rotation adds one; raise k (1 to 255) sets
