@@ -128,3 +128,34 @@ def test_grant_from_go_cli(keyrings, tmp_path):
     assert py(*g, "decrypt", "--grant", str(grant), "--table", "notes", "--column", "body", "--row", "5", stdin=body)[0] == 1
     assert py(*g, "decrypt", "--grant", str(grant), "--table", "notes", "--column", "title", "--row", "5", stdin=body)[0] == 1
     assert py(*args, "decrypt", "--table", "notes", "--column", "body", "--row", "5", stdin=body) == (0, b"a body")
+
+
+def test_python_follows_a_rotation(tmp_path):
+    """A keyring loaded from its file (Keyring.load) opens a value Go sealed
+    under a key added after the load, and accepts the ledger Go wrote
+    since: it reads the file again, at most once a second, as Go's
+    Keyring does; a keyring loaded from bytes does not (Go: keycore
+    TestReloadOnUnknownKey, ledger TestLedgerAnchoredSinceLoad)."""
+    import sqlite3
+    import time
+
+    from ward import Keyring, MasterKey, UnknownKeyError
+    from ward.ledger import verify
+
+    mk, path, db = tmp_path / "mk", tmp_path / "kr.json", tmp_path / "app.db"
+    go("keyring", "gen-master-key", "--out", str(mk))
+    flags = ["--keyring", str(path), "--master-key-file", str(mk)]
+    go("keyring", "new", *flags)
+    ks = MasterKey.parse(mk.read_text().strip())
+    kr, frozen = Keyring.load(str(path), ks), Keyring.loads(path.read_bytes(), ks)
+    sqlite3.connect(str(db)).close()
+    go("keyring", "add", "--promote", *flags, "--db", f"sqlite:{db}")
+    ct = go("encrypt", *flags, "--context", "c", "--binary", stdin=b"after").stdout
+    with pytest.raises(UnknownKeyError):
+        frozen.open(ct, b"c")
+    time.sleep(1.1)  # the load counts as a read: one a second
+    assert kr.open(ct, b"c") == b"after"
+    conn = sqlite3.connect(str(db))
+    assert verify(conn, kr).database
+    with pytest.raises(Exception, match="newer keyring file|lacks|does not anchor"):
+        verify(conn, frozen)

@@ -15,6 +15,7 @@ from .errors import (
     CorruptFileError,
     KeyDisabledError,
     LedgerError,
+    StaleKeyringError,
     MalformedError,
     NotGrantedError,
     SubjectRefusedError,
@@ -33,7 +34,7 @@ __version__ = "0.4.0"
 
 __all__ = [
     "AuthenticationError", "AwsKms", "BindingError", "BlindIndex", "Indexer", "Column", "CorruptFileError",
-    "Grant", "KeyDisabledError", "Keyring", "LedgerError", "MalformedError", "MasterKey",
+    "Grant", "KeyDisabledError", "Keyring", "LedgerError", "StaleKeyringError", "MalformedError", "MasterKey",
     "NotGrantedError", "RowMAC", "SubjectRefusedError", "UnknownKeyError", "UnsupportedVersionError",
     "WardError", "WrongContextError", "WrongWrapperError", "field_scope",
 ]

@@ -47,6 +47,12 @@ class LedgerError(WardError):
     """The database's ledger does not verify against the keyring: ward refuses to write."""
 
 
+class StaleKeyringError(LedgerError):
+    """The ledger was written under a newer keyring file than the one
+    loaded (a newer generation or state key, a key or anchor it lacks):
+    :func:`ward.ledger.verify` reads the file again once before it says so."""
+
+
 class SubjectRefusedError(WardError):
     """A subject key that may not be used here: forgotten, private, lost or missing."""
 

@@ -4,6 +4,8 @@ values under any of the keyring's keys, sealing under its primary."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from dataclasses import dataclass
 from hashlib import sha256
 from typing import Any, Mapping
@@ -116,6 +118,10 @@ class Keyring:
         # keyring never changes, so a resolution holds for its life
         self._resolved: dict[tuple[int, int, bytes], bytes] = {}
         self._scope_keys: dict[tuple[int, bytes], ScopeKey] = {}
+        # The file it was loaded from (Keyring.load), read again by refresh.
+        self._source: tuple[str, KeyService] | None = None
+        self._refreshed = 0.0
+        self._refresh_lock = threading.Lock()
 
     @classmethod
     def loads(cls, data: bytes | str, ks: KeyService) -> "Keyring":
@@ -138,8 +144,35 @@ class Keyring:
 
     @classmethod
     def load(cls, path: str, ks: KeyService) -> "Keyring":
-        """Read and open a keyring file."""
-        return cls.loads(read_bounded(path, "a keyring file"), ks)
+        """Read and open a keyring file; :meth:`refresh` reads it again."""
+        kr = cls.loads(read_bounded(path, "a keyring file"), ks)
+        kr._source = (path, ks)
+        return kr
+
+    def refresh(self) -> bool:
+        """Read the file this keyring was loaded from again, at most once a
+        second, and take it if it is a newer generation of the same keyring
+        (Go's ``Keyring.Reload``: it never goes back). Whether it moved on;
+        False for a keyring not loaded from a file. A key ID the keyring
+        lacks and a ledger written under a newer file call it, so that a
+        long-running process follows another's rotation, as Go's do."""
+        if self._source is None:
+            return False
+        with self._refresh_lock:
+            now = time.monotonic()
+            if now - self._refreshed < 1.0:
+                return False
+            self._refreshed = now
+            path, ks = self._source
+            new = Keyring.loads(read_bounded(path, "a keyring file"), ks)
+            if new.id != self.id:
+                raise CorruptFileError(f"{path[:80]} now holds keyring {new.id}, not {self.id}")
+            if new.generation <= self.generation:
+                return False
+            state = dict(new.__dict__)
+            state.update(_source=self._source, _refreshed=now, _refresh_lock=self._refresh_lock)
+            self.__dict__.update(state)
+            return True
 
     def __repr__(self) -> str:
         return f"Keyring({self.id}, generation {self.generation}, {len(self.keys)} keys)"
@@ -181,11 +214,20 @@ class Keyring:
     def key(self, key_id: int) -> Key:
         """The enabled key of an ID, or a typed error."""
         k = self.keys.get(key_id)
+        if k is None and self._refresh_quietly():
+            k = self.keys.get(key_id)
         if k is None:
             raise UnknownKeyError(f"key {key_id:08x} is not in this keyring")
         if k.state == "disabled":
             raise KeyDisabledError(f"key {key_id:08x} is disabled")
         return k
+
+    def _refresh_quietly(self) -> bool:
+        """refresh, for a caller that reports its own error if it fails."""
+        try:
+            return self.refresh()
+        except (OSError, WardError):
+            return False
 
     def scoped(self, key: Key, scope: bytes) -> bytes:
         """K_scope of a key for a scope (cached)."""

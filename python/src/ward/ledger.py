@@ -10,7 +10,7 @@ from typing import Any
 
 from . import aead
 from ._db import ident, query, table_exists
-from .errors import LedgerError
+from .errors import LedgerError, StaleKeyringError
 from .keyring import Keyring
 
 DEFAULT_TABLE = "ward_ledger"
@@ -54,12 +54,12 @@ def verify_row(kr: Keyring, counter: int, body: str, mac_hex: str) -> LedgerStat
     if key is None and epoch == 0:
         raise LedgerError("the ledger is MAC'd under epoch 0 (the root alone, which any copy of the keyring file derives) in a keyring with state keys: a database writer forged it")
     if key is None:
-        raise LedgerError(f"the ledger was written under a newer keyring file (state epoch {epoch}): load the current file")
+        raise StaleKeyringError(f"the ledger was written under a newer keyring file (state epoch {epoch}): load the current file")
     want = aead.hmac_sha256(key, b"ward ledger state v1\x00" + body.encode())
     if not hmac.compare_digest(want, mac):
         raise LedgerError("the ledger fails its MAC: a database writer changed it")
     if int(st.get("generation", 0)) > kr.generation:
-        raise LedgerError("the keyring file is older than the one that wrote the ledger: load the current file")
+        raise StaleKeyringError("the keyring file is older than the one that wrote the ledger: load the current file")
     db = str(st.get("database", ""))
     anchor = kr.anchors.get(db)
     if anchor is None:
@@ -68,14 +68,14 @@ def verify_row(kr: Keyring, counter: int, body: str, mac_hex: str) -> LedgerStat
             # others: a ledger forged (with any keyring file ever written)
             # or copied from another database; only ward ledger adopt
             # --another-database joins a database to such a keyring.
-            raise LedgerError(f"the ledger names database {db[:40]}, which keyring {kr.id} does not anchor (it anchors {', '.join(sorted(kr.anchors))[:200]}): forged or copied by a database writer, or an interrupted adoption (ward ledger adopt --another-database)")
+            raise StaleKeyringError(f"the ledger names database {db[:40]}, which keyring {kr.id} does not anchor (it anchors {', '.join(sorted(kr.anchors))[:200]}): forged or copied by a database writer, or an interrupted adoption (ward ledger adopt --another-database)")
         if counter > 1:
-            raise LedgerError(f"the keyring file does not anchor database {db[:40]} at counter {counter}: it is another copy, or older than the database")
+            raise StaleKeyringError(f"the keyring file does not anchor database {db[:40]} at counter {counter}: it is another copy, or older than the database")
     elif counter < int(anchor.get("counter", 0)) or epoch < int(anchor.get("epoch", 0)):
         raise LedgerError(f"the ledger is at counter {counter}, anchored at {anchor.get('counter')}: an older copy of the ledger was put back (ward ledger recover)")
     for k in st.get("keys") or []:
         if int(k["id"]) not in kr.keys and k.get("state") != "retired":
-            raise LedgerError(f"the database uses key {int(k['id']):08x}, which this keyring lacks: load the current keyring file")
+            raise StaleKeyringError(f"the database uses key {int(k['id']):08x}, which this keyring lacks: load the current keyring file")
     opened = frozenset(f["name"] for f in st.get("forms") or [] if f.get("opened"))
     return LedgerState(db, counter, epoch, opened, st)
 
@@ -101,4 +101,11 @@ def verify(conn: Any, kr: Keyring, table: str = DEFAULT_TABLE, *, share: bool = 
     if not rows:
         raise LedgerError(f"the database's ledger ({table}) is empty: a database writer deleted it")
     counter, body, mac = rows[0]
-    return verify_row(kr, int(counter), str(body), str(mac))
+    try:
+        return verify_row(kr, int(counter), str(body), str(mac))
+    except StaleKeyringError:
+        # Another process may have saved a newer keyring file since this
+        # one was loaded (a rotation, the database's anchor): read it once.
+        if not kr._refresh_quietly():
+            raise
+        return verify_row(kr, int(counter), str(body), str(mac))
