@@ -85,8 +85,10 @@ func (c IndexColumn) options(db string, norm field.Normalizer, epoch keyring.Key
 	return field.IndexOptions{Database: db, Name: c.Name, Normalizer: norm, Size: c.Size, Epoch: epoch}
 }
 
-// compute returns the index of c under epoch (0: v1).
-func (c IndexColumn) compute(kr *keyring.Keyring, db string, norm field.Normalizer, epoch keyring.KeyID) (*field.BlindIndex, error) {
+// Compute returns the index of c under epoch (0: v1, keyed by the
+// keyring's root), bound to database: the values a process computes for
+// the record (a job that writes indexes calls it with the record's epoch).
+func (c IndexColumn) Compute(kr *keyring.Keyring, db string, norm field.Normalizer, epoch keyring.KeyID) (*field.BlindIndex, error) {
 	if epoch == 0 {
 		return field.NewBlindIndex(kr, c.Table, c.Column, field.WithIndexSize(c.Size), field.WithNormalizer(norm.Func))
 	}
@@ -151,7 +153,7 @@ func (l *Ledger) Index(ctx context.Context, kr *keyring.Keyring, c IndexColumn, 
 	if rec.Spare != "" || rec.Epoch == 0 {
 		return nil, fmt.Errorf("%w: %s of %s.%s can be re-keyed (spare column %q) or is v1: use Ledger.Indexer", ErrIndexChanged, rec.Name, rec.Table, rec.Column, rec.Spare)
 	}
-	return rec.compute(kr, db, norm, rec.Epoch)
+	return rec.Compute(kr, db, norm, rec.Epoch)
 }
 
 // resolveIndex verifies the ledger (recording one first on a first

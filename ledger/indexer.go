@@ -222,11 +222,11 @@ func (x *Indexer) set(rec IndexColumn, counter uint64) error {
 	}
 	s := &indexerState{rec: rec, counter: counter}
 	var err error
-	if s.cur, err = rec.compute(x.kr, x.db, x.norm, rec.Epoch); err != nil {
+	if s.cur, err = rec.Compute(x.kr, x.db, x.norm, rec.Epoch); err != nil {
 		return err
 	}
 	if rec.Rekey != nil {
-		if s.next, err = rec.compute(x.kr, x.db, x.norm, rec.Rekey.Epoch); err != nil {
+		if s.next, err = rec.Compute(x.kr, x.db, x.norm, rec.Rekey.Epoch); err != nil {
 			return err
 		}
 	}

@@ -205,7 +205,7 @@ func fillIndex(ctx context.Context, kr *keyring.Keyring, d Database, rec ledger.
 	if err != nil {
 		return reseal.Stats{}, err
 	}
-	next, err := field.NewIndex(kr, rec.Table, rec.Column, field.IndexOptions{Database: st.Database, Name: rec.Name, Normalizer: norm, Size: rec.Size, Epoch: rec.Rekey.Epoch})
+	next, err := rec.Compute(kr, st.Database, norm, rec.Rekey.Epoch)
 	if err != nil {
 		return reseal.Stats{}, err
 	}

@@ -419,10 +419,10 @@ func (a *app) recordedIndex(kr *keyring.Keyring, database string, x ledger.Index
 	o.indexNormalize = norm.Name
 	if x.Epoch == 0 {
 		fmt.Fprintf(a.stderr, "ward: blind index %s of %s.%s: v1 (%s), as the ledger records it\n", x.Name, x.Table, x.Column, norm.Name)
-		return field.NewBlindIndex(kr, x.Table, x.Column, field.WithNormalizer(norm.Func), field.WithIndexSize(x.Size))
+	} else {
+		fmt.Fprintf(a.stderr, "ward: blind index %s of %s.%s: v2 under epoch %v (%s), as the ledger records it\n", x.Name, x.Table, x.Column, x.Epoch, norm.Name)
 	}
-	fmt.Fprintf(a.stderr, "ward: blind index %s of %s.%s: v2 under epoch %v (%s), as the ledger records it\n", x.Name, x.Table, x.Column, x.Epoch, norm.Name)
-	return field.NewIndex(kr, x.Table, x.Column, field.IndexOptions{Database: database, Name: x.Name, Normalizer: norm, Size: x.Size, Epoch: x.Epoch})
+	return x.Compute(kr, database, norm, x.Epoch)
 }
 
 // census prints the job's census (--dry-run, --check); with --check it
