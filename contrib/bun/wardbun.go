@@ -26,6 +26,12 @@
 // writer can swap values between rows of the same table (and owner)
 // undetected.
 //
+// Blind indexes. An index field alone is a v1 index (keyed by the
+// keyring's root, never re-keyed); with a second, spare index field
+// (ward:"index:email;spare") the index is recorded in the database's
+// ledger, keyed by an integrity epoch and re-keyable while the
+// application serves ([Codec.Record], [InTx]).
+//
 // A Text that was not sealed (a model without the hook) refuses to be
 // written: plaintext never reaches the database. NULL stays NULL
 // ([Text.Null]); a tampered or misplaced value fails in AfterScanRow with
@@ -49,6 +55,7 @@ import (
 	"github.com/wardlab/ward/contrib/internal/ormkit"
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // Text is an encrypted text column: plaintext in the model, a ward
@@ -106,6 +113,7 @@ type Codec struct {
 	colOpts []field.ColumnOption
 	cache   sync.Map // *schema.Field → *binding
 	indexes *ormkit.Indexes
+	rec     *ormkit.Recorded // Record
 }
 
 // New returns a Codec for models of db under kr; opts (for example
@@ -120,8 +128,13 @@ type binding struct {
 	col   *field.Column
 	key   *schema.Field // nil: key:-
 	bound []*schema.Field
-	index *field.BlindIndex // for an index field
+	index *field.BlindIndex // for a v1 index field
 	of    *schema.Field     // the field an index is computed from
+	// For a recorded index: its two columns, and whether this field is
+	// the spare.
+	idxCol, spareCol string
+	spare            bool
+	src              ledger.Column // the indexed column, as the ledger records it
 }
 
 // Seal seals every Text field of model (a pointer to a struct) and
@@ -133,15 +146,16 @@ func (c *Codec) Seal(ctx context.Context, q bun.Query, model any) error {
 		return nil
 	}
 	return c.each(model, func(f *schema.Field, b *binding, strct reflect.Value) error {
-		if b.index != nil {
+		if b.of != nil {
 			t := b.of.Value(strct).Interface().(Text)
 			out := f.Value(strct)
 			if t.null {
 				out.SetBytes(nil)
-			} else {
-				out.SetBytes(b.index.Compute(t.s))
+				return nil
 			}
-			return nil
+			v, err := c.indexValue(ctx, b, t.s)
+			out.SetBytes(v)
+			return err
 		}
 		t := f.Value(strct).Addr().Interface().(*Text)
 		t.pending = false
@@ -194,6 +208,7 @@ func (b *binding) assigned(strct reflect.Value) bool {
 // Rows whose key is already set are sealed and inserted as usual.
 func (c *Codec) Insert(ctx context.Context, db bun.IDB, model any) error {
 	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		ctx = ormkit.WithTx(ctx, tx.Tx)
 		if _, err := tx.NewInsert().Model(model).Exec(context.WithValue(ctx, insertKey{}, true)); err != nil {
 			return err
 		}
@@ -202,7 +217,7 @@ func (c *Codec) Insert(ctx context.Context, db bun.IDB, model any) error {
 		err := eachStruct(model, func(row any) error {
 			found := false
 			err := c.each(row, func(f *schema.Field, b *binding, strct reflect.Value) error {
-				if b.index == nil && f.Value(strct).Interface().(Text).pending {
+				if b.of == nil && f.Value(strct).Interface().(Text).pending {
 					columns[f.Name] = true
 					found = true
 				}
@@ -252,7 +267,7 @@ func eachStruct(model any, fn func(any) error) error {
 // Open decrypts every Text field of a scanned model.
 func (c *Codec) Open(ctx context.Context, model any) error {
 	return c.each(model, func(f *schema.Field, b *binding, strct reflect.Value) error {
-		if b.index != nil {
+		if b.of != nil {
 			return nil
 		}
 		t := f.Value(strct).Addr().Interface().(*Text)
@@ -310,11 +325,9 @@ func (c *Codec) binding(table *schema.Table, f *schema.Field) (*binding, error) 
 		if b.of = table.LookupField(of); b.of == nil || b.of.IndirectType != textType {
 			return nil, fmt.Errorf("wardbun: %s.%s: index of %q, which is not a Text column", table.Name, f.Name, of)
 		}
-		idx, err := c.indexes.Get(table.Name, b.of.Name)
-		if err != nil {
+		if err := c.bindIndex(table, f, tag, b); err != nil {
 			return nil, err
 		}
-		b.index = idx
 	} else if err := c.bindRow(table, f, tag, b); err != nil {
 		return nil, err
 	}
@@ -416,6 +429,9 @@ func (c *Codec) Eq(q *bun.SelectQuery, model any, field, value string) *bun.Sele
 		b, err := c.binding(table, f) // cached: the index and the field it is of
 		if err != nil {
 			return q.Err(err)
+		}
+		if b.of == src && b.spareCol != "" {
+			return c.eqRecorded(q, b, value)
 		}
 		if b.of == src {
 			return q.Where("?TableAlias.? = ?", bun.Ident(f.Name), b.index.Compute(value))

@@ -46,9 +46,12 @@ func (s *Serializer) Guard(db *gorm.DB, models ...any) error {
 			return fmt.Errorf("wardgorm: parsing %T: %w", m, err)
 		}
 		s.noteSchema(stmt.Schema)
+		if err := s.recordIndexes(db, stmt.Schema); err != nil {
+			return err
+		}
 	}
 	cb := db.Callback()
-	if err := cb.Create().Before("gorm:create").Register("ward:guard_create", s.guardCreate); err != nil {
+	if err := cb.Create().After("gorm:begin_transaction").Before("gorm:create").Register("ward:guard_create", s.guardCreate); err != nil {
 		return err
 	}
 	if err := cb.Create().After("gorm:create").Register("ward:seal_assigned_keys", s.sealDeferred); err != nil {
@@ -222,6 +225,7 @@ func (s *Serializer) guardCreate(db *gorm.DB) {
 	if db.Error != nil {
 		return
 	}
+	s.attachTx(db)
 	stmt := db.Statement
 	if stmt.Schema != nil {
 		for _, pf := range stmt.Schema.PrimaryFields {
@@ -241,6 +245,12 @@ func (s *Serializer) guardCreate(db *gorm.DB) {
 		maps = d
 	case *[]map[string]any:
 		maps = *d
+	}
+	if maps == nil {
+		if err := s.prepareRows(db); err != nil {
+			db.AddError(err)
+			return
+		}
 	}
 	if stmt.Schema == nil {
 		for _, m := range maps {
@@ -285,7 +295,14 @@ func (s *Serializer) guardUpdate(db *gorm.DB) {
 	if db.Error != nil {
 		return
 	}
+	s.attachTx(db)
 	stmt := db.Statement
+	if d, m := reflect.ValueOf(stmt.Dest), reflect.ValueOf(stmt.Model); d.Kind() == reflect.Pointer && m.Kind() == reflect.Pointer && d.Pointer() == m.Pointer() {
+		if err := s.prepareRows(db); err != nil { // Save(&row)
+			db.AddError(err)
+			return
+		}
+	}
 	m, ok := stmt.Dest.(map[string]any)
 	if !ok {
 		if stmt.Schema != nil {
@@ -466,7 +483,7 @@ func (s *Serializer) sealMap(ctx context.Context, sch *schema.Schema, m map[stri
 					m[xf.DBName] = nil
 					continue
 				}
-				idx, err := s.Index(sch.Table, f.DBName, string(pt))
+				idx, err := s.indexValue(ctx, xf, f, string(pt), true)
 				if err != nil {
 					return nil, err
 				}
@@ -575,6 +592,11 @@ func (s *Serializer) Eq(db *gorm.DB, model any, fieldName string, value string) 
 		return db
 	}
 	src := stmt.Schema.LookUpField(fieldName)
+	if src != nil {
+		if idx, spare := pair(src); idx != nil && spare != nil {
+			return s.eqRecorded(db, model, src, idx, spare, value)
+		}
+	}
 	for _, f := range stmt.Schema.Fields {
 		if src != nil && isIndex(f) && stmt.Schema.LookUpField(ormkit.ParseTag(f.Tag.Get("ward"))["of"]) == src {
 			idx, err := s.Index(stmt.Schema.Table, src.DBName, value)

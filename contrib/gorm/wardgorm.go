@@ -34,6 +34,12 @@
 // refuses bulk and Table(…) writes it cannot seal ([ErrUnsealable]). Raw
 // SQL is not intercepted.
 //
+// Blind indexes. An index field alone is a v1 index (keyed by the
+// keyring's root, never re-keyed); with a second, spare index field
+// (ward:"of:Email;spare") the index is recorded in the database's ledger,
+// keyed by an integrity epoch and re-keyable while the application serves
+// ([Serializer.Record]).
+//
 // NULL stays NULL (a nil *string); a tampered or misplaced value fails to
 // scan with field's typed errors ([field.OpenError] wrapping
 // [keyring.ErrWrongContext] or [keyring.ErrAuthentication]).
@@ -93,6 +99,10 @@ type Serializer struct {
 	cols    sync.Map // *schema.Field → *binding
 	tables  sync.Map // table name → []string: its ward and index columns (Guard)
 	indexes *ormkit.Indexes
+
+	recorded sync.Map // db.Callback() → *ormkit.Recorded (Record)
+	mu       sync.Mutex
+	all      []*ormkit.Recorded
 }
 
 // binding is what a tagged field is bound to.
@@ -261,7 +271,7 @@ func (x indexSerializer) Value(ctx context.Context, f *schema.Field, dst reflect
 	if err != nil || null {
 		return nil, err
 	}
-	return x.s.Index(f.Schema.Table, src.DBName, string(pt))
+	return x.s.indexValue(ctx, f, src, string(pt), false)
 }
 
 // Scan stores the index as read.

@@ -4,6 +4,7 @@ import (
 	"github.com/wardlab/ward/internal/mytest"
 	"github.com/wardlab/ward/internal/pgtest"
 
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	wardgorm "github.com/wardlab/ward/contrib/gorm"
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
 )
 
 // Note binds its body to its client-assigned ID and its owner.
@@ -37,21 +39,32 @@ type Counter struct {
 	Label string `gorm:"serializer:ward" ward:"key:-"`
 }
 
-var ser *wardgorm.Serializer
+var (
+	ser *wardgorm.Serializer
+	kr  *keyring.Keyring // file-backed: a ledger anchors its databases in the file
+)
 
 func TestMain(m *testing.M) {
-	kr, err := keyring.New(keyring.AES256GCM)
+	dir, err := os.MkdirTemp("", "wardgorm")
+	if err != nil {
+		panic(err)
+	}
+	kr, err = keyring.Create(context.Background(), filepath.Join(dir, "kr.json"), local.Generate(), keyring.AES256GCM)
 	if err != nil {
 		panic(err)
 	}
 	ser = wardgorm.Register(kr)
-	os.Exit(m.Run())
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 func databases(t *testing.T) map[string]*gorm.DB {
 	cfg := func() *gorm.Config { return &gorm.Config{Logger: logger.Discard} } // one each: GORM caches schemas in it
 	out := map[string]*gorm.DB{}
-	sq, err := gorm.Open(sqlite.Open(filepath.Join(t.TempDir(), "app.db")), cfg())
+	// Writers queue for the write lock (immediate transactions, a busy
+	// timeout), as a recorded blind index's writes expect on SQLite.
+	sq, err := gorm.Open(sqlite.Open(filepath.Join(t.TempDir(), "app.db")+"?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"), cfg())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,9 +179,9 @@ func tamper(t *testing.T, db *gorm.DB, id uint) string {
 // rows written before encryption read as plaintext and new ones are
 // encrypted.
 func TestGORMMixed(t *testing.T) {
-	kr, _ := keyring.New(keyring.AES256GCM)
-	wardgorm.Register(kr, wardgorm.WithColumnOptions(field.AcceptPlaintext()))
-	defer func() { ser = wardgorm.Register(kr) }()
+	mixed, _ := keyring.New(keyring.AES256GCM)
+	wardgorm.Register(mixed, wardgorm.WithColumnOptions(field.AcceptPlaintext()))
+	defer func() { ser = wardgorm.Register(kr) }() // the package's keyring back
 	for name, db := range databases(t) {
 		t.Run(name, func(t *testing.T) {
 			db.Migrator().DropTable(&Counter{})
