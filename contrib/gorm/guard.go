@@ -593,7 +593,7 @@ func (s *Serializer) Eq(db *gorm.DB, model any, fieldName string, value string) 
 	}
 	src := stmt.Schema.LookUpField(fieldName)
 	if src != nil {
-		if idx, spare := pair(src); idx != nil && spare != nil {
+		if idx, spare := s.pair(src); idx != nil && spare != nil {
 			return s.eqRecorded(db, model, src, idx, spare, value)
 		}
 	}

@@ -64,25 +64,18 @@ type recording struct {
 // index as the v1 index its rows hold). Call it before Guard, once per
 // *gorm.DB from gorm.Open (its sessions share it).
 func (s *Serializer) Record(db *gorm.DB, lg *ledger.Ledger, o ledger.IndexerOptions) {
-	rec := ormkit.NewRecorded(s.kr, lg, o)
-	s.recorded.Store(db.Callback(), rec)
-	s.mu.Lock()
-	s.all = append(s.all, rec)
-	s.mu.Unlock()
+	s.recorded.Store(db.Callback(), ormkit.NewRecorded(s.kr, lg, o))
 }
 
 // Refresh re-reads the ledger's record of every recorded index in use,
 // so that look-ups (Eq) follow a re-key; Watch calls it periodically.
 func (s *Serializer) Refresh(ctx context.Context) error {
-	s.mu.Lock()
-	all := append([]*ormkit.Recorded(nil), s.all...)
-	s.mu.Unlock()
-	for _, rec := range all {
-		if err := rec.Refresh(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
+	var err error
+	s.recorded.Range(func(_, rec any) bool {
+		err = rec.(*ormkit.Recorded).Refresh(ctx)
+		return err == nil
+	})
+	return err
 }
 
 // Watch calls Refresh every interval until ctx ends, reporting failures
@@ -111,8 +104,12 @@ func (s *Serializer) attachTx(db *gorm.DB) {
 }
 
 // pair returns the index fields of src: the index and its spare (nil for
-// a v1 index).
-func pair(src *schema.Field) (idx, spare *schema.Field) {
+// a v1 index), found once per field.
+func (s *Serializer) pair(src *schema.Field) (idx, spare *schema.Field) {
+	if p, ok := s.pairs.Load(src); ok {
+		fs := p.([2]*schema.Field)
+		return fs[0], fs[1]
+	}
 	for _, f := range src.Schema.Fields {
 		if !isIndex(f) {
 			continue
@@ -127,6 +124,7 @@ func pair(src *schema.Field) (idx, spare *schema.Field) {
 			idx = f
 		}
 	}
+	s.pairs.Store(src, [2]*schema.Field{idx, spare})
 	return idx, spare
 }
 
@@ -135,7 +133,7 @@ func pair(src *schema.Field) (idx, spare *schema.Field) {
 // write's transaction — by the guard (compute), or earlier by the guard
 // for the serializer.
 func (s *Serializer) indexValue(ctx context.Context, xf, src *schema.Field, pt string, compute bool) (any, error) {
-	idx, spare := pair(src)
+	idx, spare := s.pair(src)
 	if idx == nil {
 		return nil, fmt.Errorf("wardgorm: %s.%s: a spare index field without its index field (ward:\"of:%s\")", src.Schema.Name, src.Name, src.Name)
 	}
@@ -170,15 +168,12 @@ func (s *Serializer) indexValue(ctx context.Context, xf, src *schema.Field, pt s
 // compute computes src's recorded index of pt in the statement's
 // transaction and keeps it for the serializer.
 func (s *Serializer) compute(ctx context.Context, r *recording, src, idx, spare *schema.Field, pt string) (a, b []byte, err error) {
-	if r.tx == nil {
-		return nil, nil, fmt.Errorf("wardgorm: %s.%s: %w (leave GORM's default transaction on, or write in db.Transaction)", src.Schema.Name, src.Name, ormkit.ErrNoTx)
-	}
-	x, err := s.indexer(ctx, r.rec, src, idx, spare)
+	col, err := s.sourceColumn(src)
 	if err != nil {
 		return nil, nil, err
 	}
-	if a, b, err = x.WriteTx(ctx, r.tx, pt); err != nil {
-		return nil, nil, err
+	if a, b, err = r.rec.Values(ormkit.WithTx(ctx, r.tx), col, idx.DBName, spare.DBName, pt); err != nil {
+		return nil, nil, fmt.Errorf("wardgorm: %w (leave GORM's default transaction on, or write in db.Transaction)", err)
 	}
 	if r.vals == nil {
 		r.vals = map[*schema.Field]map[string][2][]byte{}
@@ -209,7 +204,7 @@ func (s *Serializer) prepareRows(db *gorm.DB) error {
 		}
 	}
 	for _, src := range stmt.Schema.Fields {
-		idx, spare := pair(src)
+		idx, spare := s.pair(src)
 		if !isWard(src) || idx == nil || spare == nil {
 			continue
 		}
@@ -232,15 +227,24 @@ func (s *Serializer) prepareRows(db *gorm.DB) error {
 // indexer returns the Indexer of src's recorded index, recording src and
 // the index in the ledger the first time.
 func (s *Serializer) indexer(ctx context.Context, rec *ormkit.Recorded, src, idx, spare *schema.Field) (*ledger.Indexer, error) {
-	b, err := s.binding(src)
+	col, err := s.sourceColumn(src)
 	if err != nil {
 		return nil, err
+	}
+	return rec.Get(ctx, col, idx.DBName, spare.DBName)
+}
+
+// sourceColumn describes the indexed field src for the ledger.
+func (s *Serializer) sourceColumn(src *schema.Field) (ledger.Column, error) {
+	b, err := s.binding(src)
+	if err != nil {
+		return ledger.Column{}, err
 	}
 	key := ""
 	if b.key != nil {
 		key = b.key.DBName
 	}
-	return rec.Get(ctx, ledger.ColumnOf(b.col, key), idx.DBName, spare.DBName)
+	return ledger.ColumnOf(b.col, key), nil
 }
 
 // recordIndexes records, in db's ledger, the recorded indexes of sch.
@@ -253,7 +257,7 @@ func (s *Serializer) recordIndexes(db *gorm.DB, sch *schema.Schema) error {
 		if !isWard(f) {
 			continue
 		}
-		if idx, spare := pair(f); idx != nil && spare != nil {
+		if idx, spare := s.pair(f); idx != nil && spare != nil {
 			if _, err := s.indexer(db.Statement.Context, v.(*ormkit.Recorded), f, idx, spare); err != nil {
 				return fmt.Errorf("wardgorm: recording the blind index of %s.%s: %w", sch.Table, f.DBName, err)
 			}

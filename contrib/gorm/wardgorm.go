@@ -101,8 +101,7 @@ type Serializer struct {
 	indexes *ormkit.Indexes
 
 	recorded sync.Map // db.Callback() → *ormkit.Recorded (Record)
-	mu       sync.Mutex
-	all      []*ormkit.Recorded
+	pairs    sync.Map // indexed field → [2]*schema.Field: its index fields (pair)
 }
 
 // binding is what a tagged field is bound to.
