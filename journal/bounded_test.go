@@ -47,7 +47,7 @@ func TestNothingInTheFolderHangs(t *testing.T) {
 			if _, err := Read(kr, "db-1", dir); !errors.Is(err, boundfile.ErrNotRegular) {
 				t.Errorf("Read: %v", err)
 			}
-			if _, err := j.Private("db-1", "users", "u2"); !errors.Is(err, boundfile.ErrNotRegular) {
+			if _, err := j.Private("db-1", "users", "u2", v1Commitment); !errors.Is(err, boundfile.ErrNotRegular) {
 				t.Errorf("Private: %v", err)
 			}
 		}()

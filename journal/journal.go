@@ -18,7 +18,11 @@
 // whether a given subject was forgotten; nobody else learns who was. A
 // record that fails its MAC (written without the keyring) is counted and
 // ignored, so a writer of the folder can delete records (then those
-// forgets are not replayed, as without a journal) but not plant one.
+// forgets are not replayed, as without a journal) but not plant one; a
+// holder of an older copy of the keyring file, whose MACs verify, plants
+// nothing either once the ledger's tallies have moved on: a forget record
+// counts on the chain [Records.Settle] follows, a record of a subject
+// going private on the one [Records.Private] follows.
 package journal
 
 import (
@@ -51,6 +55,7 @@ const (
 	versionKeys    = "ward-forget-v2" // with the subject's key versions
 	versionChain   = "ward-forget-v3" // and the ledger's tally before the forget
 	privateVersion = "ward-private-v1"
+	privateChain   = "ward-private-v2" // chained to the ledger's tally of private subjects
 )
 
 // maxLine bounds a record's line when reading: a longer one is a
@@ -74,7 +79,11 @@ type Entry struct {
 	// Private records that the subject went private (its keys held by the
 	// user only) instead of a forget: a store then never creates a
 	// keyring-wrapped key for it, whatever the database says
-	// (field/subject).
+	// (field/subject). With Chain it is a ward-private-v2 record, chained
+	// from Prev, the ledger's tally of the namespace's subjects gone
+	// private before this one; without, a v1 record (MAC'd under the
+	// root's key, which every copy of the keyring file derives: written
+	// only by tests of the upgrade).
 	Private bool
 	// Keys, for a forget with BindKeys, are the versions of the keys it
 	// deleted (none for a subject that had none): what binds the record
@@ -92,6 +101,10 @@ type Entry struct {
 	// than MaxKeys, bound to the ID alone).
 	Prev  Tally
 	Chain bool
+	// Identity, if set, is the record's subject hash ([Identity]) in place
+	// of one computed from Subject: a v1 private record moved onto its
+	// namespace's chain (field/subject) names only its hash.
+	Identity []byte
 }
 
 // Tally is a ledger's count of a namespace's forgets with the hash chain
@@ -301,6 +314,11 @@ func Item(identity []byte, keys []uint32) []byte {
 	return append(slices.Clip(identity), keysField(keys)...)
 }
 
+// PrivateItem is what a ledger's tally of a namespace's subjects gone
+// private counts for one (field/subject's private counter) and a
+// ward-private-v2 record's tally after adds: the subject's identity.
+func PrivateItem(identity []byte) []byte { return slices.Clip(identity) }
+
 // keysField spells a v3 record's key versions.
 func keysField(keys []uint32) string {
 	if keys == nil || len(keys) > MaxKeys {
@@ -310,25 +328,35 @@ func keysField(keys []uint32) string {
 }
 
 // record is an entry's line: version, database, namespace (hex),
-// subject hash (hex), in v2 and v3 the key versions, in v3 the tally
-// before and the integrity epoch, Unix time, MAC (hex) over all before it:
-// in v3 under the epoch's integrity key, else under the root's MAC key.
+// subject hash (hex), in v2 and v3 the key versions, in v3 and private v2
+// the tally before and the integrity epoch, Unix time, MAC (hex) over all
+// before it: in v3 and private v2 under the epoch's integrity key, else
+// under the root's MAC key.
 func (j *Journal) record(e Entry) ([]byte, error) {
 	tag, keys, macKey := version, "", j.mac
 	switch {
-	case e.Private:
-		tag = privateVersion
 	case e.Chain:
 		epoch, key, err := j.current()
 		if err != nil {
 			return nil, fmt.Errorf("journal: %w", err)
 		}
 		tag, keys, macKey = versionChain, fmt.Sprintf(" %s %s %08x", keysField(e.Keys), tallyText(e.Prev), epoch), key
+		if e.Private {
+			tag, keys = privateChain, fmt.Sprintf(" %s %08x", tallyText(e.Prev), epoch)
+		}
+	case e.Private:
+		tag = privateVersion
 	case e.BindKeys && len(e.Keys) <= MaxKeys:
 		tag, keys = versionKeys, " "+keyList(e.Keys)
 	}
+	id := e.Identity
+	if id == nil {
+		id = subjectHash(j.hash, e.Namespace, e.Subject)
+	} else if len(id) != sha256.Size {
+		return nil, fmt.Errorf("journal: an identity is %d bytes, got %d", sha256.Size, len(id))
+	}
 	body := fmt.Sprintf("%s %s %s %s%s %d", tag, e.Database, hex.EncodeToString([]byte(e.Namespace)),
-		hex.EncodeToString(subjectHash(j.hash, e.Namespace, e.Subject)), keys, e.At.Unix())
+		hex.EncodeToString(id), keys, e.At.Unix())
 	m := hmac.New(sha256.New, macKey)
 	m.Write([]byte(body))
 	return []byte(body + " " + hex.EncodeToString(m.Sum(nil)) + "\n"), nil

@@ -169,13 +169,29 @@ type vector struct {
 	Keys     []uint32 `json:"keys,omitempty"`
 	// Chain makes a v3 record, of the key versions Keys ("*" when
 	// KeysUnbound) and the tally before, Prev; Next is the tally after
-	// (Prev with the subject's hash added: FORMAT.md, "Tallies").
+	// (Prev with the subject's hash added: FORMAT.md, "Tallies"). With
+	// Private, a ward-private-v2 record (no key versions; Next adds the
+	// hash alone).
 	Chain       bool         `json:"chain,omitempty"`
 	KeysUnbound bool         `json:"keys_unbound,omitempty"`
 	Prev        *vectorTally `json:"prev,omitempty"`
 	Next        *vectorTally `json:"next,omitempty"`
 	Line        string       `json:"line"`
 }
+
+// item is what the vector's record adds to its tally: the subject's hash
+// and key versions of a forget; the hash alone of a subject gone private.
+func (v vector) item(hashKey []byte, keys []uint32) []byte {
+	id := subjectHash(hashKey, v.Namespace, v.Subject)
+	if v.Private {
+		return PrivateItem(id)
+	}
+	return Item(id, keys)
+}
+
+// v1Commitment is a ledger without private subjects, of a namespace whose
+// v1 records still count.
+func v1Commitment() (Commitment, error) { return Commitment{V1: true}, nil }
 
 type vectorTally struct {
 	Count uint64 `json:"count"`
@@ -210,7 +226,9 @@ func TestVectors(t *testing.T) {
 			{Database: "db-0123456789abcdef", Namespace: "users", Subject: "dave", At: 1764547200, BindKeys: true},
 			{Database: "db-0123456789abcdef", Namespace: "users", Subject: "erin", At: 1764547200, Chain: true, Keys: []uint32{0x7f000001}, Prev: &vectorTally{Count: 4, Since: 4}},
 			{Database: "db-0123456789abcdef", Namespace: "users", Subject: "frank", At: 1764547200, Chain: true, Keys: []uint32{}, Prev: &vectorTally{Count: 5, Since: 4, Head: "2d8b2c0a1e0f6f0d8f8f9d4c63f1b8f3f7e3b1a0c9d8e7f6a5b4c3d2e1f00112"}},
-			{Database: "db-0123456789abcdef", Namespace: "users", Subject: "grace", At: 1764547200, Chain: true, KeysUnbound: true, Prev: &vectorTally{Count: 9, Since: 0, Head: "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"}}}
+			{Database: "db-0123456789abcdef", Namespace: "users", Subject: "grace", At: 1764547200, Chain: true, KeysUnbound: true, Prev: &vectorTally{Count: 9, Since: 0, Head: "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"}},
+			{Database: "db-0123456789abcdef", Namespace: "users", Subject: "heidi", At: 1764547200, Private: true, Chain: true, Prev: &vectorTally{}},
+			{Database: "db-0123456789abcdef", Namespace: "users", Subject: "ivan", At: 1764547200, Private: true, Chain: true, Prev: &vectorTally{Count: 1, Since: 0, Head: "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"}}}
 	} else {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -228,24 +246,24 @@ func TestVectors(t *testing.T) {
 	r := newRecords(ks)
 	for i, e := range v.Records {
 		keys := e.Keys
-		if e.Chain && !e.KeysUnbound && keys == nil {
+		if e.Chain && !e.KeysUnbound && !e.Private && keys == nil {
 			keys = []uint32{}
 		}
 		line := string(mustRecord(t, j, Entry{Database: e.Database, Namespace: e.Namespace, Subject: e.Subject, At: time.Unix(e.At, 0), Private: e.Private, Keys: keys, BindKeys: e.BindKeys, Chain: e.Chain, Prev: e.Prev.tally()}))
 		if *update {
 			v.Records[i].Line = line
 			if e.Chain {
-				v.Records[i].Next = textTally(e.Prev.tally().Add(Item(subjectHash(hk, e.Namespace, e.Subject), keys)))
+				v.Records[i].Next = textTally(e.Prev.tally().Add(e.item(hk, keys)))
 			}
 		} else if line != e.Line {
 			t.Fatalf("record %d: %q, want %q", i, line, e.Line)
-		} else if e.Chain && !e.Prev.tally().Add(Item(subjectHash(hk, e.Namespace, e.Subject), keys)).Equal(e.Next.tally()) {
+		} else if e.Chain && !e.Prev.tally().Add(e.item(hk, keys)).Equal(e.Next.tally()) {
 			t.Fatalf("record %d: the tally after is not %+v", i, e.Next)
 		}
 		r.add([]byte(line), e.Database, true)
 		if e.Private {
-			if !r.Private(e.Namespace, e.Subject) {
-				t.Fatalf("record %d does not read back as private", i)
+			if p, err := r.Private(e.Namespace, e.Subject, v1Commitment); err != nil || !p {
+				t.Fatalf("record %d does not read back as private: %v", i, err)
 			}
 			continue
 		}
@@ -265,8 +283,8 @@ func TestVectors(t *testing.T) {
 }
 
 // FuzzRecord: no line panics the reader, and the only lines it accepts
-// are the three records made with the MAC key (v1, v2 with key versions,
-// v3 with the tally before): nothing else forges a forget.
+// are the four records made with the MAC keys (v1, v2 with key versions,
+// v3 with the tally before, private v2): nothing else forges a record.
 func FuzzRecord(f *testing.F) {
 	ks := fixedKeys(bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32), 7, bytes.Repeat([]byte{3}, 32))
 	j := &Journal{keySet: ks}
@@ -278,12 +296,15 @@ func FuzzRecord(f *testing.F) {
 	f.Add([]byte("ward-forget-v2 db-1 7573657273 00 00000001,00000001 1 00\n"))
 	chained := mustRecord(f, j, Entry{Database: "db-1", Namespace: "users", Subject: "alice", At: time.Unix(1, 0), Keys: []uint32{1}, Chain: true, Prev: Tally{Count: 2, Since: 2}})
 	f.Add(chained)
+	private := mustRecord(f, j, Entry{Database: "db-1", Namespace: "users", Subject: "alice", At: time.Unix(1, 0), Private: true, Chain: true, Prev: Tally{Count: 2, Since: 2}})
+	f.Add(private)
+	f.Add([]byte("ward-private-v2 db-1 7573657273 00 1/0/00 00000007 1 00\n"))
 	f.Add([]byte("ward-forget-v3 db-1 7573657273 00 * 1/0/00 1 00\n"))
 	f.Add([]byte("\n"))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		r := newRecords(ks)
 		r.add(line, "db-1", bytes.HasSuffix(line, []byte("\n")))
-		if r.Invalid == 0 && !bytes.Equal(line, good) && !bytes.Equal(line, bound) && !bytes.Equal(line, chained) {
+		if r.Invalid == 0 && !bytes.Equal(line, good) && !bytes.Equal(line, bound) && !bytes.Equal(line, chained) && !bytes.Equal(line, private) {
 			t.Fatalf("accepted %q", line)
 		}
 	})
@@ -301,7 +322,7 @@ func TestPrivate(t *testing.T) {
 	b, _ := Open(dir, kr)
 	defer a.Close()
 	defer b.Close()
-	if p, err := b.Private("db-1", "users", "alice"); err != nil || p {
+	if p, err := b.Private("db-1", "users", "alice", v1Commitment); err != nil || p {
 		t.Fatalf("before: %v %v", p, err)
 	}
 	for _, e := range []Entry{{Database: "db-1", Namespace: "users", Subject: "alice", Private: true},
@@ -315,14 +336,14 @@ func TestPrivate(t *testing.T) {
 	forged = forged[:len(forged)-3] + "00\n" // its MAC altered
 	os.WriteFile(filepath.Join(dir, "planted"+Ext), []byte(forged), 0o600)
 	for sub, want := range map[string]bool{"alice": true, "bob": false, "carol": false, "dave": false} {
-		if p, err := b.Private("db-1", "users", sub); err != nil || p != want {
+		if p, err := b.Private("db-1", "users", sub, v1Commitment); err != nil || p != want {
 			t.Fatalf("%s: private %v, want %v (%v)", sub, p, want, err)
 		}
 	}
 	if err := a.Append(ctx, Entry{Database: "db-1", Namespace: "users", Subject: "erin", Private: true}); err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := b.Private("db-1", "users", "erin"); !p {
+	if p, _ := b.Private("db-1", "users", "erin", v1Commitment); !p {
 		t.Fatal("a record appended since the last read was missed")
 	}
 }

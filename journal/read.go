@@ -115,20 +115,6 @@ type live struct {
 	offsets  map[string]int64
 }
 
-// Private reports whether any process's record in the journal says the
-// subject went private, in the database named: the journal is read anew
-// up to its end first (only what was appended since the last call). A
-// store asks before it creates a keyring-wrapped key, which a database
-// writer who deleted a private user's key rows would otherwise get.
-func (j *Journal) Private(database, namespace, subject string) (bool, error) {
-	j.live.mu.Lock()
-	defer j.live.mu.Unlock()
-	if err := j.refresh(database); err != nil {
-		return false, err
-	}
-	return j.live.records.Private(namespace, subject), nil
-}
-
 // refresh reads what was appended to the journal since the last call.
 func (j *Journal) refresh(database string) error {
 	l := &j.live

@@ -26,8 +26,8 @@ type Records struct {
 	Other int
 
 	keys    keySet
-	forgets map[string][]record             // namespace → its forget records, as read (Settle keeps those that count)
-	private map[string]map[string]time.Time // namespace → subject hash (hex) → when it went private
+	forgets map[string][]record        // namespace → its forget records, as read (Settle keeps those that count)
+	private map[string]*privateRecords // namespace → its records of subjects gone private
 	index   map[string]map[string]*subjectRecords
 }
 
@@ -36,7 +36,8 @@ type record struct {
 	subject string    // the subject's hash (hex)
 	at      time.Time // when
 	keys    []uint32  // the key versions it names; nil: the ID alone (v1, or v3 "*")
-	chained bool      // v3: prev is the ledger's tally before the forget
+	chained bool      // v3 and private v2: prev is the ledger's tally before the record's event
+	private bool      // a subject gone private, not a forget
 	prev    Tally
 	epoch   uint32 // v3: the integrity epoch its MAC is under
 	// proven is false for a v3 record whose epoch's key this keyring no
@@ -48,6 +49,9 @@ type record struct {
 // next is the ledger's tally after a chained record's forget.
 func (rec record) next() Tally {
 	id, _ := hex.DecodeString(rec.subject)
+	if rec.private {
+		return rec.prev.Add(PrivateItem(id))
+	}
 	return rec.prev.Add(Item(id, rec.keys))
 }
 
@@ -59,7 +63,7 @@ type subjectRecords struct {
 }
 
 func newRecords(ks keySet) *Records {
-	return &Records{keys: ks, forgets: map[string][]record{}, private: map[string]map[string]time.Time{}}
+	return &Records{keys: ks, forgets: map[string][]record{}, private: map[string]*privateRecords{}}
 }
 
 // keyList spells key versions as a record holds them: "-" for none, else
@@ -145,13 +149,8 @@ func (r *Records) add(line []byte, database string, complete bool) {
 		return
 	}
 	ns, _ := hex.DecodeString(f[2])
-	if f[0] == privateVersion {
-		if r.private[string(ns)] == nil {
-			r.private[string(ns)] = map[string]time.Time{}
-		}
-		if prev, ok := r.private[string(ns)][rec.subject]; !ok || rec.at.Before(prev) {
-			r.private[string(ns)][rec.subject] = rec.at
-		}
+	if rec.private {
+		r.addPrivate(string(ns), rec)
 		return
 	}
 	r.forgets[string(ns)] = append(r.forgets[string(ns)], rec)
@@ -199,16 +198,24 @@ func parseRecord(f []string, complete bool) (record, bool) {
 		if rec.prev, ok = parseTally(f[5]); !ok {
 			return record{}, false
 		}
-		epoch, err := strconv.ParseUint(f[6], 16, 32)
-		if err != nil || len(f[6]) != 8 || f[6] != strings.ToLower(f[6]) {
+		if rec.epoch, ok = parseEpoch(f[6]); !ok {
 			return record{}, false
 		}
-		rec.chained, rec.epoch = true, uint32(epoch)
+		rec.chained = true
+	case len(f) == 8 && f[0] == privateChain:
+		if rec.prev, ok = parseTally(f[4]); !ok {
+			return record{}, false
+		}
+		if rec.epoch, ok = parseEpoch(f[5]); !ok {
+			return record{}, false
+		}
+		rec.chained, rec.private = true, true
 	case len(f) == 7 && f[0] == versionKeys:
 		if rec.keys, ok = parseKeys(f[4]); !ok {
 			return record{}, false
 		}
 	case len(f) == 6 && (f[0] == version || f[0] == privateVersion):
+		rec.private = f[0] == privateVersion
 	default:
 		return record{}, false
 	}
@@ -220,6 +227,16 @@ func parseRecord(f []string, complete bool) (record, bool) {
 	}
 	rec.subject, rec.at = f[3], time.Unix(at, 0)
 	return rec, true
+}
+
+// parseEpoch reads an integrity epoch as a record spells it: 8 lower-case
+// hex digits.
+func parseEpoch(s string) (uint32, bool) {
+	epoch, err := strconv.ParseUint(s, 16, 32)
+	if err != nil || len(s) != 8 || s != strings.ToLower(s) {
+		return 0, false
+	}
+	return uint32(epoch), true
 }
 
 // subjects indexes a namespace's records by subject.
@@ -299,11 +316,4 @@ func (r *Records) Forgotten(namespace, subject string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return s.at, true
-}
-
-// Private reports whether the journal records that a subject went
-// private.
-func (r *Records) Private(namespace, subject string) bool {
-	_, ok := r.private[namespace][hex.EncodeToString(subjectHash(r.keys.hash, namespace, subject))]
-	return ok
 }

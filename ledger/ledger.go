@@ -621,6 +621,17 @@ func (l *Ledger) CountTx(ctx context.Context, tx *sql.Tx, kr *keyring.Keyring, n
 	return in.anchorAfter(kr), nil
 }
 
+// MarkTx is Mark within tx, the caller's transaction (as [Ledger.CountTx]):
+// the marks commit with what they say, or not at all. Call anchor after
+// the commit.
+func (l *Ledger) MarkTx(ctx context.Context, tx *sql.Tx, kr *keyring.Keyring, marks ...string) (anchor func(context.Context) error, err error) {
+	in := l.inTx(tx)
+	if err := in.Mark(ctx, kr, marks...); err != nil {
+		return nil, err
+	}
+	return in.anchorAfter(kr), nil
+}
+
 // Tally names what a counter counts ([State.Tallies]).
 type Tally = keycore.Tally
 

@@ -2,11 +2,15 @@ package subject
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/journal"
+	"github.com/wardlab/ward/ledger"
 )
 
 // Private mode, anchored outside the database.
@@ -36,11 +40,28 @@ func (s *Store) journaledPrivate(ctx context.Context, subject string) (bool, err
 	if err != nil || db == "" {
 		return false, err
 	}
-	p, err := s.cfg.Journal.Private(db, s.cfg.Namespace, subject)
+	p, err := s.cfg.Journal.Private(db, s.cfg.Namespace, subject, func() (journal.Commitment, error) {
+		st := s.cfg.Verified
+		if st == nil {
+			if st, err = s.cfg.Ledger.Verified(ctx, s.cfg.Keyring); err != nil {
+				return journal.Commitment{}, err
+			}
+		}
+		return s.commitment(st), nil
+	})
 	if err != nil {
 		return false, fmt.Errorf("subject: reading the journal: %w", err)
 	}
 	return p, nil
+}
+
+// commitment is what the ledger's state commits to of the namespace's
+// subjects gone private.
+func (s *Store) commitment(st *ledger.State) journal.Commitment {
+	if st == nil {
+		return journal.Commitment{V1: true}
+	}
+	return journal.Commitment{Tally: st.Tally(PrivateCounter(s.cfg.Namespace)), V1: !slices.Contains(st.Marks, PrivateV2Mark(s.cfg.Namespace))}
 }
 
 // databaseID is the ledger's database ID, read from a verified ledger
@@ -81,26 +102,112 @@ func (s *Store) refuseKeyringKey(ctx context.Context, subject string) error {
 	return nil
 }
 
-// journalPrivate records, before the caller's transaction commits, that
-// the subject goes private.
-func (s *Store) journalPrivate(ctx context.Context, subject string) error {
+// privateCounterPrefix names the ledger's counters (and tallies) of
+// subjects gone private, one per namespace.
+const privateCounterPrefix = "subject.private:"
+
+// PrivateCounter names the ledger counter, and its tally
+// ([ledger.State.Tallies]), of a namespace's subjects gone private with a
+// journal: each journal record of one (ward-private-v2) chains from it,
+// so a record counts once the ledger commits to it, whatever keyring
+// file MAC'd it (package journal).
+func PrivateCounter(namespace string) string { return privateCounterPrefix + namespace }
+
+// PrivateV2Mark is the ledger mark saying a namespace's private records
+// from before tallies (ward-private-v1, MAC'd under a key every copy of
+// the keyring file derives) were counted on its chain: from then on they
+// count for nothing. [Open] moves them, with a journal.
+func PrivateV2Mark(namespace string) string { return "integrity:private-v2:" + namespace }
+
+// journalPrivate records, before tx commits, that the subject goes
+// private: counted in the ledger's tally of the namespace's private
+// subjects in tx, and journaled with the tally it chains from. Call the
+// anchor it returns after the commit.
+func (s *Store) journalPrivate(ctx context.Context, tx *sql.Tx, subject string) (anchor func(context.Context) error, err error) {
 	if s.cfg.Journal == nil {
-		return nil
+		return nil, nil
 	}
 	if s.cfg.Ledger == nil {
-		return errors.New("subject: a Journal needs Config.Ledger (its database ID names the records)")
+		return nil, errors.New("subject: a Journal needs Config.Ledger (its database ID names the records)")
 	}
-	st, err := s.cfg.Ledger.Verified(ctx, s.cfg.Keyring)
-	if err == nil && st == nil {
-		if err = s.cfg.Ledger.Record(ctx, s.cfg.Keyring); err == nil {
-			st, err = s.cfg.Ledger.Verified(ctx, s.cfg.Keyring)
+	st, err := s.readyLedger(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.chainV1Private(ctx, tx, st); err != nil {
+		return nil, err
+	}
+	id, err := s.identity(subject)
+	if err != nil {
+		return nil, err
+	}
+	prev, anchor, err := s.cfg.Ledger.TallyTx(ctx, tx, s.cfg.Keyring, PrivateCounter(s.cfg.Namespace), journal.PrivateItem(id))
+	if err != nil {
+		return nil, fmt.Errorf("subject: counting %s/%s as private: %w", s.cfg.Namespace, subject, err)
+	}
+	e := journal.Entry{Database: st.Database, Namespace: s.cfg.Namespace, Subject: subject, Private: true, Chain: true, Prev: prev}
+	if err := s.cfg.Journal.Append(ctx, e); err != nil {
+		return nil, fmt.Errorf("subject: %s/%s is not private: %w", s.cfg.Namespace, subject, err)
+	}
+	return anchor, nil
+}
+
+// chainV1Private moves, in tx, the namespace's v1 private records onto
+// its chain — each subject counted in the ledger's tally and journaled
+// again as ward-private-v2 — and marks the move (PrivateV2Mark), unless
+// marked already. A kill before the commit leaves the v1 records counting
+// and the next run does it again (records of a rolled-back move are off
+// the chain: they count only while their epoch is current, for subjects
+// the v1 records made private anyway).
+func (s *Store) chainV1Private(ctx context.Context, tx *sql.Tx, st *ledger.State) (anchor func(context.Context) error, err error) {
+	ns := s.cfg.Namespace
+	if slices.Contains(st.Marks, PrivateV2Mark(ns)) {
+		return nil, nil
+	}
+	ids, err := s.cfg.Journal.Unchained(st.Database, ns, s.commitment(st))
+	if err != nil {
+		return nil, fmt.Errorf("subject: reading the journal: %w", err)
+	}
+	for _, id := range ids {
+		prev, _, err := s.cfg.Ledger.TallyTx(ctx, tx, s.cfg.Keyring, PrivateCounter(ns), journal.PrivateItem(id))
+		if err != nil {
+			return nil, fmt.Errorf("subject: counting a private subject of %s: %w", ns, err)
+		}
+		if err := s.cfg.Journal.Append(ctx, journal.Entry{Database: st.Database, Namespace: ns, Identity: id, Private: true, Chain: true, Prev: prev}); err != nil {
+			return nil, fmt.Errorf("subject: moving the private records of %s: %w", ns, err)
 		}
 	}
+	return s.cfg.Ledger.MarkTx(ctx, tx, s.cfg.Keyring, PrivateV2Mark(ns))
+}
+
+// chainV1PrivateAtOpen is chainV1Private in a transaction of its own, at
+// Open with a journal, for a database whose ledger exists (a ledger that
+// does not verify is left to the paths that verify it, which report it).
+func (s *Store) chainV1PrivateAtOpen(ctx context.Context) error {
+	if s.cfg.Journal == nil || s.cfg.Ledger == nil || s.cfg.Verified != nil {
+		return nil
+	}
+	st, err := s.cfg.Ledger.Verified(ctx, s.cfg.Keyring)
+	if err != nil || st == nil || slices.Contains(st.Marks, PrivateV2Mark(s.cfg.Namespace)) {
+		return nil
+	}
+	tx, err := s.cfg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("subject: moving the private records of %s: %w", s.cfg.Namespace, err)
+	}
+	defer tx.Rollback()
+	if err := s.durable(ctx, tx); err != nil {
+		return err
+	}
+	anchor, err := s.chainV1Private(ctx, tx, st)
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Journal.Append(ctx, journal.Entry{Database: st.Database, Namespace: s.cfg.Namespace, Subject: subject, Private: true}); err != nil {
-		return fmt.Errorf("subject: %s/%s is not private: %w", s.cfg.Namespace, subject, err)
+	if err := sqltable.Commit(ctx, tx); err != nil {
+		return fmt.Errorf("subject: moving the private records of %s: %w", s.cfg.Namespace, err)
+	}
+	if err := anchor(ctx); err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
+		return fmt.Errorf("subject: the private records of %s moved, but the keyring file's anchor was not updated: %w", s.cfg.Namespace, err)
 	}
 	return nil
 }

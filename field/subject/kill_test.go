@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,4 +199,167 @@ func childOpen(t *testing.T) (*sql.DB, *keyring.Keyring) {
 		t.Fatal(err)
 	}
 	return db, kr
+}
+
+// privateMoveChildEnv makes the test binary run TestPrivateMoveChild.
+const privateMoveChildEnv = "WARD_PRIVATE_MOVE_CHILD"
+
+// TestPrivateMoveKilled: a journal of the release before holds 300 v1
+// private records; a process opening the store with the journal moves
+// them onto the ledger's chain (one transaction; each record journaled
+// again as v2 first) and is killed with SIGKILL part-way, up to 5 times.
+// After each kill every one of the 300 subjects still reads as private
+// (the move either committed whole, marked, or not at all, the v1 records
+// still counting), and once the move finishes every one is on the chain.
+func TestPrivateMoveKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
+		ctx := context.Background()
+		dialect, _ := field.ParseDialect(d.Driver)
+		dir := t.TempDir()
+		mk := local.Generate()
+		kr, err := keyring.Create(ctx, filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := []string{d.Table(t, "ledger"), d.Table(t, "keys"), d.Table(t, "tombs"), d.Table(t, "sessions")}
+		lg := &ledger.Ledger{DB: d.DB, Dialect: dialect, Table: names[0]}
+		if err := lg.Record(ctx, kr); err != nil {
+			t.Fatal(err)
+		}
+		st, err := lg.Verified(ctx, kr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jdir := filepath.Join(dir, "journal")
+		const users = 300
+		before, err := journal.Open(jdir, kr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sub := range subjects(users) {
+			if err := before.Append(ctx, journal.Entry{Database: st.Database, Namespace: "users", Subject: sub, Private: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before.Close()
+		run := func(kill bool) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestPrivateMoveChild$")
+			cmd.Env = append(os.Environ(), privateMoveChildEnv+"=1", local.EnvVar+"="+mk.Encode(), "CHILD_DRIVER="+d.Driver, "CHILD_DSN="+d.DSN,
+				"CHILD_KEYRING="+kr.Path(), "CHILD_JOURNAL="+jdir, "CHILD_TABLES="+fmt.Sprint(names))
+			if !kill {
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("the move: %v\n%s", err, out)
+				}
+				return
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Once the child has journaled some v2 records, at a random point.
+			want := chainedLines(t, jdir) + 1 + rand.IntN(users-1)
+			for deadline := time.Now().Add(60 * time.Second); chainedLines(t, jdir) < want && cmd.ProcessState == nil; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatal("the child journaled nothing in 60 s")
+				}
+			}
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		for kill := range 5 {
+			if marked(t, lg, kr) {
+				break
+			}
+			lines := chainedLines(t, jdir)
+			run(true)
+			t.Logf("kill %d: %d v2 records journaled before it, %d after; moved: %v", kill, lines, chainedLines(t, jdir), marked(t, lg, kr))
+			checkPrivate(t, lg, kr, jdir, users)
+		}
+		run(false)
+		if !marked(t, lg, kr) {
+			t.Fatal("the move did not finish")
+		}
+		checkPrivate(t, lg, kr, jdir, users)
+		r, err := journal.Read(kr, st.Database, jdir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ = lg.Verified(ctx, kr)
+		if left := r.Unchained("users", journal.Commitment{Tally: st.Tally(PrivateCounter("users"))}); len(left) != 0 {
+			t.Fatalf("%d subjects off the chain after the move", len(left))
+		}
+	})
+}
+
+// chainedLines counts the v2 private records in the journal's files.
+func chainedLines(t *testing.T, dir string) int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*"+journal.Ext))
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += strings.Count(string(b), "ward-private-v2 ")
+	}
+	return n
+}
+
+// marked reports whether the ledger records the move.
+func marked(t *testing.T, lg *ledger.Ledger, kr *keyring.Keyring) bool {
+	t.Helper()
+	ok, err := lg.Marked(context.Background(), kr, PrivateV2Mark("users"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// checkPrivate checks that every subject reads as private under what the
+// ledger commits to now.
+func checkPrivate(t *testing.T, lg *ledger.Ledger, kr *keyring.Keyring, dir string, users int) {
+	t.Helper()
+	ctx := context.Background()
+	if err := kr.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := lg.Verified(ctx, kr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := journal.Read(kr, st.Database, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := journal.Commitment{Tally: st.Tally(PrivateCounter("users")), V1: !slices.Contains(st.Marks, PrivateV2Mark("users"))}
+	for _, sub := range subjects(users) {
+		if p, err := r.Private("users", sub, func() (journal.Commitment, error) { return c, nil }); err != nil || !p {
+			t.Fatalf("%s is not private (moved: %v, tally %d): %v", sub, !c.V1, c.Tally.Count, err)
+		}
+	}
+}
+
+// TestPrivateMoveChild is the child of TestPrivateMoveKilled: it opens
+// the store with the journal (which moves the v1 records) and exits.
+func TestPrivateMoveChild(t *testing.T) {
+	if os.Getenv(privateMoveChildEnv) == "" {
+		t.Skip("run by TestPrivateMoveKilled")
+	}
+	db, kr := childOpen(t)
+	dialect, _ := field.ParseDialect(os.Getenv("CHILD_DRIVER"))
+	var names [4]string
+	fmt.Sscanf(os.Getenv("CHILD_TABLES"), "[%s %s %s %s]", &names[0], &names[1], &names[2], &names[3])
+	names[3] = names[3][:len(names[3])-1]
+	j, err := journal.Open(os.Getenv("CHILD_JOURNAL"), kr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(context.Background(), Config{DB: db, Dialect: dialect, Keyring: kr, Ledger: &ledger.Ledger{DB: db, Dialect: dialect, Table: names[0]},
+		Namespace: "users", KeysTable: names[1], TombstonesTable: names[2], SessionsTable: names[3], Journal: j}); err != nil {
+		t.Fatal(err)
+	}
 }

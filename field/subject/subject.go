@@ -193,6 +193,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := s.create(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.chainV1PrivateAtOpen(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // User-held keys. A private subject's keys are wrapped only under a key
@@ -166,7 +167,7 @@ func (s *Store) MakePrivate(ctx context.Context, subject string, secret []byte, 
 	}
 	defer s.Purge(subject)
 	if opts.Tx != nil {
-		u, err := s.makePrivate(ctx, opts.Tx, subject, kek, rkek)
+		u, _, err := s.makePrivate(ctx, opts.Tx, subject, kek, rkek) // the anchor catches up at the ledger's next write
 		return u, code, err
 	}
 	tx, err := s.cfg.DB.BeginTx(ctx, nil)
@@ -174,24 +175,40 @@ func (s *Store) MakePrivate(ctx context.Context, subject string, secret []byte, 
 		return nil, "", fmt.Errorf("subject: making %s/%s private: %w", s.cfg.Namespace, subject, err)
 	}
 	defer tx.Rollback()
-	u, err := s.makePrivate(ctx, tx, subject, kek, rkek)
+	u, anchor, err := s.makePrivate(ctx, tx, subject, kek, rkek)
 	if err != nil {
 		return nil, "", err
 	}
 	if err := sqltable.Commit(ctx, tx); err != nil {
 		return nil, "", fmt.Errorf("subject: making %s/%s private: %w", s.cfg.Namespace, subject, err)
 	}
+	if anchor != nil {
+		// A keyring file this process cannot write leaves the anchor
+		// behind; the ledger's next write brings it up to date.
+		if err := anchor(ctx); err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
+			return nil, "", fmt.Errorf("subject: %s/%s is private, but the keyring file's anchor was not updated: %w", s.cfg.Namespace, subject, err)
+		}
+	}
 	return u, code, nil
 }
 
-// makePrivate wraps every key of the subject under kek (and rkek) in tx.
-func (s *Store) makePrivate(ctx context.Context, tx *sql.Tx, subject string, kek, rkek *keycore.SubjectKey) (*Unlocked, error) {
+// makePrivate wraps every key of the subject under kek (and rkek) in tx,
+// and returns what saves the ledger's new state in the keyring file's
+// anchor after the commit (nil without a journal).
+func (s *Store) makePrivate(ctx context.Context, tx *sql.Tx, subject string, kek, rkek *keycore.SubjectKey) (*Unlocked, func(context.Context) error, error) {
 	if err := s.durable(ctx, tx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := s.journalPrivate(ctx, subject); err != nil { // before the commit: never private in the database alone
-		return nil, err
+	anchor, err := s.journalPrivate(ctx, tx, subject) // before the commit: never private in the database alone
+	if err != nil {
+		return nil, nil, err
 	}
+	u, err := s.wrapPrivate(ctx, tx, subject, kek, rkek)
+	return u, anchor, err
+}
+
+// wrapPrivate is makePrivate's work on the subject's key rows.
+func (s *Store) wrapPrivate(ctx context.Context, tx *sql.Tx, subject string, kek, rkek *keycore.SubjectKey) (*Unlocked, error) {
 	rows, err := s.rowsOf(ctx, tx, subject)
 	if err != nil {
 		return nil, err
