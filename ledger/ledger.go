@@ -641,6 +641,18 @@ type Tally = keycore.Tally
 // journal's record chains from. A counter counted before tallies (or by
 // Count) starts its tally at its count.
 func (l *Ledger) TallyTx(ctx context.Context, tx *sql.Tx, kr *keyring.Keyring, name string, id []byte) (prev Tally, anchor func(context.Context) error, err error) {
+	prevs, anchor, err := l.TallyEachTx(ctx, tx, kr, name, [][]byte{id})
+	if err != nil {
+		return Tally{}, nil, err
+	}
+	return prevs[0], anchor, nil
+}
+
+// TallyEachTx is TallyTx of several identities, in order, and [Ledger.Mark]
+// of marks, in one write of the ledger within tx: prevs[i] is the tally
+// ids[i] chains from. A job moving many records onto a tally at once (and
+// marking the move done) rewrites the ledger once, not once per record.
+func (l *Ledger) TallyEachTx(ctx context.Context, tx *sql.Tx, kr *keyring.Keyring, name string, ids [][]byte, marks ...string) (prevs []Tally, anchor func(context.Context) error, err error) {
 	in := l.inTx(tx)
 	err = in.update(ctx, kr, normal, func(st *State) {
 		if st.Counters == nil {
@@ -649,14 +661,23 @@ func (l *Ledger) TallyTx(ctx context.Context, tx *sql.Tx, kr *keyring.Keyring, n
 		if st.Tallies == nil {
 			st.Tallies = map[string]Tally{}
 		}
-		prev = st.Tally(name)
-		st.Counters[name]++
-		st.Tallies[name] = prev.Add(id)
+		prevs = prevs[:0]
+		for _, id := range ids {
+			prev := st.Tally(name)
+			prevs = append(prevs, prev)
+			st.Counters[name]++
+			st.Tallies[name] = prev.Add(id)
+		}
+		for _, m := range marks {
+			if !slices.Contains(st.Marks, m) {
+				st.Marks = append(st.Marks, m)
+			}
+		}
 	})
 	if err != nil {
-		return Tally{}, nil, err
+		return nil, nil, err
 	}
-	return prev, in.anchorAfter(kr), nil
+	return prevs, in.anchorAfter(kr), nil
 }
 
 // Tally is the named counter's tally: the recorded one, or one starting

@@ -585,3 +585,66 @@ func FuzzStateJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestTallyEachTx: several identities tallied and a mark set in one write
+// of the ledger (its counter moves by one), each identity chaining from
+// the tally before it, the same chain TallyTx builds one at a time; a
+// rolled-back transaction leaves neither.
+func TestTallyEachTx(t *testing.T) {
+	forEachDB(t, func(t *testing.T, d testDB) {
+		ctx := context.Background()
+		_, _, kr := fileKeyring(t)
+		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
+		if err := l.Record(ctx, kr); err != nil {
+			t.Fatal(err)
+		}
+		ids := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+		tallyIn := func(commit bool) ([]Tally, uint64) {
+			t.Helper()
+			before, err := l.Verified(ctx, kr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx, err := d.db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			prevs, anchor, err := l.TallyEachTx(ctx, tx, kr, "n", ids, "moved")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if commit {
+				if err := tx.Commit(); err != nil {
+					t.Fatal(err)
+				}
+				if err := anchor(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return prevs, before.Counter
+		}
+		tallyIn(false)
+		if st, _ := l.Verified(ctx, kr); st.Tally("n").Count != 0 || slices.Contains(st.Marks, "moved") {
+			t.Fatalf("a rolled-back tally left %+v, marks %v", st.Tally("n"), st.Marks)
+		}
+		prevs, counter := tallyIn(true)
+		st, err := l.Verified(ctx, kr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Counter != counter+1 || !slices.Contains(st.Marks, "moved") {
+			t.Fatalf("counter %d -> %d (want one write), marks %v", counter, st.Counter, st.Marks)
+		}
+		want := Tally{}
+		for i, id := range ids {
+			if !prevs[i].Equal(want) {
+				t.Fatalf("ids[%d] chains from %+v, want %+v", i, prevs[i], want)
+			}
+			want = want.Add(id)
+		}
+		if got := st.Tally("n"); !got.Equal(want) || st.Counters["n"] != uint64(len(ids)) {
+			t.Fatalf("tally %+v (counter %d), want %+v", got, st.Counters["n"], want)
+		}
+	})
+}

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/uptrace/bun"
 	"testing"
+
+	"github.com/uptrace/bun"
 
 	wardbun "github.com/wardlab/ward/contrib/bun"
 	"github.com/wardlab/ward/keyring"

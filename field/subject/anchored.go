@@ -41,11 +41,12 @@ func (s *Store) journaledPrivate(ctx context.Context, subject string) (bool, err
 		return false, err
 	}
 	p, err := s.cfg.Journal.Private(db, s.cfg.Namespace, subject, func() (journal.Commitment, error) {
-		st := s.cfg.Verified
-		if st == nil {
-			if st, err = s.cfg.Ledger.Verified(ctx, s.cfg.Keyring); err != nil {
-				return journal.Commitment{}, err
-			}
+		if st := s.cfg.Verified; st != nil {
+			return s.commitment(st), nil
+		}
+		st, err := s.cfg.Ledger.Verified(ctx, s.cfg.Keyring)
+		if err != nil {
+			return journal.Commitment{}, err
 		}
 		return s.commitment(st), nil
 	})
@@ -168,16 +169,20 @@ func (s *Store) chainV1Private(ctx context.Context, tx *sql.Tx, st *ledger.State
 	if err != nil {
 		return nil, fmt.Errorf("subject: reading the journal: %w", err)
 	}
-	for _, id := range ids {
-		prev, _, err := s.cfg.Ledger.TallyTx(ctx, tx, s.cfg.Keyring, PrivateCounter(ns), journal.PrivateItem(id))
-		if err != nil {
-			return nil, fmt.Errorf("subject: counting a private subject of %s: %w", ns, err)
-		}
-		if err := s.cfg.Journal.Append(ctx, journal.Entry{Database: st.Database, Namespace: ns, Identity: id, Private: true, Chain: true, Prev: prev}); err != nil {
+	items := make([][]byte, len(ids))
+	for i, id := range ids {
+		items[i] = journal.PrivateItem(id)
+	}
+	prevs, anchor, err := s.cfg.Ledger.TallyEachTx(ctx, tx, s.cfg.Keyring, PrivateCounter(ns), items, PrivateV2Mark(ns))
+	if err != nil {
+		return nil, fmt.Errorf("subject: counting the private subjects of %s: %w", ns, err)
+	}
+	for i, id := range ids {
+		if err := s.cfg.Journal.Append(ctx, journal.Entry{Database: st.Database, Namespace: ns, Identity: id, Private: true, Chain: true, Prev: prevs[i]}); err != nil {
 			return nil, fmt.Errorf("subject: moving the private records of %s: %w", ns, err)
 		}
 	}
-	return s.cfg.Ledger.MarkTx(ctx, tx, s.cfg.Keyring, PrivateV2Mark(ns))
+	return anchor, nil
 }
 
 // chainV1PrivateAtOpen is chainV1Private in a transaction of its own, at
@@ -206,8 +211,23 @@ func (s *Store) chainV1PrivateAtOpen(ctx context.Context) error {
 	if err := sqltable.Commit(ctx, tx); err != nil {
 		return fmt.Errorf("subject: moving the private records of %s: %w", s.cfg.Namespace, err)
 	}
-	if err := anchor(ctx); err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
+	if err := saveAnchor(ctx, anchor); err != nil {
 		return fmt.Errorf("subject: the private records of %s moved, but the keyring file's anchor was not updated: %w", s.cfg.Namespace, err)
+	}
+	return nil
+}
+
+// saveAnchor calls, after a commit, the anchor a ledger write in the
+// transaction returned (nil: nothing to save). A keyring file this process
+// cannot write (ledger.ErrAnchorNotSaved) leaves the anchor behind, which
+// is no error: the ledger's next write by a process that can brings it up
+// to date.
+func saveAnchor(ctx context.Context, anchor func(context.Context) error) error {
+	if anchor == nil {
+		return nil
+	}
+	if err := anchor(ctx); err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
+		return err
 	}
 	return nil
 }

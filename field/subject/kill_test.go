@@ -38,16 +38,8 @@ func TestForgetKilled(t *testing.T) {
 	}
 	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
 		ctx := context.Background()
-		dialect, _ := field.ParseDialect(d.Driver)
-		dir := t.TempDir()
-		mk := local.Generate()
-		kr, err := keyring.Create(ctx, filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		names := []string{d.Table(t, "ledger"), d.Table(t, "keys"), d.Table(t, "tombs"), d.Table(t, "sessions")}
-		cfg := Config{DB: d.DB, Dialect: dialect, Keyring: kr, Ledger: &ledger.Ledger{DB: d.DB, Dialect: dialect, Table: names[0]},
-			Namespace: "users", KeysTable: names[1], TombstonesTable: names[2], SessionsTable: names[3]}
+		k := newKillEnv(t, d)
+		kr, jdir, cfg := k.kr, k.jdir, k.config()
 		s, err := Open(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -59,11 +51,8 @@ func TestForgetKilled(t *testing.T) {
 		if err := cfg.Ledger.Record(ctx, kr); err != nil {
 			t.Fatal(err)
 		}
-		jdir := filepath.Join(dir, "journal")
 		for kill := range 15 {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestForgetChild$")
-			cmd.Env = append(os.Environ(), forgetChildEnv+"=1", local.EnvVar+"="+mk.Encode(), "CHILD_DRIVER="+d.Driver, "CHILD_DSN="+d.DSN,
-				"CHILD_KEYRING="+kr.Path(), "CHILD_JOURNAL="+jdir, "CHILD_TABLES="+fmt.Sprint(names), "CHILD_USERS="+strconv.Itoa(users))
+			cmd := k.child("TestForgetChild", forgetChildEnv, "CHILD_USERS="+strconv.Itoa(users))
 			before := forgottenCount(t, s)
 			if before == users { // every user forgotten: a fast machine ends early
 				if kill < 5 {
@@ -157,17 +146,7 @@ func TestForgetChild(t *testing.T) {
 		t.Skip("run by TestForgetKilled")
 	}
 	ctx := context.Background()
-	db, kr := childOpen(t)
-	dialect, _ := field.ParseDialect(os.Getenv("CHILD_DRIVER"))
-	var names [4]string
-	fmt.Sscanf(os.Getenv("CHILD_TABLES"), "[%s %s %s %s]", &names[0], &names[1], &names[2], &names[3])
-	names[3] = names[3][:len(names[3])-1]
-	j, err := journal.Open(os.Getenv("CHILD_JOURNAL"), kr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(ctx, Config{DB: db, Dialect: dialect, Keyring: kr, Ledger: &ledger.Ledger{DB: db, Dialect: dialect, Table: names[0]},
-		Namespace: "users", KeysTable: names[1], TombstonesTable: names[2], SessionsTable: names[3], Journal: j})
+	s, err := Open(ctx, childConfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +158,49 @@ func TestForgetChild(t *testing.T) {
 		}
 	}
 	select {} // wait for the kill
+}
+
+// killEnv is what a kill -9 test hands its child processes: the
+// database, the keyring file (its master key through the environment),
+// the store's tables and the journal's folder.
+type killEnv struct {
+	d       dbtest.DB
+	dialect field.Dialect
+	mk      *local.MasterKey
+	kr      *keyring.Keyring
+	names   []string // ledger, keys, tombstones, sessions
+	lg      *ledger.Ledger
+	jdir    string
+}
+
+// newKillEnv makes a keyring file and names the tables, in d.
+func newKillEnv(t *testing.T, d dbtest.DB) *killEnv {
+	t.Helper()
+	k := &killEnv{d: d, mk: local.Generate(), jdir: filepath.Join(t.TempDir(), "journal")}
+	k.dialect, _ = field.ParseDialect(d.Driver)
+	var err error
+	if k.kr, err = keyring.Create(context.Background(), filepath.Join(t.TempDir(), "kr.json"), k.mk, keyring.AES256GCM); err != nil {
+		t.Fatal(err)
+	}
+	k.names = []string{d.Table(t, "ledger"), d.Table(t, "keys"), d.Table(t, "tombs"), d.Table(t, "sessions")}
+	k.lg = &ledger.Ledger{DB: d.DB, Dialect: k.dialect, Table: k.names[0]}
+	return k
+}
+
+// config is the parent's store over the tables, without a journal.
+func (k *killEnv) config() Config {
+	return Config{DB: k.d.DB, Dialect: k.dialect, Keyring: k.kr, Ledger: k.lg, Namespace: "users",
+		KeysTable: k.names[1], TombstonesTable: k.names[2], SessionsTable: k.names[3]}
+}
+
+// child is the command running test in a child process (flagged by
+// setting envVar), told where k is, plus extra environment.
+func (k *killEnv) child(test, envVar string, extra ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), envVar+"=1", local.EnvVar+"="+k.mk.Encode(), "CHILD_DRIVER="+k.d.Driver, "CHILD_DSN="+k.d.DSN,
+		"CHILD_KEYRING="+k.kr.Path(), "CHILD_JOURNAL="+k.jdir, "CHILD_TABLES="+strings.Join(k.names, " "))
+	cmd.Env = append(cmd.Env, extra...)
+	return cmd
 }
 
 // childOpen opens, in a child process, the database and keyring file its
@@ -201,6 +223,24 @@ func childOpen(t *testing.T) (*sql.DB, *keyring.Keyring) {
 	return db, kr
 }
 
+// childConfig is, in a child process, the store its parent's killEnv
+// names, with the journal.
+func childConfig(t *testing.T) Config {
+	t.Helper()
+	db, kr := childOpen(t)
+	dialect, _ := field.ParseDialect(os.Getenv("CHILD_DRIVER"))
+	names := strings.Fields(os.Getenv("CHILD_TABLES"))
+	if len(names) != 4 {
+		t.Fatalf("CHILD_TABLES %q", os.Getenv("CHILD_TABLES"))
+	}
+	j, err := journal.Open(os.Getenv("CHILD_JOURNAL"), kr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{DB: db, Dialect: dialect, Keyring: kr, Ledger: &ledger.Ledger{DB: db, Dialect: dialect, Table: names[0]},
+		Namespace: "users", KeysTable: names[1], TombstonesTable: names[2], SessionsTable: names[3], Journal: j}
+}
+
 // privateMoveChildEnv makes the test binary run TestPrivateMoveChild.
 const privateMoveChildEnv = "WARD_PRIVATE_MOVE_CHILD"
 
@@ -217,15 +257,8 @@ func TestPrivateMoveKilled(t *testing.T) {
 	}
 	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
 		ctx := context.Background()
-		dialect, _ := field.ParseDialect(d.Driver)
-		dir := t.TempDir()
-		mk := local.Generate()
-		kr, err := keyring.Create(ctx, filepath.Join(dir, "kr.json"), mk, keyring.AES256GCM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		names := []string{d.Table(t, "ledger"), d.Table(t, "keys"), d.Table(t, "tombs"), d.Table(t, "sessions")}
-		lg := &ledger.Ledger{DB: d.DB, Dialect: dialect, Table: names[0]}
+		k := newKillEnv(t, d)
+		kr, lg, jdir := k.kr, k.lg, k.jdir
 		if err := lg.Record(ctx, kr); err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +266,6 @@ func TestPrivateMoveKilled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		jdir := filepath.Join(dir, "journal")
 		const users = 300
 		before, err := journal.Open(jdir, kr)
 		if err != nil {
@@ -246,9 +278,7 @@ func TestPrivateMoveKilled(t *testing.T) {
 		}
 		before.Close()
 		run := func(kill bool) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestPrivateMoveChild$")
-			cmd.Env = append(os.Environ(), privateMoveChildEnv+"=1", local.EnvVar+"="+mk.Encode(), "CHILD_DRIVER="+d.Driver, "CHILD_DSN="+d.DSN,
-				"CHILD_KEYRING="+kr.Path(), "CHILD_JOURNAL="+jdir, "CHILD_TABLES="+fmt.Sprint(names))
+			cmd := k.child("TestPrivateMoveChild", privateMoveChildEnv)
 			if !kill {
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("the move: %v\n%s", err, out)
@@ -349,17 +379,7 @@ func TestPrivateMoveChild(t *testing.T) {
 	if os.Getenv(privateMoveChildEnv) == "" {
 		t.Skip("run by TestPrivateMoveKilled")
 	}
-	db, kr := childOpen(t)
-	dialect, _ := field.ParseDialect(os.Getenv("CHILD_DRIVER"))
-	var names [4]string
-	fmt.Sscanf(os.Getenv("CHILD_TABLES"), "[%s %s %s %s]", &names[0], &names[1], &names[2], &names[3])
-	names[3] = names[3][:len(names[3])-1]
-	j, err := journal.Open(os.Getenv("CHILD_JOURNAL"), kr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Open(context.Background(), Config{DB: db, Dialect: dialect, Keyring: kr, Ledger: &ledger.Ledger{DB: db, Dialect: dialect, Table: names[0]},
-		Namespace: "users", KeysTable: names[1], TombstonesTable: names[2], SessionsTable: names[3], Journal: j}); err != nil {
+	if _, err := Open(context.Background(), childConfig(t)); err != nil {
 		t.Fatal(err)
 	}
 }

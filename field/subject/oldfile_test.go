@@ -15,6 +15,25 @@ import (
 	"github.com/wardlab/ward/ledger"
 )
 
+// keyringCopy copies the keyring file as it is now (a backup, a copy left
+// on an old host) and returns what loads the copy later, once the live
+// file has moved on.
+func (e *env) keyringCopy(t *testing.T) func() *keyring.Keyring {
+	t.Helper()
+	b, err := os.ReadFile(e.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() *keyring.Keyring {
+		t.Helper()
+		kr, err := keyring.Unmarshal(context.Background(), b, e.mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kr
+	}
+}
+
 // rotateAndRetire rotates e's keyring as a fleet rotation does (add,
 // record, promote), moves the store's keys and tombstones (Rewrap), and
 // retires the old key (recorded, then removed): the old key's integrity
@@ -76,20 +95,14 @@ func TestTombstonesAgainstOldKeyringFiles(t *testing.T) {
 		c := e.column(t, s)
 		e.insert(t, c, 1, "alice", "alice's secret")
 		e.insert(t, c, 2, "bob", "bob's secret")
-		oldFile, err := os.ReadFile(e.path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		oldFile := e.keyringCopy(t)
 		if err := s.Forget(ctx, "carol"); err != nil {
 			t.Fatal(err)
 		}
 		for range 3 {
 			rotateAndRetire(t, e, s)
 		}
-		old, err := keyring.Unmarshal(ctx, oldFile, e.mk)
-		if err != nil {
-			t.Fatal(err)
-		}
+		old := oldFile()
 		db, err := s.databaseID(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -88,15 +87,9 @@ func TestPrivateRecordsAgainstOldKeyringFiles(t *testing.T) {
 		if _, _, err := s.MakePrivate(ctx, "alice", secret, PrivateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		oldFile, err := os.ReadFile(e.path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		oldFile := e.keyringCopy(t)
 		rotateAndRetire(t, e, s)
-		old, err := keyring.Unmarshal(ctx, oldFile, e.mk)
-		if err != nil {
-			t.Fatal(err)
-		}
+		old := oldFile()
 		db, err := s.databaseID(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -141,10 +134,7 @@ func TestPrivateRecordsUpgradeInPlace(t *testing.T) {
 			}
 		}
 		before.Close()
-		oldFile, err := os.ReadFile(e.path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		oldFile := e.keyringCopy(t)
 		s := e.journaledStore(t, dir, e.kr)
 		st, err := e.ledger.Verified(ctx, e.kr)
 		if err != nil {
@@ -158,10 +148,7 @@ func TestPrivateRecordsUpgradeInPlace(t *testing.T) {
 			t.Fatalf("a second open counted again: %+v", st.Tally(PrivateCounter("users")))
 		}
 		rotateAndRetire(t, e, s)
-		old, err := keyring.Unmarshal(ctx, oldFile, e.mk)
-		if err != nil {
-			t.Fatal(err)
-		}
+		old := oldFile()
 		e.plantPrivate(t, dir, old, db, "bob")
 		today, err := journal.Open(dir, e.kr) // a v1 record under today's file: its root is every file's
 		if err != nil {

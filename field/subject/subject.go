@@ -779,12 +779,7 @@ func (s *Store) forgotNow(ctx context.Context, subject string, anchor func(conte
 	if err := s.refuseV1WhenNone(ctx); err != nil {
 		return fmt.Errorf("subject: %s/%s is forgotten and counted: %w", s.cfg.Namespace, subject, err)
 	}
-	if anchor == nil {
-		return nil
-	}
-	// A keyring file this process cannot write leaves the anchor behind;
-	// the next process that can brings it up to date.
-	if err := anchor(ctx); err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
+	if err := saveAnchor(ctx, anchor); err != nil {
 		return fmt.Errorf("subject: %s/%s is forgotten and counted, but the keyring file's anchor was not updated: %w", s.cfg.Namespace, subject, err)
 	}
 	return nil

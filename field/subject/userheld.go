@@ -19,7 +19,6 @@ import (
 	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
-	"github.com/wardlab/ward/ledger"
 )
 
 // User-held keys. A private subject's keys are wrapped only under a key
@@ -182,12 +181,8 @@ func (s *Store) MakePrivate(ctx context.Context, subject string, secret []byte, 
 	if err := sqltable.Commit(ctx, tx); err != nil {
 		return nil, "", fmt.Errorf("subject: making %s/%s private: %w", s.cfg.Namespace, subject, err)
 	}
-	if anchor != nil {
-		// A keyring file this process cannot write leaves the anchor
-		// behind; the ledger's next write brings it up to date.
-		if err := anchor(ctx); err != nil && !errors.Is(err, ledger.ErrAnchorNotSaved) {
-			return nil, "", fmt.Errorf("subject: %s/%s is private, but the keyring file's anchor was not updated: %w", s.cfg.Namespace, subject, err)
-		}
+	if err := saveAnchor(ctx, anchor); err != nil {
+		return nil, "", fmt.Errorf("subject: %s/%s is private, but the keyring file's anchor was not updated: %w", s.cfg.Namespace, subject, err)
 	}
 	return u, code, nil
 }
