@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -69,56 +70,77 @@ func TestIndex(t *testing.T) {
 // index's phase with a shared lock, so a re-key cannot move on while a
 // write that computed its values in the phase before is uncommitted (it
 // would land in columns the next phase no longer keeps unique); after the
-// commit it moves on, and the next write follows it.
+// commit it moves on, and the next write follows it. The same through
+// WriteIn, the transaction reached through an ORM's query handle.
 func TestIndexerWriteTxHoldsThePhase(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testDB) {
-		ctx := context.Background()
-		_, _, kr := fileKeyring(t)
-		l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
-		x, err := l.Indexer(ctx, kr, IndexColumn{Table: "users", Column: "email", Index: "email_idx", Spare: "email_idx2"}, field.Fold, IndexerOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := kr.Primary().ID
-		rec, err := l.ChangeIndex(ctx, kr, x.Record(), func(c *IndexColumn) error {
-			c.Rekey = &IndexRekey{Epoch: e, Phase: RekeyBoth}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx, err := d.db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a, b, err := x.WriteTx(ctx, tx, "a@x"); err != nil || a == nil || b == nil {
-			t.Fatalf("a write in the first phase: %x %x %v", a, b, err)
-		}
-		moved := make(chan error, 1)
-		go func() {
-			_, err := l.ChangeIndex(ctx, kr, rec, func(c *IndexColumn) error { c.Rekey.Phase = RekeyFilled; return nil })
-			moved <- err
-		}()
-		select {
-		case err := <-moved:
-			t.Fatalf("the phase moved while a write of the phase before was open: %v", err)
-		case <-time.After(300 * time.Millisecond):
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-moved; err != nil {
-			t.Fatal(err)
-		}
-		tx, err = d.db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback()
-		if a, b, err := x.WriteTx(ctx, tx, "a@x"); err != nil || a != nil || b == nil {
-			t.Fatalf("a write after the phase moved on: %x %x %v", a, b, err)
+		for _, via := range []string{"WriteTx", "WriteIn"} {
+			t.Run(via, func(t *testing.T) { writeHoldsThePhase(t, d, via) })
 		}
 	})
+}
+
+// queryOnly is a transaction seen only through QueryContext, as an ORM's
+// handle on it shows it.
+type queryOnly struct{ tx *sql.Tx }
+
+func (q queryOnly) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return q.tx.QueryContext(ctx, query, args...)
+}
+
+func writeHoldsThePhase(t *testing.T, d testDB, via string) {
+	write := func(x *Indexer, tx *sql.Tx, value string) ([]byte, []byte, error) {
+		if via == "WriteIn" {
+			return x.WriteIn(context.Background(), queryOnly{tx}, value)
+		}
+		return x.WriteTx(context.Background(), tx, value)
+	}
+	ctx := context.Background()
+	_, _, kr := fileKeyring(t)
+	l := &Ledger{DB: d.db, Dialect: d.dialect, Table: d.table(t, "ledger")}
+	x, err := l.Indexer(ctx, kr, IndexColumn{Table: "users", Column: "email", Index: "email_idx", Spare: "email_idx2"}, field.Fold, IndexerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := kr.Primary().ID
+	rec, err := l.ChangeIndex(ctx, kr, x.Record(), func(c *IndexColumn) error {
+		c.Rekey = &IndexRekey{Epoch: e, Phase: RekeyBoth}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b, err := write(x, tx, "a@x"); err != nil || a == nil || b == nil {
+		t.Fatalf("a write in the first phase: %x %x %v", a, b, err)
+	}
+	moved := make(chan error, 1)
+	go func() {
+		_, err := l.ChangeIndex(ctx, kr, rec, func(c *IndexColumn) error { c.Rekey.Phase = RekeyFilled; return nil })
+		moved <- err
+	}()
+	select {
+	case err := <-moved:
+		t.Fatalf("the phase moved while a write of the phase before was open: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-moved; err != nil {
+		t.Fatal(err)
+	}
+	tx, err = d.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if a, b, err := write(x, tx, "a@x"); err != nil || a != nil || b == nil {
+		t.Fatalf("a write after the phase moved on: %x %x %v", a, b, err)
+	}
 }
 
 // TestIndexerCurrent: Current gives a job the index of the column that

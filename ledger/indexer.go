@@ -92,7 +92,21 @@ func (x *Indexer) Columns() (string, string) { return x.spec.Index, x.spec.Spare
 // that checks the value is free; a row written with values computed in a
 // phase the re-key has left behind would escape the unique indexes.
 func (x *Indexer) WriteTx(ctx context.Context, tx *sql.Tx, value string) (a, b []byte, err error) {
-	in := x.lg.inTx(tx)
+	return x.write(ctx, x.lg.inTx(tx), value)
+}
+
+// WriteIn is WriteTx for a transaction reached through q, an ORM's handle
+// on it (an ent transaction's client, generated with the sql/execquery
+// feature): the ledger's record is read through q, which must run its
+// queries in the transaction that writes the row.
+func (x *Indexer) WriteIn(ctx context.Context, q Querier, value string) (a, b []byte, err error) {
+	in := x.lg.inTx(nil)
+	in.via = q
+	return x.write(ctx, in, value)
+}
+
+// write is WriteTx's work, reading the ledger through in.
+func (x *Indexer) write(ctx context.Context, in *Ledger, value string) (a, b []byte, err error) {
 	in.share = true
 	st, err := in.Verified(ctx, x.kr)
 	if err != nil {

@@ -75,6 +75,48 @@ type Ledger struct {
 	// share makes the read in tx a shared locking read (Indexer.WriteTx):
 	// a ledger write waits for tx's commit.
 	share bool
+	// via, when set (Indexer.WriteIn), carries the read as tx does, for
+	// a transaction the caller reaches through an ORM's handle.
+	via Querier
+}
+
+// Querier runs a query in a transaction the caller holds: a *sql.Tx, or
+// an ORM's handle on one (the client of an ent transaction generated
+// with the sql/execquery feature).
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// rowScanner is a query's one row: a *sql.Row, or the first of a
+// Querier's rows.
+type rowScanner interface {
+	Scan(dest ...any) error
+}
+
+// firstRow scans the first row of a query through q, as a *sql.Row does
+// (sql.ErrNoRows for none).
+type firstRow struct {
+	q     Querier
+	ctx   context.Context
+	query string
+}
+
+func (r firstRow) Scan(dest ...any) error {
+	rows, err := r.q.QueryContext(r.ctx, r.query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 // ErrStandby means the ledger's database is a PostgreSQL standby: ward
@@ -355,9 +397,8 @@ func (l *Ledger) read(ctx context.Context) (*stored, error) {
 	body, tag := sqltable.Bound{Col: "body", Max: maxBody}, sqltable.Bound{Col: "mac", Max: 256}
 	var size int64
 	var tooLong bool
-	q, lock := l.DB.QueryRowContext, ""
-	if l.tx != nil {
-		q = l.tx.QueryRowContext
+	q, lock := l.queryRow, ""
+	if l.tx != nil || l.via != nil {
 		if l.Dialect == field.MySQL {
 			// In a caller's transaction under MySQL's REPEATABLE READ a
 			// plain read sees the transaction's first snapshot, and a
@@ -385,6 +426,18 @@ func (l *Ledger) read(ctx context.Context) (*stored, error) {
 		return nil, fmt.Errorf("%w: %v", ErrTampered, err)
 	}
 	return &s, nil
+}
+
+// queryRow runs a query of one row in the caller's transaction (tx, or
+// via), or on the pool.
+func (l *Ledger) queryRow(ctx context.Context, query string) rowScanner {
+	switch {
+	case l.via != nil:
+		return firstRow{q: l.via, ctx: ctx, query: query}
+	case l.tx != nil:
+		return l.tx.QueryRowContext(ctx, query)
+	}
+	return l.DB.QueryRowContext(ctx, query)
 }
 
 // Check verifies the ledger against kr, as [Ledger.Verified] does.

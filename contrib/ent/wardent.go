@@ -27,7 +27,10 @@
 // new owner in the same mutation (UpdateOne), or is refused (bulk,
 // [ErrOwnerChange]).
 // NULL stays NULL; a tampered or misplaced value fails the query with
-// field's typed errors.
+// field's typed errors. An IndexColumn alone holds a v1 blind index; with
+// a SpareColumn beside it the index is recorded in the database's ledger
+// and re-keyable ([Codec.Record]; writes in client.Tx, code generated with
+// the sql/execquery feature).
 package wardent
 
 import (
@@ -43,6 +46,7 @@ import (
 	"github.com/wardlab/ward/contrib/internal/ormkit"
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 )
 
 // Field declares an encrypted field of an ent schema.
@@ -58,6 +62,10 @@ type Field struct {
 	// IndexColumn, if set, names a Bytes field that receives the field's
 	// blind index (case-folded), for equality search.
 	IndexColumn string
+	// SpareColumn, if set beside IndexColumn, names a second Bytes field:
+	// the index is then recorded in the database's ledger and re-keyable
+	// (Codec.Record; see "Recorded blind indexes").
+	SpareColumn string
 }
 
 // ErrNoRowKey means the entity's ID was not set when a value was sealed.
@@ -71,12 +79,14 @@ type Codec struct {
 	kr      *keyring.Keyring
 	fields  map[string][]*bound // by schema type
 	indexes *ormkit.Indexes
+	rec     *ormkit.Recorded // Record
 }
 
 type bound struct {
 	Field
 	col *field.Column
-	idx *field.BlindIndex
+	idx *field.BlindIndex // a v1 index (no SpareColumn)
+	src ledger.Column     // the sealed column, as a recorded index records it
 }
 
 // New returns a Codec for the declared fields under kr; opts (for example
@@ -92,8 +102,15 @@ func New(kr *keyring.Keyring, fields []Field, opts ...field.ColumnOption) (*Code
 		if err != nil {
 			return nil, err
 		}
-		b := &bound{Field: f, col: col}
-		if f.IndexColumn != "" {
+		key := "id"
+		if f.Key == "-" {
+			key = ""
+		}
+		b := &bound{Field: f, col: col, src: ledger.ColumnOf(col, key)}
+		if f.SpareColumn != "" && f.IndexColumn == "" {
+			return nil, fmt.Errorf("wardent: %s.%s has a SpareColumn without its IndexColumn", f.Type, f.Column)
+		}
+		if f.IndexColumn != "" && f.SpareColumn == "" {
 			if b.idx, err = c.indexes.Get(f.Table, f.Column); err != nil {
 				return nil, err
 			}
@@ -103,9 +120,17 @@ func New(kr *keyring.Keyring, fields []Field, opts ...field.ColumnOption) (*Code
 	return c, nil
 }
 
-// Index returns the blind index of value for an indexed field, for
-// queries: note.EmailIndex(idx).
+// Index returns the blind index of value for a field with a v1 index,
+// for queries: note.EmailIndex(idx). A recorded index is in two columns
+// that a re-key changes: query it with Eq.
 func (c *Codec) Index(table, column, value string) ([]byte, error) {
+	for _, bs := range c.fields {
+		for _, b := range bs {
+			if b.Table == table && b.Column == column && b.SpareColumn != "" {
+				return nil, fmt.Errorf("wardent: %s.%s has a recorded blind index: query it with Codec.Eq", table, column)
+			}
+		}
+	}
 	return c.indexes.Compute(table, column, value)
 }
 
@@ -192,10 +217,8 @@ func (c *Codec) sealField(ctx context.Context, m ent.Mutation, b *bound) (*assig
 	if !ok {
 		return nil, fmt.Errorf("wardent: %s.%s holds a %T, want a string", b.Type, b.Column, v)
 	}
-	if b.idx != nil {
-		if err := m.SetField(b.IndexColumn, b.idx.Compute(s)); err != nil {
-			return nil, err
-		}
+	if err := c.setIndex(ctx, m, b, s); err != nil {
+		return nil, err
 	}
 	if later, err := b.deferAssigned(m, s); later != nil || err != nil {
 		return later, err
@@ -514,9 +537,14 @@ func goName(column string) string {
 //	a, err := client.Account.Query().Where(codec.Eq("Account", "email", "Alice@example.com")).Only(ctx)
 //
 // A field without an index column fails the query. Put the UNIQUE
-// constraint on the index column to keep the field unique.
+// constraint on the index column to keep the field unique. A recorded
+// index (SpareColumn) is looked for in both its columns, as the ledger's
+// record of the index says (after Record; Watch follows re-keys).
 func (c *Codec) Eq(typ, column, value string) func(*entsql.Selector) {
 	for _, b := range c.fields[typ] {
+		if b.Column == column && b.SpareColumn != "" {
+			return c.eqRecorded(b, value)
+		}
 		if b.Column == column && b.idx != nil {
 			idx := b.idx.Compute(value)
 			return func(s *entsql.Selector) { s.Where(entsql.EQ(s.C(b.IndexColumn), idx)) }

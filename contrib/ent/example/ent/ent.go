@@ -13,6 +13,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/wardlab/ward/contrib/ent/example/ent/account"
+	"github.com/wardlab/ward/contrib/ent/example/ent/member"
 	"github.com/wardlab/ward/contrib/ent/example/ent/note"
 )
 
@@ -75,6 +76,7 @@ func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
 			account.Table: account.ValidColumn,
+			member.Table:  member.ValidColumn,
 			note.Table:    note.ValidColumn,
 		})
 	})

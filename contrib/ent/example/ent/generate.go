@@ -1,3 +1,3 @@
 package ent
 
-//go:generate go run entgo.io/ent/cmd/ent generate --feature sql/upsert ./schema
+//go:generate go run entgo.io/ent/cmd/ent generate --feature sql/upsert,sql/execquery ./schema

@@ -20,6 +20,19 @@ var (
 		Columns:    AccountsColumns,
 		PrimaryKey: []*schema.Column{AccountsColumns[0]},
 	}
+	// MembersColumns holds the columns for the "members" table.
+	MembersColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "email", Type: field.TypeString, Size: 2147483647},
+		{Name: "email_index", Type: field.TypeBytes, Unique: true, Nullable: true},
+		{Name: "email_index2", Type: field.TypeBytes, Unique: true, Nullable: true},
+	}
+	// MembersTable holds the schema information for the "members" table.
+	MembersTable = &schema.Table{
+		Name:       "members",
+		Columns:    MembersColumns,
+		PrimaryKey: []*schema.Column{MembersColumns[0]},
+	}
 	// NotesColumns holds the columns for the "notes" table.
 	NotesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString},
@@ -37,6 +50,7 @@ var (
 	// Tables holds all the tables in the schema.
 	Tables = []*schema.Table{
 		AccountsTable,
+		MembersTable,
 		NotesTable,
 	}
 )

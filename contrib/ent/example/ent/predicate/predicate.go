@@ -9,5 +9,8 @@ import (
 // Account is the predicate function for account builders.
 type Account func(*sql.Selector)
 
+// Member is the predicate function for member builders.
+type Member func(*sql.Selector)
+
 // Note is the predicate function for note builders.
 type Note func(*sql.Selector)
