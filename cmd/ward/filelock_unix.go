@@ -27,3 +27,7 @@ func inUse(path string) bool {
 	}
 	return errors.Is(err, unix.EWOULDBLOCK)
 }
+
+// canLock says whether lockFile locks: only then may a grant command take
+// over an empty grant file a killed one left (takeOut).
+const canLock = true

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,13 +129,8 @@ func (a *app) issueGrant(cmd *cobra.Command, o *grantOptions) error {
 // grant promoted. A run killed in between leaves a pending grant that the
 // next grant command settles by the ID in the file (settlePending).
 func (a *app) deliverGrant(ctx context.Context, kr *keyring.Keyring, ls *ledgers, rec ledger.Grant, file []byte, done string) error {
-	f, err := createNew(rec.Out)
+	f, err := takeOut(rec.Out)
 	if err != nil {
-		return err
-	}
-	if err := lockFile(f); err != nil {
-		f.Close()
-		os.Remove(rec.Out)
 		return err
 	}
 	if err := a.recordGrant(ctx, kr, ls, rec); err != nil {
@@ -185,7 +181,56 @@ func createNew(path string) (*os.File, error) {
 	return f, nil
 }
 
-// finishNew writes data to the file createNew made, synced, and closes it.
+// takeOut takes a grant file's name for deliverGrant, locked: a new file,
+// or an empty one that a grant command killed before it recorded its grant
+// left behind — no process holds its lock, and no pending grant names it
+// (settlePending, run first, drops the pending grant of an empty file and
+// removes the file). A file with content is never taken.
+func takeOut(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) && canLock {
+		f, err = takeOverEmpty(path)
+	}
+	if err != nil {
+		return nil, cli.Usage(err, "choose another --out: a grant file is never overwritten")
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	return f, nil
+}
+
+// takeOverEmpty opens, locked, the empty regular file at path that no
+// process holds; fs.ErrExist for anything else.
+func takeOverEmpty(path string) (*os.File, error) {
+	before, err := os.Lstat(path)
+	if err != nil || !before.Mode().IsRegular() || before.Size() != 0 {
+		return nil, fmt.Errorf("open %s: %w", path, fs.ErrExist)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockFile(f); err != nil { // another command is at work on it
+		f.Close()
+		return nil, fmt.Errorf("open %s: %w (a grant command is writing it)", path, fs.ErrExist)
+	}
+	now, err := f.Stat()
+	if err != nil || !os.SameFile(before, now) || now.Size() != 0 { // replaced or written meanwhile
+		f.Close()
+		return nil, fmt.Errorf("open %s: %w", path, fs.ErrExist)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// finishNew writes data to the file createNew or takeOut made, synced, and
+// closes it.
 func finishNew(f *os.File, data []byte) error {
 	if _, err := f.Write(append(data, '\n')); err != nil {
 		f.Close()

@@ -59,7 +59,9 @@ func killGrantChild(t *testing.T, c *cliEnv, url, mode string) {
 // times; after each kill the next grant command here ('ward grant list')
 // settles what the kill left: no grant stays pending, every live grant's
 // file holds it, and every grant file written has a live grant (a grant
-// whose file was never written is dropped, not left live for nobody).
+// whose file was never written is dropped, not left live for nobody); an
+// empty file a kill left before its grant was recorded is taken by the
+// next grant to that name, while one another command holds is refused.
 func TestGrantKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
@@ -72,7 +74,7 @@ func TestGrantKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending := 0
+	pending, taken := 0, 0
 	for kill := range 10 {
 		killGrantChild(t, c, url, "issue")
 		st, err := (&ledger.Ledger{DB: db, Dialect: field.SQLite}).Verified(context.Background(), kr)
@@ -102,9 +104,44 @@ func TestGrantKilled(t *testing.T) {
 			if id := grantFileID(f); id != "" && live[f] != id {
 				t.Fatalf("kill %d: %s holds grant %s, which is not live", kill, f, id)
 			}
+			if fi, err := os.Stat(f); err == nil && fi.Size() == 0 {
+				taken++
+				grantToFile(t, c, url, f, kill) // the name a killed command took, before it recorded its grant
+			}
 		}
 	}
-	t.Logf("%d kills left a pending grant", pending)
+	t.Logf("%d kills left a pending grant, %d an empty file (taken over by the next grant to it)", pending, taken)
+	f := filepath.Join(c.dir, "held.grant")
+	held, err := os.Create(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := lockFile(held); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, e := c.run("grant", "--db", url, "--scope", "notes.title", "--to-master-key-file", filepath.Join(c.dir, "reader.mk"), "--out", f); code == 0 {
+		t.Fatalf("a grant to an empty file another command holds: %q", e)
+	}
+	for _, g := range c.grants(t, url) {
+		if g.Out == f {
+			t.Fatalf("a refused grant was recorded: %+v", g)
+		}
+	}
+}
+
+// grantToFile issues a grant to file f, which must then hold it, live.
+func grantToFile(t *testing.T, c *cliEnv, url, f string, kill int) {
+	t.Helper()
+	if code, _, e := c.run("grant", "--db", url, "--scope", "notes.title", "--to-master-key-file", filepath.Join(c.dir, "reader.mk"), "--out", f); code != 0 {
+		t.Fatalf("kill %d: a grant to the empty %s: %q", kill, f, e)
+	}
+	for _, g := range c.grants(t, url) {
+		if g.Out == f && g.Live() && !g.Pending && grantFileID(f) == g.ID {
+			return
+		}
+	}
+	t.Fatalf("kill %d: %s holds %q, not a live grant", kill, f, grantFileID(f))
 }
 
 // TestRevokeKilled: 'ward grant revoke' killed with SIGKILL at random
