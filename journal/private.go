@@ -2,6 +2,7 @@ package journal
 
 import (
 	"encoding/hex"
+	"errors"
 	"maps"
 	"slices"
 )
@@ -123,6 +124,26 @@ func (r *Records) Unchained(namespace string, c Commitment) [][]byte {
 // asks before it creates a keyring-wrapped key, which a database writer
 // who deleted a private user's key rows would otherwise get.
 func (j *Journal) Private(database, namespace, subject string, commit func() (Commitment, error)) (bool, error) {
+	// commit reads the ledger: it is called without the journal's lock
+	// held, so that other goroutines' look-ups do not queue behind the
+	// database. The records are asked again with its answer (and read
+	// anew: a record appended meanwhile is judged under it too).
+	p, err := j.private(database, namespace, subject, func() (Commitment, error) { return Commitment{}, errNeedCommitment })
+	if !errors.Is(err, errNeedCommitment) {
+		return p, err
+	}
+	c, err := commit()
+	if err != nil {
+		return false, err
+	}
+	return j.private(database, namespace, subject, func() (Commitment, error) { return c, nil })
+}
+
+// errNeedCommitment stops a look-up that needs the ledger's commitment.
+var errNeedCommitment = errors.New("journal: the ledger's commitment is needed")
+
+// private is [Records.Private] over the journal, read anew, under its lock.
+func (j *Journal) private(database, namespace, subject string, commit func() (Commitment, error)) (bool, error) {
 	j.live.mu.Lock()
 	defer j.live.mu.Unlock()
 	if err := j.refresh(database); err != nil {

@@ -2,6 +2,8 @@ package journal
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -116,5 +118,45 @@ func TestPrivateRecords(t *testing.T) {
 	asked := false
 	if p, err := h.r.Private("users", "nobody", func() (Commitment, error) { asked = true; return Commitment{}, nil }); err != nil || p || asked {
 		t.Fatalf("a subject without records: %v %v, commitment asked %v", p, err, asked)
+	}
+}
+
+// TestPrivateAsksTheLedgerUnlocked: Journal.Private asks for the ledger's
+// commitment (a database read) without holding the journal's lock, so
+// that another look-up meanwhile does not wait for the database: here the
+// commitment's callback itself reads the journal.
+func TestPrivateAsksTheLedgerUnlocked(t *testing.T) {
+	kr, err := keyring.New(keyring.AES256GCM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := Open(t.TempDir(), kr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if err := j.Append(context.Background(), Entry{Database: "db-1", Namespace: "users", Subject: "dave", Private: true}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		p, err := j.Private("db-1", "users", "dave", func() (Commitment, error) {
+			if _, err := j.Unchained("db-1", "users", Commitment{V1: true}); err != nil {
+				return Commitment{}, err
+			}
+			return Commitment{V1: true}, nil
+		})
+		if err == nil && !p {
+			err = errors.New("dave's v1 record, counting, did not make him private")
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second): // a hang check
+		t.Fatal("a journal read inside the commitment's callback hung: Private held the journal's lock")
 	}
 }
