@@ -138,6 +138,7 @@ var Library = []string{
 var Plumbing = []string{
 	Module + "/conncap",
 	Module + "/contrib/internal/ormkit",
+	Module + "/contrib/internal/recordedtest",
 	Module + "/dburl",
 	Module + "/internal/dbtest",
 	Module + "/internal/golden",
