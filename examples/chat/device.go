@@ -116,14 +116,15 @@ func (d *devices) valid(r *http.Request, account string) (string, bool) {
 }
 
 // attemptKey is what failed log-ins of this request are counted under:
-// the account with the browser's valid device token, or the account with
-// the client's prefix (an IPv4 /24, an IPv6 /64 of the connection's peer
-// or, behind a trusted proxy, of the forwarded client).
-func (s *server) attemptKey(r *http.Request, account string) string {
+// the address (limited, its limitKey) with the browser's valid device
+// token for the account (its blind index, which device tokens are signed
+// over), or with the client's prefix (an IPv4 /24, an IPv6 /64 of the
+// connection's peer or, behind a trusted proxy, of the forwarded client).
+func (s *server) attemptKey(r *http.Request, account, limited string) string {
 	if token, ok := s.devices.valid(r, account); ok {
-		return account + "|device:" + token
+		return limited + "|device:" + token
 	}
-	return account + "|prefix:" + clientPrefix(r, s.trusted)
+	return limited + "|prefix:" + clientPrefix(r, s.trusted)
 }
 
 // clientPrefix is the /24 (IPv4) or /64 (IPv6) of the client address.

@@ -5,12 +5,14 @@ import (
 	"io"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/lifecycle"
 )
 
@@ -211,4 +213,29 @@ func TestEmailIndexFromTheReleaseBefore(t *testing.T) {
 		t.Fatalf("after the rotation: the index is recorded %+v, and the root's index of alice matches %d rows", rec, indexHolds(t, s, v1))
 	}
 	login()
+}
+
+// TestLimitsOutliveTheIndexRekey: the log-in limit counts an address's
+// failures under a key of its own, not under its blind index, so the
+// rotation that re-keys the index to a new epoch gives a guesser no fresh
+// attempts: after five failures alice's account stays limited across it.
+func TestLimitsOutliveTheIndexRekey(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{DB: "sqlite:" + filepath.Join(dir, "chat.db"), KeyringPath: filepath.Join(dir, "kr.json"), KeyService: local.Generate(),
+		Limits: Limits{LoginPerMinute: 60, SignupPerHour: 100, SignupsPerMinute: 100}}
+	ta := newTestApp(t, cfg)
+	ta.client(t).signup("alice@example.com")
+	eve := ta.client(t)
+	for range 5 {
+		if code := eve.do("POST", "/api/login", credentials{"alice@example.com", "wrong"}, nil); code != 401 {
+			t.Fatalf("a guess: %d", code)
+		}
+	}
+	var out strings.Builder
+	if err := ta.app.Rotate(context.Background(), &out); err != nil || !strings.Contains(out.String(), "blind index of users.email moved to epoch") {
+		t.Fatalf("rotate: %v\n%s", err, out.String())
+	}
+	if code := eve.do("POST", "/api/login", credentials{"Alice@Example.com", "wrong"}, nil); code != 429 {
+		t.Fatalf("a guess after the index moved to a new epoch: %d, want 429", code)
+	}
 }

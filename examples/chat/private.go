@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -478,7 +477,7 @@ func (s *server) requestReset(w http.ResponseWriter, r *http.Request) {
 	}
 	// Per address, whether or not it has an account (the answer reveals
 	// nothing), then for the whole service.
-	if !s.resetAddr.allow(hex.EncodeToString(s.store.emailKey(in.Email))) {
+	if !s.resetAddr.allow(s.limitKey(in.Email)) {
 		fail(w, http.StatusTooManyRequests, msgResetsAddr)
 		return
 	}

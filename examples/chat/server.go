@@ -2,7 +2,9 @@ package chat
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	_ "embed"
 	"encoding/base64"
 	"encoding/hex"
@@ -45,12 +47,26 @@ type server struct {
 	loginIP   *buckets
 	signupIP  *buckets
 	signups   *rate.Limiter
-	resetAddr *buckets      // per e-mail address (by its blind index)
+	resetAddr *buckets      // per e-mail address (limitKey)
 	resets    *rate.Limiter // all reset requests
 	dummyHash string        // verified for unknown accounts, so the work does not reveal which exist
 	origins   *origins
 	devices   *devices
 	recovery  bool // private mode offers a recovery code
+	// limitSecret keys limitKey: this process's own, as its limits are.
+	limitSecret []byte
+}
+
+// limitKey is what the limits count an address's attempts under: its
+// normalised form (the users' blind index's normaliser, so look-alike
+// spellings count as one account) under an HMAC keyed by this process's
+// own secret. It does not change when the blind index is re-keyed to a
+// new epoch — a guesser gets no fresh attempts at a rotation — and the
+// process holds no address in the clear in its limiters.
+func (s *server) limitKey(email string) string {
+	m := hmac.New(sha256.New, s.limitSecret)
+	m.Write([]byte(field.Fold.Func(email)))
+	return hex.EncodeToString(m.Sum(nil)[:16])
 }
 
 func newServer(st *store, h *password.Hasher, a Assistant, l Limits, trusted []netip.Prefix, origins *origins, devices *devices, log *slog.Logger, recovery bool) (*server, error) {
@@ -59,13 +75,14 @@ func newServer(st *store, h *password.Hasher, a Assistant, l Limits, trusted []n
 		return nil, err
 	}
 	return &server{store: st, hasher: h, assistant: a, limits: l, trusted: trusted, origins: origins, devices: devices, log: log, recovery: recovery,
-		attempts:  newAttempts(l),
-		loginIP:   newBuckets(l.LoginPerMinute, time.Minute, l.AddressEntries),
-		signupIP:  newBuckets(l.SignupPerHour, time.Hour, l.AddressEntries),
-		signups:   rate.NewLimiter(rate.Limit(float64(l.SignupsPerMinute)/60), l.SignupsPerMinute),
-		resetAddr: newBuckets(l.ResetsPerHour, time.Hour, l.AccountEntries),
-		resets:    rate.NewLimiter(rate.Limit(float64(l.ResetsPerMinute)/60), l.ResetsPerMinute),
-		dummyHash: dummy}, nil
+		limitSecret: []byte(rand.Text()), // 128 random bits
+		attempts:    newAttempts(l),
+		loginIP:     newBuckets(l.LoginPerMinute, time.Minute, l.AddressEntries),
+		signupIP:    newBuckets(l.SignupPerHour, time.Hour, l.AddressEntries),
+		signups:     rate.NewLimiter(rate.Limit(float64(l.SignupsPerMinute)/60), l.SignupsPerMinute),
+		resetAddr:   newBuckets(l.ResetsPerHour, time.Hour, l.AccountEntries),
+		resets:      rate.NewLimiter(rate.Limit(float64(l.ResetsPerMinute)/60), l.ResetsPerMinute),
+		dummyHash:   dummy}, nil
 }
 
 //go:embed web/index.html
@@ -232,8 +249,8 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := in.credentials
-	account := hex.EncodeToString(s.store.emailKey(c.Email))
-	key := s.attemptKey(r, account)
+	account := hex.EncodeToString(s.store.emailKey(c.Email)) // device tokens are signed over it
+	key := s.attemptKey(r, account, s.limitKey(c.Email))
 	if !s.attempts.reserve(key, time.Now()) {
 		fail(w, http.StatusTooManyRequests, msgTooMany)
 		return
