@@ -29,7 +29,11 @@ import (
 // whose key was retired, is refused, and its browser counts per prefix
 // until its next log-in. Tokens of the release before (MAC'd under a key
 // derived from the keyring's root, which every copy of the file derives)
-// are refused the same way.
+// are refused the same way. A token is signed over its account's
+// normalised address, not its blind index, so that it outlives the
+// rotation that re-keys the index (tokens signed over the index, before
+// this release, are refused once: their browsers count per prefix until
+// their next log-in).
 type devices struct {
 	kr     *keyring.Keyring
 	cookie string // "__Host-device" (https) or "device" (local)
@@ -117,8 +121,8 @@ func (d *devices) valid(r *http.Request, account string) (string, bool) {
 
 // attemptKey is what failed log-ins of this request are counted under:
 // the address (limited, its limitKey) with the browser's valid device
-// token for the account (its blind index, which device tokens are signed
-// over), or with the client's prefix (an IPv4 /24, an IPv6 /64 of the
+// token for the account (the normalised address, which device tokens are
+// signed over), or with the client's prefix (an IPv4 /24, an IPv6 /64 of the
 // connection's peer or, behind a trusted proxy, of the forwarded client).
 func (s *server) attemptKey(r *http.Request, account, limited string) string {
 	if token, ok := s.devices.valid(r, account); ok {

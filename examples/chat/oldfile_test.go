@@ -219,12 +219,15 @@ func TestEmailIndexFromTheReleaseBefore(t *testing.T) {
 // failures under a key of its own, not under its blind index, so the
 // rotation that re-keys the index to a new epoch gives a guesser no fresh
 // attempts: after five failures alice's account stays limited across it.
+// Her own browser's device token, signed before the rotation, still lets
+// her in past the guesser's failures.
 func TestLimitsOutliveTheIndexRekey(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Config{DB: "sqlite:" + filepath.Join(dir, "chat.db"), KeyringPath: filepath.Join(dir, "kr.json"), KeyService: local.Generate(),
 		Limits: Limits{LoginPerMinute: 60, SignupPerHour: 100, SignupsPerMinute: 100}}
 	ta := newTestApp(t, cfg)
-	ta.client(t).signup("alice@example.com")
+	alice := ta.client(t)
+	alice.signup("alice@example.com") // her browser gets a device token
 	eve := ta.client(t)
 	for range 5 {
 		if code := eve.do("POST", "/api/login", credentials{"alice@example.com", "wrong"}, nil); code != 401 {
@@ -237,5 +240,8 @@ func TestLimitsOutliveTheIndexRekey(t *testing.T) {
 	}
 	if code := eve.do("POST", "/api/login", credentials{"Alice@Example.com", "wrong"}, nil); code != 429 {
 		t.Fatalf("a guess after the index moved to a new epoch: %d, want 429", code)
+	}
+	if code := alice.do("POST", "/api/login", credentials{"alice@example.com", "correct horse"}, nil); code != 200 {
+		t.Fatalf("alice's browser, its device token signed before the rotation: %d, want 200", code)
 	}
 }

@@ -249,7 +249,10 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := in.credentials
-	account := hex.EncodeToString(s.store.emailKey(c.Email)) // device tokens are signed over it
+	// Device tokens are signed over the normalised address (the HMAC is
+	// keyed: the cookie names no address), which a re-key of its blind
+	// index leaves as it is.
+	account := field.Fold.Func(c.Email)
 	key := s.attemptKey(r, account, s.limitKey(c.Email))
 	if !s.attempts.reserve(key, time.Now()) {
 		fail(w, http.StatusTooManyRequests, msgTooMany)
