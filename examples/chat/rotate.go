@@ -63,7 +63,7 @@ func (s *Service) rekeyEmails(ctx context.Context, out io.Writer) error {
 	}
 	res, err := lifecycle.RekeyIndex(ctx, s.kr, s.database(), emailIndex.Table, emailIndex.Column, "", lifecycle.IndexRekeyOptions{Wait: rotateWait, Observer: obs})
 	if err != nil {
-		return fmt.Errorf("chat: re-keying the blind index of users.email: %w", err)
+		return fmt.Errorf("chat: the key rotation finished, but re-keying the blind index of users.email did not (run the rotation again: it continues the re-key): %w", err)
 	}
 	if err := s.store.emails.Refresh(ctx); err != nil { // the switch, at once
 		return err
