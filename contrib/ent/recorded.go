@@ -35,8 +35,7 @@ import (
 // generated with the sql/execquery feature (ent generate --feature
 // sql/execquery, over ent's own SQL driver or a wrapper that passes
 // QueryContext on, as dialect.Debug does); a write outside a transaction
-// (client.Tx) is
-// refused ([ErrNoTx]). On SQLite, begin transactions IMMEDIATE
+// (client.Tx) is refused ([ErrNoTx]). On SQLite, begin transactions IMMEDIATE
 // (_txlock=immediate), so that writers queue for the write lock. Between
 // re-keys one column holds the values and the other is NULL; during one,
 // writes fill both and then the new one, and Eq looks in both. A field

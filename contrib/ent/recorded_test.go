@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,7 +67,7 @@ func recordedDBs(t *testing.T) map[string]recordedDB {
 
 // TestRecordedIndex: an ent application's v1 index is recorded as such
 // (FromV1), moved to v2 by a re-key and, after a rotation, to the next
-// epoch, while clients sign up (Create, CreateBulk), move addresses
+// epoch, while clients sign up (Create, CreateBulk, MapCreateBulk), move addresses
 // (UpdateOne, UpdateOneID), all in transactions, and log in through Eq
 // (the scenario of package recordedtest). A write outside a transaction,
 // or through a driver that hides it, is refused; Index points a recorded
@@ -153,7 +154,8 @@ func (a *entApp) inTx(ctx context.Context, fn func(tx *ent.Tx) error) error {
 	return tx.Commit()
 }
 
-// signUp creates a member (Create, or CreateBulk with a second one) and
+// signUp creates a member (Create, or CreateBulk or MapCreateBulk with a
+// second one) and
 // moves one in five to another address (UpdateOneID, or UpdateOne of the
 // entity); it returns the addresses the members end with.
 func (a *entApp) signUp(ctx context.Context, c, i int) ([]string, error) {
@@ -167,7 +169,13 @@ func (a *entApp) signUp(ctx context.Context, c, i int) ([]string, error) {
 			return err
 		}
 		emails = append(emails, fmt.Sprintf("Bulk%d-%d@Example.com", c, i))
-		ms, err := tx.Member.CreateBulk(tx.Member.Create().SetID(id).SetEmail(email), tx.Member.Create().SetID(id+"b").SetEmail(emails[1])).Save(ctx)
+		bulk := tx.Member.CreateBulk(tx.Member.Create().SetID(id).SetEmail(email), tx.Member.Create().SetID(id+"b").SetEmail(emails[1]))
+		if c == 3 {
+			bulk = tx.Member.MapCreateBulk(emails, func(mc *ent.MemberCreate, k int) {
+				mc.SetID(id + strings.Repeat("b", k)).SetEmail(emails[k])
+			})
+		}
+		ms, err := bulk.Save(ctx)
 		if err == nil {
 			m = ms[0]
 		}
