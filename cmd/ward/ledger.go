@@ -18,7 +18,6 @@ import (
 	"github.com/wardlab/ward/internal/printable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
-	"github.com/wardlab/ward/replication"
 )
 
 // ledgers are the keyring ledgers of the databases a command was given
@@ -222,7 +221,7 @@ func (a *app) ledgerReports(cmd *cobra.Command, dbs []string, journaled bool) (o
 				r.Anchor = &a
 			}
 		}
-		if rep, err := replication.Inspect(cmd.Context(), ls.dbs[i], l.Dialect); err == nil {
+		if rep, err := ledger.InspectReplication(cmd.Context(), ls.dbs[i], l.Dialect); err == nil {
 			r.Durability, _ = rep.Summary(journaled)
 		}
 		if kr != nil {

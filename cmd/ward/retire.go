@@ -13,8 +13,8 @@ import (
 	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/internal/cli"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"
-	"github.com/wardlab/ward/replication"
 )
 
 // newKeyringRetireCmd removes a key's material for good, after a census
@@ -137,7 +137,7 @@ func (a *app) awaitReplicas(ctx context.Context, ls *ledgers, replicas []string,
 			return cli.Usage(fmt.Errorf("--replica %s: %w", dburl.Redact(url), err), "name a streaming replica of one of the --db databases")
 		}
 		wctx, cancel := context.WithTimeout(ctx, wait)
-		err = replication.WaitReplayed(wctx, primary, rdb, 0)
+		err = ledger.WaitReplayed(wctx, primary, rdb, 0)
 		cancel()
 		if err != nil {
 			return cli.Failed(fmt.Errorf("--replica %s: %w", dburl.Redact(url), err), "nothing was changed: wait for the replica to catch up (or stop reading from it), then retire again")

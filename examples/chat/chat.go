@@ -40,7 +40,6 @@ import (
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/password"
-	"github.com/wardlab/ward/replication"
 )
 
 // Config configures the service. DB, KeyringPath and KeyService are
@@ -135,7 +134,7 @@ func durability(ctx context.Context, cfg Config, db *sql.DB, dialect field.Diale
 	} else {
 		log.Warn("no forget journal: a database writer can switch a user's private mode off by deleting their key rows (SECURITY.md)")
 	}
-	r, err := replication.Inspect(ctx, db, dialect)
+	r, err := ledger.InspectReplication(ctx, db, dialect)
 	if err != nil {
 		log.Warn("could not read the database's replication settings", "err", err)
 		return j, nil

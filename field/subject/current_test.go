@@ -19,7 +19,6 @@ import (
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"
-	"github.com/wardlab/ward/replication"
 )
 
 // TestRolledBackDatabaseOpensNothing: the database goes back to before a
@@ -129,7 +128,7 @@ func TestKeyReadOnAStandbyRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	pdb, sdb := p.OpenForTest(t), sb.OpenForTest(t)
-	if err := replication.WaitReplayed(ctx, pdb, sdb, 0); err != nil {
+	if err := ledger.WaitReplayed(ctx, pdb, sdb, 0); err != nil {
 		t.Fatal(err)
 	}
 	sw.flipped.Store(true)
@@ -169,7 +168,7 @@ func TestKeyReadThroughPgBouncer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := replication.WaitReplayed(ctx, pdb, sdb, 0); err != nil {
+	if err := ledger.WaitReplayed(ctx, pdb, sdb, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sdb.Exec(`SELECT pg_wal_replay_pause()`); err != nil {

@@ -25,7 +25,6 @@ import (
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"
-	"github.com/wardlab/ward/replication"
 )
 
 const (
@@ -117,7 +116,7 @@ func TestGaleraNodeLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What a service says at start on a node: Galera, not SQLite.
-	if rep, err := replication.Inspect(ctx, n0.db, field.MySQL); err != nil || !rep.Galera {
+	if rep, err := ledger.InspectReplication(ctx, n0.db, field.MySQL); err != nil || !rep.Galera {
 		t.Fatalf("a Galera node inspected: %+v %v", rep, err)
 	} else if line, warn := rep.Summary(false); warn || !strings.Contains(line, "Galera cluster") {
 		t.Fatalf("a Galera node's durability line: %q", line)

@@ -117,7 +117,6 @@ var Library = []string{
 	Module + "/field/subject",
 	Module + "/lifecycle",
 	Module + "/journal",
-	Module + "/replication",
 	Module + "/internal/sqltable",
 	Module + "/internal/keycore",
 	Module + "/internal/boundfile",

@@ -1,6 +1,6 @@
-// Package replication says what a database's replication gives ward's
-// promises, so that a service can state it when it starts, and waits for a
-// replica to replay the primary's writes.
+// What a database's replication gives ward's promises, so that a service
+// can state it when it starts, and a wait for a replica to replay the
+// primary's writes.
 //
 // ward's consistency model (docs/OPERATIONS.md): ward's own tables are
 // read and written on the primary only (a standby is refused). What ward
@@ -10,10 +10,10 @@
 // remote_apply, so a failover to one of them loses none of it. With
 // asynchronous replication (or none, and a restore from backup) a
 // failover can lose the last commits: forgets are then kept by a forget
-// journal outside the database (package journal) and re-applied by the
+// journal outside the database (package forgetlog) and re-applied by the
 // recovery ('ward ledger recover'); without one, forgets in a lost tail
 // come back.
-package replication
+package ledger
 
 import (
 	"context"
@@ -26,8 +26,8 @@ import (
 	"github.com/wardlab/ward/internal/sqltable"
 )
 
-// Report is what a database's replication settings give ward.
-type Report struct {
+// Replication is what a database's replication settings give ward.
+type Replication struct {
 	// Postgres is true for PostgreSQL; false for SQLite, which has no
 	// replication (a restore from backup is its only way back in time),
 	// and for MySQL and MariaDB (MySQL).
@@ -50,7 +50,7 @@ type Report struct {
 // Synchronous reports whether ward's acknowledged writes survive a
 // failover to a standby: synchronous standbys are configured and at least
 // one is streaming as one.
-func (r Report) Synchronous() bool {
+func (r Replication) Synchronous() bool {
 	if r.SynchronousStandbyNames == "" {
 		return false
 	}
@@ -62,9 +62,9 @@ func (r Report) Synchronous() bool {
 	return false
 }
 
-// Inspect reads the server's replication settings.
-func Inspect(ctx context.Context, db *sql.DB, dialect field.Dialect) (Report, error) {
-	r := Report{Postgres: dialect == field.Postgres, MySQL: dialect == field.MySQL}
+// InspectReplication reads the server's replication settings.
+func InspectReplication(ctx context.Context, db *sql.DB, dialect field.Dialect) (Replication, error) {
+	r := Replication{Postgres: dialect == field.Postgres, MySQL: dialect == field.MySQL}
 	if r.MySQL {
 		return r, inspectMySQL(ctx, db, &r)
 	}
@@ -72,18 +72,18 @@ func Inspect(ctx context.Context, db *sql.DB, dialect field.Dialect) (Report, er
 		return r, nil
 	}
 	if err := db.QueryRowContext(ctx, `SELECT pg_is_in_recovery(), current_setting('synchronous_standby_names')`).Scan(&r.Standby, &r.SynchronousStandbyNames); err != nil {
-		return r, fmt.Errorf("replication: reading the server's settings: %w", err)
+		return r, fmt.Errorf("ledger: replication: reading the server's settings: %w", err)
 	}
 	rows, err := db.QueryContext(ctx, `SELECT coalesce(application_name, ''), coalesce(sync_state, '') FROM pg_stat_replication`)
 	if err != nil {
-		return r, fmt.Errorf("replication: reading pg_stat_replication: %w", err)
+		return r, fmt.Errorf("ledger: replication: reading pg_stat_replication: %w", err)
 	}
 	defer rows.Close()
 	r.Replicas = map[string]string{}
 	for rows.Next() {
 		var name, state string
 		if err := rows.Scan(&name, &state); err != nil {
-			return r, fmt.Errorf("replication: reading pg_stat_replication: %w", err)
+			return r, fmt.Errorf("ledger: replication: reading pg_stat_replication: %w", err)
 		}
 		r.Replicas[name] = state
 	}
@@ -91,10 +91,10 @@ func Inspect(ctx context.Context, db *sql.DB, dialect field.Dialect) (Report, er
 }
 
 // inspectMySQL reads whether a MySQL or MariaDB server is a Galera node.
-func inspectMySQL(ctx context.Context, db *sql.DB, r *Report) error {
+func inspectMySQL(ctx context.Context, db *sql.DB, r *Replication) error {
 	on, _, err := sqltable.Galera(ctx, db)
 	if err != nil {
-		return fmt.Errorf("replication: %w", err)
+		return fmt.Errorf("ledger: replication: %w", err)
 	}
 	r.Galera = on
 	return nil
@@ -104,7 +104,7 @@ func inspectMySQL(ctx context.Context, db *sql.DB, r *Report) error {
 // replication gives ward's promises; journaled says whether forgets are
 // also kept in a forget journal. warn is true when forgets can come back
 // after a failover or restore.
-func (r Report) Summary(journaled bool) (line string, warn bool) {
+func (r Replication) Summary(journaled bool) (line string, warn bool) {
 	switch {
 	case r.Standby:
 		return "the database is a standby: ward refuses its own tables there (point it at the primary)", true
@@ -123,7 +123,7 @@ func (r Report) Summary(journaled bool) (line string, warn bool) {
 }
 
 // topology names the replication a summary speaks of.
-func (r Report) topology() string {
+func (r Replication) topology() string {
 	switch {
 	case r.Postgres:
 		return "no synchronous standby"
@@ -135,7 +135,7 @@ func (r Report) topology() string {
 
 // ErrNotReplayed means a replica had not replayed the primary's writes
 // when the wait ended.
-var ErrNotReplayed = errors.New("replication: the replica has not replayed the primary's writes")
+var ErrNotReplayed = errors.New("ledger: replication: the replica has not replayed the primary's writes")
 
 // WaitReplayed waits until replica has replayed everything primary had
 // written when it was called (pg_current_wal_lsn on the primary,
@@ -148,7 +148,7 @@ func WaitReplayed(ctx context.Context, primary, replica *sql.DB, poll time.Durat
 	}
 	var lsn string
 	if err := primary.QueryRowContext(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
-		return fmt.Errorf("replication: reading the primary's position: %w", err)
+		return fmt.Errorf("ledger: replication: reading the primary's position: %w", err)
 	}
 	var lag int64
 	for {
@@ -156,9 +156,9 @@ func WaitReplayed(ctx context.Context, primary, replica *sql.DB, poll time.Durat
 		err := replica.QueryRowContext(ctx, `SELECT pg_is_in_recovery(), coalesce(pg_wal_lsn_diff($1::pg_lsn, pg_last_wal_replay_lsn()), 0)::bigint`, lsn).Scan(&standby, &lag)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			return fmt.Errorf("replication: reading the replica's position: %w", err)
+			return fmt.Errorf("ledger: replication: reading the replica's position: %w", err)
 		case err == nil && !standby:
-			return errors.New("replication: the replica is not a standby (pg_is_in_recovery() is false): name a replica of this primary")
+			return errors.New("ledger: replication: the replica is not a standby (pg_is_in_recovery() is false): name a replica of this primary")
 		case err == nil && lag <= 0:
 			return nil
 		}
@@ -169,7 +169,3 @@ func WaitReplayed(ctx context.Context, primary, replica *sql.DB, poll time.Durat
 		}
 	}
 }
-
-// ErrStandby means a connection reaches a PostgreSQL standby where ward's
-// own tables are used: they are read and written on the primary only.
-var ErrStandby = sqltable.ErrStandby

@@ -1,4 +1,4 @@
-package replication_test
+package ledger_test
 
 import (
 	"context"
@@ -14,28 +14,28 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/dbtest"
 	"github.com/wardlab/ward/internal/pgcluster"
-	"github.com/wardlab/ward/replication"
+	"github.com/wardlab/ward/ledger"
 )
 
-// TestSummary: what a service says at start, for each topology.
-func TestSummary(t *testing.T) {
+// TestReplicationSummary: what a service says at start, for each topology.
+func TestReplicationSummary(t *testing.T) {
 	for _, tc := range []struct {
-		r         replication.Report
+		r         ledger.Replication
 		journaled bool
 		warn      bool
 		says      string
 	}{
-		{replication.Report{Postgres: true}, false, true, "forgets in the commits a failover or restore loses come back"},
-		{replication.Report{Postgres: true}, true, false, "forget journal"},
-		{replication.Report{Postgres: true, SynchronousStandbyNames: "s1", Replicas: map[string]string{"s1": "sync"}}, false, false, "loses none"},
+		{ledger.Replication{Postgres: true}, false, true, "forgets in the commits a failover or restore loses come back"},
+		{ledger.Replication{Postgres: true}, true, false, "forget journal"},
+		{ledger.Replication{Postgres: true, SynchronousStandbyNames: "s1", Replicas: map[string]string{"s1": "sync"}}, false, false, "loses none"},
 		// Configured, but no standby streams as synchronous: not durable.
-		{replication.Report{Postgres: true, SynchronousStandbyNames: "s1", Replicas: map[string]string{"s1": "async"}}, false, true, "come back"},
-		{replication.Report{Postgres: true, Standby: true}, true, true, "standby"},
-		{replication.Report{}, false, true, "SQLite"},
-		{replication.Report{MySQL: true}, false, true, "MySQL/MariaDB without Galera and no forget journal"},
-		{replication.Report{MySQL: true}, true, false, "forget journal"},
-		{replication.Report{MySQL: true, Galera: true}, false, false, "Galera cluster"},
-		{replication.Report{}, true, false, "forget journal"},
+		{ledger.Replication{Postgres: true, SynchronousStandbyNames: "s1", Replicas: map[string]string{"s1": "async"}}, false, true, "come back"},
+		{ledger.Replication{Postgres: true, Standby: true}, true, true, "standby"},
+		{ledger.Replication{}, false, true, "SQLite"},
+		{ledger.Replication{MySQL: true}, false, true, "MySQL/MariaDB without Galera and no forget journal"},
+		{ledger.Replication{MySQL: true}, true, false, "forget journal"},
+		{ledger.Replication{MySQL: true, Galera: true}, false, false, "Galera cluster"},
+		{ledger.Replication{}, true, false, "forget journal"},
 	} {
 		line, warn := tc.r.Summary(tc.journaled)
 		if warn != tc.warn || !strings.Contains(line, tc.says) {
@@ -44,27 +44,27 @@ func TestSummary(t *testing.T) {
 	}
 }
 
-// TestInspectSQLite: SQLite has no replication to read.
-func TestInspectSQLite(t *testing.T) {
+// TestInspectReplicationSQLite: SQLite has no replication to read.
+func TestInspectReplicationSQLite(t *testing.T) {
 	db, err := sql.Open("sqlite", t.TempDir()+"/x.db")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	r, err := replication.Inspect(context.Background(), db, field.SQLite)
+	r, err := ledger.InspectReplication(context.Background(), db, field.SQLite)
 	if err != nil || r.Postgres || r.Synchronous() {
 		t.Fatalf("%+v %v", r, err)
 	}
 }
 
-// TestInspectMySQL: a MariaDB server that is no Galera node reads as
+// TestInspectReplicationMySQL: a MariaDB server that is no Galera node reads as
 // MySQL, not Galera, and never as SQLite.
-func TestInspectMySQL(t *testing.T) {
+func TestInspectReplicationMySQL(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
 		if d.Name != "mysql" {
 			t.Skip("MySQL and MariaDB")
 		}
-		r, err := replication.Inspect(context.Background(), d.DB, field.MySQL)
+		r, err := ledger.InspectReplication(context.Background(), d.DB, field.MySQL)
 		line, _ := r.Summary(false)
 		if err != nil || !r.MySQL || r.Galera || r.Postgres || strings.Contains(line, "SQLite") {
 			t.Fatalf("%+v %q %v", r, line, err)
@@ -72,11 +72,11 @@ func TestInspectMySQL(t *testing.T) {
 	})
 }
 
-// TestStandby: on a primary with a synchronous standby Inspect reports
+// TestReplicationStandby: on a primary with a synchronous standby InspectReplication reports
 // it; on the standby, Standby; WaitReplayed waits for a paused replica
 // and ends with ErrNotReplayed, returns once it replays, and refuses a
 // server that is no standby.
-func TestStandby(t *testing.T) {
+func TestReplicationStandby(t *testing.T) {
 	ctx := context.Background()
 	p, s := pgcluster.PairForTest(t, "s1")
 	pdb, sdb := p.OpenForTest(t), s.OpenForTest(t)
@@ -85,10 +85,10 @@ func TestStandby(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var r replication.Report
+	var r ledger.Replication
 	var err error
 	for range 100 {
-		if r, err = replication.Inspect(ctx, pdb, field.Postgres); err == nil && r.Synchronous() {
+		if r, err = ledger.InspectReplication(ctx, pdb, field.Postgres); err == nil && r.Synchronous() {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -96,10 +96,10 @@ func TestStandby(t *testing.T) {
 	if !r.Synchronous() || r.Standby || r.Replicas["s1"] != "sync" {
 		t.Fatalf("primary: %+v %v", r, err)
 	}
-	if r, err := replication.Inspect(ctx, sdb, field.Postgres); err != nil || !r.Standby {
+	if r, err := ledger.InspectReplication(ctx, sdb, field.Postgres); err != nil || !r.Standby {
 		t.Fatalf("standby: %+v %v", r, err)
 	}
-	if err := replication.WaitReplayed(ctx, pdb, sdb, 10*time.Millisecond); err != nil {
+	if err := ledger.WaitReplayed(ctx, pdb, sdb, 10*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	// Asynchronous again, replay paused, one more write: the replica lags.
@@ -116,16 +116,16 @@ func TestStandby(t *testing.T) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	if err := replication.WaitReplayed(wctx, pdb, sdb, 10*time.Millisecond); !errors.Is(err, replication.ErrNotReplayed) {
+	if err := ledger.WaitReplayed(wctx, pdb, sdb, 10*time.Millisecond); !errors.Is(err, ledger.ErrNotReplayed) {
 		t.Fatalf("a paused replica: %v", err)
 	}
 	if _, err := sdb.Exec(`SELECT pg_wal_replay_resume()`); err != nil {
 		t.Fatal(err)
 	}
-	if err := replication.WaitReplayed(ctx, pdb, sdb, 10*time.Millisecond); err != nil {
+	if err := ledger.WaitReplayed(ctx, pdb, sdb, 10*time.Millisecond); err != nil {
 		t.Fatalf("a resumed replica: %v", err)
 	}
-	if err := replication.WaitReplayed(ctx, pdb, pdb, 0); err == nil || !strings.Contains(err.Error(), "not a standby") {
+	if err := ledger.WaitReplayed(ctx, pdb, pdb, 0); err == nil || !strings.Contains(err.Error(), "not a standby") {
 		t.Fatalf("the primary as its own replica: %v", err)
 	}
 }
