@@ -10,8 +10,8 @@ import (
 
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/field/subject"
+	"github.com/wardlab/ward/forgetlog"
 	"github.com/wardlab/ward/internal/printable"
-	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -97,7 +97,7 @@ type NamespacePlan struct {
 	Lost uint64 `json:"lost"`
 	// Settlement says how the journals' records were told apart: which
 	// committed, which may have, which did not (and count for nothing).
-	Settlement journal.Settlement `json:"settlement"`
+	Settlement forgetlog.Settlement `json:"settlement"`
 
 	reapply    []string
 	tombstoned int // tombstones after the recovery
@@ -150,9 +150,9 @@ func Recover(ctx context.Context, kr *keyring.Keyring, d Database, opts RecoverO
 		return Recovered{}, inDB(d.Name, err)
 	}
 	plan := RecoveryPlan{Database: in.State.Database, Behind: in.Behind}
-	var records *journal.Records
+	var records *forgetlog.Records
 	if len(opts.Journals) > 0 {
-		if records, err = journal.Read(kr, in.State.Database, opts.Journals...); err != nil {
+		if records, err = forgetlog.Read(kr, in.State.Database, opts.Journals...); err != nil {
 			return Recovered{}, err
 		}
 		plan.JournalFiles, plan.JournalInvalid, plan.JournalOther = records.Files, records.Invalid, records.Other
@@ -209,7 +209,7 @@ func Recover(ctx context.Context, kr *keyring.Keyring, d Database, opts RecoverO
 
 // recoveryStores opens the store of every namespace the database, its
 // ledger, the anchor or the journals name.
-func recoveryStores(ctx context.Context, kr *keyring.Keyring, d Database, in ledger.Inspection, records *journal.Records) ([]*subject.Store, error) {
+func recoveryStores(ctx context.Context, kr *keyring.Keyring, d Database, in ledger.Inspection, records *forgetlog.Records) ([]*subject.Store, error) {
 	names, err := subject.Namespaces(ctx, d.DB, d.Dialect, "")
 	if err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func recoveryStores(ctx context.Context, kr *keyring.Keyring, d Database, in led
 
 // planNamespace counts a namespace's forgets and finds the subjects the
 // journals record that still hold a key.
-func planNamespace(ctx context.Context, s *subject.Store, in ledger.Inspection, records *journal.Records) (NamespacePlan, error) {
+func planNamespace(ctx context.Context, s *subject.Store, in ledger.Inspection, records *forgetlog.Records) (NamespacePlan, error) {
 	ns := s.Namespace()
 	np := NamespacePlan{Namespace: ns, Anchored: in.Anchor.Counters[subject.ForgetCounter(ns)], Counted: in.State.Counters[subject.ForgetCounter(ns)]}
 	tombstoned, _, err := s.Tombstoned(ctx)
@@ -289,7 +289,7 @@ func lost(np NamespacePlan, matched int) uint64 {
 }
 
 // at is when the journals say a subject was forgotten.
-func at(records *journal.Records, ns, sub string) time.Time {
+func at(records *forgetlog.Records, ns, sub string) time.Time {
 	t, _ := records.Forgotten(ns, sub)
 	return t
 }

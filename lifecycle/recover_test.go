@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field/subject"
+	"github.com/wardlab/ward/forgetlog"
 	"github.com/wardlab/ward/internal/dbtest"
-	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"
@@ -233,7 +233,7 @@ func (a *app) keyed(t *testing.T, d dbtest.DB, users *subject.Store, subjects ..
 func (a *app) journaledUsers(t *testing.T, d dbtest.DB) (string, func() *subject.Store) {
 	t.Helper()
 	jdir := t.TempDir()
-	j, err := journal.Open(jdir, a.kr)
+	j, err := forgetlog.Open(jdir, a.kr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestRecoverByIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := journal.Settlement{ByIdentity: true, Committed: 1, Uncommitted: 1}
+		want := forgetlog.Settlement{ByIdentity: true, Committed: 1, Uncommitted: 1}
 		if ns := plan.Namespaces; r.Reapplied != 1 || len(ns) != 1 || ns[0].Settlement != want || ns[0].Lost != 0 || ns[0].Journaled != 1 {
 			t.Fatalf("reapplied %d, plan %+v", r.Reapplied, plan.Namespaces)
 		}
@@ -345,14 +345,14 @@ func TestRecoverRefusesPlantedRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		planter, err := journal.Open(jdir, oldKr)
+		planter, err := forgetlog.Open(jdir, oldKr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		victim := journal.Entry{Database: st.Database, Namespace: "users", Subject: "victim", BindKeys: true}
+		victim := forgetlog.Entry{Database: st.Database, Namespace: "users", Subject: "victim", BindKeys: true}
 		past := victim
 		past.Chain, past.Prev = true, st.Tally(subject.ForgetCounter("users"))
-		for _, e := range []journal.Entry{victim, past} {
+		for _, e := range []forgetlog.Entry{victim, past} {
 			if err := planter.Append(ctx, e); err != nil {
 				t.Fatal(err)
 			}
@@ -365,7 +365,7 @@ func TestRecoverRefusesPlantedRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := journal.Settlement{ByIdentity: true, Committed: 1, Unproven: 1, Earlier: 1}
+		want := forgetlog.Settlement{ByIdentity: true, Committed: 1, Unproven: 1, Earlier: 1}
 		if ns := plan.Namespaces; r.Reapplied != 1 || len(ns) != 1 || ns[0].Settlement != want {
 			t.Fatalf("reapplied %d, plan %+v", r.Reapplied, plan.Namespaces)
 		}

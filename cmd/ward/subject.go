@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardlab/ward/field/subject"
+	"github.com/wardlab/ward/forgetlog"
 	"github.com/wardlab/ward/internal/cli"
 	"github.com/wardlab/ward/internal/printable"
-	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/lifecycle"
 )
@@ -101,7 +101,7 @@ docs/OPERATIONS.md).`,
 				jdir = sc.a.getenv("WARD_FORGET_JOURNAL")
 			}
 			if jdir != "" {
-				if cfg.Journal, err = journal.Open(jdir, kr); err != nil {
+				if cfg.Journal, err = forgetlog.Open(jdir, kr); err != nil {
 					return cli.Usage(err, "--forget-journal names a folder this user can write")
 				}
 				defer cfg.Journal.Close()
@@ -195,7 +195,7 @@ func resurrected(ctx context.Context, kr *keyring.Keyring, ls *ledgers, stores [
 	if err != nil || st == nil {
 		return 0, err
 	}
-	records, err := journal.Read(kr, st.Database, journals...)
+	records, err := forgetlog.Read(kr, st.Database, journals...)
 	if err != nil {
 		return 0, err
 	}

@@ -34,8 +34,8 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/fleet"
+	"github.com/wardlab/ward/forgetlog"
 	"github.com/wardlab/ward/forms"
-	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/ledger"
@@ -110,7 +110,7 @@ const subjectNamespace = "users"
 
 // openSubjects opens the store of the users' own keys; j, if not nil,
 // journals its forgets.
-func openSubjects(ctx context.Context, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, lg *ledger.Ledger, j *journal.Journal, ttl ...time.Duration) (*subject.Store, error) {
+func openSubjects(ctx context.Context, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, lg *ledger.Ledger, j *forgetlog.Journal, ttl ...time.Duration) (*subject.Store, error) {
 	cfg := subject.Config{DB: db, Dialect: dialect, Keyring: kr, Ledger: lg, Namespace: subjectNamespace, Journal: j}
 	if len(ttl) > 0 {
 		cfg.TTL = ttl[0]
@@ -122,12 +122,12 @@ func openSubjects(ctx context.Context, db *sql.DB, dialect field.Dialect, kr *ke
 // what the database's replication gives account deletion (a warning when
 // deletions a failover or restore loses would come back) and whether
 // private mode offers recovery codes.
-func durability(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, log *slog.Logger) (*journal.Journal, error) {
+func durability(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, log *slog.Logger) (*forgetlog.Journal, error) {
 	logRecovery(log, cfg.Recovery)
-	var j *journal.Journal
+	var j *forgetlog.Journal
 	if cfg.ForgetJournal != "" {
 		var err error
-		if j, err = journal.Open(cfg.ForgetJournal, kr); err != nil {
+		if j, err = forgetlog.Open(cfg.ForgetJournal, kr); err != nil {
 			return nil, err
 		}
 		log.Info("forget journal: account deletions and private mode are also recorded in "+j.Dir()+"; give it to 'ward ledger recover --forget-journal' after a failover or restore (docs/OPERATIONS.md)", "dir", j.Dir())
@@ -167,7 +167,7 @@ type Service struct {
 	server  *server
 	log     *slog.Logger
 	rotMu   sync.Mutex // serialises Reload and Rotate
-	journal *journal.Journal
+	journal *forgetlog.Journal
 	member  *fleet.Member      // the process's registration, from Open to Close
 	stop    context.CancelFunc // ends the keyring watch (follow)
 	gate    *forms.Gate        // the forms its columns and row MACs write

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/journal"
+	"github.com/wardlab/ward/forgetlog"
 	"github.com/wardlab/ward/kms/local"
 )
 
@@ -73,7 +73,7 @@ func TestForgetJournal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := journal.Read(app.kr, st.Database, cfg.ForgetJournal)
+		r, err := forgetlog.Read(app.kr, st.Database, cfg.ForgetJournal)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,8 +8,8 @@ import (
 	"slices"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/forgetlog"
 	"github.com/wardlab/ward/internal/sqltable"
-	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/ledger"
 )
 
@@ -40,13 +40,13 @@ func (s *Store) journaledPrivate(ctx context.Context, subject string) (bool, err
 	if err != nil || db == "" {
 		return false, err
 	}
-	p, err := s.cfg.Journal.Private(db, s.cfg.Namespace, subject, func() (journal.Commitment, error) {
+	p, err := s.cfg.Journal.Private(db, s.cfg.Namespace, subject, func() (forgetlog.Commitment, error) {
 		if st := s.cfg.Verified; st != nil {
 			return s.commitment(st), nil
 		}
 		st, err := s.cfg.Ledger.Verified(ctx, s.cfg.Keyring)
 		if err != nil {
-			return journal.Commitment{}, err
+			return forgetlog.Commitment{}, err
 		}
 		return s.commitment(st), nil
 	})
@@ -58,11 +58,11 @@ func (s *Store) journaledPrivate(ctx context.Context, subject string) (bool, err
 
 // commitment is what the ledger's state commits to of the namespace's
 // subjects gone private.
-func (s *Store) commitment(st *ledger.State) journal.Commitment {
+func (s *Store) commitment(st *ledger.State) forgetlog.Commitment {
 	if st == nil {
-		return journal.Commitment{V1: true}
+		return forgetlog.Commitment{V1: true}
 	}
-	return journal.Commitment{Tally: st.Tally(PrivateCounter(s.cfg.Namespace)), V1: !slices.Contains(st.Marks, PrivateV2Mark(s.cfg.Namespace))}
+	return forgetlog.Commitment{Tally: st.Tally(PrivateCounter(s.cfg.Namespace)), V1: !slices.Contains(st.Marks, PrivateV2Mark(s.cfg.Namespace))}
 }
 
 // databaseID is the ledger's database ID, read from a verified ledger
@@ -142,11 +142,11 @@ func (s *Store) journalPrivate(ctx context.Context, tx *sql.Tx, subject string) 
 	if err != nil {
 		return nil, err
 	}
-	prev, anchor, err := s.cfg.Ledger.TallyTx(ctx, tx, s.cfg.Keyring, PrivateCounter(s.cfg.Namespace), journal.PrivateItem(id))
+	prev, anchor, err := s.cfg.Ledger.TallyTx(ctx, tx, s.cfg.Keyring, PrivateCounter(s.cfg.Namespace), forgetlog.PrivateItem(id))
 	if err != nil {
 		return nil, fmt.Errorf("subject: counting %s/%s as private: %w", s.cfg.Namespace, subject, err)
 	}
-	e := journal.Entry{Database: st.Database, Namespace: s.cfg.Namespace, Subject: subject, Private: true, Chain: true, Prev: prev}
+	e := forgetlog.Entry{Database: st.Database, Namespace: s.cfg.Namespace, Subject: subject, Private: true, Chain: true, Prev: prev}
 	if err := s.cfg.Journal.Append(ctx, e); err != nil {
 		return nil, fmt.Errorf("subject: %s/%s is not private: %w", s.cfg.Namespace, subject, err)
 	}
@@ -171,14 +171,14 @@ func (s *Store) chainV1Private(ctx context.Context, tx *sql.Tx, st *ledger.State
 	}
 	items := make([][]byte, len(ids))
 	for i, id := range ids {
-		items[i] = journal.PrivateItem(id)
+		items[i] = forgetlog.PrivateItem(id)
 	}
 	prevs, anchor, err := s.cfg.Ledger.TallyEachTx(ctx, tx, s.cfg.Keyring, PrivateCounter(ns), items, PrivateV2Mark(ns))
 	if err != nil {
 		return nil, fmt.Errorf("subject: counting the private subjects of %s: %w", ns, err)
 	}
 	for i, id := range ids {
-		if err := s.cfg.Journal.Append(ctx, journal.Entry{Database: st.Database, Namespace: ns, Identity: id, Private: true, Chain: true, Prev: prevs[i]}); err != nil {
+		if err := s.cfg.Journal.Append(ctx, forgetlog.Entry{Database: st.Database, Namespace: ns, Identity: id, Private: true, Chain: true, Prev: prevs[i]}); err != nil {
 			return nil, fmt.Errorf("subject: moving the private records of %s: %w", ns, err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/journal"
+	"github.com/wardlab/ward/forgetlog"
 )
 
 // TestPrivateSurvivesWriter: with a journal, a database writer who
@@ -22,12 +22,12 @@ func TestPrivateSurvivesWriter(t *testing.T) {
 	forEachDB(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		h := newHasher(t)
-		j, err := journal.Open(filepath.Join(t.TempDir(), "journal"), e.kr)
+		j, err := forgetlog.Open(filepath.Join(t.TempDir(), "journal"), e.kr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer j.Close()
-		open := func(j *journal.Journal) *Store {
+		open := func(j *forgetlog.Journal) *Store {
 			s, err := Open(ctx, Config{DB: e.db, Dialect: e.d, Keyring: e.kr, Ledger: e.ledger, Namespace: "users",
 				TTL: time.Nanosecond, KeysTable: e.keys, TombstonesTable: e.tombs, Journal: j})
 			if err != nil {
@@ -79,9 +79,9 @@ func TestPrivateSurvivesWriter(t *testing.T) {
 }
 
 // j2 opens a second handle on the same journal folder.
-func j2(t *testing.T, j *journal.Journal, e *env) *journal.Journal {
+func j2(t *testing.T, j *forgetlog.Journal, e *env) *forgetlog.Journal {
 	t.Helper()
-	o, err := journal.Open(j.Dir(), e.kr)
+	o, err := forgetlog.Open(j.Dir(), e.kr)
 	if err != nil {
 		t.Fatal(err)
 	}

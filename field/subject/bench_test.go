@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/forgetlog"
 	"github.com/wardlab/ward/internal/dbtest"
-	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -72,14 +72,14 @@ func BenchmarkForget(b *testing.B) {
 	if err := lg.Record(ctx, kr); err != nil {
 		b.Fatal(err)
 	}
-	j, err := journal.Open(b.TempDir(), kr)
+	j, err := forgetlog.Open(b.TempDir(), kr)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer j.Close()
 	for _, c := range []struct {
 		name string
-		j    *journal.Journal
+		j    *forgetlog.Journal
 	}{{"plain", nil}, {"journaled", j}} {
 		st, err := Open(ctx, Config{DB: db, Dialect: d, Keyring: kr, Ledger: lg, Namespace: "bench-" + c.name, Journal: c.j})
 		if err != nil {

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/forgetlog"
 	"github.com/wardlab/ward/internal/dbtest"
-	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"
@@ -115,7 +115,7 @@ func checkForgets(t *testing.T, ctx context.Context, s *Store, kr *keyring.Keyri
 	if err != nil {
 		t.Fatalf("after kill %d: %v", kill, err)
 	}
-	r, err := journal.Read(kr, st.Database, jdir)
+	r, err := forgetlog.Read(kr, st.Database, jdir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func childConfig(t *testing.T) Config {
 	if len(names) != 4 {
 		t.Fatalf("CHILD_TABLES %q", os.Getenv("CHILD_TABLES"))
 	}
-	j, err := journal.Open(os.Getenv("CHILD_JOURNAL"), kr)
+	j, err := forgetlog.Open(os.Getenv("CHILD_JOURNAL"), kr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,12 +267,12 @@ func TestPrivateMoveKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 		const users = 300
-		before, err := journal.Open(jdir, kr)
+		before, err := forgetlog.Open(jdir, kr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, sub := range subjects(users) {
-			if err := before.Append(ctx, journal.Entry{Database: st.Database, Namespace: "users", Subject: sub, Private: true}); err != nil {
+			if err := before.Append(ctx, forgetlog.Entry{Database: st.Database, Namespace: "users", Subject: sub, Private: true}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -313,12 +313,12 @@ func TestPrivateMoveKilled(t *testing.T) {
 			t.Fatal("the move did not finish")
 		}
 		checkPrivate(t, lg, kr, jdir, users)
-		r, err := journal.Read(kr, st.Database, jdir)
+		r, err := forgetlog.Read(kr, st.Database, jdir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		st, _ = lg.Verified(ctx, kr)
-		if left := r.Unchained("users", journal.Commitment{Tally: st.Tally(PrivateCounter("users"))}); len(left) != 0 {
+		if left := r.Unchained("users", forgetlog.Commitment{Tally: st.Tally(PrivateCounter("users"))}); len(left) != 0 {
 			t.Fatalf("%d subjects off the chain after the move", len(left))
 		}
 	})
@@ -327,7 +327,7 @@ func TestPrivateMoveKilled(t *testing.T) {
 // chainedLines counts the v2 private records in the journal's files.
 func chainedLines(t *testing.T, dir string) int {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, "*"+journal.Ext))
+	files, _ := filepath.Glob(filepath.Join(dir, "*"+forgetlog.Ext))
 	n := 0
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -361,13 +361,13 @@ func checkPrivate(t *testing.T, lg *ledger.Ledger, kr *keyring.Keyring, dir stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := journal.Read(kr, st.Database, dir)
+	r, err := forgetlog.Read(kr, st.Database, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := journal.Commitment{Tally: st.Tally(PrivateCounter("users")), V1: !slices.Contains(st.Marks, PrivateV2Mark("users"))}
+	c := forgetlog.Commitment{Tally: st.Tally(PrivateCounter("users")), V1: !slices.Contains(st.Marks, PrivateV2Mark("users"))}
 	for _, sub := range subjects(users) {
-		if p, err := r.Private("users", sub, func() (journal.Commitment, error) { return c, nil }); err != nil || !p {
+		if p, err := r.Private("users", sub, func() (forgetlog.Commitment, error) { return c, nil }); err != nil || !p {
 			t.Fatalf("%s is not private (moved: %v, tally %d): %v", sub, !c.V1, c.Tally.Count, err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardlab/ward/journal"
+	"github.com/wardlab/ward/forgetlog"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -17,7 +17,7 @@ import (
 // as one process of a fleet would.
 func (e *env) journaledStore(t *testing.T, dir string, kr *keyring.Keyring) *Store {
 	t.Helper()
-	j, err := journal.Open(dir, kr)
+	j, err := forgetlog.Open(dir, kr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func (e *env) journaledStore(t *testing.T, dir string, kr *keyring.Keyring) *Sto
 func (e *env) plantPrivate(t *testing.T, dir string, kr *keyring.Keyring, db, subject string) {
 	t.Helper()
 	ctx := context.Background()
-	j, err := journal.Open(dir, kr)
+	j, err := forgetlog.Open(dir, kr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func (e *env) plantPrivate(t *testing.T, dir string, kr *keyring.Keyring, db, su
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, entry := range []journal.Entry{{Database: db, Namespace: "users", Subject: subject, Private: true},
+	for _, entry := range []forgetlog.Entry{{Database: db, Namespace: "users", Subject: subject, Private: true},
 		{Database: db, Namespace: "users", Subject: subject, Private: true, Chain: true, Prev: st.Tally(PrivateCounter("users"))}} {
 		if err := j.Append(ctx, entry); err != nil {
 			t.Fatal(err)
@@ -124,12 +124,12 @@ func TestPrivateRecordsUpgradeInPlace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before, err := journal.Open(dir, e.kr) // the release before's records
+		before, err := forgetlog.Open(dir, e.kr) // the release before's records
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, sub := range []string{"alice", "carol"} {
-			if err := before.Append(ctx, journal.Entry{Database: db, Namespace: "users", Subject: sub, Private: true}); err != nil {
+			if err := before.Append(ctx, forgetlog.Entry{Database: db, Namespace: "users", Subject: sub, Private: true}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -150,11 +150,11 @@ func TestPrivateRecordsUpgradeInPlace(t *testing.T) {
 		rotateAndRetire(t, e, s)
 		old := oldFile()
 		e.plantPrivate(t, dir, old, db, "bob")
-		today, err := journal.Open(dir, e.kr) // a v1 record under today's file: its root is every file's
+		today, err := forgetlog.Open(dir, e.kr) // a v1 record under today's file: its root is every file's
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := today.Append(ctx, journal.Entry{Database: db, Namespace: "users", Subject: "dave", Private: true}); err != nil {
+		if err := today.Append(ctx, forgetlog.Entry{Database: db, Namespace: "users", Subject: "dave", Private: true}); err != nil {
 			t.Fatal(err)
 		}
 		today.Close()

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/journal"
+	"github.com/wardlab/ward/forgetlog"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -125,7 +125,7 @@ func newWorld(t *testing.T, base *env) *world {
 	if err := e.ledger.Record(ctx, kr); err != nil {
 		t.Fatal(err)
 	}
-	j, err := journal.Open(filepath.Join(t.TempDir(), "journal"), kr)
+	j, err := forgetlog.Open(filepath.Join(t.TempDir(), "journal"), kr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,9 +36,9 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/forgetlog"
 	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/internal/sqltable"
-	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -91,7 +91,7 @@ type Config struct {
 	// records each subject going private, and the store then never seals
 	// for that subject under a keyring-wrapped key ([ErrPrivateKeysChanged]),
 	// whatever a database writer does to its rows. It needs Ledger.
-	Journal *journal.Journal
+	Journal *forgetlog.Journal
 	// Namespace names the kind of subject ("users", "tenants"); it is
 	// bound into every wrapped key and tombstone.
 	Namespace string
@@ -684,7 +684,7 @@ func (s *Store) forgetOnce(ctx context.Context, subject string) (int64, error) {
 // process's cache and brings the keyring file's anchor up to date. If tx
 // does not commit, nothing happened: its journal record remains, off the
 // ledger's tally, and neither a recovery nor an audit counts it
-// (journal.Records.Settle) — unless the database lost the commits after it
+// (forgetlog.Records.Settle) — unless the database lost the commits after it
 // and its place is unsure, when a recovery forgets the subject, as was
 // asked. If tx fails with an
 // error [field.Retryable] reports, run the whole transaction again.
@@ -728,11 +728,11 @@ func (s *Store) forgetIn(ctx context.Context, tx *sql.Tx, subject string, st *le
 	at := time.Now()
 	var anchor func(context.Context) error
 	_, keys, err = s.forget(ctx, tx, st.Database, subject, at, func(added int64, versions []uint32) error {
-		e := journal.Entry{Database: st.Database, Namespace: s.cfg.Namespace, Subject: subject, At: at, Keys: versions, BindKeys: versions != nil}
+		e := forgetlog.Entry{Database: st.Database, Namespace: s.cfg.Namespace, Subject: subject, At: at, Keys: versions, BindKeys: versions != nil}
 		if added > 0 { // counted in the same transaction: never one without the other
 			id, err := s.identity(subject)
 			if err == nil {
-				e.Prev, anchor, err = s.cfg.Ledger.TallyTx(ctx, tx, s.cfg.Keyring, s.counterName(), journal.Item(id, versions))
+				e.Prev, anchor, err = s.cfg.Ledger.TallyTx(ctx, tx, s.cfg.Keyring, s.counterName(), forgetlog.Item(id, versions))
 			}
 			if err != nil {
 				return fmt.Errorf("subject: counting the forget of %s/%s: %w", s.cfg.Namespace, subject, err)
@@ -758,12 +758,12 @@ func (s *Store) forgetIn(ctx context.Context, tx *sql.Tx, subject string, st *le
 }
 
 // identity is the keyed hash of a subject a ledger's tally counts and a
-// journal record names (journal.Identity).
+// journal record names (forgetlog.Identity).
 func (s *Store) identity(subject string) ([]byte, error) {
 	if s.cfg.Journal != nil {
 		return s.cfg.Journal.Identity(s.cfg.Namespace, subject), nil
 	}
-	return journal.Identity(s.cfg.Keyring, s.cfg.Namespace, subject)
+	return forgetlog.Identity(s.cfg.Keyring, s.cfg.Namespace, subject)
 }
 
 // forgotNow is what follows a forget's commit: the cache, the process's
@@ -950,7 +950,7 @@ func (s *Store) Audit(ctx context.Context) (valid int, counted uint64, err error
 }
 
 // KeyVersions lists the versions of a subject's key rows (what binds a
-// forget journal's record to the subject it forgot: journal.Records.Forgets);
+// forget journal's record to the subject it forgot: forgetlog.Records.Forgets);
 // nil for more than 4,096.
 func (s *Store) KeyVersions(ctx context.Context, subject string) ([]uint32, error) {
 	return s.keyVersions(ctx, s.cfg.DB, subject)
@@ -985,7 +985,7 @@ func (s *Store) keyVersions(ctx context.Context, q interface {
 // and binds by identity (Journaled), of which tombstoned holds no valid
 // tombstone.
 func (s *Store) journaledBack(ctx context.Context, st *ledger.State, tombstoned []string) (int, error) {
-	recs, err := journal.Read(s.cfg.Keyring, st.Database, s.cfg.Journal.Dir())
+	recs, err := forgetlog.Read(s.cfg.Keyring, st.Database, s.cfg.Journal.Dir())
 	if err != nil {
 		return 0, fmt.Errorf("subject: reading the forget journal: %w", err)
 	}
@@ -1005,12 +1005,12 @@ func (s *Store) journaledBack(ctx context.Context, st *ledger.State, tombstoned 
 
 // Journaled sorts the subjects of the namespace that hold a key or a
 // session and whose forget the journal records name (settled first:
-// journal.Records.Settle): forgotten are those the records forget by
+// forgetlog.Records.Settle): forgotten are those the records forget by
 // identity (a key within the versions a record names, or a record of the
 // ID alone); recycled those whose keys were all created after the records'
 // forgets — a new subject that received a forgotten one's ID after a
 // restore, which is not forgotten again.
-func (s *Store) Journaled(ctx context.Context, recs *journal.Records) (forgotten, recycled []string, err error) {
+func (s *Store) Journaled(ctx context.Context, recs *forgetlog.Records) (forgotten, recycled []string, err error) {
 	if recs.Count(s.cfg.Namespace) == 0 {
 		return nil, nil, nil
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/field/subject"
+	"github.com/wardlab/ward/forgetlog"
 	"github.com/wardlab/ward/internal/sqltable"
-	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"
 )
@@ -171,7 +171,7 @@ func TestLossyFailover(t *testing.T) {
 	}
 	t.Logf("recovery: %d ledger writes lost; %+v; recheck %v; %d values plaintext again", plan.Behind.Writes, plan.Namespaces, plan.Recheck, after.Plaintext)
 	if r.Reapplied != forgotten || !slices.Equal(plan.Recheck, []string{"notes.body"}) || plan.Lost() != 0 || plan.JobLocks != 1 ||
-		plan.Namespaces[0].Settlement != (journal.Settlement{ByIdentity: true, Committed: forgotten}) { // every lost forget on the anchor's tally
+		plan.Namespaces[0].Settlement != (forgetlog.Settlement{ByIdentity: true, Committed: forgotten}) { // every lost forget on the anchor's tally
 		t.Fatalf("recovered %d; plan %+v", r.Reapplied, plan)
 	}
 	s.use(t, pr.sdb) // a process starting after the recovery

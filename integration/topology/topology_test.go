@@ -21,8 +21,8 @@ import (
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/fleet"
+	"github.com/wardlab/ward/forgetlog"
 	"github.com/wardlab/ward/internal/pgcluster"
-	"github.com/wardlab/ward/journal"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/ledger"
@@ -143,7 +143,7 @@ func (s *service) use(t *testing.T, db *sql.DB) {
 	ctx := context.Background()
 	s.db = db
 	s.lg = &ledger.Ledger{DB: db, Dialect: field.Postgres}
-	j, err := journal.Open(s.journal, s.kr)
+	j, err := forgetlog.Open(s.journal, s.kr)
 	if err != nil {
 		t.Fatal(err)
 	}

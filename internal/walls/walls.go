@@ -116,7 +116,7 @@ var Library = []string{
 	Module + "/forms",
 	Module + "/field/subject",
 	Module + "/lifecycle",
-	Module + "/journal",
+	Module + "/forgetlog",
 	Module + "/internal/sqltable",
 	Module + "/internal/keycore",
 	Module + "/internal/boundfile",

@@ -1,4 +1,4 @@
-package journal
+package forgetlog
 
 import (
 	"encoding/hex"
@@ -140,7 +140,7 @@ func (j *Journal) Private(database, namespace, subject string, commit func() (Co
 }
 
 // errNeedCommitment stops a look-up that needs the ledger's commitment.
-var errNeedCommitment = errors.New("journal: the ledger's commitment is needed")
+var errNeedCommitment = errors.New("forgetlog: the ledger's commitment is needed")
 
 // private is [Records.Private] over the journal, read anew, under its lock.
 func (j *Journal) private(database, namespace, subject string, commit func() (Commitment, error)) (bool, error) {

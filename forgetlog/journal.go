@@ -1,4 +1,5 @@
-// Package journal keeps a record of forgets outside the database, so that
+// Package forgetlog keeps the forget journal: a record of forgets outside
+// the database (and of subjects going private), so that
 // a database that goes back in time (an asynchronous failover that lost
 // its last commits, a restore from backup) cannot bring forgotten subjects
 // back: a recovery replays the journal ([Read], package lifecycle).
@@ -23,7 +24,7 @@
 // nothing either once the ledger's tallies have moved on: a forget record
 // counts on the chain [Records.Settle] follows, a record of a subject
 // going private on the one [Records.Private] follows.
-package journal
+package forgetlog
 
 import (
 	"context"
@@ -149,10 +150,10 @@ func keys(kr *keyring.Keyring) (keySet, error) {
 	var ks keySet
 	var err error
 	if ks.hash, err = kr.Derive("forget journal subject v1", 32); err != nil {
-		return keySet{}, fmt.Errorf("journal: %w", err)
+		return keySet{}, fmt.Errorf("forgetlog: %w", err)
 	}
 	if ks.mac, err = kr.Derive("forget journal mac v1", 32); err != nil {
-		return keySet{}, fmt.Errorf("journal: %w", err)
+		return keySet{}, fmt.Errorf("forgetlog: %w", err)
 	}
 	ks.current = func() (uint32, []byte, error) {
 		epoch, key, err := kr.IntegrityKey(epochPurpose)
@@ -179,14 +180,14 @@ func keys(kr *keyring.Keyring) (keySet, error) {
 // and checks that this process can create a file there.
 func Open(dir string, kr *keyring.Keyring) (*Journal, error) {
 	if dir == "" {
-		return nil, errors.New("journal: no folder named")
+		return nil, errors.New("forgetlog: no folder named")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+		return nil, fmt.Errorf("forgetlog: %w", err)
 	}
 	probe, err := os.CreateTemp(dir, ".probe-*")
 	if err != nil {
-		return nil, fmt.Errorf("journal: the folder %s is not writable: %w", dir, err)
+		return nil, fmt.Errorf("forgetlog: the folder %s is not writable: %w", dir, err)
 	}
 	probe.Close()
 	os.Remove(probe.Name())
@@ -207,7 +208,7 @@ func (j *Journal) Append(ctx context.Context, e Entry) error {
 		return err
 	}
 	if !databaseID.MatchString(e.Database) || e.Namespace == "" {
-		return fmt.Errorf("journal: an entry needs a database ID (ledger.State.Database) and a namespace, got %.80q and %.80q", e.Database, e.Namespace)
+		return fmt.Errorf("forgetlog: an entry needs a database ID (ledger.State.Database) and a namespace, got %.80q and %.80q", e.Database, e.Namespace)
 	}
 	if e.At.IsZero() {
 		e.At = time.Now()
@@ -225,11 +226,11 @@ func (j *Journal) Append(ctx context.Context, e Entry) error {
 	}
 	if _, err := j.f.Write(line); err != nil {
 		j.drop()
-		return fmt.Errorf("journal: appending to %s: %w", j.name, err)
+		return fmt.Errorf("forgetlog: appending to %s: %w", j.name, err)
 	}
 	if err := j.f.Sync(); err != nil {
 		j.drop()
-		return fmt.Errorf("journal: syncing %s: %w", j.name, err)
+		return fmt.Errorf("forgetlog: syncing %s: %w", j.name, err)
 	}
 	return nil
 }
@@ -241,18 +242,18 @@ func (j *Journal) create() error {
 	rand.Read(b[:])
 	name := filepath.Join(j.dir, "forgets-"+hex.EncodeToString(b[:])+Ext)
 	if err := os.MkdirAll(j.dir, 0o700); err != nil { // a folder removed since Open
-		return fmt.Errorf("journal: %w", err)
+		return fmt.Errorf("forgetlog: %w", err)
 	}
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return fmt.Errorf("forgetlog: %w", err)
 	}
 	if d, err := os.Open(j.dir); err == nil {
 		err = d.Sync()
 		d.Close()
 		if err != nil {
 			f.Close()
-			return fmt.Errorf("journal: syncing %s: %w", j.dir, err)
+			return fmt.Errorf("forgetlog: syncing %s: %w", j.dir, err)
 		}
 	}
 	j.f, j.name = f, name
@@ -338,7 +339,7 @@ func (j *Journal) record(e Entry) ([]byte, error) {
 	case e.Chain:
 		epoch, key, err := j.current()
 		if err != nil {
-			return nil, fmt.Errorf("journal: %w", err)
+			return nil, fmt.Errorf("forgetlog: %w", err)
 		}
 		tag, keys, macKey = versionChain, fmt.Sprintf(" %s %s %08x", keysField(e.Keys), tallyText(e.Prev), epoch), key
 		if e.Private {
@@ -353,7 +354,7 @@ func (j *Journal) record(e Entry) ([]byte, error) {
 	if id == nil {
 		id = subjectHash(j.hash, e.Namespace, e.Subject)
 	} else if len(id) != sha256.Size {
-		return nil, fmt.Errorf("journal: an identity is %d bytes, got %d", sha256.Size, len(id))
+		return nil, fmt.Errorf("forgetlog: an identity is %d bytes, got %d", sha256.Size, len(id))
 	}
 	body := fmt.Sprintf("%s %s %s %s%s %d", tag, e.Database, hex.EncodeToString([]byte(e.Namespace)),
 		hex.EncodeToString(id), keys, e.At.Unix())

@@ -1,4 +1,4 @@
-package journal
+package forgetlog
 
 import (
 	"bufio"
@@ -24,11 +24,11 @@ func Read(kr *keyring.Keyring, database string, dirs ...string) (*Records, error
 	r := newRecords(ks)
 	for _, dir := range dirs {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("journal: %s is not a journal folder: %w", dir, cmpErr(err))
+			return nil, fmt.Errorf("forgetlog: %s is not a journal folder: %w", dir, cmpErr(err))
 		}
 		files, err := filepath.Glob(filepath.Join(dir, "*"+Ext))
 		if err != nil {
-			return nil, fmt.Errorf("journal: %w", err)
+			return nil, fmt.Errorf("forgetlog: %w", err)
 		}
 		for _, name := range files {
 			if err := r.readFile(name, database); err != nil {
@@ -54,7 +54,7 @@ const MaxFile = 1 << 30
 func openJournalFile(name string) (*os.File, fs.FileInfo, error) {
 	f, fi, err := boundfile.Open(name, MaxFile)
 	if err != nil {
-		return nil, nil, fmt.Errorf("journal: %w", err)
+		return nil, nil, fmt.Errorf("forgetlog: %w", err)
 	}
 	return f, fi, nil
 }
@@ -73,7 +73,7 @@ func (r *Records) readFile(name string, database string) error {
 	}
 	defer f.Close()
 	if err := r.readLines(io.LimitReader(f, fi.Size()), database); err != nil {
-		return fmt.Errorf("journal: reading %s: %w", name, err)
+		return fmt.Errorf("forgetlog: reading %s: %w", name, err)
 	}
 	return nil
 }
@@ -123,7 +123,7 @@ func (j *Journal) refresh(database string) error {
 	}
 	files, err := filepath.Glob(filepath.Join(j.dir, "*"+Ext))
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return fmt.Errorf("forgetlog: %w", err)
 	}
 	for _, name := range files {
 		if err := l.readFrom(name); err != nil {
@@ -142,7 +142,7 @@ func (l *live) readFrom(name string) error {
 	defer f.Close()
 	off := l.offsets[name]
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return fmt.Errorf("forgetlog: %w", err)
 	}
 	br := bufio.NewReaderSize(io.LimitReader(f, max(0, fi.Size()-off)), maxLine+1)
 	for {
@@ -163,7 +163,7 @@ func (l *live) readFrom(name string) error {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
-			return fmt.Errorf("journal: reading %s: %w", name, err)
+			return fmt.Errorf("forgetlog: reading %s: %w", name, err)
 		}
 		l.records.add(line, l.database, true)
 		off += int64(len(line))

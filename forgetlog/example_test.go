@@ -1,11 +1,11 @@
-package journal_test
+package forgetlog_test
 
 import (
 	"context"
 	"fmt"
 	"os"
 
-	"github.com/wardlab/ward/journal"
+	"github.com/wardlab/ward/forgetlog"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -17,16 +17,16 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "forgets")
 	defer os.RemoveAll(dir)
 
-	j, err := journal.Open(dir, kr)
+	j, err := forgetlog.Open(dir, kr)
 	if err != nil {
 		panic(err)
 	}
 	defer j.Close()
-	if err := j.Append(context.Background(), journal.Entry{Database: "db-0123456789abcdef", Namespace: "users", Subject: "alice"}); err != nil {
+	if err := j.Append(context.Background(), forgetlog.Entry{Database: "db-0123456789abcdef", Namespace: "users", Subject: "alice"}); err != nil {
 		panic(err)
 	}
 
-	r, err := journal.Read(kr, "db-0123456789abcdef", dir)
+	r, err := forgetlog.Read(kr, "db-0123456789abcdef", dir)
 	if err != nil {
 		panic(err)
 	}
