@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -117,7 +117,7 @@ func BenchmarkBlindIndex(b *testing.B) {
 func BenchmarkSeal(b *testing.B) {
 	kr, _ := keyring.New(keyring.AES256GCM)
 	col, _ := NewColumn(kr, "messages", "body")
-	v3, _ := NewColumn(kr, "messages", "body", WithForms(forms.New())) // v4 not open: v3
+	v3, _ := NewColumn(kr, "messages", "body", WithForms(fleetgate.New())) // v4 not open: v3
 	gcm := rawGCM()
 	for _, size := range benchSizes {
 		pt := make([]byte, size)
@@ -157,7 +157,7 @@ func BenchmarkSeal(b *testing.B) {
 func BenchmarkOpen(b *testing.B) {
 	kr, _ := keyring.New(keyring.AES256GCM)
 	col, _ := NewColumn(kr, "messages", "body")
-	v3, _ := NewColumn(kr, "messages", "body", WithForms(forms.New()))
+	v3, _ := NewColumn(kr, "messages", "body", WithForms(fleetgate.New()))
 	gcm := rawGCM()
 	for _, size := range benchSizes {
 		pt := make([]byte, size)

@@ -33,7 +33,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/keyring"
 )
@@ -69,19 +69,19 @@ type Column struct {
 	prefix4       []byte   // v4 context prefix (the bound columns' names)
 	scopeName     string   // the column's v4 scope (keyring.FieldScope)
 	scope         *keycore.Scope
-	ads4          *sync.Pool   // v4 associated-data buffers (see newAD4)
-	v4Form        forms.Form   // forms.Ciphertext(4)
-	unboundPrefix []byte       // v3 context prefix without bound columns
-	prefixV2      []byte       // v2 context prefix (legacy values of a bound column)
-	legacyPrefix  []byte       // v1 context prefix
-	ads           *sync.Pool   // associated-data buffers (see newAD)
-	stats         *columnStats // shared by the copies WithKeys makes
-	subjects      SubjectKeys  // PerSubject: where subjects' own keys are
-	subjectCol    string       // the bound column naming the subject
-	subjectIdx    int          // its index in bind
-	gate          *forms.Gate  // WithForms: which forms the fleet reads
-	sealedForm    forms.Form   // forms.Sealed(table, column)
-	subjectForm   forms.Form   // forms.Subject(table, column)
+	ads4          *sync.Pool      // v4 associated-data buffers (see newAD4)
+	v4Form        fleetgate.Form  // fleetgate.Ciphertext(4)
+	unboundPrefix []byte          // v3 context prefix without bound columns
+	prefixV2      []byte          // v2 context prefix (legacy values of a bound column)
+	legacyPrefix  []byte          // v1 context prefix
+	ads           *sync.Pool      // associated-data buffers (see newAD)
+	stats         *columnStats    // shared by the copies WithKeys makes
+	subjects      SubjectKeys     // PerSubject: where subjects' own keys are
+	subjectCol    string          // the bound column naming the subject
+	subjectIdx    int             // its index in bind
+	gate          *fleetgate.Gate // WithForms: which forms the fleet reads
+	sealedForm    fleetgate.Form  // fleetgate.Sealed(table, column)
+	subjectForm   fleetgate.Form  // fleetgate.Subject(table, column)
 }
 
 // ColumnOption configures a Column.
@@ -138,15 +138,15 @@ func AcceptPlaintext() ColumnOption { return func(c *Column) { c.mixed = true } 
 
 // WithForms makes the column write only forms that every process of the
 // fleet reads (package forms; the gate's fleet member opens them). The
-// column declares that it reads ciphertexts (forms.Sealed), ciphertext v3
-// and, with [PerSubject], subject-sealed values (forms.Subject), and asks
+// column declares that it reads ciphertexts (fleetgate.Sealed), ciphertext v3
+// and, with [PerSubject], subject-sealed values (fleetgate.Subject), and asks
 // for them to open. Until the fleet opens them:
 //
 //   - a column in mixed mode ([AcceptPlaintext]) writes plaintext: Seal
 //     returns a [Ciphertext] whose Value is the plaintext (IsPlaintext),
 //     so that a process still reading the column as plaintext reads what
 //     this one wrote; a plaintext that would read as a ciphertext is
-//     refused with an error matching [forms.ErrNotOpen];
+//     refused with an error matching [fleetgate.ErrNotOpen];
 //   - a [PerSubject] column seals under keyring keys, which every process
 //     opens, instead of subjects' keys.
 //
@@ -154,7 +154,7 @@ func AcceptPlaintext() ColumnOption { return func(c *Column) { c.mixed = true } 
 // without mixed mode always seals too: it records that the database
 // depends on ciphertexts, so that a process that cannot read them refuses
 // to start.
-func WithForms(g *forms.Gate) ColumnOption { return func(c *Column) { c.gate = g } }
+func WithForms(g *fleetgate.Gate) ColumnOption { return func(c *Column) { c.gate = g } }
 
 // SubjectKeys finds subjects' own data keys for a column declared with
 // [PerSubject]. Package field/subject implements it over a table of
@@ -299,9 +299,9 @@ func newColumn(kr *keyring.Keyring, table, column string, opts []ColumnOption) (
 	c.prefix4 = appendBoundNames(nil, c.bind)
 	c.scopeName = keyring.FieldScope(table, column)
 	c.ads4 = &sync.Pool{New: c.newAD4}
-	c.sealedForm, c.subjectForm = forms.Sealed(table, column), forms.Subject(table, column)
-	c.v4Form = forms.Ciphertext(version4)
-	c.gate.Declare(forms.Ciphertext(version3))
+	c.sealedForm, c.subjectForm = fleetgate.Sealed(table, column), fleetgate.Subject(table, column)
+	c.v4Form = fleetgate.Ciphertext(version4)
+	c.gate.Declare(fleetgate.Ciphertext(version3))
 	c.gate.Want(c.sealedForm, c.v4Form)
 	if c.subjects != nil {
 		c.gate.Want(c.subjectForm)
@@ -833,7 +833,7 @@ type Ciphertext struct {
 	valid bool
 	text  bool  // store as text
 	plain error // not nil: the stored value is not a ward ciphertext, and why
-	raw   bool  // a plaintext to store as it is (mixed mode before forms.Sealed opens)
+	raw   bool  // a plaintext to store as it is (mixed mode before fleetgate.Sealed opens)
 	// remnant is, for a value that is not a ciphertext, the header its
 	// first bytes still name if it starts like one (keycore.RemnantOf;
 	// Version 0 when it does not): a column that knows the key calls it
@@ -855,7 +855,7 @@ func (c *Column) plainForm(plaintext []byte) (Ciphertext, error) {
 		probe.Scan(plaintext)
 	}
 	if probe.plain == nil || probe.Newer() {
-		return Ciphertext{}, fmt.Errorf("field: %s.%s: the value reads as a ward ciphertext, and cannot be written as plaintext: %w", c.table, c.name, forms.ErrNotOpen)
+		return Ciphertext{}, fmt.Errorf("field: %s.%s: the value reads as a ward ciphertext, and cannot be written as plaintext: %w", c.table, c.name, fleetgate.ErrNotOpen)
 	}
 	return Ciphertext{data: bytes.Clone(plaintext), valid: true, text: c.enc == Text, plain: errPlainForm, raw: true}, nil
 }

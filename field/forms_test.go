@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -17,9 +17,9 @@ import (
 // rather than stored.
 func TestMixedModeWaitsForTheFleet(t *testing.T) {
 	kr := newKR(t)
-	g := forms.New()
+	g := fleetgate.New()
 	col := mustColumn(t, kr, "users", "email", WithEncoding(Text), AcceptPlaintext(), WithForms(g))
-	if !slices.Contains(g.Declared(), forms.Sealed("users", "email")) || !slices.Contains(g.Wanted(), forms.Sealed("users", "email")) {
+	if !slices.Contains(g.Declared(), fleetgate.Sealed("users", "email")) || !slices.Contains(g.Wanted(), fleetgate.Sealed("users", "email")) {
 		t.Fatalf("the column declares %v and wants %v", g.Declared(), g.Wanted())
 	}
 	ct, err := col.SealString(RowInt(1), "alice@example.com")
@@ -38,23 +38,23 @@ func TestMixedModeWaitsForTheFleet(t *testing.T) {
 	real, _ := mustColumn(t, kr, "users", "email", WithEncoding(Text)).SealString(RowInt(2), "x")
 	realText, _ := real.Value()
 	for _, looks := range []string{realText.(string), "w7:AAAA"} {
-		if _, err := col.SealString(RowInt(1), looks); !errors.Is(err, forms.ErrNotOpen) {
+		if _, err := col.SealString(RowInt(1), looks); !errors.Is(err, fleetgate.ErrNotOpen) {
 			t.Fatalf("a plaintext that reads as a ciphertext (%.10s…) was stored as plaintext: %v", looks, err)
 		}
 	}
-	g.SetOpen([]forms.Form{forms.Sealed("users", "email")})
+	g.SetOpen([]fleetgate.Form{fleetgate.Sealed("users", "email")})
 	ct, err = col.SealString(RowInt(1), "alice@example.com")
 	if v, _ := ct.AsText().Value(); err != nil || ct.IsPlaintext() || v == "alice@example.com" {
 		t.Fatalf("after the form opened the column wrote %q (%v)", v, err)
 	}
 	// A column without mixed mode seals whatever the gate says, and records
 	// that the database depends on ciphertexts.
-	g2 := forms.New()
+	g2 := fleetgate.New()
 	strict := mustColumn(t, kr, "users", "email", WithEncoding(Text), WithForms(g2))
 	if ct, err := strict.SealString(RowInt(1), "bob@example.com"); err != nil || ct.IsPlaintext() {
 		t.Fatalf("a strict column wrote plaintext: %v", err)
 	}
-	if !slices.Contains(g2.Wanted(), forms.Sealed("users", "email")) {
+	if !slices.Contains(g2.Wanted(), fleetgate.Sealed("users", "email")) {
 		t.Fatal("a strict column does not ask for the sealed form")
 	}
 }
@@ -65,9 +65,9 @@ func TestMixedModeWaitsForTheFleet(t *testing.T) {
 // opens both all along, bound and unbound (AcceptLegacyBinding).
 func TestVersion4WaitsForTheFleet(t *testing.T) {
 	kr := newKR(t)
-	g := forms.New()
+	g := fleetgate.New()
 	col := mustColumn(t, kr, "msgs", "body", Bind("owner"), AcceptLegacyBinding(), WithForms(g))
-	v3, v4 := forms.Ciphertext(3), forms.Ciphertext(4)
+	v3, v4 := fleetgate.Ciphertext(3), fleetgate.Ciphertext(4)
 	if d := g.Declared(); !slices.Contains(d, v3) || !slices.Contains(d, v4) || !slices.Contains(g.Wanted(), v4) {
 		t.Fatalf("the column declares %v and wants %v", d, g.Wanted())
 	}
@@ -80,7 +80,7 @@ func TestVersion4WaitsForTheFleet(t *testing.T) {
 	if err != nil || old.Version() != before || col.WriteVersion() != before {
 		t.Fatalf("before v4 opens: version %d %v", old.Version(), err)
 	}
-	g.SetOpen([]forms.Form{v4})
+	g.SetOpen([]fleetgate.Form{v4})
 	fresh, err := col.SealString(row, "after")
 	if err != nil || fresh.Version() != 4 || col.WriteVersion() != 4 {
 		t.Fatalf("after v4 opens: version %d %v", fresh.Version(), err)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/internal/golden"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
@@ -128,9 +128,9 @@ func writeContextGolden(t *testing.T, path string, version byte) {
 	if version == version4 {
 		g.Comment = "field context v4 (after the column's scope) and the ciphertexts (v4) sealed under it; regenerate with go test ./field -run GoldenContextV4 -update-v4 only when a version is added"
 	}
-	gate := forms.New()
+	gate := fleetgate.New()
 	if version == version4 {
-		gate.SetOpen([]forms.Form{forms.Ciphertext(version4)})
+		gate.SetOpen([]fleetgate.Form{fleetgate.Ciphertext(version4)})
 	}
 	for _, v := range contextVectors() {
 		c, rk := v.column(t, kr, WithForms(gate))

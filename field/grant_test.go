@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -22,7 +22,7 @@ func TestGrantColumn(t *testing.T) {
 	row := RowInt(1).With("alice")
 	t1, _ := title.SealString(row, "groceries")
 	b1, _ := body.SealString(row, "milk, eggs")
-	v3, _ := mustColumn(t, kr, "notes", "title", Bind("owner"), WithForms(forms.New())).SealString(row, "old")
+	v3, _ := mustColumn(t, kr, "notes", "title", Bind("owner"), WithForms(fleetgate.New())).SealString(row, "old")
 
 	g, err := kr.Grant([]keyring.GrantScope{{Table: "notes", Column: "title"}})
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/keyring"
 )
@@ -49,7 +49,7 @@ type RowMAC struct {
 	kr       *keyring.Keyring
 	purpose  string
 	database string
-	gate     *forms.Gate
+	gate     *fleetgate.Gate
 	refuseV1 bool
 	mark     string
 	v1only   bool   // NewRowMAC's: v1 only
@@ -66,11 +66,11 @@ type RowMACOptions struct {
 	Database string
 	// Gate is the process's view of its fleet (WithForms). With one, Sum
 	// writes v2 only once every registered process reads it (the form
-	// forms.IntegrityV2; v1 until then), and Verify refuses v1 MACs once
+	// fleetgate.IntegrityV2; v1 until then), and Verify refuses v1 MACs once
 	// the database's ledger records that the table's rows were moved to v2
 	// (RowMACMovedMark), which the gate learns within its refresh. Without
 	// one, Sum writes v2 at once.
-	Gate *forms.Gate
+	Gate *fleetgate.Gate
 	// RefuseV1 refuses v1 MACs from the start: a table whose every row was
 	// written v2, or moved (ledger.Ledger.RowMAC sets it from the ledger).
 	RefuseV1 bool
@@ -108,8 +108,8 @@ func NewRowMACFor(kr *keyring.Keyring, table string, columns []string, opts RowM
 		return nil, err
 	}
 	m.database, m.gate, m.refuseV1, m.mark = opts.Database, opts.Gate, opts.RefuseV1, RowMACMovedMark(table)
-	m.gate.Declare(forms.IntegrityV2)
-	m.gate.Want(forms.IntegrityV2)
+	m.gate.Declare(fleetgate.IntegrityV2)
+	m.gate.Want(fleetgate.IntegrityV2)
 	return m, nil
 }
 
@@ -137,7 +137,7 @@ func (m *RowMAC) Sum(values ...any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.v1only || !m.gate.Allows(forms.IntegrityV2) {
+	if m.v1only || !m.gate.Allows(fleetgate.IntegrityV2) {
 		return hmacSum(m.v1, nil, msg), nil
 	}
 	epoch := m.kr.Primary().ID

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
@@ -59,7 +59,7 @@ func TestRowMACv2(t *testing.T) {
 	if err := refusing.Verify(old1, []byte("th"), int64(7), int64(99)); !errors.Is(err, ErrRowMAC) {
 		t.Fatalf("a v1 MAC once refused: %v", err)
 	}
-	g := forms.New()
+	g := fleetgate.New()
 	gated, _ := NewRowMACFor(kr, "sessions", cols, RowMACOptions{Database: "db-1", Gate: g})
 	if tag, _ := gated.Sum([]byte("th"), int64(7), int64(99)); len(tag) != RowMACSize {
 		t.Fatalf("a gate that has not opened integrity:v2 wrote a %d-byte MAC, want v1", len(tag))

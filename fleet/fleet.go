@@ -36,7 +36,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/internal/printable"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
@@ -95,7 +95,7 @@ type Registry struct {
 	// registers the forms it reads, refuses to join when the database
 	// depends on a form it lacks, and every heartbeat advances the forms
 	// it wants to write (see [Member]).
-	Gate *forms.Gate
+	Gate *fleetgate.Gate
 	// Ledger is the ledger that records forms (default: the default
 	// ledger table of DB).
 	Ledger *ledger.Ledger
@@ -118,14 +118,14 @@ type Process struct {
 	Exited     bool            `json:"exited"`
 	// Forms are the forms (package forms) the process reads; none for a
 	// process of a release from before forms.
-	Forms []forms.Form `json:"forms,omitempty"`
+	Forms []fleetgate.Form `json:"forms,omitempty"`
 	// Tampered is set for a row that fails its MAC: what it says is not
 	// what a process wrote.
 	Tampered bool `json:"tampered,omitempty"`
 }
 
 // Can reports whether the process reads form f.
-func (p Process) Can(f forms.Form) bool { return slices.Contains(p.Forms, f) }
+func (p Process) Can(f fleetgate.Form) bool { return slices.Contains(p.Forms, f) }
 
 // Has reports whether the process holds key id.
 func (p Process) Has(id keyring.KeyID) bool { return slices.Contains(p.Keys, id) }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
@@ -34,14 +34,14 @@ import (
 // writer deleted the row) registers again at its next heartbeat
 // (Member.reregister) and joins the waits of forms it lacks; a form that
 // opened in between, while the registry could not see it, is reported to
-// it (forms.MissingError through the heartbeat's onError).
+// it (fleetgate.MissingError through the heartbeat's onError).
 //
 // A process that joins while a form waits adds itself to Waiting if it
 // lacks the form (racing an opening by compare-and-swap), and refuses to
 // join if the form is open.
 
 // formsText is a registry row's caps column.
-func formsText(fs []forms.Form) string {
+func formsText(fs []fleetgate.Form) string {
 	s := make([]string, len(fs))
 	for i, f := range fs {
 		s[i] = string(f)
@@ -49,16 +49,16 @@ func formsText(fs []forms.Form) string {
 	return strings.Join(s, ",")
 }
 
-func parseForms(s string) ([]forms.Form, error) {
+func parseForms(s string) ([]fleetgate.Form, error) {
 	if s == "" {
 		return nil, nil
 	}
-	var out []forms.Form
+	var out []fleetgate.Form
 	for _, f := range strings.Split(s, ",") {
-		if !forms.Form(f).Valid() {
+		if !fleetgate.Form(f).Valid() {
 			return nil, fmt.Errorf("fleet: malformed form %.40q", f)
 		}
-		out = append(out, forms.Form(f))
+		out = append(out, fleetgate.Form(f))
 	}
 	return out, nil
 }
@@ -93,7 +93,7 @@ func (r *Registry) ledger() *ledger.Ledger {
 
 // joinForms runs once the member's row is in the registry: it adds the
 // process to the waits of forms it lacks, and fails with a
-// [*forms.MissingError] naming the opened forms it lacks.
+// [*fleetgate.MissingError] naming the opened forms it lacks.
 func (m *Member) joinForms(ctx context.Context) error {
 	if m.r.Gate == nil {
 		return nil // a process without a gate reads no form: it blocks every wait, and is not checked
@@ -105,7 +105,7 @@ func (m *Member) joinForms(ctx context.Context) error {
 		return fmt.Errorf("fleet: reading the database's forms: %w", err)
 	}
 	lacks := func(f ledger.Form) bool { return !f.IsOpen() && !slices.Contains(can, f.Name) }
-	var opened []forms.Opened
+	var opened []fleetgate.Opened
 	if st != nil && slices.ContainsFunc(st.Forms, lacks) {
 		err = lg.ChangeForms(ctx, m.kr, func(fs []ledger.Form) []ledger.Form {
 			for i := range fs {
@@ -139,8 +139,8 @@ func (m *Member) joinForms(ctx context.Context) error {
 	return nil
 }
 
-func names(os []forms.Opened) []forms.Form {
-	out := make([]forms.Form, len(os))
+func names(os []fleetgate.Opened) []fleetgate.Form {
+	out := make([]fleetgate.Form, len(os))
 	for i, o := range os {
 		out[i] = o.Form
 	}
@@ -160,7 +160,7 @@ func (m *Member) advance(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("fleet: reading the database's forms: %w", err)
 	}
-	var known []forms.Form // records that exist before the registry is read
+	var known []fleetgate.Form // records that exist before the registry is read
 	expect := 0
 	if st != nil {
 		expect = st.Expect
@@ -172,7 +172,7 @@ func (m *Member) advance(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var opened []forms.Form
+	var opened []fleetgate.Form
 	now := time.Now().UnixMilli()
 	err = lg.ChangeForms(ctx, m.kr, func(fs []ledger.Form) []ledger.Form {
 		for _, w := range want {
@@ -220,7 +220,7 @@ func (m *Member) refreshMarks(ctx context.Context) error {
 // enough reports whether at least expect live registered processes read
 // w (always, when expect is 0): the operator's count of a fleet whose
 // older processes never registered.
-func enough(ps []Process, w forms.Form, keyringID string, expect int) bool {
+func enough(ps []Process, w fleetgate.Form, keyringID string, expect int) bool {
 	n := 0
 	for _, p := range ps {
 		if p.Keyring == keyringID && !p.Exited && !p.Tampered && p.Can(w) && time.Since(p.Seen) < ExpectFresh {
@@ -236,13 +236,13 @@ const ExpectFresh = time.Minute
 
 // step advances form w's record in fs by one read of the registry, ps.
 // mayOpen is false when w's record did not exist before ps was read.
-func step(fs []ledger.Form, w forms.Form, ps []Process, keyringID string, mayOpen bool, now int64) []ledger.Form {
+func step(fs []ledger.Form, w fleetgate.Form, ps []Process, keyringID string, mayOpen bool, now int64) []ledger.Form {
 	i := slices.IndexFunc(fs, func(f ledger.Form) bool { return f.Name == w })
 	if i >= 0 && fs[i].IsOpen() {
 		return fs
 	}
 	if i < 0 {
-		fs = append(fs, ledger.Form{Name: w, Release: forms.ReleaseOf(w), Since: now})
+		fs = append(fs, ledger.Form{Name: w, Release: fleetgate.ReleaseOf(w), Since: now})
 		i, mayOpen = len(fs)-1, false
 	}
 	f := &fs[i]
@@ -292,7 +292,7 @@ func (r *Registry) FormsState(ctx context.Context, kr *keyring.Keyring) ([]ledge
 // neither a registered process nor one a form waits for is refused with an
 // [*UnknownProcessError] before anything changes: a typo never reads as
 // done.
-func (r *Registry) SkipForms(ctx context.Context, kr *keyring.Keyring, skip []string) ([]forms.Form, error) {
+func (r *Registry) SkipForms(ctx context.Context, kr *keyring.Keyring, skip []string) ([]fleetgate.Form, error) {
 	ps, err := r.List(ctx, kr)
 	if err != nil {
 		return nil, err
@@ -318,7 +318,7 @@ func (r *Registry) SkipForms(ctx context.Context, kr *keyring.Keyring, skip []st
 	if len(unknown) > 0 {
 		return nil, &UnknownProcessError{Names: unknown}
 	}
-	var changed []forms.Form
+	var changed []fleetgate.Form
 	err = r.ledger().ChangeForms(ctx, kr, func(fs []ledger.Form) []ledger.Form {
 		changed = changed[:0]
 		for i := range fs {
@@ -359,7 +359,7 @@ func (e *UnknownProcessError) Error() string {
 // FormNotReadyError means an operator's job would write a form that not
 // every registered process reads yet.
 type FormNotReadyError struct {
-	Form forms.Form
+	Form fleetgate.Form
 	// Waiting are the processes that do not read it (IDs, or as
 	// Process.String for live registrations).
 	Waiting []string
@@ -376,7 +376,7 @@ func (e *FormNotReadyError) Error() string {
 // [*FormNotReadyError] otherwise. It also returns the live registered
 // processes that declare no form at all (from a release before forms, or
 // without a gate), of which ward cannot tell what they read.
-func (r *Registry) Ready(ctx context.Context, kr *keyring.Keyring, f forms.Form) (unknown []Process, err error) {
+func (r *Registry) Ready(ctx context.Context, kr *keyring.Keyring, f fleetgate.Form) (unknown []Process, err error) {
 	st, err := r.ledger().Verified(ctx, kr)
 	if err != nil {
 		return nil, err
@@ -421,10 +421,10 @@ func (r *Registry) Ready(ctx context.Context, kr *keyring.Keyring, f forms.Form)
 // only v3, so it keeps the writer on v3 too; so does a ledger that does
 // not verify (a recovery runs on one that went back): v3 is what every
 // release reads.
-func (r *Registry) WriteGate(ctx context.Context, kr *keyring.Keyring, allowed ...forms.Form) *forms.Gate {
-	g := forms.New()
+func (r *Registry) WriteGate(ctx context.Context, kr *keyring.Keyring, allowed ...fleetgate.Form) *fleetgate.Gate {
+	g := fleetgate.New()
 	open := slices.Clone(allowed)
-	v4 := forms.Ciphertext(4)
+	v4 := fleetgate.Ciphertext(4)
 	if unknown, err := r.Ready(ctx, kr, v4); err == nil && len(unknown) == 0 {
 		open = append(open, v4)
 	}

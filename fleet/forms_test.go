@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/internal/dbtest"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
@@ -48,12 +48,12 @@ func newFormsFleet(t *testing.T, db *sql.DB, d field.Dialect) *formsFleet {
 
 // process loads the keyring and returns a registry whose gate declares
 // can and wants want.
-func (f *formsFleet) process(can, want []forms.Form) (*Registry, *keyring.Keyring) {
+func (f *formsFleet) process(can, want []fleetgate.Form) (*Registry, *keyring.Keyring) {
 	kr, err := keyring.Load(f.ctx, f.path, f.mk)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	g := forms.New()
+	g := fleetgate.New()
 	g.Declare(can...)
 	g.Want(want...)
 	return &Registry{DB: f.db, Dialect: f.d, Table: f.reg, Gate: g, Ledger: &ledger.Ledger{DB: f.db, Dialect: f.d, Table: f.lg}}, kr
@@ -84,17 +84,17 @@ func (f *formsFleet) beat(n int, ms ...*Member) {
 func TestFormOpensWhenEveryProcessReads(t *testing.T) {
 	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
 		f := newFormsFleet(t, db, d)
-		w := forms.Sealed("users", "email")
+		w := fleetgate.Sealed("users", "email")
 		oldR, oldK := f.process(nil, nil)
 		old := f.join(oldR, oldK)
-		newR, newK := f.process(nil, []forms.Form{w})
+		newR, newK := f.process(nil, []fleetgate.Form{w})
 		m := f.join(newR, newK)
 		f.beat(3, m, old)
 		if newR.Gate.Allows(w) {
 			t.Fatal("the form opened while a process that does not read it runs")
 		}
 		st, err := newR.FormsState(f.ctx, newK)
-		if err != nil || len(st) != 1 || !slices.Equal(st[0].Waiting, []string{old.ID()}) || st[0].Release != forms.Release {
+		if err != nil || len(st) != 1 || !slices.Equal(st[0].Waiting, []string{old.ID()}) || st[0].Release != fleetgate.Release {
 			t.Fatalf("the ledger's record of the wait: %+v %v", st, err)
 		}
 		if err := old.Leave(f.ctx); err != nil {
@@ -108,12 +108,12 @@ func TestFormOpensWhenEveryProcessReads(t *testing.T) {
 		// A process that lacks it now refuses to join, naming the form.
 		lateR, lateK := f.process(nil, nil)
 		_, err = lateR.Join(f.ctx, lateK, time.Hour, nil)
-		var me *forms.MissingError
-		if !errors.As(err, &me) || len(me.Forms) != 1 || me.Forms[0].Form != w || me.Forms[0].Release != forms.Release {
+		var me *fleetgate.MissingError
+		if !errors.As(err, &me) || len(me.Forms) != 1 || me.Forms[0].Form != w || me.Forms[0].Release != fleetgate.Release {
 			t.Fatalf("a process lacking an opened form joined: %v", err)
 		}
 		// One that reads it joins, and its gate allows it at once.
-		okR, okK := f.process([]forms.Form{w}, nil)
+		okR, okK := f.process([]fleetgate.Form{w}, nil)
 		f.join(okR, okK)
 		if !okR.Gate.Allows(w) {
 			t.Fatal("a joining process does not learn the opened forms")
@@ -128,10 +128,10 @@ func TestFormOpensWhenEveryProcessReads(t *testing.T) {
 func TestFormWaitSurvivesDeletion(t *testing.T) {
 	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
 		f := newFormsFleet(t, db, d)
-		w := forms.Pepper
+		w := fleetgate.Pepper
 		oldR, oldK := f.process(nil, nil)
 		old := f.join(oldR, oldK)
-		newR, newK := f.process(nil, []forms.Form{w})
+		newR, newK := f.process(nil, []fleetgate.Form{w})
 		m := f.join(newR, newK)
 		f.beat(2, m)
 		name, _ := d.Quote(f.reg)
@@ -147,7 +147,7 @@ func TestFormWaitSurvivesDeletion(t *testing.T) {
 		}
 		late.Leave(f.ctx)
 		changed, err := newR.SkipForms(f.ctx, newK, []string{old.ID()})
-		if err != nil || !slices.Equal(changed, []forms.Form{w}) {
+		if err != nil || !slices.Equal(changed, []fleetgate.Form{w}) {
 			t.Fatalf("skip: %v %v", changed, err)
 		}
 		f.beat(1, m)
@@ -163,10 +163,10 @@ func TestFormWaitSurvivesDeletion(t *testing.T) {
 func TestFormsRowMAC(t *testing.T) {
 	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
 		f := newFormsFleet(t, db, d)
-		w := forms.Subject("notes", "body")
+		w := fleetgate.Subject("notes", "body")
 		oldR, oldK := f.process(nil, nil)
 		old := f.join(oldR, oldK)
-		newR, newK := f.process(nil, []forms.Form{w})
+		newR, newK := f.process(nil, []fleetgate.Form{w})
 		m := f.join(newR, newK)
 		name, _ := d.Quote(f.reg)
 		if _, err := db.Exec(d.Rebind(fmt.Sprintf(`UPDATE %s SET caps = ? WHERE id = ?`, name)), string(w), old.ID()); err != nil {
@@ -202,7 +202,7 @@ func TestRegistryMigratesForms(t *testing.T) {
 			exited INTEGER NOT NULL, mac TEXT NOT NULL)`, name)); err != nil {
 			t.Fatal(err)
 		}
-		r, kr := f.process([]forms.Form{forms.Ciphertext(3)}, nil)
+		r, kr := f.process([]fleetgate.Form{fleetgate.Ciphertext(3)}, nil)
 		m := f.join(r, kr)
 		plain, pk := f.process(nil, nil)
 		plain.Gate = nil
@@ -212,7 +212,7 @@ func TestRegistryMigratesForms(t *testing.T) {
 			t.Fatalf("after the migration: %+v %v", ps, err)
 		}
 		for _, p := range ps {
-			if p.ID == m.ID() && !p.Can(forms.Ciphertext(3)) || p.ID == pm.ID() && len(p.Forms) != 0 {
+			if p.ID == m.ID() && !p.Can(fleetgate.Ciphertext(3)) || p.ID == pm.ID() && len(p.Forms) != 0 {
 				t.Fatalf("forms read back: %+v", p)
 			}
 		}
@@ -225,19 +225,19 @@ func TestRegistryMigratesForms(t *testing.T) {
 func TestFormWaitsForExpectedProcesses(t *testing.T) {
 	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
 		f := newFormsFleet(t, db, d)
-		w := forms.Sealed("users", "email")
-		r1, k1 := f.process(nil, []forms.Form{w})
+		w := fleetgate.Sealed("users", "email")
+		r1, k1 := f.process(nil, []fleetgate.Form{w})
 		if err := r1.Ledger.SetExpect(f.ctx, k1, 3); err != nil {
 			t.Fatal(err)
 		}
 		m1 := f.join(r1, k1)
-		r2, k2 := f.process(nil, []forms.Form{w})
+		r2, k2 := f.process(nil, []fleetgate.Form{w})
 		m2 := f.join(r2, k2)
 		f.beat(3, m1, m2)
 		if r1.Gate.Allows(w) {
 			t.Fatal("the form opened with 2 of 3 expected processes")
 		}
-		r3, k3 := f.process([]forms.Form{w}, nil)
+		r3, k3 := f.process([]fleetgate.Form{w}, nil)
 		f.join(r3, k3)
 		f.beat(1, m1)
 		if !r1.Gate.Allows(w) {
@@ -252,8 +252,8 @@ func TestFormWaitsForExpectedProcesses(t *testing.T) {
 func TestReady(t *testing.T) {
 	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
 		f := newFormsFleet(t, db, d)
-		w := forms.Sealed("notes", "body")
-		aware, ak := f.process([]forms.Form{forms.Pepper}, nil)
+		w := fleetgate.Sealed("notes", "body")
+		aware, ak := f.process([]fleetgate.Form{fleetgate.Pepper}, nil)
 		am := f.join(aware, ak)
 		plain, pk := f.process(nil, nil)
 		plain.Gate = nil
@@ -267,7 +267,7 @@ func TestReady(t *testing.T) {
 		if unknown, err := aware.Ready(f.ctx, ak, w); err != nil || len(unknown) != 1 {
 			t.Fatalf("once it left: %v, unknown %v", err, unknown)
 		}
-		wr, wk := f.process(nil, []forms.Form{w})
+		wr, wk := f.process(nil, []fleetgate.Form{w})
 		wm := f.join(wr, wk)
 		f.join(f.process(nil, nil)) // a form-aware process without it joins the wait
 		f.beat(1, wm)
@@ -284,12 +284,12 @@ func TestReady(t *testing.T) {
 func TestWriteGate(t *testing.T) {
 	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
 		f := newFormsFleet(t, db, d)
-		v4, sealed := forms.Ciphertext(4), forms.Sealed("notes", "body")
+		v4, sealed := fleetgate.Ciphertext(4), fleetgate.Sealed("notes", "body")
 		reg, kr := f.process(nil, nil)
 		if g := reg.WriteGate(f.ctx, kr, sealed); !g.Allows(v4) || !g.Allows(sealed) {
 			t.Fatal("no process registered: v4 not allowed")
 		}
-		older, ok := f.process([]forms.Form{forms.Ciphertext(3), sealed}, nil)
+		older, ok := f.process([]fleetgate.Form{fleetgate.Ciphertext(3), sealed}, nil)
 		om := f.join(older, ok)
 		if g := reg.WriteGate(f.ctx, kr, sealed); g.Allows(v4) || !g.Allows(sealed) {
 			t.Fatal("a process that reads v3 only: v4 allowed")
@@ -302,7 +302,7 @@ func TestWriteGate(t *testing.T) {
 			t.Fatal("a process of a release before forms: v4 allowed")
 		}
 		fm.Leave(f.ctx)
-		f.join(f.process([]forms.Form{v4}, nil))
+		f.join(f.process([]fleetgate.Form{v4}, nil))
 		if g := reg.WriteGate(f.ctx, kr); !g.Allows(v4) {
 			t.Fatal("every process reads v4: v4 not allowed")
 		}
@@ -320,10 +320,10 @@ func TestWriteGate(t *testing.T) {
 func TestDeletedRegistrationRejoins(t *testing.T) {
 	forEachDB(t, func(t *testing.T, db *sql.DB, d field.Dialect) {
 		f := newFormsFleet(t, db, d)
-		w := forms.Sealed("users", "email")
+		w := fleetgate.Sealed("users", "email")
 		oldR, oldK := f.process(nil, nil)
 		old := f.join(oldR, oldK)
-		newR, newK := f.process(nil, []forms.Form{w})
+		newR, newK := f.process(nil, []fleetgate.Form{w})
 		m := f.join(newR, newK)
 		if _, err := db.Exec(d.Rebind(`DELETE FROM `+f.reg+` WHERE id = ?`), old.ID()); err != nil {
 			t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/internal/golden"
 	"github.com/wardlab/ward/keyring"
 )
@@ -35,7 +35,7 @@ func writeGolden(t *testing.T) {
 	for _, p := range []Process{
 		{ID: "p-0011223344556677", Host: "web-1", PID: 4242, Keyring: kr.ID(), Generation: 3, Keys: []keyring.KeyID{kr.Primary().ID}, Started: at, Seen: at.Add(time.Minute)},
 		{ID: "p-8899aabbccddeeff", Host: "web-2", PID: 7, Keyring: kr.ID(), Generation: 3, Keys: []keyring.KeyID{kr.Primary().ID}, Started: at, Seen: at, Exited: true,
-			Forms: []forms.Form{"ciphertext:v4", "sealed:notes.body"}},
+			Forms: []fleetgate.Form{"ciphertext:v4", "sealed:notes.body"}},
 	} {
 		f.Rows = append(f.Rows, goldenRow{p, hex.EncodeToString(rowMAC(key, &p))})
 	}
@@ -76,7 +76,7 @@ func writeGoldenV2(t *testing.T) {
 	m := &rowMACs{kr: kr, database: f.Database}
 	at := time.UnixMilli(1796000000123).UTC()
 	p := Process{ID: "p-0011223344556677", Host: "web-1", PID: 4242, Keyring: kr.ID(), Generation: 3, Keys: []keyring.KeyID{kr.Primary().ID}, Started: at, Seen: at.Add(time.Minute),
-		Forms: []forms.Form{"ciphertext:v4", "integrity:v2"}}
+		Forms: []fleetgate.Form{"ciphertext:v4", "integrity:v2"}}
 	f.Rows = append(f.Rows, goldenRow{p, m.tag(&p, nil)})
 	f.Header = mk.Header(t, "ward process registry rows v2 (FORMAT.md, Process registry); regenerate with go test ./fleet -run GoldenRegistryV2 -update-v2 only when the MAC changes")
 	golden.Write(t, goldenV2Path, f)

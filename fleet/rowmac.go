@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
@@ -69,8 +69,8 @@ func (r *Registry) macs(ctx context.Context, kr *keyring.Keyring) (*rowMACs, err
 
 // tag returns a row's MAC text: v2 under the current epoch when v2 is
 // written (the gate allows it and the database has a ledger), else v1.
-func (m *rowMACs) tag(p *Process, gate *forms.Gate) string {
-	if m.database == "" || !gate.Allows(forms.IntegrityV2) {
+func (m *rowMACs) tag(p *Process, gate *fleetgate.Gate) string {
+	if m.database == "" || !gate.Allows(fleetgate.IntegrityV2) {
 		return hex.EncodeToString(rowMAC(m.v1, p))
 	}
 	epoch, key, err := (*keycore.Keyring)(m.kr).IntegrityKey(rowPurpose)

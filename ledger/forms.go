@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -18,8 +18,8 @@ import (
 // deleting a process's registration never lets the form open early, and an
 // opened form stays open (a process that lacks it refuses to start).
 type Form struct {
-	// Name is the form (forms.Form).
-	Name forms.Form `json:"name"`
+	// Name is the form (fleetgate.Form).
+	Name fleetgate.Form `json:"name"`
 	// Release is the ward release that introduced the form's kind.
 	Release string `json:"release"`
 	// Since is when the wait began (Unix milliseconds).
@@ -39,8 +39,8 @@ type Form struct {
 func (f Form) IsOpen() bool { return f.Opened != 0 }
 
 // OpenedAs returns the form as the forms package reports a dependency.
-func (f Form) OpenedAs() forms.Opened {
-	return forms.Opened{Form: f.Name, Release: f.Release, Opened: time.UnixMilli(f.Opened)}
+func (f Form) OpenedAs() fleetgate.Opened {
+	return fleetgate.Opened{Form: f.Name, Release: f.Release, Opened: time.UnixMilli(f.Opened)}
 }
 
 func (f Form) equal(o Form) bool {
@@ -70,12 +70,12 @@ func sortForms(fs []Form) []Form {
 
 // OpenedForms returns the forms the verified ledger records as open (none
 // for a database without a ledger).
-func (l *Ledger) OpenedForms(ctx context.Context, kr *keyring.Keyring) ([]forms.Opened, error) {
+func (l *Ledger) OpenedForms(ctx context.Context, kr *keyring.Keyring) ([]fleetgate.Opened, error) {
 	st, err := l.Verified(ctx, kr)
 	if err != nil || st == nil {
 		return nil, err
 	}
-	var out []forms.Opened
+	var out []fleetgate.Opened
 	for _, f := range st.Forms {
 		if f.IsOpen() {
 			out = append(out, f.OpenedAs())

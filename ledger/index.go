@@ -9,7 +9,7 @@ import (
 	"slices"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -67,9 +67,9 @@ const (
 //
 // The index is named by a digest of its table, column and name, which
 // keeps the form short whatever the identifiers.
-func IndexAck(c IndexColumn, phase string) forms.Form {
+func IndexAck(c IndexColumn, phase string) fleetgate.Form {
 	h := sha256.Sum256([]byte(c.Table + "\x00" + c.Column + "\x00" + c.Name))
-	return forms.Form(fmt.Sprintf("%s:index.%x@%v.%s", forms.KindIntegrity, h[:8], c.Rekey.Epoch, phase))
+	return fleetgate.Form(fmt.Sprintf("%s:index.%x@%v.%s", fleetgate.KindIntegrity, h[:8], c.Rekey.Epoch, phase))
 }
 
 // Columns returns the column holding the current values and the other

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -22,7 +22,7 @@ type IndexerOptions struct {
 	// which the fleet registry reports at the next heartbeat, so that the
 	// re-key job waits for it. Without one, the process is not counted,
 	// and a re-key must not run while it serves.
-	Gate *forms.Gate
+	Gate *fleetgate.Gate
 	// FromV1 records an index the ledger does not know yet as the v1
 	// index its rows already hold (field.NewBlindIndex: keyed by the
 	// keyring's root, the column's one key), so that a re-key moves it to
@@ -47,7 +47,7 @@ type IndexerOptions struct {
 type Indexer struct {
 	lg    *Ledger
 	kr    *keyring.Keyring
-	gate  *forms.Gate
+	gate  *fleetgate.Gate
 	norm  field.Normalizer
 	db    string
 	spec  IndexColumn

@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -51,7 +51,7 @@ const maxMACColumns = 256
 // database) are refused if the ledger records that the table's were moved
 // (field.RowMACMovedMark), and, with a gate, once the gate learns it. A
 // database without a ledger yet gets one first (a first start).
-func (l *Ledger) RowMAC(ctx context.Context, kr *keyring.Keyring, c MACColumn, gate *forms.Gate) (*field.RowMAC, error) {
+func (l *Ledger) RowMAC(ctx context.Context, kr *keyring.Keyring, c MACColumn, gate *fleetgate.Gate) (*field.RowMAC, error) {
 	for _, n := range append([]string{c.Table, c.Column, c.Key}, c.Covers...) {
 		if _, err := field.QuoteIdent(n); err != nil {
 			return nil, err

@@ -22,7 +22,7 @@ import (
 	"github.com/wardlab/ward/field/reseal"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/fleet"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -146,14 +146,14 @@ func OpenColumn(ctx context.Context, kr *keyring.Keyring, d Database, c ledger.C
 	if c.Bind != nil {
 		opts = append(opts, field.Bind(c.Bind...))
 	}
-	allowed := []forms.Form{forms.Sealed(c.Table, c.Column)}
+	allowed := []fleetgate.Form{fleetgate.Sealed(c.Table, c.Column)}
 	if c.Subject != "" {
 		store, err := subject.Open(ctx, subject.Config{DB: d.DB, Dialect: d.Dialect, Keyring: kr, Ledger: d.ledger(), Namespace: c.Namespace})
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, field.PerSubject(store, c.Subject))
-		allowed = append(allowed, forms.Subject(c.Table, c.Column))
+		allowed = append(allowed, fleetgate.Subject(c.Table, c.Column))
 	}
 	// The job writes ciphertext v4 only once every registered process
 	// reads it.

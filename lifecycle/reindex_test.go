@@ -14,7 +14,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/fleet"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/internal/dbtest"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
@@ -59,7 +59,7 @@ func newIndexApp(t *testing.T, d dbtest.DB, fromV1 bool) *indexApp {
 	if _, err := d.DB.Exec(fmt.Sprintf(`CREATE TABLE %s (id BIGINT PRIMARY KEY, email %s, email_idx %s UNIQUE, email_idx2 %s UNIQUE)`, a.table, d.Blob, ix, ix)); err != nil {
 		t.Fatal(err)
 	}
-	gate := forms.New()
+	gate := fleetgate.New()
 	if a.col, err = field.NewColumn(kr, a.table, "email", field.WithForms(gate)); err != nil {
 		t.Fatal(err)
 	}

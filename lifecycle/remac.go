@@ -11,7 +11,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/fleet"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -95,7 +95,7 @@ func RemacRows(ctx context.Context, kr *keyring.Keyring, d Database) ([]MACResul
 // integrityOpen reports whether the fleet writes integrity records v2,
 // and if not why.
 func integrityOpen(ctx context.Context, kr *keyring.Keyring, d Database, st *ledger.State) (bool, string, error) {
-	unknown, err := (&fleet.Registry{DB: d.DB, Dialect: d.Dialect, Ledger: d.ledger()}).Ready(ctx, kr, forms.IntegrityV2)
+	unknown, err := (&fleet.Registry{DB: d.DB, Dialect: d.Dialect, Ledger: d.ledger()}).Ready(ctx, kr, fleetgate.IntegrityV2)
 	var nr *fleet.FormNotReadyError
 	if errors.As(err, &nr) || len(unknown) > 0 {
 		return false, "the fleet has not opened integrity:v2 (a process of the release before reads only v1 MACs)", nil
@@ -134,7 +134,7 @@ func remacColumn(ctx context.Context, kr *keyring.Keyring, d Database, st *ledge
 		r.Why = fmt.Sprintf("%d MACs do not verify and %d rows changed meanwhile: run again", r.Invalid, r.Changed)
 		return nil
 	}
-	switch opened := formOpened(st, forms.IntegrityV2); {
+	switch opened := formOpened(st, fleetgate.IntegrityV2); {
 	case opened.IsZero():
 		r.Why = "the ledger does not yet record integrity:v2 as opened (a heartbeat records it once every process declares it): run again to refuse v1 MACs"
 		return nil
@@ -183,7 +183,7 @@ func remacRow(ctx context.Context, db *sql.DB, q macQueries, mac *field.RowMAC, 
 }
 
 // formOpened is when the ledger records a form opened (zero if not).
-func formOpened(st *ledger.State, f forms.Form) time.Time {
+func formOpened(st *ledger.State, f fleetgate.Form) time.Time {
 	i := slices.IndexFunc(st.Forms, func(x ledger.Form) bool { return x.Name == f && x.IsOpen() })
 	if i < 0 {
 		return time.Time{}

@@ -7,7 +7,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 )
 
 // declareForms declares on the policy's gate the schemes the hasher
@@ -49,11 +49,11 @@ func (h *Hasher) declareForms() error {
 		return fmt.Errorf("password: Fallback %v is not among the accepted schemes", p.Fallback.Scheme)
 	}
 	for _, s := range accepted {
-		p.Forms.Declare(forms.Password(s.String()))
+		p.Forms.Declare(fleetgate.Password(s.String()))
 	}
-	p.Forms.Want(forms.Password(p.Preferred.Scheme.String()))
+	p.Forms.Want(fleetgate.Password(p.Preferred.Scheme.String()))
 	if p.Pepper != nil {
-		p.Forms.Want(forms.Pepper)
+		p.Forms.Want(fleetgate.Pepper)
 	}
 	return nil
 }
@@ -61,10 +61,10 @@ func (h *Hasher) declareForms() error {
 // target returns the parameters Hash writes now, and whether it peppers.
 func (h *Hasher) target() (Params, bool) {
 	p := &h.policy
-	if !p.Forms.Allows(forms.Password(p.Preferred.Scheme.String())) {
+	if !p.Forms.Allows(fleetgate.Password(p.Preferred.Scheme.String())) {
 		return p.Fallback, false
 	}
-	return p.Preferred, p.Pepper != nil && p.Forms.Allows(forms.Pepper)
+	return p.Preferred, p.Pepper != nil && p.Forms.Allows(fleetgate.Pepper)
 }
 
 // needsRehash reports whether a verified hash should be replaced by what
@@ -73,7 +73,7 @@ func (h *Hasher) target() (Params, bool) {
 // process wrote in a newer form is never turned back.
 func (h *Hasher) needsRehash(d *decoded) bool {
 	target, peppered := h.target()
-	if target == h.policy.Fallback && h.policy.Forms != nil && !h.policy.Forms.Allows(forms.Password(h.policy.Preferred.Scheme.String())) {
+	if target == h.policy.Fallback && h.policy.Forms != nil && !h.policy.Forms.Allows(fleetgate.Password(h.policy.Preferred.Scheme.String())) {
 		return d.params.Scheme == target.Scheme && d.params.weakerThan(target)
 	}
 	if d.params.weakerThan(target) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 )
 
@@ -20,11 +20,11 @@ func TestUpgradeWaitsForTheFleet(t *testing.T) {
 	ctx := context.Background()
 	kr, _ := keyring.New(keyring.AES256GCM)
 	bcryptOnly := newHasher(t, Policy{Preferred: Params{Scheme: Bcrypt, Cost: 4}, Accept: []Scheme{Bcrypt}, AllowWeak: true})
-	g := forms.New()
+	g := fleetgate.New()
 	p := fast
 	p.Pepper, p.Forms, p.Fallback = kr, g, Params{Scheme: Bcrypt, Cost: 4}
 	h := newHasher(t, p)
-	for _, f := range []forms.Form{forms.Password("argon2id"), forms.Password("bcrypt"), forms.Pepper} {
+	for _, f := range []fleetgate.Form{fleetgate.Password("argon2id"), fleetgate.Password("bcrypt"), fleetgate.Pepper} {
 		if !strings.Contains(string(formsText(g.Declared())), string(f)) {
 			t.Fatalf("the hasher declares %v, not %s", g.Declared(), f)
 		}
@@ -44,27 +44,27 @@ func TestUpgradeWaitsForTheFleet(t *testing.T) {
 	if up, _, err := h.VerifyAndUpgrade(ctx, []byte("pw"), newer); err != nil || up != "" {
 		t.Fatalf("an Argon2id hash was turned back: %q %v", up, err)
 	}
-	g.SetOpen([]forms.Form{forms.Password("argon2id")})
+	g.SetOpen([]fleetgate.Form{fleetgate.Password("argon2id")})
 	if enc, _ := h.Hash(ctx, []byte("pw")); !strings.HasPrefix(enc, "$argon2id$") || strings.Contains(enc, "keyid=") {
 		t.Fatalf("with Argon2id open and the pepper not: %q", enc)
 	}
-	g.SetOpen([]forms.Form{forms.Pepper})
+	g.SetOpen([]fleetgate.Form{fleetgate.Pepper})
 	up, _, err := h.VerifyAndUpgrade(ctx, []byte("pw"), old)
 	if err != nil || !strings.Contains(up, ",keyid=") {
 		t.Fatalf("once both opened the log-in gave %q (%v)", up, err)
 	}
-	if _, err := NewHasher(Policy{Preferred: fast.Preferred, AllowWeak: true, Forms: forms.New()}, nil); err == nil {
+	if _, err := NewHasher(Policy{Preferred: fast.Preferred, AllowWeak: true, Forms: fleetgate.New()}, nil); err == nil {
 		t.Fatal("Forms without Fallback accepted")
 	}
-	if _, err := NewHasher(Policy{Preferred: fast.Preferred, AllowWeak: true, Forms: forms.New(), Fallback: Params{Scheme: Bcrypt, Cost: 4}, Accept: []Scheme{Argon2id}}, nil); err == nil {
+	if _, err := NewHasher(Policy{Preferred: fast.Preferred, AllowWeak: true, Forms: fleetgate.New(), Fallback: Params{Scheme: Bcrypt, Cost: 4}, Accept: []Scheme{Argon2id}}, nil); err == nil {
 		t.Fatal("a Fallback the hasher does not accept")
 	}
-	if _, err := NewHasher(Policy{Preferred: OWASP(), Forms: forms.New(), Fallback: Params{Scheme: Bcrypt, Cost: 4}}, nil); err == nil {
+	if _, err := NewHasher(Policy{Preferred: OWASP(), Forms: fleetgate.New(), Fallback: Params{Scheme: Bcrypt, Cost: 4}}, nil); err == nil {
 		t.Fatal("a weak Fallback accepted without AllowWeak")
 	}
 }
 
-func formsText(fs []forms.Form) string {
+func formsText(fs []fleetgate.Form) string {
 	var b strings.Builder
 	for _, f := range fs {
 		b.WriteString(string(f) + ",")

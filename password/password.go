@@ -31,7 +31,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/password/internal/argon2"
 )
@@ -71,7 +71,7 @@ type Policy struct {
 	// it has one, and asks for its preferred scheme and pepper to open).
 	// Until then Hash writes Fallback, and a log-in upgrades nothing that
 	// Fallback would not.
-	Forms *forms.Gate
+	Forms *fleetgate.Gate
 	// Fallback are the parameters Hash writes while the preferred scheme
 	// is not open: what the fleet's older processes write. Required with
 	// Forms (for a change of pepper only, the preferred parameters).

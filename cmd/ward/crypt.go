@@ -14,7 +14,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/fleet"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/kms/local"
@@ -27,8 +27,8 @@ type contextFlags struct {
 	grant              string // decrypt: a grant file instead of the keyring
 	context            string
 	table, column, row string
-	bind               []string    // NAME=VALUE, in the column's Bind order
-	gate               *forms.Gate // encrypt --db: the fleet's write gate
+	bind               []string        // NAME=VALUE, in the column's Bind order
+	gate               *fleetgate.Gate // encrypt --db: the fleet's write gate
 }
 
 func (f *contextFlags) register(cmd *cobra.Command) {
@@ -202,8 +202,8 @@ func (a *app) fleetGate(ctx context.Context, kr *keyring.Keyring, cf *contextFla
 		return err
 	}
 	defer db.Close()
-	cf.gate = (&fleet.Registry{DB: db, Dialect: dialect}).WriteGate(ctx, kr, forms.Sealed(cf.table, cf.column))
-	if !cf.gate.Allows(forms.Ciphertext(4)) {
+	cf.gate = (&fleet.Registry{DB: db, Dialect: dialect}).WriteGate(ctx, kr, fleetgate.Sealed(cf.table, cf.column))
+	if !cf.gate.Allows(fleetgate.Ciphertext(4)) {
 		fmt.Fprintln(a.stderr, "ward: writing ciphertext v3: not every process registered in --db reads v4 yet (see ward fleet)")
 	}
 	return nil

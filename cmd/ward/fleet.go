@@ -11,7 +11,7 @@ import (
 
 	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/fleet"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/internal/cli"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
@@ -146,11 +146,11 @@ func processNames(ps []fleet.Process) string {
 // fleetReport is one database's registry and forms, as ward fleet shows
 // them.
 type fleetReport struct {
-	DB        string          `json:"db"`
-	Processes []fleet.Process `json:"processes"`
-	Forms     []ledger.Form   `json:"forms,omitempty"`
-	Skipped   []forms.Form    `json:"skipped,omitempty"`
-	Expect    int             `json:"expect,omitempty"`
+	DB        string           `json:"db"`
+	Processes []fleet.Process  `json:"processes"`
+	Forms     []ledger.Form    `json:"forms,omitempty"`
+	Skipped   []fleetgate.Form `json:"skipped,omitempty"`
+	Expect    int              `json:"expect,omitempty"`
 }
 
 func (a *app) newFleetCmd() *cobra.Command {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/fleet"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -124,8 +124,8 @@ func TestFleetSkipForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := forms.New()
-	g.Want(forms.Sealed("notes", "body"))
+	g := fleetgate.New()
+	g.Want(fleetgate.Sealed("notes", "body"))
 	m, err := (&fleet.Registry{DB: db, Dialect: field.SQLite, Gate: g}).Join(ctx, load(), time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestFleetSkipForm(t *testing.T) {
 	db.Exec(`DELETE FROM ward_fleet WHERE id = ?`, old.ID())
 	m.Beat(ctx)
 	code, out, e := c.run("fleet", "--db", dbURL)
-	if code != 0 || !strings.Contains(out, "form sealed:notes.body: waiting since") || !strings.Contains(out, old.ID()) || g.Allows(forms.Sealed("notes", "body")) {
+	if code != 0 || !strings.Contains(out, "form sealed:notes.body: waiting since") || !strings.Contains(out, old.ID()) || g.Allows(fleetgate.Sealed("notes", "body")) {
 		t.Fatalf("ward fleet with a vanished process: %d %q %q", code, out, e)
 	}
 	// A name that matches nothing is refused, and skips nothing.
@@ -150,7 +150,7 @@ func TestFleetSkipForm(t *testing.T) {
 		t.Fatalf("ward fleet --skip-form: %d %q %q", code, out, e)
 	}
 	m.Beat(ctx)
-	if code, out, _ := c.run("fleet", "--db", dbURL); !g.Allows(forms.Sealed("notes", "body")) || !strings.Contains(out, "form sealed:notes.body: open since") || code != 0 {
+	if code, out, _ := c.run("fleet", "--db", dbURL); !g.Allows(fleetgate.Sealed("notes", "body")) || !strings.Contains(out, "form sealed:notes.body: open since") || code != 0 {
 		t.Fatalf("after the skip: %q", out)
 	}
 	// ward fleet --expect 2: the next form waits for a second process that
@@ -158,18 +158,18 @@ func TestFleetSkipForm(t *testing.T) {
 	if code, out, e := c.run("fleet", "--db", dbURL, "--expect", "2"); code != 0 || !strings.Contains(out, "the fleet runs 2 processes") {
 		t.Fatalf("ward fleet --expect: %d %q %q", code, out, e)
 	}
-	g.Want(forms.Pepper)
+	g.Want(fleetgate.Pepper)
 	for range 3 {
 		m.Beat(ctx)
 	}
-	if g.Allows(forms.Pepper) {
+	if g.Allows(fleetgate.Pepper) {
 		t.Fatal("a form opened with 1 of the 2 processes ward fleet --expect named")
 	}
 	c.run("fleet", "--db", dbURL, "--expect", "0")
 	for range 2 {
 		m.Beat(ctx)
 	}
-	if !g.Allows(forms.Pepper) {
+	if !g.Allows(fleetgate.Pepper) {
 		t.Fatal("the form did not open once --expect was cleared")
 	}
 }
@@ -186,9 +186,9 @@ func TestEncryptColumnWaitsForForms(t *testing.T) {
 	}
 	c.newKeyring(t)
 	ctx := context.Background()
-	join := func(declare ...forms.Form) *fleet.Member {
+	join := func(declare ...fleetgate.Form) *fleet.Member {
 		kr := c.loadKeyring(t)
-		g := forms.New()
+		g := fleetgate.New()
 		g.Declare(declare...)
 		m, err := (&fleet.Registry{DB: db, Dialect: field.SQLite, Gate: g}).Join(ctx, kr, time.Hour, nil)
 		if err != nil {
@@ -196,7 +196,7 @@ func TestEncryptColumnWaitsForForms(t *testing.T) {
 		}
 		return m
 	}
-	reader := join(forms.Password("bcrypt")) // knows forms, but not this column's
+	reader := join(fleetgate.Password("bcrypt")) // knows forms, but not this column's
 	code, _, e := c.run("encrypt-column", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet")
 	var plain int
 	db.QueryRow(`SELECT COUNT(*) FROM notes WHERE body NOT LIKE 'w3:%'`).Scan(&plain)
@@ -204,7 +204,7 @@ func TestEncryptColumnWaitsForForms(t *testing.T) {
 		t.Fatalf("encrypt-column with a process that reads the column as plaintext: %d %q, %d plaintext left", code, e, plain)
 	}
 	reader.Leave(ctx)
-	join(forms.Sealed("notes", "body"))
+	join(fleetgate.Sealed("notes", "body"))
 	if code, _, e := c.run("encrypt-column", "--db", dbURL, "--table", "notes", "--column", "body", "--text", "--quiet"); code != 0 {
 		t.Fatalf("encrypt-column once every process reads ciphertexts: %d %q", code, e)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/fleet"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
@@ -28,8 +28,8 @@ func TestCheckAgreesWithTheWriteGate(t *testing.T) {
 	c.newKeyring(t)
 	url, db := c.sqlite(t, "app.db")
 	kr := c.loadKeyring(t)
-	before := forms.New()
-	before.Declare(forms.Ciphertext(3), forms.Sealed("notes", "title"))
+	before := fleetgate.New()
+	before.Declare(fleetgate.Ciphertext(3), fleetgate.Sealed("notes", "title"))
 	m, err := (&fleet.Registry{DB: db, Dialect: field.SQLite, Gate: before}).Join(ctx, kr, time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -68,8 +68,8 @@ func TestEncryptFollowsTheFleet(t *testing.T) {
 	c.newKeyring(t)
 	url, db := c.sqlite(t, "app.db")
 	kr := c.loadKeyring(t)
-	before := forms.New()
-	before.Declare(forms.Ciphertext(3), forms.Sealed("notes", "title"))
+	before := fleetgate.New()
+	before.Declare(fleetgate.Ciphertext(3), fleetgate.Sealed("notes", "title"))
 	m, err := (&fleet.Registry{DB: db, Dialect: field.SQLite, Gate: before}).Join(ctx, kr, time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)

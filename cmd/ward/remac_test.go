@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -58,7 +58,7 @@ func TestKeyringRemacCommand(t *testing.T) {
 	old := insert(4) // written by a process that had not learned the form yet
 	err = lg.ChangeForms(ctx, kr, func(fs []ledger.Form) []ledger.Form {
 		then := time.Now().Add(-time.Minute).UnixMilli()
-		return append(fs, ledger.Form{Name: forms.IntegrityV2, Release: forms.ReleaseOf(forms.IntegrityV2), Since: then, Opened: then})
+		return append(fs, ledger.Form{Name: fleetgate.IntegrityV2, Release: fleetgate.ReleaseOf(fleetgate.IntegrityV2), Since: then, Opened: then})
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/fleet"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/internal/cli"
 	"github.com/wardlab/ward/internal/sqltable"
 	"github.com/wardlab/ward/ledger"
@@ -30,7 +30,7 @@ import (
 const DBEnv = "WARD_DB"
 
 type rotateOptions struct {
-	gate                   *forms.Gate // which forms the job's column writes (gateVersion)
+	gate                   *fleetgate.Gate // which forms the job's column writes (gateVersion)
 	db, table, column, key string
 	bind                   []string
 	text, dryRun, quiet    bool
@@ -230,7 +230,7 @@ func (a *app) gateVersion(ctx context.Context, kr *keyring.Keyring, db *sql.DB, 
 	if job.Column.PerSubject() {
 		return nil
 	}
-	o.gate = (&fleet.Registry{DB: db, Dialect: dialect}).WriteGate(ctx, kr, forms.Sealed(o.table, o.column))
+	o.gate = (&fleet.Registry{DB: db, Dialect: dialect}).WriteGate(ctx, kr, fleetgate.Sealed(o.table, o.column))
 	var err error
 	if job.Column, err = jobColumn(kr, o); err != nil {
 		return err
@@ -250,12 +250,12 @@ func (a *app) gateVersion(ctx context.Context, kr *keyring.Keyring, db *sql.DB, 
 // that processes still read as plaintext (--from-plaintext), values under
 // subjects' keys that processes open with keyring keys only.
 func (a *app) formsReady(ctx context.Context, kr *keyring.Keyring, db *sql.DB, dialect field.Dialect, job *reseal.Job) error {
-	var fs []forms.Form
+	var fs []fleetgate.Form
 	if job.FromPlaintext {
-		fs = append(fs, forms.Sealed(job.Column.Table(), job.Column.Name()))
+		fs = append(fs, fleetgate.Sealed(job.Column.Table(), job.Column.Name()))
 	}
 	if job.Column.PerSubject() {
-		fs = append(fs, forms.Subject(job.Column.Table(), job.Column.Name()))
+		fs = append(fs, fleetgate.Subject(job.Column.Table(), job.Column.Name()))
 	}
 	reg := &fleet.Registry{DB: db, Dialect: dialect}
 	for _, f := range fs {

@@ -22,7 +22,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/reseal"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"
@@ -101,7 +101,7 @@ func AddIndexColumn(ctx context.Context, db *sql.DB, d field.Dialect) error {
 // database's ledger; gate is the process's fleet gate, on which it says
 // which phase of a re-key it follows (nil: a process that is not
 // registered, which must not serve while an index is re-keyed).
-func (a *App) Adopt(ctx context.Context, kr *keyring.Keyring, lg *ledger.Ledger, gate *forms.Gate) error {
+func (a *App) Adopt(ctx context.Context, kr *keyring.Keyring, lg *ledger.Ledger, gate *fleetgate.Gate) error {
 	var err error
 	if a.Email, err = field.NewColumn(kr, "users", "email", field.WithEncoding(field.Text), field.AcceptPlaintext()); err != nil {
 		return err

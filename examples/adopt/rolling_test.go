@@ -24,7 +24,7 @@ import (
 	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/examples/internal/fleetbench"
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/internal/mytest"
 	"github.com/wardlab/ward/internal/pgtest"
 	"github.com/wardlab/ward/keyring"
@@ -72,15 +72,15 @@ func rollingDeploy(t *testing.T, url string) {
 	r.roll(StageReader)
 	r.notesOn.Store(true)
 	r.roll(StageMixed)
-	r.awaitOpen(forms.Sealed("users", "email"))
+	r.awaitOpen(fleetgate.Sealed("users", "email"))
 	r.migrate()
 	r.roll(StageEncrypted)
 	r.rollback(StageMixed, "")
 	r.roll(StageArgon2)
-	r.awaitOpen(forms.Password("argon2id"), forms.Pepper)
+	r.awaitOpen(fleetgate.Password("argon2id"), fleetgate.Pepper)
 	r.rollback(StageEncrypted, "password:argon2id")
 	r.roll(StageSubject)
-	r.awaitOpen(forms.Subject("notes", "body"))
+	r.awaitOpen(fleetgate.Subject("notes", "body"))
 	r.rollback(StageArgon2, "subject:notes.body")
 	time.Sleep(time.Second)
 	r.loadStop()
@@ -218,15 +218,15 @@ func (r *rolling) roll(st Stage) {
 }
 
 // awaitOpen waits until a process reports every form open.
-func (r *rolling) awaitOpen(fs ...forms.Form) {
+func (r *rolling) awaitOpen(fs ...fleetgate.Form) {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		var got struct{ Open []forms.Form }
+		var got struct{ Open []fleetgate.Form }
 		if resp, err := http.Get(r.pick(0) + "/forms"); err == nil {
 			json.NewDecoder(resp.Body).Decode(&got)
 			resp.Body.Close()
 		}
-		if !slices.ContainsFunc(fs, func(f forms.Form) bool { return !slices.Contains(got.Open, f) }) {
+		if !slices.ContainsFunc(fs, func(f fleetgate.Form) bool { return !slices.Contains(got.Open, f) }) {
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -251,7 +251,7 @@ func (r *rolling) rollback(st Stage, form string) {
 		c.Wait()
 		r.t.Fatalf("a rollback to %v started, though the database depends on %s", st, form)
 	}
-	if !strings.Contains(out, "depends on forms this process cannot read") || !strings.Contains(out, form) || !strings.Contains(out, forms.Release) {
+	if !strings.Contains(out, "depends on forms this process cannot read") || !strings.Contains(out, form) || !strings.Contains(out, fleetgate.Release) {
 		r.t.Fatalf("a rollback to %v was refused without naming %s and its release: %s", st, form, out)
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/fleet"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -37,7 +37,7 @@ func Serve(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Keyring
 	if err := lg.Record(ctx, kr); err != nil {
 		return err
 	}
-	app, gate := &App{DB: db, Dialect: d}, forms.New()
+	app, gate := &App{DB: db, Dialect: d}, fleetgate.New()
 	if err := app.Adopt(ctx, kr, lg, gate); err != nil {
 		return err
 	}

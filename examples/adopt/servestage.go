@@ -14,7 +14,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/fleet"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -44,7 +44,7 @@ type StageOptions struct {
 //
 // on ln until ctx ends, then drains (requests under way finish), leaves the
 // fleet and returns. A process that lacks a form the database depends on
-// refuses to start with a [*forms.MissingError].
+// refuses to start with a [*fleetgate.MissingError].
 func ServeStage(ctx context.Context, o StageOptions, ln net.Listener, out io.Writer) error {
 	s, member, err := startStage(ctx, o)
 	if err != nil {
@@ -159,7 +159,7 @@ func (s *staged) mux() *http.ServeMux {
 		answer(w, err, true, http.StatusOK, map[string]any{"owner": owner, "body": body})
 	})
 	m.HandleFunc("GET /forms", func(w http.ResponseWriter, r *http.Request) {
-		open := []forms.Form{}
+		open := []fleetgate.Form{}
 		for _, f := range s.gate.Declared() {
 			if s.gate.Allows(f) {
 				open = append(open, f)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/password"
@@ -70,8 +70,8 @@ type staged struct {
 	stage  Stage
 	app    *App
 	hasher *password.Hasher
-	notes  *field.Column // nil before StageReader
-	gate   *forms.Gate   // nil at StagePlain
+	notes  *field.Column   // nil before StageReader
+	gate   *fleetgate.Gate // nil at StagePlain
 	store  *subject.Store
 }
 
@@ -84,7 +84,7 @@ func newStaged(ctx context.Context, db *sql.DB, d field.Dialect, kr *keyring.Key
 		s.hasher, err = password.NewHasher(password.Policy{Preferred: legacyBcrypt, Accept: []password.Scheme{password.Bcrypt}}, nil)
 		return s, err
 	}
-	s.gate = forms.New()
+	s.gate = fleetgate.New()
 	if st == StageReader {
 		s.gate.Hold()
 	}

@@ -34,8 +34,8 @@ import (
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
 	"github.com/wardlab/ward/fleet"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/forgetlog"
-	"github.com/wardlab/ward/forms"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/ledger"
@@ -170,7 +170,7 @@ type Service struct {
 	journal *forgetlog.Journal
 	member  *fleet.Member      // the process's registration, from Open to Close
 	stop    context.CancelFunc // ends the keyring watch (follow)
-	gate    *forms.Gate        // the forms its columns and row MACs write
+	gate    *fleetgate.Gate    // the forms its columns and row MACs write
 }
 
 // ErrNoKeyring means the keyring file does not exist: create it with Init
@@ -281,7 +281,7 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err != nil {
 		return nil, err
 	}
-	gate := forms.New()
+	gate := fleetgate.New()
 	st, err := newStore(db, dialect, kr, cfg.Codec, subjects, gate)
 	if err != nil {
 		return nil, err
@@ -323,7 +323,7 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 // rotation re-encrypts (ward keyring rotate --db). Pending sign-ups live a
 // day and are left to expire; password hashes are recorded too, so that a
 // keyring key that peppers one is not retired (ward keyring retire).
-func (st *store) record(ctx context.Context, lg *ledger.Ledger, kr *keyring.Keyring, gate *forms.Gate) error {
+func (st *store) record(ctx context.Context, lg *ledger.Ledger, kr *keyring.Keyring, gate *fleetgate.Gate) error {
 	if err := st.cols.rowMACs(ctx, lg, kr, gate); err != nil {
 		return err
 	}
@@ -348,7 +348,7 @@ func (st *store) record(ctx context.Context, lg *ledger.Ledger, kr *keyring.Keyr
 // within keyringPoll without a signal; SIGHUP still reloads at once) and
 // registers, so that a fleet rotation waits until it holds a new key and
 // forms open only once it reads them.
-func (s *Service) follow(ctx context.Context, gate *forms.Gate) error {
+func (s *Service) follow(ctx context.Context, gate *fleetgate.Gate) error {
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
 	poll := s.cfg.KeyringPoll
 	if poll <= 0 {

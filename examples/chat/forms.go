@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/wardlab/ward/fleet"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -16,7 +16,7 @@ import (
 // Forms and the fleet.
 //
 // The service writes only forms every registered process reads: its
-// columns and row MACs share one gate (forms.Gate), and it joins the fleet
+// columns and row MACs share one gate (fleetgate.Gate), and it joins the fleet
 // registry when it opens, so that ciphertext v4 and integrity records v2
 // (bound to the database, under an integrity epoch) are written only once
 // no process of the release before still serves. Every chat release since
@@ -25,15 +25,15 @@ import (
 // open from the start (schemaForms).
 
 // schemaForms are the forms the chat's schema has always had.
-func (c *columns) schemaForms() []forms.Form {
-	var out []forms.Form
+func (c *columns) schemaForms() []fleetgate.Form {
+	var out []fleetgate.Form
 	for _, col := range []interface {
 		Table() string
 		Name() string
 	}{c.email, c.title, c.body, c.signupEmail, c.outboxTo, c.outboxBody} {
-		out = append(out, forms.Sealed(col.Table(), col.Name()))
+		out = append(out, fleetgate.Sealed(col.Table(), col.Name()))
 	}
-	return append(out, forms.Subject("conversations", "title"), forms.Subject("messages", "body"))
+	return append(out, fleetgate.Subject("conversations", "title"), fleetgate.Subject("messages", "body"))
 }
 
 // openSchemaForms records the schema's forms as open in the ledger if they
@@ -44,7 +44,7 @@ func openSchemaForms(ctx context.Context, lg *ledger.Ledger, kr *keyring.Keyring
 	if err != nil {
 		return err
 	}
-	if st != nil && !slices.ContainsFunc(want, func(f forms.Form) bool {
+	if st != nil && !slices.ContainsFunc(want, func(f fleetgate.Form) bool {
 		return !slices.ContainsFunc(st.Forms, func(r ledger.Form) bool { return r.Name == f && r.IsOpen() })
 	}) {
 		return nil
@@ -54,7 +54,7 @@ func openSchemaForms(ctx context.Context, lg *ledger.Ledger, kr *keyring.Keyring
 		for _, f := range want {
 			i := slices.IndexFunc(fs, func(r ledger.Form) bool { return r.Name == f })
 			if i < 0 {
-				fs = append(fs, ledger.Form{Name: f, Release: forms.ReleaseOf(f), Since: now})
+				fs = append(fs, ledger.Form{Name: f, Release: fleetgate.ReleaseOf(f), Since: now})
 				i = len(fs) - 1
 			}
 			if !fs[i].IsOpen() {
@@ -73,7 +73,7 @@ func openSchemaForms(ctx context.Context, lg *ledger.Ledger, kr *keyring.Keyring
 // the forms gate, and advances the forms it wants at once (twice: a form's
 // record is made, then opened when every registered process reads it), so
 // that a lone process, or a fleet of this release, writes them at once.
-func joinFleet(ctx context.Context, s *Service, gate *forms.Gate) (*fleet.Member, error) {
+func joinFleet(ctx context.Context, s *Service, gate *fleetgate.Gate) (*fleet.Member, error) {
 	r := &fleet.Registry{DB: s.db, Dialect: s.dialect, Gate: gate, Ledger: s.ledger}
 	m, err := r.Join(ctx, s.kr, fleetHeartbeat, func(err error) { s.log.Warn("fleet heartbeat failed", "err", err) })
 	if err != nil {

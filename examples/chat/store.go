@@ -13,7 +13,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/field/subject"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 )
@@ -37,7 +37,7 @@ type columns struct {
 	resetMAC                           *field.RowMAC
 }
 
-func newColumns(kr *keyring.Keyring, migrating bool, subjects field.SubjectKeys, gate *forms.Gate) (*columns, error) {
+func newColumns(kr *keyring.Keyring, migrating bool, subjects field.SubjectKeys, gate *fleetgate.Gate) (*columns, error) {
 	c := &columns{}
 	var err error
 	perUser := field.PerSubject(subjects, "user_id")
@@ -84,7 +84,7 @@ var emailIndex = ledger.IndexColumn{Table: "users", Column: "email", Index: "ema
 // recorded as v1, which every process of the fleet computes, and the next
 // rotation moves it to v2 once each of them follows (Rotate). Init
 // records a new database's as v2 at once.
-func (s *store) openEmailIndex(ctx context.Context, lg *ledger.Ledger, kr *keyring.Keyring, gate *forms.Gate) error {
+func (s *store) openEmailIndex(ctx context.Context, lg *ledger.Ledger, kr *keyring.Keyring, gate *fleetgate.Gate) error {
 	x, err := lg.Indexer(ctx, kr, emailIndex, field.Fold, ledger.IndexerOptions{Gate: gate, FromV1: true})
 	if err != nil {
 		return fmt.Errorf("chat: the blind index of users.email: %w", err)
@@ -104,7 +104,7 @@ var (
 
 // rowMACs gives c its row MACs, bound to the database lg verifies and
 // rotating with the keyring (ledger.Ledger.RowMAC).
-func (c *columns) rowMACs(ctx context.Context, lg *ledger.Ledger, kr *keyring.Keyring, gate *forms.Gate) error {
+func (c *columns) rowMACs(ctx context.Context, lg *ledger.Ledger, kr *keyring.Keyring, gate *fleetgate.Gate) error {
 	for _, m := range []struct {
 		to  **field.RowMAC
 		col ledger.MACColumn
@@ -187,7 +187,7 @@ var errExists = errors.New("chat: account exists")
 // errTampered is returned when a row MAC does not match.
 var errTampered = errors.New("chat: a row was altered in the database")
 
-func newStore(db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, codec Codec, subjects *subject.Store, gate *forms.Gate) (*store, error) {
+func newStore(db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, codec Codec, subjects *subject.Store, gate *fleetgate.Gate) (*store, error) {
 	cols, err := newColumns(kr, false, subjects, gate)
 	if err != nil {
 		return nil, err

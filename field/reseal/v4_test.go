@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 )
 
 // TestReencryptMovesV3ToV4: values a fleet wrote in ciphertext v3 (v4 not
@@ -21,7 +21,7 @@ func TestReencryptMovesV3ToV4(t *testing.T) {
 	forEachDB(t, func(t *testing.T, d testDB) {
 		ctx := context.Background()
 		kr := newKR(t)
-		closed := forms.New()
+		closed := fleetgate.New()
 		v3 := mustColumn(t, kr, d.table(t, "v3"), "body", field.WithForms(closed))
 		const n = 200
 		fillTable(t, d, v3, n)
@@ -30,7 +30,7 @@ func TestReencryptMovesV3ToV4(t *testing.T) {
 		if err != nil || c.PerVersion[3] != n-n/50 || !c.Done() {
 			t.Fatalf("census while v4 is closed: %+v %v", c, err)
 		}
-		closed.SetOpen([]forms.Form{forms.Ciphertext(4)})
+		closed.SetOpen([]fleetgate.Form{fleetgate.Ciphertext(4)})
 		if c, _ := job.Count(ctx); c.Done() {
 			t.Fatalf("census once v4 opened: %+v", c)
 		}

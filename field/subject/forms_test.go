@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/internal/keycore"
 )
 
@@ -16,12 +16,12 @@ import (
 func TestPerSubjectWaitsForTheFleet(t *testing.T) {
 	forEachDB(t, func(t *testing.T, e *env) {
 		s := e.store(t, 0)
-		g := forms.New()
+		g := fleetgate.New()
 		col, err := field.NewColumn(e.kr, "messages", "body", field.Bind("user_id"), field.PerSubject(s, "user_id"), field.WithForms(g))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Contains(g.Wanted(), forms.Subject("messages", "body")) {
+		if !slices.Contains(g.Wanted(), fleetgate.Subject("messages", "body")) {
 			t.Fatalf("the column wants %v", g.Wanted())
 		}
 		plainCol, err := field.NewColumn(e.kr, "messages", "body", field.Bind("user_id")) // an older process: no subject keys
@@ -35,7 +35,7 @@ func TestPerSubjectWaitsForTheFleet(t *testing.T) {
 		if subs, err := s.Subjects(t.Context()); err != nil || len(subs) != 0 {
 			t.Fatalf("a subject key was created before the form opened: %v %v", subs, err)
 		}
-		g.SetOpen([]forms.Form{forms.Subject("messages", "body")})
+		g.SetOpen([]fleetgate.Form{fleetgate.Subject("messages", "body")})
 		e.insert(t, col, 2, "alice", "after")
 		ct, _ := col.SealString(field.RowInt(3).With("alice"), "x")
 		if !keycore.IsSubjectSealed(ct.Bytes()) {

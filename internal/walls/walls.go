@@ -113,7 +113,7 @@ var Library = []string{
 	Module + "/ledger",
 	Module + "/field/reseal",
 	Module + "/fleet",
-	Module + "/forms",
+	Module + "/fleetgate",
 	Module + "/field/subject",
 	Module + "/lifecycle",
 	Module + "/forgetlog",

@@ -18,7 +18,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/fleet"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
 	"github.com/wardlab/ward/lifecycle"
@@ -64,7 +64,7 @@ func Join(t *testing.T, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, 
 	if _, err := lg.Adopt(ctx, kr, ledger.AdoptOptions{AnotherDatabase: true}); err != nil {
 		t.Fatal(err)
 	}
-	gate := forms.New()
+	gate := fleetgate.New()
 	if err := a.Record(ctx, lg, ledger.IndexerOptions{Gate: gate, FromV1: true}); err != nil {
 		t.Fatal(err)
 	}

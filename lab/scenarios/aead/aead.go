@@ -20,7 +20,7 @@ import (
 	"golang.org/x/crypto/chacha20poly1305"
 
 	"github.com/wardlab/ward/field"
-	"github.com/wardlab/ward/forms"
+	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/lab"
 )
@@ -296,7 +296,7 @@ func fieldOp(k caseKey, pt []byte) (func(n int) error, error) {
 	}
 	var opts []field.ColumnOption
 	if k.impl == implV3 {
-		opts = append(opts, field.WithForms(forms.New())) // v4 not open: v3
+		opts = append(opts, field.WithForms(fleetgate.New())) // v4 not open: v3
 	}
 	col, err := field.NewColumn(kr, "messages", "body", opts...)
 	if err != nil {

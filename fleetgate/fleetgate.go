@@ -1,4 +1,4 @@
-// Package forms decides, inside one process, whether a column, a password
+// Package fleetgate decides, inside one process, whether a column, a password
 // hasher or a store may write a new form of what it stores — ciphertext
 // where plaintext was, a value under a subject key, an Argon2id or
 // peppered hash, a new ciphertext version — or must keep writing the old
@@ -12,7 +12,7 @@
 // false and the writer keeps the old form. A nil *Gate answers true: an
 // application without a fleet writes the new form at once, as before
 // forms existed.
-package forms
+package fleetgate
 
 import (
 	"errors"
@@ -103,7 +103,7 @@ func (f Form) Valid() bool {
 // ErrNotOpen means a writer met a value it can store only in a form the
 // fleet has not opened yet (a plaintext that would read as a ciphertext,
 // for a column still writing plaintext).
-var ErrNotOpen = errors.New("forms: the form is not open yet: not every process of the fleet reads it")
+var ErrNotOpen = errors.New("fleetgate: the form is not open yet: not every process of the fleet reads it")
 
 // MissingError means the database depends on forms this process cannot
 // read: a process from a release (or a configuration) that lacks them must
@@ -126,7 +126,7 @@ func (e *MissingError) Error() string {
 	for i, o := range e.Forms {
 		parts[i] = fmt.Sprintf("%s (introduced in %s, opened %s)", o.Form, o.Release, o.Opened.UTC().Format(time.RFC3339))
 	}
-	return "forms: the database depends on forms this process cannot read: " + strings.Join(parts, "; ") +
+	return "fleetgate: the database depends on forms this process cannot read: " + strings.Join(parts, "; ") +
 		": deploy a release that reads them (rolling back past them needs the steps of docs/ADOPTING.md)"
 }
 
