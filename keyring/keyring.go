@@ -4,8 +4,9 @@
 // number of decrypt-only or disabled keys kept for existing data. Every
 // ciphertext starts with a version byte and the ID of its key (FORMAT.md),
 // so keys can rotate without re-encrypting everything at once. Values are
-// bound to a context (for databases: table, column, row and any bound
-// columns) that must be presented again to open them.
+// bound to associated data, ad in every signature (for databases: table,
+// column, row and any bound columns: the field layer calls it the value's
+// context), that must be presented again to open them.
 //
 // A keyring lives in a file sealed under a key service (package kms: a
 // local master key or a KMS key); this package never writes key material in
@@ -119,39 +120,41 @@ func (kr *Keyring) GoString() string { return kr.core().String() }
 // reveal the derivation root or key material.
 func (kr *Keyring) Format(f fmt.State, _ rune) { f.Write([]byte(kr.String())) }
 
-// Seal encrypts plaintext under the primary key, bound to context, and
+// Seal encrypts plaintext under the primary key, bound to ad (associated
+// data: for a database value, where it lives), and
 // returns a binary ciphertext: format v3, or in the FIPS 140-3 mode
 // (crypto/fips140.Enabled), format v4 of the empty scope, whose nonce the
-// module generates. The same context must be passed to Open.
-func (kr *Keyring) Seal(plaintext, context []byte) ([]byte, error) {
-	return kr.core().AppendSeal(nil, plaintext, context)
+// module generates. The same ad must be passed to Open.
+func (kr *Keyring) Seal(plaintext, ad []byte) ([]byte, error) {
+	return kr.core().AppendSeal(nil, plaintext, ad)
 }
 
 // AppendSeal is like Seal but appends the ciphertext to dst.
-func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
-	return kr.core().AppendSeal(dst, plaintext, context)
+func (kr *Keyring) AppendSeal(dst, plaintext, ad []byte) ([]byte, error) {
+	return kr.core().AppendSeal(dst, plaintext, ad)
 }
 
 // Open authenticates and decrypts a binary ciphertext (v1 to v3, or v4 of
-// the empty scope) sealed for context. On any error it returns nil
+// the empty scope) sealed for ad. On any error it returns nil
 // plaintext.
-func (kr *Keyring) Open(ciphertext, context []byte) ([]byte, error) {
-	return kr.core().AppendOpen(nil, ciphertext, context)
+func (kr *Keyring) Open(ciphertext, ad []byte) ([]byte, error) {
+	return kr.core().AppendOpen(nil, ciphertext, ad)
 }
 
 // AppendOpen is like Open but appends the plaintext to dst. On error dst is
 // returned unchanged.
-func (kr *Keyring) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
-	return kr.core().AppendOpen(dst, ciphertext, context)
+func (kr *Keyring) AppendOpen(dst, ciphertext, ad []byte) ([]byte, error) {
+	return kr.core().AppendOpen(dst, ciphertext, ad)
 }
 
-// ContextMatches reports whether the context check of a ciphertext matches
-// context, without decrypting: a cheap test, for jobs that look for values
-// bound under an older context layout, of which context a value was
+// ContextMatches reports whether the context check of a ciphertext (its
+// header's check of the associated data, FORMAT.md) matches ad, without
+// decrypting: a cheap test, for jobs that look for values
+// bound under an older layout of their associated data, which ad a value was
 // sealed for. A true answer is a hint (the check is 32 bits), not an
 // authentication: only Open authenticates.
-func (kr *Keyring) ContextMatches(ciphertext, context []byte) (bool, error) {
-	return kr.core().ContextMatches(ciphertext, context)
+func (kr *Keyring) ContextMatches(ciphertext, ad []byte) (bool, error) {
+	return kr.core().ContextMatches(ciphertext, ad)
 }
 
 // Scope returns the keyring's view of one scope (see [FieldScope]): it
@@ -196,19 +199,19 @@ func (kr *Keyring) IntegrityKeyAt(epoch KeyID, purpose string) ([]byte, error) {
 	return kr.core().IntegrityKeyAt(epoch, purpose)
 }
 
-// WrapSubjectKey seals sk under the keyring's primary key, bound to
-// context (the field layer binds the subject's namespace, ID and the
+// WrapSubjectKey seals sk under the keyring's primary key, bound to ad
+// (the field layer binds the subject's namespace, ID and the
 // key's version). The result is a class-1 ciphertext, so it rotates,
 // re-wraps and is censused like any value under a keyring key.
-func (kr *Keyring) WrapSubjectKey(sk *SubjectKey, context []byte) ([]byte, error) {
-	return kr.core().WrapSubjectKey(sk.core(), context)
+func (kr *Keyring) WrapSubjectKey(sk *SubjectKey, ad []byte) ([]byte, error) {
+	return kr.core().WrapSubjectKey(sk.core(), ad)
 }
 
 // UnwrapSubjectKey opens a subject key wrapped by [Keyring.WrapSubjectKey]
-// for the same context. Errors are those of [Keyring.Open], or
+// for the same ad. Errors are those of [Keyring.Open], or
 // [ErrMalformed] for a payload that is not a subject key.
-func (kr *Keyring) UnwrapSubjectKey(wrapped, context []byte) (*SubjectKey, error) {
-	sk, err := kr.core().UnwrapSubjectKey(wrapped, context)
+func (kr *Keyring) UnwrapSubjectKey(wrapped, ad []byte) (*SubjectKey, error) {
+	sk, err := kr.core().UnwrapSubjectKey(wrapped, ad)
 	if err != nil {
 		return nil, err
 	}

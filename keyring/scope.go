@@ -15,20 +15,20 @@ func (s *Scope) core() *keycore.Scope { return (*keycore.Scope)(s) }
 // Name returns the scope.
 func (s *Scope) Name() string { return s.core().Name() }
 
-// Seal seals plaintext for context as a v4 value of the scope.
-func (s *Scope) Seal(plaintext, context []byte) ([]byte, error) {
-	return s.core().Seal(plaintext, context)
+// Seal seals plaintext for ad as a v4 value of the scope.
+func (s *Scope) Seal(plaintext, ad []byte) ([]byte, error) {
+	return s.core().Seal(plaintext, ad)
 }
 
-// Open opens a v4 value of the scope sealed for context.
-func (s *Scope) Open(ciphertext, context []byte) ([]byte, error) {
-	return s.core().Open(ciphertext, context)
+// Open opens a v4 value of the scope sealed for ad.
+func (s *Scope) Open(ciphertext, ad []byte) ([]byte, error) {
+	return s.core().Open(ciphertext, ad)
 }
 
 // ContextMatches reports whether a v4 value's context check matches
-// context, without decrypting (a hint, as [Keyring.ContextMatches]).
-func (s *Scope) ContextMatches(ciphertext, context []byte) (bool, error) {
-	return s.core().ContextMatches(ciphertext, context)
+// ad, without decrypting (a hint, as [Keyring.ContextMatches]).
+func (s *Scope) ContextMatches(ciphertext, ad []byte) (bool, error) {
+	return s.core().ContextMatches(ciphertext, ad)
 }
 
 // FieldScope returns the scope of the values of table.column (the field

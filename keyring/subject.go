@@ -50,19 +50,19 @@ func (sk *SubjectKey) GoString() string { return sk.core().String() }
 func (sk *SubjectKey) Format(f fmt.State, _ rune) { f.Write([]byte(sk.String())) }
 
 // AppendSeal seals plaintext as a class-2 v3 ciphertext (in the FIPS 140-3
-// mode, v4 of the empty scope) bound to context and appends it to dst. In
+// mode, v4 of the empty scope) bound to ad and appends it to dst. In
 // that mode it panics for a key of an algorithm the mode refuses, which
 // only unwrapping a stored key can give ([NewSubjectKey] refuses them).
-func (sk *SubjectKey) AppendSeal(dst, plaintext, context []byte) []byte {
-	return sk.core().AppendSeal(dst, plaintext, context)
+func (sk *SubjectKey) AppendSeal(dst, plaintext, ad []byte) []byte {
+	return sk.core().AppendSeal(dst, plaintext, ad)
 }
 
-// AppendOpen opens a class-2 ciphertext sealed under this key for context
+// AppendOpen opens a class-2 ciphertext sealed under this key for ad
 // and appends the plaintext to dst. A value of another class, or of
 // another version, is refused without decrypting; on error dst is
 // returned unchanged.
-func (sk *SubjectKey) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
-	return sk.core().AppendOpen(dst, ciphertext, context)
+func (sk *SubjectKey) AppendOpen(dst, ciphertext, ad []byte) ([]byte, error) {
+	return sk.core().AppendOpen(dst, ciphertext, ad)
 }
 
 // DeriveScope returns K_scope of this subject key for scope (FORMAT.md,

@@ -46,7 +46,7 @@ func ExampleRotate() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("re-sealed:", r.Columns[0].Stats.Reencrypted)
+	fmt.Println("re-sealed:", r.Columns[0].Stats.Resealed)
 	kept, err := lifecycle.Retire(ctx, kr, []lifecycle.Database{app}, old)
 	fmt.Println("retire:", len(kept), err)
 	// Output:

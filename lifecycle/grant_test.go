@@ -36,7 +36,7 @@ func TestGrantHoldsItsKeys(t *testing.T) {
 		}
 		before, _ := a.col.Seal(field.RowInt(1), []byte("before"))
 		r, err := lifecycle.Rotate(ctx, a.kr, []lifecycle.Database{a.db}, lifecycle.RotateOptions{Wait: time.Minute})
-		if err != nil || !r.Promoted || r.Columns[0].Stats.Reencrypted != 5 {
+		if err != nil || !r.Promoted || r.Columns[0].Stats.Resealed != 5 {
 			t.Fatalf("rotate: %+v %v", r, err)
 		}
 		if got, err := reader.OpenString(field.RowInt(1), before); err != nil || got != "before" {

@@ -87,8 +87,9 @@ type ColumnResult struct {
 type SubjectResult struct {
 	DB        string
 	Namespace string
-	// Rewrap is set by a re-wrap, Rekey by a rotation of subject keys.
-	Rewrap subject.RewrapStats
+	// Reseal is set by a reseal of subject keys, Rekey by a rotation of
+	// subject keys.
+	Reseal subject.ResealStats
 	Rekey  subject.RotateStats
 }
 

@@ -114,7 +114,7 @@ func TestRotateAndRetire(t *testing.T) {
 			},
 			Promoted: func(keyring.KeyID, keyring.KeyID) { steps = append(steps, "promoted") },
 			Column: func(c lifecycle.ColumnResult, _ error) {
-				steps = append(steps, fmt.Sprintf("resealed %d", c.Stats.Reencrypted))
+				steps = append(steps, fmt.Sprintf("resealed %d", c.Stats.Resealed))
 			},
 		}
 		r, err := lifecycle.Rotate(ctx, a.kr, []lifecycle.Database{a.db}, lifecycle.RotateOptions{NoReseal: true, Observer: obs, Wait: time.Minute})
@@ -130,7 +130,7 @@ func TestRotateAndRetire(t *testing.T) {
 		}
 		// A second rotation, which re-seals: every value moves to its key.
 		r, err = lifecycle.Rotate(ctx, a.kr, []lifecycle.Database{a.db}, lifecycle.RotateOptions{Observer: obs, Wait: time.Minute})
-		if err != nil || len(r.Columns) != 1 || r.Columns[0].Stats.Reencrypted != 30 {
+		if err != nil || len(r.Columns) != 1 || r.Columns[0].Stats.Resealed != 30 {
 			t.Fatalf("second rotate: %+v %v", r, err)
 		}
 		if got := a.keysOf(t); got[r.Key] != 30 {
@@ -241,17 +241,17 @@ func TestSubjectLifecycles(t *testing.T) {
 		}
 		total := int64(0)
 		for i := range 3 {
-			res, err := lifecycle.Rewrap(ctx, a.kr, a.db, subject.RewrapOptions{Shard: i, Shards: 3}, lifecycle.Observer{})
+			res, err := lifecycle.ResealSubjects(ctx, a.kr, a.db, subject.ResealOptions{Shard: i, Shards: 3}, lifecycle.Observer{})
 			if err != nil || len(res) != 1 || res[0].Namespace != "users" {
 				t.Fatalf("shard %d: %+v %v", i, res, err)
 			}
-			total += res[0].Rewrap.Rewrapped
+			total += res[0].Reseal.Resealed
 		}
 		if total != n {
 			t.Fatalf("3 shards re-wrapped %d keys, want %d", total, n)
 		}
 		subs, cols, err := lifecycle.RekeySubjects(ctx, a.kr, a.db, lifecycle.Observer{})
-		if err != nil || len(subs) != 1 || subs[0].Rekey.Rotated != n || len(cols) != 1 || cols[0].Stats.Reencrypted != n {
+		if err != nil || len(subs) != 1 || subs[0].Rekey.Rotated != n || len(cols) != 1 || cols[0].Stats.Resealed != n {
 			t.Fatalf("rekey: %+v %+v %v", subs, cols, err)
 		}
 		for i := range n {
@@ -265,7 +265,7 @@ func TestSubjectLifecycles(t *testing.T) {
 			}
 		}
 		cols, subs, err = lifecycle.Reseal(ctx, a.kr, a.db, lifecycle.Observer{})
-		if err != nil || len(cols) != 2 || cols[1].Stats.Reencrypted != 0 || subs[0].Rewrap.Rewrapped != 0 {
+		if err != nil || len(cols) != 2 || cols[1].Stats.Resealed != 0 || subs[0].Reseal.Resealed != 0 {
 			t.Fatalf("reseal after all that: %+v %+v %v", cols, subs, err)
 		}
 	})

@@ -172,7 +172,7 @@ func referencesIn(ctx context.Context, kr *keyring.Keyring, d Database, st *ledg
 			return nil, err
 		}
 		if n > 0 {
-			add("%d tombstones of %s are MAC'd under its integrity epoch (or as v1): a rotation or ward subject rewrap moves them", n, s.Namespace())
+			add("%d tombstones of %s are MAC'd under its integrity epoch (or as v1): a rotation or ward subject reseal moves them", n, s.Namespace())
 		}
 	}
 	return out, nil

@@ -205,6 +205,6 @@ func moveAll(ctx context.Context, kr *keyring.Keyring, d Database, obs *Observer
 	if err != nil {
 		return cols, nil, err
 	}
-	subs, err := rewrapDatabase(ctx, kr, d, subject.RewrapOptions{Workers: 2}, obs)
+	subs, err := resealSubjects(ctx, kr, d, subject.ResealOptions{Workers: 2}, obs)
 	return cols, subs, err
 }

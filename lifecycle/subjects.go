@@ -11,28 +11,28 @@ import (
 	"github.com/wardlab/ward/ledger"
 )
 
-// Rewrap re-wraps every subject key of every namespace in d that is not
-// under kr's primary key (subject.Store.Rewrap), so that an older keyring
+// ResealSubjects re-wraps every subject key of every namespace in d that
+// is not under kr's primary key (subject.Store.Reseal), so that an older keyring
 // key can be retired. opts.Shard and opts.Shards split the subjects
 // between processes. It is resumable: a key already under the primary is
 // left alone.
-func Rewrap(ctx context.Context, kr *keyring.Keyring, d Database, opts subject.RewrapOptions, obs Observer) ([]SubjectResult, error) {
+func ResealSubjects(ctx context.Context, kr *keyring.Keyring, d Database, opts subject.ResealOptions, obs Observer) ([]SubjectResult, error) {
 	if err := check(ctx, kr, []Database{d}); err != nil {
 		return nil, err
 	}
-	out, err := rewrapDatabase(ctx, kr, d, opts, &obs)
+	out, err := resealSubjects(ctx, kr, d, opts, &obs)
 	return out, inDB(d.Name, err)
 }
 
-func rewrapDatabase(ctx context.Context, kr *keyring.Keyring, d Database, opts subject.RewrapOptions, obs *Observer) ([]SubjectResult, error) {
+func resealSubjects(ctx context.Context, kr *keyring.Keyring, d Database, opts subject.ResealOptions, obs *Observer) ([]SubjectResult, error) {
 	stores, err := Stores(ctx, kr, d)
 	if err != nil {
 		return nil, err
 	}
 	var out []SubjectResult
 	for _, s := range stores {
-		st, err := s.Rewrap(ctx, opts)
-		r := SubjectResult{DB: d.Name, Namespace: s.Namespace(), Rewrap: st}
+		st, err := s.Reseal(ctx, opts)
+		r := SubjectResult{DB: d.Name, Namespace: s.Namespace(), Reseal: st}
 		out = append(out, r)
 		if obs.Subjects != nil {
 			obs.Subjects(r, err)

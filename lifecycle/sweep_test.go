@@ -52,7 +52,7 @@ func TestRetireSweepsUnrecordedColumns(t *testing.T) {
 		}
 		for _, col := range []*field.Column{memoCol, filesCol} {
 			job := &reseal.Job{DB: d.DB, Dialect: a.db.Dialect, Column: col, Key: "id"}
-			if st, err := job.Run(ctx); err != nil || st.Reencrypted == 0 {
+			if st, err := job.Run(ctx); err != nil || st.Resealed == 0 {
 				t.Fatalf("reseal %s: %+v %v", col.Table(), st, err)
 			}
 		}

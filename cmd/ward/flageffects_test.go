@@ -261,19 +261,29 @@ func TestJSONFlags(t *testing.T) {
 	}
 }
 
-// TestSubjectRewrapFlags: 'ward subject rewrap --batch' and '--workers'
-// reach the re-wrap, which reports them, and every key moves.
-func TestSubjectRewrapFlags(t *testing.T) {
+// TestSubjectResealFlags: 'ward subject reseal --batch' and '--workers'
+// reach the reseal, which reports them, and every key moves; the old
+// spellings ('subject rewrap', 'keyring rotate --no-reencrypt') still work
+// for one release, with a warning.
+func TestSubjectResealFlags(t *testing.T) {
 	c := newCLI(t)
 	c.newKeyring(t)
 	url := withSubjects(t, c, 10)
-	c.run("keyring", "rotate", "--db", url, "--no-reencrypt")
-	if code, out, e := c.run("subject", "rewrap", "--db", url); code != 0 || !strings.Contains(out, "in batches of 500 by 2 workers") {
-		t.Fatalf("rewrap with the defaults: %d %q %q", code, out, e)
+	c.run("keyring", "rotate", "--db", url, "--no-reseal")
+	if code, out, e := c.run("subject", "reseal", "--db", url); code != 0 || !strings.Contains(out, "in batches of 500 by 2 workers") {
+		t.Fatalf("reseal with the defaults: %d %q %q", code, out, e)
 	}
-	c.run("keyring", "rotate", "--db", url, "--no-reencrypt")
-	if code, out, e := c.run("subject", "rewrap", "--db", url, "--batch", "3", "--workers", "3"); code != 0 || !strings.Contains(out, "users: 10 re-wrapped") || !strings.Contains(out, "in batches of 3 by 3 workers") {
-		t.Fatalf("rewrap --batch 3 --workers 3: %d %q %q", code, out, e)
+	c.run("keyring", "rotate", "--db", url, "--no-reseal")
+	if code, out, e := c.run("subject", "reseal", "--db", url, "--batch", "3", "--workers", "3"); code != 0 || !strings.Contains(out, "users: 10 resealed") || !strings.Contains(out, "in batches of 3 by 3 workers") {
+		t.Fatalf("reseal --batch 3 --workers 3: %d %q %q", code, out, e)
+	}
+	if code, out, e := c.run("keyring", "rotate", "--db", url, "--no-reencrypt"); code != 0 || !strings.Contains(out, "not resealing") ||
+		!strings.Contains(e, "--no-reencrypt is deprecated: use --no-reseal") {
+		t.Fatalf("rotate --no-reencrypt: %d %q %q", code, out, e)
+	}
+	if code, out, e := c.run("subject", "rewrap", "--db", url); code != 0 || !strings.Contains(out, "users: 10 resealed") ||
+		!strings.Contains(e, "'ward subject rewrap' is deprecated") || !strings.Contains(e, "use 'ward subject reseal'") {
+		t.Fatalf("deprecated 'subject rewrap': %d %q %q", code, out, e)
 	}
 }
 

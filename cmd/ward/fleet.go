@@ -20,11 +20,11 @@ import (
 
 // fleetRotation are the options of 'ward keyring rotate'.
 type fleetRotation struct {
-	offline     bool
-	staleAfter  time.Duration
-	wait        time.Duration
-	skip        []string
-	noReencrypt bool
+	offline    bool
+	staleAfter time.Duration
+	wait       time.Duration
+	skip       []string
+	noReseal   bool
 }
 
 // databases are the ledgers' databases as the lifecycle calls take them,
@@ -57,7 +57,7 @@ func (a *app) rotateFleet(cmd *cobra.Command, kr *keyring.Keyring, alg keyring.A
 	}
 	restoreGC := a.jobGC() // the rotation re-encrypts its columns
 	r, err := lifecycle.Rotate(cmd.Context(), kr, ls.databases(), lifecycle.RotateOptions{
-		Algorithm: alg, Wait: o.wait, NoReseal: o.noReencrypt, Observer: obs,
+		Algorithm: alg, Wait: o.wait, NoReseal: o.noReseal, Observer: obs,
 		Fleet: fleet.WaitOptions{StaleAfter: o.staleAfter, Skip: o.skip},
 	})
 	restoreGC()
@@ -75,8 +75,8 @@ func (a *app) rotateFleet(cmd *cobra.Command, kr *keyring.Keyring, alg keyring.A
 	if !reissued { // a rotation continued past its promotion
 		grantsErr = a.grantsAfterRotation(cmd.Context(), kr, ls, r.Key)
 	}
-	if o.noReencrypt {
-		fmt.Fprintln(a.stdout, "not re-encrypting (--no-reencrypt): run 'ward reseal' on each column")
+	if o.noReseal {
+		fmt.Fprintln(a.stdout, "not resealing (--no-reseal): run 'ward reseal' on each column and 'ward subject reseal'")
 		return grantsErr
 	}
 	// As the columns moved to the new key, so do the wraps grants of
@@ -118,10 +118,10 @@ func (a *app) rotationObserver(kr *keyring.Keyring) lifecycle.Observer {
 		},
 		Promoted: func(id, old keyring.KeyID) { fmt.Fprintf(a.stdout, "promoted %v; %v is decrypt-only\n", id, old) },
 		Column: func(c lifecycle.ColumnResult, _ error) {
-			fmt.Fprintf(a.stdout, "%s.%s: %d re-encrypted under %v, %d already current, %d failed\n", c.Column.Table, c.Column.Column, c.Stats.Reencrypted, key, c.Stats.Current, c.Stats.Failed)
+			fmt.Fprintf(a.stdout, "%s.%s: %d resealed under %v, %d already current, %d failed\n", c.Column.Table, c.Column.Column, c.Stats.Resealed, key, c.Stats.Current, c.Stats.Failed)
 		},
 		Subjects: func(s lifecycle.SubjectResult, _ error) {
-			fmt.Fprintf(a.stdout, "subject keys of %s: %d re-wrapped under %v, %d already current, %d user-held (under no keyring key)\n", s.Namespace, s.Rewrap.Rewrapped, key, s.Rewrap.Current, s.Rewrap.UserHeld)
+			fmt.Fprintf(a.stdout, "subject keys of %s: %d resealed under %v, %d already current, %d user-held (under no keyring key)\n", s.Namespace, s.Reseal.Resealed, key, s.Reseal.Current, s.Reseal.UserHeld)
 		},
 		MACs: func(m lifecycle.MACResult, _ error) { a.printMACs(m) },
 		Skipped: func(db string, c ledger.Column, why string) {

@@ -32,7 +32,7 @@ type grantOptions struct {
 	out           string
 	asJSON        bool
 	wait          time.Duration
-	noReencrypt   bool
+	noReseal      bool
 	revokeOffline bool
 	subjectTTL    time.Duration
 }
@@ -328,7 +328,8 @@ and the re-key are left to 'ward keyring rotate' and 'ward subject rekey'.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return a.revokeGrant(cmd, args[0], o) },
 	}
 	cmd.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "how long the rotation waits for the fleet to load the new key")
-	cmd.Flags().BoolVar(&o.noReencrypt, "no-reencrypt", false, "rotate but do not re-seal (run 'ward reseal' on the granted columns yourself)")
+	cmd.Flags().BoolVar(&o.noReseal, "no-reseal", false, "rotate but do not reseal (run 'ward reseal' on the granted columns yourself)")
+	a.oldBoolFlag(cmd, &o.noReseal, "no-reencrypt", "no-reseal")
 	cmd.Flags().BoolVar(&o.revokeOffline, "offline", false, "only record the revocation; rotate later with 'ward keyring rotate --db' and re-key with 'ward subject rekey --db'")
 	cmd.Flags().DurationVar(&o.subjectTTL, "subject-ttl", subject.DefaultTTL, "the longest subject-key cache (subject.Config.TTL) of the fleet's processes: how long the re-key waits before re-sealing")
 	return cmd
@@ -364,7 +365,7 @@ func (a *app) revokeGrant(cmd *cobra.Command, id string, o *grantOptions) error 
 	}
 	primary := kr.Primary().ID
 	if slices.ContainsFunc(line, func(g ledger.Grant) bool { return slices.Contains(g.Keys, primary) }) {
-		if err := a.rotateFleet(cmd, kr, kr.Primary().Algorithm, fleetRotation{wait: o.wait, noReencrypt: o.noReencrypt}); err != nil {
+		if err := a.rotateFleet(cmd, kr, kr.Primary().Algorithm, fleetRotation{wait: o.wait, noReseal: o.noReseal}); err != nil {
 			return err
 		}
 	} else {
@@ -461,7 +462,7 @@ func (a *app) rekeyGranted(cmd *cobra.Command, kr *keyring.Keyring, rec ledger.G
 		if len(ns) == 0 {
 			continue
 		}
-		_, _, err = lifecycle.RekeyNamespaces(ctx, kr, d, lifecycle.RekeyOptions{Namespaces: ns, Settle: o.subjectTTL, NoReseal: o.noReencrypt, Revocation: rec.ID, Observer: a.rekeyObserver()})
+		_, _, err = lifecycle.RekeyNamespaces(ctx, kr, d, lifecycle.RekeyOptions{Namespaces: ns, Settle: o.subjectTTL, NoReseal: o.noReseal, Revocation: rec.ID, Observer: a.rekeyObserver()})
 		if err != nil {
 			return interrupted(err)
 		}

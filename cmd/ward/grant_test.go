@@ -87,7 +87,7 @@ func TestGrant(t *testing.T) {
 
 // TestGrantFlags: --key limits a grant to the keys named; --to takes the
 // reader's key as a KMS URL; list --json; revoke --offline records only,
-// --no-reencrypt rotates without re-sealing, and --wait bounds the wait
+// --no-reseal rotates without re-sealing, and --wait bounds the wait
 // for a process that never loads the new key.
 func TestGrantFlags(t *testing.T) {
 	ctx := context.Background()
@@ -147,9 +147,9 @@ func TestGrantFlags(t *testing.T) {
 		t.Fatalf("revoke --wait with a frozen process: %d %q", code, e)
 	}
 	m.Leave(ctx)
-	code, stdout, e = c.run("grant", "revoke", second.ID, "--db", url, "--no-reencrypt")
-	if code != 0 || !strings.Contains(stdout, "not re-encrypting") || strings.Contains(stdout, "re-encrypted under") {
-		t.Fatalf("revoke --no-reencrypt: %d %q %q", code, stdout, e)
+	code, stdout, e = c.run("grant", "revoke", second.ID, "--db", url, "--no-reseal")
+	if code != 0 || !strings.Contains(stdout, "not resealing") || strings.Contains(stdout, "resealed under") {
+		t.Fatalf("revoke --no-reseal: %d %q %q", code, stdout, e)
 	}
 }
 

@@ -241,13 +241,14 @@ func (a *app) newKeyringRotateCmd() *cobra.Command {
 	var o fleetRotation
 	cmd := &cobra.Command{
 		Use:   "rotate --db URL...",
-		Short: "Rotate across a running fleet: add, wait for every process, promote, wait, re-encrypt",
+		Short: "Rotate across a running fleet: add, wait for every process, promote, wait, reseal",
 		Long: `Rotate the keyring's primary key across every process that uses it, with no
 failed request: add the new key decrypt-only and record it in each database's
 ledger; wait until every process registered in each database (package
 fleet: each process heartbeats the keys it holds, and re-reads the
 keyring file on its own) holds it; promote it; wait until every process has
-loaded the promotion; then re-encrypt every column the ledgers record.
+loaded the promotion; then reseal every column the ledgers record and every
+subject key (--no-reseal stops before).
 
 A process whose heartbeat is older than --stale-after (frozen, killed) stops
 blocking, and is named; --skip names a process to go without (it keeps
@@ -294,7 +295,8 @@ single process that reloads on SIGHUP; it is deprecated.`,
 	cmd.Flags().DurationVar(&o.staleAfter, "stale-after", 2*time.Minute, "a process whose last heartbeat is older stops blocking (named)")
 	cmd.Flags().DurationVar(&o.wait, "wait", 10*time.Minute, "give up waiting for the fleet after this long")
 	cmd.Flags().StringArrayVar(&o.skip, "skip", nil, "go without a process (its ID or host:pid, from 'ward fleet'); repeatable")
-	cmd.Flags().BoolVar(&o.noReencrypt, "no-reencrypt", false, "stop after the promotion; re-encrypt later with 'ward reseal'")
+	cmd.Flags().BoolVar(&o.noReseal, "no-reseal", false, "stop after the promotion; reseal later with 'ward reseal' and 'ward subject reseal'")
+	a.oldBoolFlag(cmd, &o.noReseal, "no-reencrypt", "no-reseal")
 	return cmd
 }
 

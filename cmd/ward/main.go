@@ -62,6 +62,22 @@ func (a *app) deprecated(what, instead string) {
 	fmt.Fprintf(a.stderr, "ward: warning: %s is deprecated: %s\n", what, instead)
 }
 
+// oldBoolFlag keeps old as the hidden spelling of cmd's bool flag now for
+// one release: it sets the same variable, and using it warns. It wraps
+// cmd.RunE, so it is called after RunE is set.
+func (a *app) oldBoolFlag(cmd *cobra.Command, p *bool, old, now string) {
+	cmd.Flags().BoolVar(p, old, false, "deprecated: --"+now)
+	cmd.Flags().MarkHidden(old)
+	cmd.Flags().SetAnnotation(old, cli.DeprecatedFlag, nil)
+	run := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if c.Flags().Changed(old) {
+			a.deprecated("--"+old, "use --"+now)
+		}
+		return run(c, args)
+	}
+}
+
 // writeJSON prints v as indented JSON.
 func (a *app) writeJSON(v any) error {
 	e := json.NewEncoder(a.stdout)

@@ -29,7 +29,7 @@ func (a *app) newKeyringRetireCmd() *cobra.Command {
 records (values under the key) and every subject key (wrapped under the
 key) — and refuse while anything still uses its material, naming what and
 how to move it ('ward keyring rotate --db', 'ward reseal', 'ward subject
-rewrap'). Password hashes peppered with the key do not hold it back: its
+reseal'). Password hashes peppered with the key do not hold it back: its
 pepper key (a one-way derivation, which opens no value and unwraps no
 subject key) is kept in the keyring file, so they keep verifying, and
 users who never log in again do not keep the key alive. Then record the
@@ -108,7 +108,7 @@ func (a *app) retireKey(cmd *cobra.Command, arg string, o retireOptions) error {
 		for _, r := range refs.References {
 			fmt.Fprintln(a.stderr, "ward: "+r.DB+": "+r.What)
 		}
-		hint := "move them first: 'ward reseal' for columns, 'ward subject rewrap' for subject keys"
+		hint := "move them first: 'ward reseal' for columns, 'ward subject reseal' for subject keys"
 		if slices.ContainsFunc(refs.References, func(r lifecycle.Reference) bool { return r.Grant != "" }) {
 			hint += ", 'ward grant revoke ID' for grants ('ward grant list' first settles one a killed 'ward grant' left pending)"
 		}

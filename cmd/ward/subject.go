@@ -28,16 +28,17 @@ func (a *app) newSubjectCmd() *cobra.Command {
 	sc := &subjectCmds{a: a}
 	cmd := &cobra.Command{
 		Use:   "subject",
-		Short: "Subjects' own keys: forget a subject, audit tombstones, re-wrap and re-key",
+		Short: "Subjects' own keys: forget a subject, audit tombstones, reseal and re-key",
 		Long: `Subjects (users, tenants) whose values a PerSubject column seals under their
 own key (field/subject): forget one by deleting its key, audit the
-tombstones forgets leave, re-wrap every subject key under the keyring's
+tombstones forgets leave, reseal every subject key under the keyring's
 primary key before retiring an older one, and give every subject a new key
 version (rekey).`,
 	}
 	cmd.PersistentFlags().StringArrayVar(&sc.dbs, "db", nil, "the database (required)")
-	cmd.AddCommand(sc.forget(), sc.audit(), sc.rewrap(), sc.rekey(),
-		deprecated(sc.rekey(), "rotate", "ward subject rekey", a.stderr))
+	cmd.AddCommand(sc.forget(), sc.audit(), sc.reseal(), sc.rekey(),
+		deprecated(sc.rekey(), "rotate", "ward subject rekey", a.stderr),
+		deprecated(sc.reseal(), "rewrap", "ward subject reseal", a.stderr))
 	return cmd
 }
 
@@ -80,7 +81,7 @@ subject fails to open with "subject erased" — at once in this process,
 within the cache TTL in running services — and no new value is sealed for
 it. Rows may be deleted later. A database backup taken before still holds
 the subject's wrapped key until the keyring key that wrapped it is retired
-('ward subject rewrap', then 'ward keyring retire'): SECURITY.md.
+('ward subject reseal', then 'ward keyring retire'): SECURITY.md.
 
 With --forget-journal (or WARD_FORGET_JOURNAL), each forget is also
 appended to that journal folder before it commits, so that a recovery
@@ -254,12 +255,14 @@ func (sc *subjectCmds) printAudit(docs []auditDoc) {
 	}
 }
 
-func (sc *subjectCmds) rewrap() *cobra.Command {
+// reseal is 'ward subject reseal': every subject key wrapped again under
+// the keyring's primary key.
+func (sc *subjectCmds) reseal() *cobra.Command {
 	var workers, batch int
 	var shard string
-	rewrap := &cobra.Command{
-		Use:   "rewrap --db URL",
-		Short: "Re-wrap every subject key under the keyring's primary key (resumable)",
+	reseal := &cobra.Command{
+		Use:   "reseal --db URL",
+		Short: "Reseal every subject key under the keyring's primary key (resumable)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			i, n, err := sc.a.parseShard(shard)
@@ -271,20 +274,20 @@ func (sc *subjectCmds) rewrap() *cobra.Command {
 				return err
 			}
 			defer ls.close()
-			_, err = lifecycle.Rewrap(cmd.Context(), kr, ls.databases()[0], subject.RewrapOptions{Workers: workers, Batch: batch, Shard: i, Shards: n}, lifecycle.Observer{
+			_, err = lifecycle.ResealSubjects(cmd.Context(), kr, ls.databases()[0], subject.ResealOptions{Workers: workers, Batch: batch, Shard: i, Shards: n}, lifecycle.Observer{
 				Subjects: func(r lifecycle.SubjectResult, _ error) {
-					st := r.Rewrap
-					fmt.Fprintf(sc.a.stdout, "%s: %d re-wrapped under %v, %d already current, %d user-held (skipped: their users re-wrap at log-in), %d changed meanwhile (run again); in batches of %d by %d workers\n",
-						r.Namespace, st.Rewrapped, kr.Primary().ID, st.Current, st.UserHeld, st.Conflicts, batch, workers)
+					st := r.Reseal
+					fmt.Fprintf(sc.a.stdout, "%s: %d resealed under %v, %d already current, %d user-held (skipped: their users re-wrap at log-in), %d changed meanwhile (run again); in batches of %d by %d workers\n",
+						r.Namespace, st.Resealed, kr.Primary().ID, st.Current, st.UserHeld, st.Conflicts, batch, workers)
 				},
 			})
 			return interrupted(err)
 		},
 	}
-	rewrap.Flags().IntVar(&workers, "workers", 2, "key rows re-wrapped in parallel")
-	rewrap.Flags().IntVar(&batch, "batch", 500, "key rows per transaction")
-	rewrap.Flags().StringVar(&shard, "shard", "", "this process's share of the subjects, i/n (run n processes with 0/n … n-1/n); /n takes i from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
-	return rewrap
+	reseal.Flags().IntVar(&workers, "workers", 2, "key rows resealed in parallel")
+	reseal.Flags().IntVar(&batch, "batch", 500, "key rows per transaction")
+	reseal.Flags().StringVar(&shard, "shard", "", "this process's share of the subjects, i/n (run n processes with 0/n … n-1/n); /n takes i from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
+	return reseal
 }
 
 func (sc *subjectCmds) rekey() *cobra.Command {
@@ -317,7 +320,7 @@ func (a *app) rekeyObserver() lifecycle.Observer {
 			fmt.Fprintf(a.stdout, "%s: %d of %d subjects given a new key version, %d private (kept)\n", printable.String(r.Namespace), r.Rekey.Rotated, r.Rekey.Subjects, r.Rekey.UserHeld)
 		},
 		Column: func(c lifecycle.ColumnResult, _ error) {
-			fmt.Fprintf(a.stdout, "%s.%s: %d re-sealed under their subject's newest key, %d already current, %d private skipped\n", c.Column.Table, c.Column.Column, c.Stats.Reencrypted, c.Stats.Current, c.Stats.UserHeld)
+			fmt.Fprintf(a.stdout, "%s.%s: %d re-sealed under their subject's newest key, %d already current, %d private skipped\n", c.Column.Table, c.Column.Column, c.Stats.Resealed, c.Stats.Current, c.Stats.UserHeld)
 		},
 	}
 }

@@ -72,7 +72,7 @@ func TestSubjectCommands(t *testing.T) {
 	}
 	old := kr.Primary().ID
 
-	if code, out, e := c.run("keyring", "rotate", "--db", url); code != 0 || !strings.Contains(out, "subject keys of users: 2 re-wrapped") {
+	if code, out, e := c.run("keyring", "rotate", "--db", url); code != 0 || !strings.Contains(out, "subject keys of users: 2 resealed") {
 		t.Fatalf("rotate: %d %q %q", code, out, e)
 	}
 	// Hashes still peppered with the old key do not hold it back: its
@@ -132,8 +132,8 @@ func TestSubjectCommands(t *testing.T) {
 	if code, out, e := c.run("subject", "audit", "--db", url); code != 1 || !strings.Contains(e, "deleted or planted tombstones") {
 		t.Fatalf("audit after a deleted tombstone: %d %q %q", code, out, e)
 	}
-	if code, out, e := c.run("subject", "rewrap", "--db", url); code != 0 || !strings.Contains(out, "0 re-wrapped") || !strings.Contains(out, "1 already current") {
-		t.Fatalf("rewrap: %d %q %q", code, out, e)
+	if code, out, e := c.run("subject", "reseal", "--db", url); code != 0 || !strings.Contains(out, "0 resealed") || !strings.Contains(out, "1 already current") {
+		t.Fatalf("subject reseal: %d %q %q", code, out, e)
 	}
 	if code, out, e := c.run("subject", "rekey", "--db", url); code != 0 || !strings.Contains(out, "users: 1 of 1 subjects given a new key version") ||
 		!strings.Contains(out, "msgs.body: 1 re-sealed") {
@@ -182,43 +182,43 @@ func rotatedSubjects(t *testing.T, n int) (*cliEnv, string) {
 	c := newCLI(t)
 	c.newKeyring(t)
 	url := withSubjects(t, c, n)
-	if code, out, e := c.run("keyring", "rotate", "--db", url, "--no-reencrypt"); code != 0 {
+	if code, out, e := c.run("keyring", "rotate", "--db", url, "--no-reseal"); code != 0 {
 		t.Fatalf("rotate: %d %q %q", code, out, e)
 	}
 	return c, url
 }
 
-// fourShards runs a re-wrap of n subjects as four shards (run(i) runs
-// shard i): each re-wraps some but not all, and together all of them.
+// fourShards runs a reseal of n subjects as four shards (run(i) runs
+// shard i): each reseals some but not all, and together all of them.
 func fourShards(t *testing.T, n int, run func(i int) (int, string, string)) {
 	t.Helper()
 	total := 0
 	for i := range 4 {
 		code, out, e := run(i)
 		var got int
-		if _, err := fmt.Sscanf(out, "users: %d re-wrapped", &got); code != 0 || err != nil || got == n {
+		if _, err := fmt.Sscanf(out, "users: %d resealed", &got); code != 0 || err != nil || got == n {
 			t.Fatalf("shard %d of 4: %d %q %q", i, code, out, e)
 		}
 		total += got
 	}
 	if total != n {
-		t.Fatalf("4 shards re-wrapped %d subjects, want %d", total, n)
+		t.Fatalf("4 shards resealed %d subjects, want %d", total, n)
 	}
 }
 
-// TestSubjectRewrapShard: 'ward subject rewrap --shard i/n' re-wraps only
-// its share of the subjects (it re-wrapped all of them when the flag was
-// registered but never parsed); the n shards together re-wrap every one.
-func TestSubjectRewrapShard(t *testing.T) {
+// TestSubjectResealShard: 'ward subject reseal --shard i/n' reseals only
+// its share of the subjects (it resealed all of them when the flag was
+// registered but never parsed); the n shards together reseal every one.
+func TestSubjectResealShard(t *testing.T) {
 	const n = 16
 	c, url := rotatedSubjects(t, n)
-	if code, _, e := c.run("subject", "rewrap", "--db", url, "--shard", "4/4"); code != 2 || !strings.Contains(e, "--shard") {
+	if code, _, e := c.run("subject", "reseal", "--db", url, "--shard", "4/4"); code != 2 || !strings.Contains(e, "--shard") {
 		t.Fatalf("--shard 4/4: %d %q", code, e)
 	}
 	fourShards(t, n, func(i int) (int, string, string) {
-		return c.run("subject", "rewrap", "--db", url, "--shard", fmt.Sprintf("%d/4", i))
+		return c.run("subject", "reseal", "--db", url, "--shard", fmt.Sprintf("%d/4", i))
 	})
-	if code, out, _ := c.run("subject", "rewrap", "--db", url); code != 0 || !strings.Contains(out, "0 re-wrapped") {
+	if code, out, _ := c.run("subject", "reseal", "--db", url); code != 0 || !strings.Contains(out, "0 resealed") {
 		t.Fatalf("after every shard: %d %q", code, out)
 	}
 }
@@ -230,12 +230,12 @@ func TestSubjectRewrapShard(t *testing.T) {
 func TestShardFromIndexedJob(t *testing.T) {
 	const n = 16
 	c, url := rotatedSubjects(t, n)
-	if code, _, e := c.run("subject", "rewrap", "--db", url, "--shard", "/4"); code != 2 || !strings.Contains(e, "JOB_COMPLETION_INDEX") {
+	if code, _, e := c.run("subject", "reseal", "--db", url, "--shard", "/4"); code != 2 || !strings.Contains(e, "JOB_COMPLETION_INDEX") {
 		t.Fatalf("--shard /4 without the variable: %d %q", code, e)
 	}
 	fourShards(t, n, func(i int) (int, string, string) {
 		c.env[JobIndexEnv] = fmt.Sprint(i)
-		return c.run("subject", "rewrap", "--db", url, "--shard", "/4")
+		return c.run("subject", "reseal", "--db", url, "--shard", "/4")
 	})
 	// The same for a re-encryption: a pod's share of the rows.
 	db, _, err := createDB(url)

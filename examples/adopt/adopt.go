@@ -371,7 +371,7 @@ func (a *App) rotate(ctx context.Context, kr *keyring.Keyring, lg *ledger.Ledger
 	if _, _, err := a.FindByEmail(ctx, "user9@example.com"); err != nil {
 		return err
 	}
-	step(8, fmt.Sprintf("rotate across the fleet (lifecycle.Rotate, as ward keyring rotate --db): %d re-encrypted under %v", r.Columns[0].Stats.Reencrypted, kr.Primary().ID))
+	step(8, fmt.Sprintf("rotate across the fleet (lifecycle.Rotate, as ward keyring rotate --db): %d resealed under %v", r.Columns[0].Stats.Resealed, kr.Primary().ID))
 	// The index is still under the old key's epoch: move it, with the
 	// fleet serving, so that a copy of the keyring file from before tests
 	// no guess against it and the old key can go.

@@ -117,7 +117,7 @@ func fleetRotation(b *testing.B, bin, dbURL, dir string, env []string) {
 	}
 	frozen := procs[3]
 	frozen.Process.Signal(syscall.SIGSTOP)
-	out2, err := command("ward", "keyring", "rotate", "--db", dbURL, "--wait", "5s", "--no-reencrypt").CombinedOutput()
+	out2, err := command("ward", "keyring", "rotate", "--db", dbURL, "--wait", "5s", "--no-reseal").CombinedOutput()
 	frozen.Process.Signal(syscall.SIGCONT)
 	if err == nil || !strings.Contains(string(out2), fmt.Sprintf("pid %d", frozen.Process.Pid)) {
 		b.Fatalf("rotation with a frozen process: %v\n%s", err, out2)

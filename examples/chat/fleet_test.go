@@ -156,7 +156,7 @@ func fleetRotation(b *testing.B, bin, dbURL, dir string, env []string) {
 	// One process frozen: the next rotation waits and names its pid.
 	frozen := procs[2]
 	frozen.Process.Signal(syscall.SIGSTOP)
-	out2, err := command("ward", "keyring", "rotate", "--db", dbURL, "--wait", "8s", "--no-reencrypt").CombinedOutput()
+	out2, err := command("ward", "keyring", "rotate", "--db", dbURL, "--wait", "8s", "--no-reseal").CombinedOutput()
 	frozen.Process.Signal(syscall.SIGCONT)
 	if err == nil || !strings.Contains(string(out2), fmt.Sprintf("pid %d", frozen.Process.Pid)) {
 		b.Fatalf("rotation with a frozen process: %v\n%s", err, out2)

@@ -377,7 +377,7 @@ func Migrate(ctx context.Context, cfg Config, out io.Writer) error {
 		if col.Bound() == nil {
 			verb = "re-sealed in the current format"
 		}
-		fmt.Fprintf(out, "%s.%s: %d values %s, %d already current\n", col.Table(), col.Name(), st.Reencrypted, verb, st.Current)
+		fmt.Fprintf(out, "%s.%s: %d values %s, %d already current\n", col.Table(), col.Name(), st.Resealed, verb, st.Current)
 	}
 	n, err := macPasswords(ctx, db, dialect, cols.passwordMAC)
 	if err != nil {

@@ -117,10 +117,10 @@ func (s *Service) printer(out io.Writer) lifecycle.Observer {
 		Added:    func(keyring.KeyID, bool) { beat() },
 		Promoted: func(id, old keyring.KeyID) { beat(); fmt.Fprintf(out, "promoted %v; %v is decrypt-only\n", id, old) },
 		Column: func(c lifecycle.ColumnResult, _ error) {
-			fmt.Fprintf(out, "%s.%s: %d re-encrypted under %v, %d already up to date\n", c.Column.Table, c.Column.Column, c.Stats.Reencrypted, s.kr.Primary().ID, c.Stats.Current)
+			fmt.Fprintf(out, "%s.%s: %d resealed under %v, %d already up to date\n", c.Column.Table, c.Column.Column, c.Stats.Resealed, s.kr.Primary().ID, c.Stats.Current)
 		},
 		Subjects: func(r lifecycle.SubjectResult, _ error) {
-			fmt.Fprintf(out, "user keys (%s): %d re-wrapped under %v, %d already up to date, %d held by their users\n", r.Namespace, r.Rewrap.Rewrapped, s.kr.Primary().ID, r.Rewrap.Current, r.Rewrap.UserHeld)
+			fmt.Fprintf(out, "user keys (%s): %d resealed under %v, %d already up to date, %d held by their users\n", r.Namespace, r.Reseal.Resealed, s.kr.Primary().ID, r.Reseal.Current, r.Reseal.UserHeld)
 		},
 		MACs: func(m lifecycle.MACResult, _ error) {
 			if m.Refused { // this process refuses them at once; others within their refresh

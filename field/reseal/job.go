@@ -85,22 +85,22 @@ type Job struct {
 
 // Progress reports a running Job.
 type Progress struct {
-	Scanned     int // rows read so far in this pass
-	Reencrypted int // rows rewritten
-	Total       int // rows in the table when the pass started
+	Scanned  int // rows read so far in this pass
+	Resealed int // rows rewritten
+	Total    int // rows in the table when the pass started
 }
 
 // Stats summarises a finished Job.
 type Stats struct {
-	Scanned     int // rows read
-	Reencrypted int // rows rewritten (encrypted, re-sealed or re-bound)
-	Plaintext   int // of which were plaintext (FromPlaintext)
-	Current     int // rows already up to date
-	Null        int // NULL values (left alone)
-	Conflicts   int // rows changed by another writer while in flight
-	Failed      int // rows that did not open (in the last pass); left unchanged
-	Indexed     int // rows written only to fill in their blind index (Index)
-	Passes      int // passes over the table
+	Scanned   int // rows read
+	Resealed  int // rows rewritten (encrypted, re-sealed or re-bound)
+	Plaintext int // of which were plaintext (FromPlaintext)
+	Current   int // rows already up to date
+	Null      int // NULL values (left alone)
+	Conflicts int // rows changed by another writer while in flight
+	Failed    int // rows that did not open (in the last pass); left unchanged
+	Indexed   int // rows written only to fill in their blind index (Index)
+	Passes    int // passes over the table
 	// UserHeld counts rows of subjects whose keys only their users hold
 	// (field/subject private mode): skipped, left as they are; the
 	// application seals them at the user's next log-in.
@@ -199,7 +199,7 @@ func (r *Job) pass(ctx context.Context, q queries, st *Stats) error {
 				mu.Lock()
 				st.merge(local)
 				prog.Scanned += len(rows)
-				prog.Reencrypted += done
+				prog.Resealed += done
 				if err != nil && first == nil {
 					first = err
 					cancel()
@@ -252,7 +252,7 @@ func (r *Job) batch(ctx context.Context, q queries, rows []dbRow, st *Stats, lim
 // merge adds another worker's counts.
 func (s *Stats) merge(o Stats) {
 	s.Scanned += o.Scanned
-	s.Reencrypted += o.Reencrypted
+	s.Resealed += o.Resealed
 	s.Plaintext += o.Plaintext
 	s.Current += o.Current
 	s.Null += o.Null
@@ -446,7 +446,7 @@ func (r *Job) apply(ctx context.Context, q queries, ups []update, st *Stats) (in
 	} else if err != nil {
 		return 0, fmt.Errorf("reseal: commit: %w", err)
 	}
-	st.Reencrypted += done
+	st.Resealed += done
 	return done, nil
 }
 

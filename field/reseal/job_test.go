@@ -134,7 +134,7 @@ func TestReencrypt(t *testing.T) {
 		}
 		// A second run has nothing to do.
 		st2, err := job.Run(context.Background())
-		if err != nil || st2.Reencrypted != 0 || st2.Current != n-n/50 {
+		if err != nil || st2.Resealed != 0 || st2.Current != n-n/50 {
 			t.Fatalf("second run %+v %v", st2, err)
 		}
 	})
@@ -148,7 +148,7 @@ func TestReencryptUnreadableRows(t *testing.T) {
 		d.db.Exec(d.q(fmt.Sprintf(`UPDATE %s SET body = ? WHERE id = 3`, col.Table())), []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38})
 		keyring.NewManager(kr).AddPrimary(context.Background(), keyring.AES256GCM)
 		st, err := (&Job{DB: d.db, Dialect: d.dialect, Column: col, Key: "id"}).Run(context.Background())
-		if !errors.Is(err, ErrUnreadableRows) || st.Failed != 1 || st.Reencrypted != 60-1-1 {
+		if !errors.Is(err, ErrUnreadableRows) || st.Failed != 1 || st.Resealed != 60-1-1 {
 			t.Fatalf("%+v %v", st, err)
 		}
 		var raw []byte
@@ -187,7 +187,7 @@ func TestRebind(t *testing.T) {
 			t.Fatalf("census before: %+v %v", census, err)
 		}
 		st, err := job.Run(ctx)
-		if err != nil || st.Reencrypted != n {
+		if err != nil || st.Resealed != n {
 			t.Fatalf("%+v %v", st, err)
 		}
 		census, _ = job.Count(ctx)
@@ -236,12 +236,12 @@ func TestReencryptLeavesV1Behind(t *testing.T) {
 	}
 	st, err := job.Run(ctx)
 	if fips140.Enabled() { // the v1 CLI sealed under XChaCha20-Poly1305, which the FIPS 140-3 mode refuses
-		if !errors.Is(st.FirstFailure, keyring.ErrNotApproved) || st.Reencrypted != 0 {
+		if !errors.Is(st.FirstFailure, keyring.ErrNotApproved) || st.Resealed != 0 {
 			t.Fatalf("in the FIPS mode: %+v %v", st, err)
 		}
 		return
 	}
-	if err != nil || st.Reencrypted != 1 {
+	if err != nil || st.Resealed != 1 {
 		t.Fatalf("%+v %v", st, err)
 	}
 	var s string

@@ -229,7 +229,7 @@ func TestRate(t *testing.T) {
 		job.Rate = 10
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		if st, err := job.Run(ctx); err != nil || st.Reencrypted != 0 || st.Current+st.Null != n {
+		if st, err := job.Run(ctx); err != nil || st.Resealed != 0 || st.Current+st.Null != n {
 			t.Fatalf("resumed: %+v %v", st, err)
 		}
 	})

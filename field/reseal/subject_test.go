@@ -72,7 +72,7 @@ func TestPerSubjectMigration(t *testing.T) {
 			t.Fatalf("census before: %+v %v", c, err)
 		}
 		st, err := job.Run(ctx)
-		if err != nil || st.Reencrypted != n/2 || st.UserHeld != n/4 || st.Erased != n/4 {
+		if err != nil || st.Resealed != n/2 || st.UserHeld != n/4 || st.Erased != n/4 {
 			t.Fatalf("run: %+v %v", st, err)
 		}
 		c, err = job.Count(ctx)
@@ -80,7 +80,7 @@ func TestPerSubjectMigration(t *testing.T) {
 			t.Fatalf("census after: %+v %v", c, err)
 		}
 		st, err = job.Run(ctx)
-		if err != nil || st.Reencrypted != 0 || st.Current != n/2 {
+		if err != nil || st.Resealed != 0 || st.Current != n/2 {
 			t.Fatalf("second run: %+v %v", st, err)
 		}
 		// alice's and bob's values are class 2 now, and open.
@@ -147,7 +147,7 @@ func TestSubjectKeyRotation(t *testing.T) {
 			t.Fatalf("census after the rotation: %+v %v", c, err)
 		}
 		res, err := job.Run(ctx)
-		if err != nil || res.Reencrypted != 2*n/3 {
+		if err != nil || res.Resealed != 2*n/3 {
 			t.Fatalf("run: %+v %v", res, err)
 		}
 		if c, _ := job.Count(ctx); !c.Done() {
@@ -214,7 +214,7 @@ func TestPrivateSubjectJob(t *testing.T) {
 			t.Fatalf("carol's census before: %+v %v", c, err)
 		}
 		st, err := job.Run(ctx)
-		if err != nil || st.Reencrypted != n/2 || st.Scanned != n/2 {
+		if err != nil || st.Resealed != n/2 || st.Scanned != n/2 {
 			t.Fatalf("carol's job: %+v %v", st, err)
 		}
 		if c, err := job.Count(ctx); err != nil || c.Current != n/2 {

@@ -35,7 +35,7 @@ func TestReencryptMovesV3ToV4(t *testing.T) {
 			t.Fatalf("census once v4 opened: %+v", c)
 		}
 		st, err := job.Run(ctx)
-		if err != nil || st.Reencrypted != n-n/50 {
+		if err != nil || st.Resealed != n-n/50 {
 			t.Fatalf("job: %+v %v", st, err)
 		}
 		c, err = job.Count(ctx)

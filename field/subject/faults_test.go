@@ -239,7 +239,7 @@ func TestFaultChild(t *testing.T) {
 func runFaultOp(ctx context.Context, s *Store, db *sql.DB, op string, progressed func()) error {
 	switch op {
 	case "rewrap":
-		_, err := s.Rewrap(ctx, RewrapOptions{Batch: 3, Progress: func(RewrapStats) { progressed() }})
+		_, err := s.Reseal(ctx, ResealOptions{Batch: 3, Progress: func(ResealStats) { progressed() }})
 		return err
 	case "rotate":
 		_, err := s.RotateAll(ctx)

@@ -53,7 +53,7 @@ func rotateAndRetire(t *testing.T, e *env, s *Store) keyring.KeyID {
 	if err := m.Promote(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	st, err := s.Rewrap(ctx, RewrapOptions{})
+	st, err := s.Reseal(ctx, ResealOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@
 // "users"). Keys live in the table ward_subject_keys, one row per subject
 // and key version, each wrapped by the keyring's primary key under the
 // context (namespace, subject, version): a row moved to another subject
-// does not unwrap, keyring rotation re-wraps it ([Store.Rewrap]), and the
+// does not unwrap, keyring rotation re-wraps it ([Store.Reseal]), and the
 // master key or KMS that guards the keyring file guards every subject key.
 // A subject's first key is created when it first seals, insert-if-absent
 // and re-read before use, so two processes never seal under two keys.

@@ -293,7 +293,7 @@ func TestWriterHugeValues(t *testing.T) {
 			e.exec(t, fmt.Sprintf(`ALTER TABLE %s MODIFY subject VARBINARY(1024) NOT NULL`, e.keys))
 		}
 		e.exec(t, fmt.Sprintf(`INSERT INTO %s (namespace, subject, version, wrapped, created_at) VALUES (?, ?, 7, ?, 0)`, e.keys), "users", strings.Repeat("s", 1000), []byte{1})
-		if _, err := s.Rewrap(ctx, RewrapOptions{}); err == nil || !strings.Contains(err.Error(), "subject ID") {
+		if _, err := s.Reseal(ctx, ResealOptions{}); err == nil || !strings.Contains(err.Error(), "subject ID") {
 			t.Fatalf("re-wrap with an oversized subject ID: %v", err)
 		}
 	})
@@ -416,12 +416,12 @@ func TestBackupAfterRetire(t *testing.T) {
 		if err := keyring.NewManager(e.kr).Promote(ctx, newKey); err != nil {
 			t.Fatal(err)
 		}
-		st, err := s.Rewrap(ctx, RewrapOptions{Workers: 2, Batch: 1})
-		if err != nil || st.Rewrapped != 2 {
+		st, err := s.Reseal(ctx, ResealOptions{Workers: 2, Batch: 1})
+		if err != nil || st.Resealed != 2 {
 			t.Fatalf("rewrap: %+v, %v", st, err)
 		}
 		// Resumable: a second run finds nothing to do.
-		if st, err := s.Rewrap(ctx, RewrapOptions{}); err != nil || st.Rewrapped != 0 || st.Current != 2 {
+		if st, err := s.Reseal(ctx, ResealOptions{}); err != nil || st.Resealed != 0 || st.Current != 2 {
 			t.Fatalf("second rewrap: %+v, %v", st, err)
 		}
 		census, err := s.Census(ctx)
@@ -522,20 +522,20 @@ func TestRewrapShards(t *testing.T) {
 		}
 		var total int64
 		for i := range 3 {
-			st, err := s.Rewrap(ctx, RewrapOptions{Shard: i, Shards: 3, Batch: 50})
+			st, err := s.Reseal(ctx, ResealOptions{Shard: i, Shards: 3, Batch: 50})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Rewrapped == 0 || st.Rewrapped == 300 {
-				t.Fatalf("shard %d re-wrapped %d of 300", i, st.Rewrapped)
+			if st.Resealed == 0 || st.Resealed == 300 {
+				t.Fatalf("shard %d re-wrapped %d of 300", i, st.Resealed)
 			}
-			total += st.Rewrapped
+			total += st.Resealed
 		}
 		census, err := s.Census(ctx)
 		if err != nil || total != 300 || census.ByKey[e.kr.Primary().ID] != 300 {
 			t.Fatalf("re-wrapped %d; census %+v %v", total, census, err)
 		}
-		if _, err := s.Rewrap(ctx, RewrapOptions{Shard: 3, Shards: 3}); err == nil {
+		if _, err := s.Reseal(ctx, ResealOptions{Shard: 3, Shards: 3}); err == nil {
 			t.Fatal("shard 3 of 3 accepted")
 		}
 	})

@@ -803,15 +803,15 @@ func (s *Store) PurgeSessions(ctx context.Context) (int64, error) {
 }
 
 // wrapWith seals sk under a key-encryption key of the user's (derived from
-// their password, recovery code or session token), bound to context.
-func wrapWith(kek *keycore.SubjectKey, sk *keyring.SubjectKey, context []byte) []byte {
-	return keycore.WrapSubjectKeyWith(kek, (*keycore.SubjectKey)(sk), context)
+// their password, recovery code or session token), bound to ad.
+func wrapWith(kek *keycore.SubjectKey, sk *keyring.SubjectKey, ad []byte) []byte {
+	return keycore.WrapSubjectKeyWith(kek, (*keycore.SubjectKey)(sk), ad)
 }
 
 // unwrapWith opens a subject key wrapped by wrapWith under the same kek
-// and context.
-func unwrapWith(kek *keycore.SubjectKey, wrapped, context []byte) (*keyring.SubjectKey, error) {
-	sk, err := keycore.UnwrapSubjectKeyWith(kek, wrapped, context)
+// and ad.
+func unwrapWith(kek *keycore.SubjectKey, wrapped, ad []byte) (*keyring.SubjectKey, error) {
+	sk, err := keycore.UnwrapSubjectKeyWith(kek, wrapped, ad)
 	if err != nil {
 		return nil, err
 	}

@@ -82,7 +82,7 @@ func TestUserHeld(t *testing.T) {
 		if _, err := s2.Unlock(ctx, "alice", make([]byte, 32)); !errors.Is(err, ErrWrongSecret) {
 			t.Fatalf("a guessed secret: %v", err)
 		}
-		if st, err := s2.Rewrap(ctx, RewrapOptions{}); err != nil || st.UserHeld != 2 || st.Rewrapped != 0 { // her old version and the fresh one
+		if st, err := s2.Reseal(ctx, ResealOptions{}); err != nil || st.UserHeld != 2 || st.Resealed != 0 { // her old version and the fresh one
 			t.Fatalf("rewrap over a user-held key: %+v %v", st, err)
 		}
 

@@ -122,7 +122,7 @@ func checkGolden(t *testing.T, path string, version byte, generation uint64) {
 // the primitives directly: K_check from HKDF-SHA-256, then CRC-32C of the
 // context masked by AES(K_check, nonce ‖ 0^32) for AES-GCM, or the tag of
 // XChaCha20-Poly1305 under K_check over the empty plaintext.
-func checkV3Spec(t *testing.T, kr *Keyring, h header, ct, context []byte) {
+func checkV3Spec(t *testing.T, kr *Keyring, h header, ct, ad []byte) {
 	t.Helper()
 	k := kr.load().byID[h.KeyID]
 	kc, err := hkdf.Key(sha256.New, k.material, nil, "ward ciphertext v3 context check", h.Algorithm.KeySize())
@@ -136,7 +136,7 @@ func checkV3Spec(t *testing.T, kr *Keyring, h header, ct, context []byte) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want = a.Seal(nil, nonce, nil, context)[:checkSize]
+		want = a.Seal(nil, nonce, nil, ad)[:checkSize]
 	} else {
 		b, err := aes.NewCipher(kc)
 		if err != nil {
@@ -145,7 +145,7 @@ func checkV3Spec(t *testing.T, kr *Keyring, h header, ct, context []byte) {
 		var in, mask [16]byte
 		copy(in[:], nonce)
 		b.Encrypt(mask[:], in[:])
-		want = binary.BigEndian.AppendUint32(nil, crc32.Checksum(context, crc32.MakeTable(crc32.Castagnoli))^binary.BigEndian.Uint32(mask[:4]))
+		want = binary.BigEndian.AppendUint32(nil, crc32.Checksum(ad, crc32.MakeTable(crc32.Castagnoli))^binary.BigEndian.Uint32(mask[:4]))
 	}
 	if !bytes.Equal(want, ct[7:11]) {
 		t.Fatalf("%v: check %x, the spec gives %x", h.Algorithm, ct[7:11], want)

@@ -260,18 +260,18 @@ func (s *Scope) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
 	return c.primary.appendSeal(dst, plaintext, ad), nil
 }
 
-// Seal seals plaintext for context as a v4 value of the scope.
-func (s *Scope) Seal(plaintext, context []byte) ([]byte, error) {
-	adp, ad := pooledAD(context)
-	defer releaseAD(adp, ad)
-	return s.AppendSealAD(nil, plaintext, ad)
+// Seal seals plaintext for ad as a v4 value of the scope.
+func (s *Scope) Seal(plaintext, ad []byte) ([]byte, error) {
+	adp, full := pooledAD(ad)
+	defer releaseAD(adp, full)
+	return s.AppendSealAD(nil, plaintext, full)
 }
 
-// Open opens a v4 value of the scope sealed for context.
-func (s *Scope) Open(ciphertext, context []byte) ([]byte, error) {
-	adp, ad := pooledAD(context)
-	defer releaseAD(adp, ad)
-	return s.AppendOpenAD(nil, ciphertext, ad)
+// Open opens a v4 value of the scope sealed for ad.
+func (s *Scope) Open(ciphertext, ad []byte) ([]byte, error) {
+	adp, full := pooledAD(ad)
+	defer releaseAD(adp, full)
+	return s.AppendOpenAD(nil, ciphertext, full)
 }
 
 // AppendOpenAD opens a v4 value sealed under a keyring key for the scope,
@@ -289,15 +289,15 @@ func (s *Scope) AppendOpenAD(dst, ciphertext, ad []byte) ([]byte, error) {
 }
 
 // ContextMatches reports whether a v4 value's context check matches
-// context, without decrypting (a hint, as [Keyring.ContextMatches]).
-func (s *Scope) ContextMatches(ciphertext, context []byte) (bool, error) {
+// ad, without decrypting (a hint, as [Keyring.ContextMatches]).
+func (s *Scope) ContextMatches(ciphertext, ad []byte) (bool, error) {
 	k, err := s.keyFor(ciphertext)
 	if err != nil {
 		return false, err
 	}
-	adp, ad := pooledAD(context)
-	defer releaseAD(adp, ad)
-	return k.checkMatches(ciphertext, ad), nil
+	adp, full := pooledAD(ad)
+	defer releaseAD(adp, full)
+	return k.checkMatches(ciphertext, full), nil
 }
 
 // keyFor returns the scoped key a v4 class-1 value names.

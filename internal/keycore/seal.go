@@ -21,9 +21,9 @@ var adPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 // pooledAD returns a pooled buffer and in it the header's room followed by
 // a copy of context (which may be on the caller's stack); releaseAD gives
 // it back.
-func pooledAD(context []byte) (*[]byte, []byte) {
+func pooledAD(ad []byte) (*[]byte, []byte) {
 	adp := adPool.Get().(*[]byte)
-	return adp, append((*adp)[:headerSize], context...)
+	return adp, append((*adp)[:headerSize], ad...)
 }
 
 // releaseAD returns to the pool a buffer pooledAD gave, ad being what it
@@ -42,20 +42,21 @@ func errNoRoom(ad []byte) error {
 	return fmt.Errorf("keyring: associated data of %d bytes has no room for a header", len(ad))
 }
 
-// Seal encrypts plaintext under the primary key, bound to context, and
+// Seal encrypts plaintext under the primary key, bound to ad (associated
+// data: for a database value, where it lives), and
 // returns a binary ciphertext: format v3, or in the FIPS 140-3 mode
 // (crypto/fips140.Enabled), format v4 of the empty scope, whose nonce the
-// module generates. The same context must be passed to Open.
-func (kr *Keyring) Seal(plaintext, context []byte) ([]byte, error) {
-	return kr.AppendSeal(nil, plaintext, context)
+// module generates. The same ad must be passed to Open.
+func (kr *Keyring) Seal(plaintext, ad []byte) ([]byte, error) {
+	return kr.AppendSeal(nil, plaintext, ad)
 }
 
 // AppendSeal is like Seal but appends the ciphertext to dst.
-func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
+func (kr *Keyring) AppendSeal(dst, plaintext, ad []byte) ([]byte, error) {
 	if fips140.Enabled() {
-		adp, ad := pooledAD(context)
-		defer releaseAD(adp, ad)
-		return kr.unscoped().AppendSealAD(dst, plaintext, ad)
+		adp, full := pooledAD(ad)
+		defer releaseAD(adp, full)
+		return kr.unscoped().AppendSealAD(dst, plaintext, full)
 	}
 	k := kr.load().primary
 	if k == nil {
@@ -64,7 +65,7 @@ func (kr *Keyring) AppendSeal(dst, plaintext, context []byte) ([]byte, error) {
 	if k.refused {
 		return nil, ErrNotApproved
 	}
-	return k.appendSealContext(dst, plaintext, context), nil
+	return k.appendSealContext(dst, plaintext, ad), nil
 }
 
 // unscoped returns the keyring's scope of the empty name, which opens v4
@@ -107,10 +108,10 @@ func (kr *Keyring) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
 // appendSealContext seals under k for a context the caller owns (it may be
 // on the caller's stack): it is copied into a pooled buffer after the
 // header's room.
-func (k *key) appendSealContext(dst, plaintext, context []byte) []byte {
-	adp, ad := pooledAD(context)
-	out := k.appendSeal(dst, plaintext, ad)
-	releaseAD(adp, ad)
+func (k *key) appendSealContext(dst, plaintext, ad []byte) []byte {
+	adp, full := pooledAD(ad)
+	out := k.appendSeal(dst, plaintext, full)
+	releaseAD(adp, full)
 	return out
 }
 
@@ -133,18 +134,18 @@ func (k *key) appendSeal(dst, plaintext, ad []byte) []byte {
 }
 
 // Open authenticates and decrypts a binary ciphertext (v1 to v3, or v4 of
-// the empty scope) sealed for context. On any error it returns nil
+// the empty scope) sealed for ad. On any error it returns nil
 // plaintext.
-func (kr *Keyring) Open(ciphertext, context []byte) ([]byte, error) {
-	return kr.AppendOpen(nil, ciphertext, context)
+func (kr *Keyring) Open(ciphertext, ad []byte) ([]byte, error) {
+	return kr.AppendOpen(nil, ciphertext, ad)
 }
 
 // AppendOpen is like Open but appends the plaintext to dst. On error dst is
 // returned unchanged.
-func (kr *Keyring) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
-	adp, ad := pooledAD(context)
-	out, err := kr.AppendOpenAD(dst, ciphertext, ad)
-	releaseAD(adp, ad)
+func (kr *Keyring) AppendOpen(dst, ciphertext, ad []byte) ([]byte, error) {
+	adp, full := pooledAD(ad)
+	out, err := kr.AppendOpenAD(dst, ciphertext, full)
+	releaseAD(adp, full)
 	return out, err
 }
 
@@ -204,12 +205,12 @@ func (k *key) openV3(dst, ciphertext, ad []byte) ([]byte, error) {
 // AEAD authenticated the context with the header, so the check is needed
 // only to tell a value presented under another context from a damaged
 // one.
-func (k *key) openFailure(ciphertext, context []byte) error {
+func (k *key) openFailure(ciphertext, ad []byte) error {
 	h, err := parseHeader(ciphertext)
 	if err != nil {
 		return err
 	}
-	if !k.checkMatches(h, ciphertext, context) {
+	if !k.checkMatches(h, ciphertext, ad) {
 		return ErrWrongContext
 	}
 	return ErrAuthentication
@@ -235,20 +236,21 @@ func (k *key) appendOpen(h header, dst, ciphertext, ad []byte) ([]byte, error) {
 	return out, nil
 }
 
-// ContextMatches reports whether the context check of a ciphertext matches
-// context, without decrypting: a cheap test, for jobs that look for values
-// bound under an older context layout, of which context a value was
+// ContextMatches reports whether the context check of a ciphertext (its
+// header's check of the associated data, FORMAT.md) matches ad, without
+// decrypting: a cheap test, for jobs that look for values
+// bound under an older layout of their associated data, which ad a value was
 // sealed for. A true answer is a hint (the check is 32 bits), not an
 // authentication: only Open authenticates.
-func (kr *Keyring) ContextMatches(ciphertext, context []byte) (bool, error) {
+func (kr *Keyring) ContextMatches(ciphertext, ad []byte) (bool, error) {
 	if len(ciphertext) > 0 && ciphertext[0] == version4 {
-		return kr.unscoped().ContextMatches(ciphertext, context)
+		return kr.unscoped().ContextMatches(ciphertext, ad)
 	}
 	h, k, err := kr.keyFor(ciphertext)
 	if err != nil {
 		return false, err
 	}
-	return k.checkMatches(h, ciphertext, context), nil
+	return k.checkMatches(h, ciphertext, ad), nil
 }
 
 // keyFor parses the header and finds an enabled key of the right
@@ -287,10 +289,10 @@ func (kr *Keyring) keyFor(ciphertext []byte) (header, *key, error) {
 }
 
 // checkMatches compares the header's context check with context's.
-func (k *key) checkMatches(h header, ciphertext, context []byte) bool {
+func (k *key) checkMatches(h header, ciphertext, ad []byte) bool {
 	if h.Version == version1 {
 		c := k.check.Get().(*checker)
-		c.in = append(c.in[:0], context...) // crc32 would make context escape
+		c.in = append(c.in[:0], ad...) // crc32 would make ad escape
 		sum := crc32.Checksum(c.in, castagnoli)
 		k.check.Put(c)
 		return sum == h.ContextCheck
@@ -299,11 +301,11 @@ func (k *key) checkMatches(h header, ciphertext, context []byte) bool {
 	nonce := ciphertext[hs : hs+k.Algorithm.NonceSize()]
 	var want, got [checkSize]byte
 	if h.Version == version2 {
-		binary.BigEndian.PutUint32(want[:], k.contextCheckV2(nonce, context))
+		binary.BigEndian.PutUint32(want[:], k.contextCheckV2(nonce, ad))
 	} else {
-		adp, ad := pooledAD(context) // context must not escape
-		want = k.checkV3(nonce, ad, headerSize)
-		releaseAD(adp, ad)
+		adp, full := pooledAD(ad) // ad must not escape
+		want = k.checkV3(nonce, full, headerSize)
+		releaseAD(adp, full)
 	}
 	binary.BigEndian.PutUint32(got[:], h.ContextCheck)
 	return subtle.ConstantTimeCompare(want[:], got[:]) == 1
@@ -355,12 +357,12 @@ func maskedCheck(block cipher.Block, a cipher.AEAD, nonce, buf []byte, from int)
 // HMAC-SHA-256(K, nonce ‖ context),
 // K = HKDF-SHA-256(key material, info "ward ciphertext v2 context check").
 // The nonce makes checks of equal contexts differ between values.
-func (k *key) contextCheckV2(nonce, context []byte) uint32 {
+func (k *key) contextCheckV2(nonce, ad []byte) uint32 {
 	c := k.check.Get().(*checker)
 	c.mac.Reset()
-	// Copied first: passing context to an interface method would make
-	// every caller's context escape to the heap.
-	c.in = append(append(c.in[:0], nonce...), context...)
+	// Copied first: passing ad to an interface method would make
+	// every caller's ad escape to the heap.
+	c.in = append(append(c.in[:0], nonce...), ad...)
 	c.mac.Write(c.in)
 	sum := c.mac.Sum(c.sum[:0])
 	v := binary.BigEndian.Uint32(sum[:checkSize])

@@ -79,23 +79,23 @@ func (sk *SubjectKey) GoString() string { return sk.String() }
 func (sk *SubjectKey) Format(f fmt.State, _ rune) { f.Write([]byte(sk.String())) }
 
 // AppendSeal seals plaintext as a class-2 v3 ciphertext (in the FIPS 140-3
-// mode, v4 of the empty scope) bound to context and appends it to dst. In
+// mode, v4 of the empty scope) bound to ad and appends it to dst. In
 // that mode it panics for a key of an algorithm the mode refuses, which
 // only unwrapping a stored key can give ([NewSubjectKey] refuses them).
-func (sk *SubjectKey) AppendSeal(dst, plaintext, context []byte) []byte {
+func (sk *SubjectKey) AppendSeal(dst, plaintext, ad []byte) []byte {
 	if sk.fixed {
 		panic("keyring: AppendSeal of a grant reader's subject key (GrantedSubjectKey), which never seals")
 	}
 	if fips140.Enabled() {
-		adp, ad := pooledAD(context)
-		defer releaseAD(adp, ad)
-		out, err := sk.AppendSealScopedAD(dst, plaintext, "", ad)
+		adp, full := pooledAD(ad)
+		defer releaseAD(adp, full)
+		out, err := sk.AppendSealScopedAD(dst, plaintext, "", full)
 		if err != nil { // a key the mode refuses, unwrapped: NewSubjectKey makes none
 			panic("keyring: AppendSeal of a subject key the FIPS 140-3 mode refuses (AppendSealScopedAD returns the error): " + err.Error())
 		}
 		return out
 	}
-	return sk.k.appendSealContext(dst, plaintext, context)
+	return sk.k.appendSealContext(dst, plaintext, ad)
 }
 
 // AppendSealAD is AppendSeal with the context assembled by the caller
@@ -113,17 +113,17 @@ func (sk *SubjectKey) AppendSealAD(dst, plaintext, ad []byte) ([]byte, error) {
 	return sk.k.appendSeal(dst, plaintext, ad), nil
 }
 
-// AppendOpen opens a class-2 ciphertext sealed under this key for context
+// AppendOpen opens a class-2 ciphertext sealed under this key for ad
 // and appends the plaintext to dst. A value of another class, or of
 // another version, is refused without decrypting; on error dst is
 // returned unchanged.
-func (sk *SubjectKey) AppendOpen(dst, ciphertext, context []byte) ([]byte, error) {
-	adp, ad := pooledAD(context)
-	defer releaseAD(adp, ad)
+func (sk *SubjectKey) AppendOpen(dst, ciphertext, ad []byte) ([]byte, error) {
+	adp, full := pooledAD(ad)
+	defer releaseAD(adp, full)
 	if len(ciphertext) > 0 && ciphertext[0] == version4 {
-		return sk.AppendOpenScopedAD(dst, ciphertext, "", ad)
+		return sk.AppendOpenScopedAD(dst, ciphertext, "", full)
 	}
-	return sk.AppendOpenAD(dst, ciphertext, ad)
+	return sk.AppendOpenAD(dst, ciphertext, full)
 }
 
 // AppendOpenAD is AppendOpen with the context assembled by the caller
@@ -186,20 +186,20 @@ const (
 )
 
 // WrapSubjectKey seals sk under the keyring's primary key, bound to
-// context (the field layer binds the subject's namespace, ID and the
+// ad (the field layer binds the subject's namespace, ID and the
 // key's version). The result is a class-1 v3 ciphertext, so it rotates,
 // re-wraps and is censused like any value under a keyring key.
-func (kr *Keyring) WrapSubjectKey(sk *SubjectKey, context []byte) ([]byte, error) {
+func (kr *Keyring) WrapSubjectKey(sk *SubjectKey, ad []byte) ([]byte, error) {
 	payload := sk.payload()
 	defer clear(payload)
-	return kr.Seal(payload, subjectWrapContext(context))
+	return kr.Seal(payload, subjectWrapContext(ad))
 }
 
 // UnwrapSubjectKey opens a subject key wrapped by [Keyring.WrapSubjectKey]
-// for the same context. Errors are those of [Keyring.Open], or
+// for the same ad. Errors are those of [Keyring.Open], or
 // [ErrMalformed] for a payload that is not a subject key.
-func (kr *Keyring) UnwrapSubjectKey(wrapped, context []byte) (*SubjectKey, error) {
-	payload, err := kr.Open(wrapped, subjectWrapContext(context))
+func (kr *Keyring) UnwrapSubjectKey(wrapped, ad []byte) (*SubjectKey, error) {
+	payload, err := kr.Open(wrapped, subjectWrapContext(ad))
 	if err != nil {
 		return nil, err
 	}
@@ -207,8 +207,8 @@ func (kr *Keyring) UnwrapSubjectKey(wrapped, context []byte) (*SubjectKey, error
 	return parseSubjectPayload(payload)
 }
 
-func subjectWrapContext(context []byte) []byte {
-	return append([]byte(subjectWrapDomain), context...)
+func subjectWrapContext(ad []byte) []byte {
+	return append([]byte(subjectWrapDomain), ad...)
 }
 
 func (sk *SubjectKey) payload() []byte {
@@ -239,19 +239,19 @@ func parseSubjectPayload(p []byte) (*SubjectKey, error) {
 }
 
 // WrapSubjectKeyWith seals sk under a caller's AEAD key (user-held keys:
-// a key derived from the user's password), bound to context, as a class-2
+// a key derived from the user's password), bound to ad, as a class-2
 // v3 ciphertext that names kek's version. kek must be used only for
 // wrapping.
-func WrapSubjectKeyWith(kek *SubjectKey, sk *SubjectKey, context []byte) []byte {
+func WrapSubjectKeyWith(kek *SubjectKey, sk *SubjectKey, ad []byte) []byte {
 	payload := sk.payload()
 	defer clear(payload)
-	return kek.AppendSeal(nil, payload, subjectWrapContext(context))
+	return kek.AppendSeal(nil, payload, subjectWrapContext(ad))
 }
 
 // UnwrapSubjectKeyWith opens a subject key wrapped by
-// WrapSubjectKeyWith under the same kek and context.
-func UnwrapSubjectKeyWith(kek *SubjectKey, wrapped, context []byte) (*SubjectKey, error) {
-	payload, err := kek.AppendOpen(nil, wrapped, subjectWrapContext(context))
+// WrapSubjectKeyWith under the same kek and ad.
+func UnwrapSubjectKeyWith(kek *SubjectKey, wrapped, ad []byte) (*SubjectKey, error) {
+	payload, err := kek.AppendOpen(nil, wrapped, subjectWrapContext(ad))
 	if err != nil {
 		return nil, err
 	}

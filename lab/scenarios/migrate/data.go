@@ -113,8 +113,8 @@ func (e *env) runJob(ctx context.Context, k jobKey, job *reseal.Job) ([]lab.Resu
 	if err != nil {
 		return nil, fmt.Errorf("migrate %s: %w", k.name(), err)
 	}
-	if st.Reencrypted != e.rows {
-		return nil, fmt.Errorf("migrate %s: %d of %d rows written", k.name(), st.Reencrypted, e.rows)
+	if st.Resealed != e.rows {
+		return nil, fmt.Errorf("migrate %s: %d of %d rows written", k.name(), st.Resealed, e.rows)
 	}
 	p, name := k.params(), e.prefix+k.name()
 	total := lab.Derived("migrate", name, p, "rows_per_second", "rows/s", elapsedRate(e.rows, el), "rows over the job's wall time")

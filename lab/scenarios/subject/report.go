@@ -43,18 +43,18 @@ func (s Scenario) Report(rs lab.Results) (lab.Section, error) {
 		sec.Answer = append(sec.Answer, fmt.Sprintf("Forgetting a user takes %s ms with %s values and %s ms with %s: one key deleted and a tombstone written, whatever the number of values.",
 			lab.FormatNumber(lo), lab.FormatNumber(float64(sizes[0])), lab.FormatNumber(hi), lab.FormatNumber(float64(sizes[len(sizes)-1]))))
 	}
-	if one := rs.Median(rewrapCase(1), "rows_per_second"); !math.IsNaN(one) {
+	if one := rs.Median(resealCase(1), "rows_per_second"); !math.IsNaN(one) {
 		best, bw := one, 1
 		for _, w := range Workers {
-			if v := rs.Median(rewrapCase(w), "rows_per_second"); v > best {
+			if v := rs.Median(resealCase(w), "rows_per_second"); v > best {
 				best, bw = v, w
 			}
 		}
-		r, _ := rs.Get(rewrapCase(1), "rows_per_second")
+		r, _ := rs.Get(resealCase(1), "rows_per_second")
 		sec.Answer = append(sec.Answer, fmt.Sprintf("Re-wrapping %s users' keys after a keyring rotation runs at %s keys/s with one worker and %s with %d, on %s, resumable.",
 			lab.FormatNumber(lab.Num(r.Params, "keys")), lab.FormatNumber(one), lab.FormatNumber(best), bw, dbName))
 	}
-	if c, err := rewrapChart(rs); err != nil {
+	if c, err := resealChart(rs); err != nil {
 		return sec, err
 	} else if c != "" {
 		sec.Charts = append(sec.Charts, c)
@@ -94,22 +94,22 @@ func costTable(rs lab.Results, sizes []int, db string) lab.Table {
 		row(fmt.Sprintf("forget a user with %s values (%s)", lab.FormatNumber(float64(n)), db), forgetCase(n), "time", "ms", 1, "")
 	}
 	for _, w := range Workers {
-		if r, ok := rs.Get(rewrapCase(w), "rows_per_second"); ok {
+		if r, ok := rs.Get(resealCase(w), "rows_per_second"); ok {
 			t.Rows = append(t.Rows, []string{fmt.Sprintf("re-wrap %s keys, %d workers (%s)", lab.FormatNumber(lab.Num(r.Params, "keys")), w, db), lab.FormatNumber(r.Median) + " keys/s", ""})
 		}
 	}
 	return t
 }
 
-func rewrapChart(rs lab.Results) (template.HTML, error) {
+func resealChart(rs lab.Results) (template.HTML, error) {
 	var pts plotter.XYs
 	for _, w := range Workers {
-		if v := rs.Median(rewrapCase(w), "rows_per_second"); !math.IsNaN(v) {
+		if v := rs.Median(resealCase(w), "rows_per_second"); !math.IsNaN(v) {
 			pts = append(pts, plotter.XY{X: float64(w), Y: v})
 		}
 	}
 	if len(pts) == 0 {
 		return "", nil
 	}
-	return chart.Line("Users' keys re-wrapped per second", chart.Axes{X: "workers", Y: "keys/s"}, []chart.Series{{Name: "ward subject rewrap", Points: pts}})
+	return chart.Line("Users' keys re-wrapped per second", chart.Axes{X: "workers", Y: "keys/s"}, []chart.Series{{Name: "ward subject reseal", Points: pts}})
 }

@@ -71,7 +71,7 @@ const (
 func valueCase(op, impl string) string { return fmt.Sprintf("field/%s/500B/%s", op, impl) }
 func ratioCase(op string) string       { return fmt.Sprintf("field/%s/500B/subject-vs-keyring", op) }
 func forgetCase(n int) string          { return fmt.Sprintf("forget/%d-values", n) }
-func rewrapCase(w int) string          { return fmt.Sprintf("rewrap/workers-%d", w) }
+func resealCase(w int) string          { return fmt.Sprintf("reseal-keys/workers-%d", w) }
 
 // Run measures every part, each on its own.
 func (s Scenario) Run(ctx context.Context, env *lab.Env) error {
@@ -81,7 +81,7 @@ func (s Scenario) Run(ctx context.Context, env *lab.Env) error {
 	}
 	defer closeAll()
 	env.Record(lab.Derived("subject", caseDB, map[string]any{"database": e.name}, "database", "", 1, "the database the store's lookups, forgets and re-wraps ran on"))
-	steps := []func(context.Context, *lab.Env, *world) error{perValue, cold, login, s.forget, s.rewrap}
+	steps := []func(context.Context, *lab.Env, *world) error{perValue, cold, login, s.forget, s.resealKeys}
 	for i, step := range steps {
 		if err := step(ctx, env, e); err != nil {
 			return err
@@ -426,11 +426,11 @@ func fill(ctx context.Context, e *world, table string, first int64, n int, user 
 	return err
 }
 
-// rewrap fills the key table with keys wrapped under the primary, then
+// resealKeys fills the key table with keys wrapped under the primary, then
 // for each worker count rotates the keyring and re-wraps them all.
-func (s Scenario) rewrap(ctx context.Context, env *lab.Env, e *world) error {
+func (s Scenario) resealKeys(ctx context.Context, env *lab.Env, e *world) error {
 	n := profileSize(env, s.Keys, s.Keys != 0, FullKeys, QuickKeys)
-	st, err := e.store(ctx, "lab-rewrap", time.Hour)
+	st, err := e.store(ctx, "lab-reseal", time.Hour)
 	if err != nil {
 		return err
 	}
@@ -447,15 +447,15 @@ func (s Scenario) rewrap(ctx context.Context, env *lab.Env, e *world) error {
 			return err
 		}
 		begin := time.Now()
-		res, err := st.Rewrap(ctx, subject.RewrapOptions{Workers: w, Batch: 1000})
+		res, err := st.Reseal(ctx, subject.ResealOptions{Workers: w, Batch: 1000})
 		if err != nil {
 			return err
 		}
 		el := time.Since(begin)
-		if res.Rewrapped != int64(n) {
-			return fmt.Errorf("subject: re-wrapped %d of %d keys", res.Rewrapped, n)
+		if res.Resealed != int64(n) {
+			return fmt.Errorf("subject: re-wrapped %d of %d keys", res.Resealed, n)
 		}
-		env.Record(lab.Derived("subject", rewrapCase(w), map[string]any{"workers": w, "keys": n, "database": e.name}, "rows_per_second", "rows/s",
+		env.Record(lab.Derived("subject", resealCase(w), map[string]any{"workers": w, "keys": n, "database": e.name}, "rows_per_second", "rows/s",
 			float64(n)/el.Seconds(), fmt.Sprintf("%d keys re-wrapped from the previous primary in %v, batches of 1,000, one transaction each", n, el.Round(time.Millisecond))))
 		fmt.Fprintf(env.Log, "subject: re-wrap, %d workers: %.0f keys/s\n", w, float64(n)/el.Seconds())
 	}

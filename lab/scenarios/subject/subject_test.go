@@ -25,7 +25,7 @@ func TestRunAndReport(t *testing.T) {
 	for _, c := range []struct{ cas, metric string }{
 		{ratioCase("seal"), "ratio"}, {ratioCase("open"), "ratio"}, {caseUnwrap, "time"}, {caseColdOpen, "time"},
 		{"login/key-bearing-vs-plain", "ratio"}, {"login/private-vs-plain", "ratio"},
-		{forgetCase(100), "time"}, {forgetCase(2000), "time"}, {rewrapCase(1), "rows_per_second"}, {rewrapCase(4), "rows_per_second"},
+		{forgetCase(100), "time"}, {forgetCase(2000), "time"}, {resealCase(1), "rows_per_second"}, {resealCase(4), "rows_per_second"},
 	} {
 		r, ok := rs.Get(c.cas, c.metric)
 		if !ok || !(r.Median > 0) {

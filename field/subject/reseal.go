@@ -20,25 +20,25 @@ import (
 	"github.com/wardlab/ward/ledger"
 )
 
-// RewrapOptions tune [Store.Rewrap].
-type RewrapOptions struct {
+// ResealOptions tune [Store.Reseal].
+type ResealOptions struct {
 	// Workers unwrap and re-wrap in parallel (default 1). Each writes its
 	// own batches in its own transaction.
 	Workers int
 	// Batch is the number of key rows per transaction (default 500).
 	Batch int
 	// Progress, if set, is called after each batch with the totals so far.
-	Progress func(RewrapStats)
+	Progress func(ResealStats)
 	// Shard and Shards give this run's share of the subjects: shard i of n
 	// (0 <= i < n) takes the subjects whose FNV-1a hash is i modulo n, so
 	// that n processes re-wrap a namespace together (n 0 or 1: all).
 	Shard, Shards int
 }
 
-// RewrapStats counts a re-wrap's work.
-type RewrapStats struct {
+// ResealStats counts a reseal's work.
+type ResealStats struct {
 	Scanned   int64 // key rows read
-	Rewrapped int64 // key rows now wrapped under the primary
+	Resealed  int64 // key rows now wrapped under the primary
 	Current   int64 // already under the primary: left alone
 	Conflicts int64 // changed by another writer between read and write: left to the next run
 	UserHeld  int64 // user-held keys: skipped (only their user can re-wrap them, at log-in)
@@ -49,19 +49,20 @@ type RewrapStats struct {
 	Tombstones RemacStats
 }
 
-// Rewrap re-wraps every key of the namespace that is not wrapped under
-// the keyring's primary key, so that an older keyring key can be retired
+// Reseal re-wraps every key of the namespace that is not wrapped under
+// the keyring's primary key (a subject key row is a value the keyring
+// seals, so this is the reseal of the subject keys), so that an older keyring key can be retired
 // (ward keyring retire). It is resumable: a row already under the primary
 // is skipped without unwrapping, and each row is written by
 // compare-and-swap on its old wrapped value, so a row changed meanwhile
 // (forgotten, rotated) is never overwritten. A row that does not unwrap
 // stops the job with its error: nothing is lost, and nothing is guessed.
-func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, error) {
+func (s *Store) Reseal(ctx context.Context, opts ResealOptions) (ResealStats, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 1
 	}
 	if opts.Shards > 1 && (opts.Shard < 0 || opts.Shard >= opts.Shards) {
-		return RewrapStats{}, fmt.Errorf("subject: shard %d of %d", opts.Shard, opts.Shards)
+		return ResealStats{}, fmt.Errorf("subject: shard %d of %d", opts.Shard, opts.Shards)
 	}
 	if opts.Batch <= 0 {
 		opts.Batch = 500
@@ -69,7 +70,7 @@ func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, er
 	opts.Batch = min(opts.Batch, 10_000) // PostgreSQL's 65,535 parameters, 4 per row
 
 	primary := s.cfg.Keyring.Primary().ID
-	c := &rewrapCounts{start: time.Now()}
+	c := &resealCounts{start: time.Now()}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	batches := make(chan []keyRow, opts.Workers)
@@ -125,20 +126,20 @@ func (s *Store) Rewrap(ctx context.Context, opts RewrapOptions) (RewrapStats, er
 	return st, err
 }
 
-// rewrapCounts count a re-wrap's work across its workers.
-type rewrapCounts struct {
+// resealCounts count a re-wrap's work across its workers.
+type resealCounts struct {
 	start                                            time.Time
 	scanned, rewrapped, current, conflicts, userHeld atomic.Int64
 }
 
-func (c *rewrapCounts) snapshot() RewrapStats {
-	return RewrapStats{Scanned: c.scanned.Load(), Rewrapped: c.rewrapped.Load(), Current: c.current.Load(), Conflicts: c.conflicts.Load(),
+func (c *resealCounts) snapshot() ResealStats {
+	return ResealStats{Scanned: c.scanned.Load(), Resealed: c.rewrapped.Load(), Current: c.current.Load(), Conflicts: c.conflicts.Load(),
 		UserHeld: c.userHeld.Load(), Elapsed: time.Since(c.start)}
 }
 
 // todo returns the rows of one scanned page that this run re-wraps: this
 // shard's keyring-wrapped keys not under primary. It counts the rest.
-func (c *rewrapCounts) todo(rows []keyRow, opts RewrapOptions, primary keyring.KeyID) []keyRow {
+func (c *resealCounts) todo(rows []keyRow, opts ResealOptions, primary keyring.KeyID) []keyRow {
 	var todo []keyRow
 	for _, r := range rows {
 		if opts.Shards > 1 && shardOf(r.subject, opts.Shards) != opts.Shard {

@@ -29,7 +29,8 @@ import (
 // it rather than --db when the URL holds a password.
 const DBEnv = "WARD_DB"
 
-type rotateOptions struct {
+// jobOptions are the flags of the column jobs, reseal and encrypt-column.
+type jobOptions struct {
 	gate                   *fleetgate.Gate // which forms the job's column writes (gateVersion)
 	db, table, column, key string
 	bind                   []string
@@ -45,7 +46,7 @@ type rotateOptions struct {
 }
 
 func (a *app) newResealCmd() *cobra.Command {
-	var o rotateOptions
+	var o jobOptions
 	cmd := &cobra.Command{
 		Use:   "reseal --db URL --table T --column C",
 		Short: "Re-encrypt a column's values under the primary key, current format and binding",
@@ -55,19 +56,19 @@ bound to its row only rather than to its bound columns. In batches, one
 transaction per batch, never overwriting a row that changed since it was
 read. Safe to interrupt and run again: values already up to date are
 skipped. --dry-run only counts values per key ID, version and binding. Run
-it after 'ward keyring rotate --no-reencrypt' or an interrupted rotation;
+it after 'ward keyring rotate --no-reseal' or an interrupted rotation;
 then retire the old key ('ward keyring retire').
 
 ` + jobHelp,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.rotate(cmd, &o) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.resealColumn(cmd, &o) },
 	}
 	jobFlags(cmd, &o)
 	return cmd
 }
 
 func (a *app) newEncryptColumnCmd() *cobra.Command {
-	var o rotateOptions
+	var o jobOptions
 	cmd := &cobra.Command{
 		Use:   "encrypt-column --db URL --table T --column C",
 		Short: "Encrypt a column that holds plaintext, online (the application runs in mixed-read mode meanwhile)",
@@ -86,7 +87,7 @@ shows 0 plaintext, turn mixed mode off in the application.
 
 ` + jobHelp,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { o.fromPlaintext = true; return a.rotate(cmd, &o) },
+		RunE: func(cmd *cobra.Command, _ []string) error { o.fromPlaintext = true; return a.resealColumn(cmd, &o) },
 	}
 	jobFlags(cmd, &o)
 	return cmd
@@ -100,7 +101,7 @@ its own; --rate caps rows per second so live traffic keeps its latency.
 Databases: postgres://USER@HOST/DB (password via $WARD_DB or PGPASSWORD, not
 argv) and sqlite:PATH.`
 
-func jobFlags(cmd *cobra.Command, o *rotateOptions) {
+func jobFlags(cmd *cobra.Command, o *jobOptions) {
 	f := cmd.Flags()
 	f.StringVar(&o.db, "db", "", "database URL (default $"+DBEnv+")")
 	f.StringVar(&o.table, "table", "", "table name")
@@ -143,7 +144,9 @@ func (a *app) parseShard(s string) (i, n int, err error) {
 	return i, n, nil
 }
 
-func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
+// resealColumn runs the column job o describes: a reseal, or with
+// fromPlaintext an encrypt-column.
+func (a *app) resealColumn(cmd *cobra.Command, o *jobOptions) error {
 	if o.db == "" {
 		o.db = a.getenv(DBEnv)
 	}
@@ -226,7 +229,7 @@ func (a *app) rotate(cmd *cobra.Command, o *rotateOptions) error {
 // gateVersion makes the job's column write ciphertext v4 only once every
 // registered process reads it (a column the ledger records per subject
 // already does: lifecycle.OpenColumn).
-func (a *app) gateVersion(ctx context.Context, kr *keyring.Keyring, db *sql.DB, dialect field.Dialect, job *reseal.Job, o *rotateOptions) error {
+func (a *app) gateVersion(ctx context.Context, kr *keyring.Keyring, db *sql.DB, dialect field.Dialect, job *reseal.Job, o *jobOptions) error {
 	if job.Column.PerSubject() {
 		return nil
 	}
@@ -295,7 +298,7 @@ func (a *app) uniqueness(ctx context.Context, job *reseal.Job, dry bool) error {
 // apart (case folding on a case-sensitive UNIQUE e-mail column): the
 // migration would succeed, and a unique index on the blind index fail
 // later, or lookups find the wrong row.
-func refuseMerges(ctx context.Context, db *sql.DB, dialect field.Dialect, job *reseal.Job, o *rotateOptions) error {
+func refuseMerges(ctx context.Context, db *sql.DB, dialect field.Dialect, job *reseal.Job, o *jobOptions) error {
 	if job.Index == nil {
 		return nil
 	}
@@ -338,7 +341,7 @@ func (a *app) rechecked(ctx context.Context, kr *keyring.Keyring, lg *ledgers, n
 // subjectColumn returns the column as the ledger records it when the
 // application seals it per subject (field.PerSubject), with its subjects'
 // keys; otherwise col.
-func (a *app) subjectColumn(ctx context.Context, kr *keyring.Keyring, lg *ledgers, o *rotateOptions, col *field.Column) (*field.Column, error) {
+func (a *app) subjectColumn(ctx context.Context, kr *keyring.Keyring, lg *ledgers, o *jobOptions, col *field.Column) (*field.Column, error) {
 	st, err := lg.l[0].Read(ctx)
 	if err != nil || st == nil {
 		return col, nil
@@ -358,7 +361,7 @@ func (a *app) subjectColumn(ctx context.Context, kr *keyring.Keyring, lg *ledger
 // ledger records it (recordedIndex), or else a v1 index whose
 // normalisation must be named: an index computed otherwise than the
 // application computes it finds nothing, silently.
-func (a *app) jobIndex(ctx context.Context, kr *keyring.Keyring, lg *ledgers, verified bool, o *rotateOptions) (*field.BlindIndex, error) {
+func (a *app) jobIndex(ctx context.Context, kr *keyring.Keyring, lg *ledgers, verified bool, o *jobOptions) (*field.BlindIndex, error) {
 	if o.index == "" {
 		return nil, nil
 	}
@@ -400,7 +403,7 @@ func stateIndexes(st *ledger.State) []ledger.IndexColumn {
 // application computes it (v1, or v2 under its epoch and bound to the
 // database): an index the job computed otherwise would match nothing the
 // application looks up, and would collide with nothing it writes.
-func (a *app) recordedIndex(kr *keyring.Keyring, database string, x ledger.IndexColumn, o *rotateOptions) (*field.BlindIndex, error) {
+func (a *app) recordedIndex(kr *keyring.Keyring, database string, x ledger.IndexColumn, o *jobOptions) (*field.BlindIndex, error) {
 	if x.Rekey != nil {
 		return nil, cli.Failed(fmt.Errorf("blind index %s of %s.%s is being re-keyed (phase %q): nothing was written", x.Name, x.Table, x.Column, x.Rekey.Phase),
 			"finish the re-key first: 'ward keyring reindex --db URL --table "+x.Table+" --column "+x.Column+"'")
@@ -427,7 +430,7 @@ func (a *app) recordedIndex(kr *keyring.Keyring, database string, x ledger.Index
 
 // census prints the job's census (--dry-run, --check); with --check it
 // fails unless the column is done.
-func (a *app) census(ctx context.Context, kr *keyring.Keyring, job *reseal.Job, o *rotateOptions) error {
+func (a *app) census(ctx context.Context, kr *keyring.Keyring, job *reseal.Job, o *jobOptions) error {
 	name := o.table + "." + o.column
 	c, err := job.Count(ctx)
 	if err != nil {
@@ -452,7 +455,7 @@ func (a *app) census(ctx context.Context, kr *keyring.Keyring, job *reseal.Job, 
 
 // runJob records the primary and the column in the ledger, then runs the
 // job with a progress bar and prints what it did.
-func (a *app) runJob(ctx context.Context, kr *keyring.Keyring, lg *ledgers, job *reseal.Job, o *rotateOptions) error {
+func (a *app) runJob(ctx context.Context, kr *keyring.Keyring, lg *ledgers, job *reseal.Job, o *jobOptions) error {
 	name := o.table + "." + o.column
 	if err := lg.record(ctx, kr); err != nil { // before any value is sealed under the primary
 		return err
@@ -473,7 +476,7 @@ func (a *app) runJob(ctx context.Context, kr *keyring.Keyring, lg *ledgers, job 
 	restoreGC()
 	bar.Finish()
 	if o.asJSON {
-		a.writeJSON(jobDoc{Column: name, Key: kr.Primary().ID.String(), Written: st.Reencrypted, Plaintext: st.Plaintext, Current: st.Current,
+		a.writeJSON(jobDoc{Column: name, Key: kr.Primary().ID.String(), Written: st.Resealed, Plaintext: st.Plaintext, Current: st.Current,
 			Null: st.Null, Conflicts: st.Conflicts, Failed: st.Failed, Passes: st.Passes, Workers: max(1, o.workers), Indexed: st.Indexed,
 			UserHeld: st.UserHeld, Erased: st.Erased, Error: errText(err)})
 	} else {
@@ -512,7 +515,7 @@ func tableExists(ctx context.Context, db *sql.DB, table string) error {
 
 // plaintextLeft refuses, for 'ward reseal', a column that holds plaintext:
 // reseal moves ciphertexts only; 'ward encrypt-column' encrypts.
-func plaintextLeft(name string, c reseal.Census, o *rotateOptions) error {
+func plaintextLeft(name string, c reseal.Census, o *jobOptions) error {
 	if o.fromPlaintext || c.Plaintext == 0 {
 		return nil
 	}
@@ -524,7 +527,7 @@ func plaintextLeft(name string, c reseal.Census, o *rotateOptions) error {
 		"encrypt the column with 'ward encrypt-column' and the same flags (it re-encrypts older ciphertexts too)")
 }
 
-func jobColumn(kr *keyring.Keyring, o *rotateOptions) (*field.Column, error) {
+func jobColumn(kr *keyring.Keyring, o *jobOptions) (*field.Column, error) {
 	enc := field.Binary
 	if o.text {
 		enc = field.Text
@@ -557,9 +560,9 @@ func (a *app) printWidths(c reseal.Census, text bool) {
 
 // printCensus prints a dry run's counts.
 // printJob prints what a job did.
-func (a *app) printJob(kr *keyring.Keyring, job *reseal.Job, name string, st reseal.Stats, o *rotateOptions) {
+func (a *app) printJob(kr *keyring.Keyring, job *reseal.Job, name string, st reseal.Stats, o *jobOptions) {
 	fmt.Fprintf(a.stdout, "%s: %d written under %v (%d of them plaintext), %d already up to date, %d NULL, %d conflicts, %d failed (%d passes, %d workers)\n",
-		name, st.Reencrypted, kr.Primary().ID, st.Plaintext, st.Current, st.Null, st.Conflicts, st.Failed, st.Passes, max(1, o.workers))
+		name, st.Resealed, kr.Primary().ID, st.Plaintext, st.Current, st.Null, st.Conflicts, st.Failed, st.Passes, max(1, o.workers))
 	if job.Index != nil {
 		fmt.Fprintf(a.stdout, "%s: blind index %s written with every value (%d rows only needed their index)\n", name, o.index, st.Indexed)
 	}
