@@ -17,7 +17,7 @@ import (
 // the sealed column it indexes, the index's name (one column may have
 // several), the columns holding it, its normaliser's name and version, its
 // size, and the integrity epoch its stored values are computed under,
-// which only a re-key changes (lifecycle.RekeyIndex). A key retirement
+// which only a re-key changes (lifecycle.Reindex). A key retirement
 // refuses while an index is computed, or being re-keyed, under the key's
 // epoch.
 //

@@ -31,7 +31,7 @@ type IndexerOptions struct {
 }
 
 // Indexer is one process's blind index that follows the index's re-keys
-// (lifecycle.RekeyIndex): the application stores both of the index's
+// (lifecycle.Reindex): the application stores both of the index's
 // columns (Columns) and looks rows up by either, and the Indexer says what
 // each holds. Refresh (or Watch) re-reads the ledger.
 //
@@ -167,7 +167,7 @@ func (s *indexerState) slots(cur, other []byte) ([]byte, []byte) {
 	return cur, other
 }
 
-// ErrRekeying means a blind index is being re-keyed (lifecycle.RekeyIndex):
+// ErrRekeying means a blind index is being re-keyed (lifecycle.Reindex):
 // the re-key fills both its columns itself.
 var ErrRekeying = errors.New("ledger: the blind index is being re-keyed")
 

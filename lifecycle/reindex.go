@@ -15,8 +15,8 @@ import (
 	"github.com/wardlab/ward/ledger"
 )
 
-// IndexRekeyOptions configure [RekeyIndex].
-type IndexRekeyOptions struct {
+// ReindexOptions configure [Reindex].
+type ReindexOptions struct {
 	// Fleet configures each wait for the registered processes.
 	Fleet fleet.WaitOptions
 	// Wait bounds each wait; 0 waits until ctx ends.
@@ -29,8 +29,8 @@ type IndexRekeyOptions struct {
 	Observer Observer
 }
 
-// IndexRekeyResult is what [RekeyIndex] did.
-type IndexRekeyResult struct {
+// ReindexResult is what [Reindex] did.
+type ReindexResult struct {
 	// Index is the ledger's record of the index when the re-key ended.
 	Index ledger.IndexColumn
 	// From and To are the epochs of the index before and after (From 0:
@@ -46,29 +46,29 @@ type IndexRekeyResult struct {
 	Cleared int64
 }
 
-// ErrRekeyIncomplete means the fill left rows without their new index
+// ErrReindexIncomplete means the fill left rows without their new index
 // (values that did not open, or of users whose keys only they hold): the
 // re-key stays in its first phase, and runs again to finish.
-var ErrRekeyIncomplete = errors.New("lifecycle: the re-key left rows without their new index")
+var ErrReindexIncomplete = errors.New("lifecycle: the re-key left rows without their new index")
 
-// RekeyIndex moves a blind index recorded with a spare column
+// Reindex moves a blind index recorded with a spare column
 // ([ledger.Ledger.Indexer]) to the current integrity epoch, with every
 // process serving throughout: it records the re-key, waits until every
 // registered process writes both columns (ledger.IndexAck), fills the
 // spare column of every row from its sealed value (a reseal.Job, by
 // compare-and-swap), records that it is filled, waits until every process
 // writes it alone, clears the old column and records the switch. Each step
-// is recorded before the next, so running RekeyIndex again after an error
+// is recorded before the next, so running Reindex again after an error
 // or a kill continues where it stopped; run it after a rotation, then
 // retire the old key. The sealed column must be recorded in the ledger
 // (ledger.Ledger.RecordColumns).
-func RekeyIndex(ctx context.Context, kr *keyring.Keyring, d Database, table, column, name string, opts IndexRekeyOptions) (IndexRekeyResult, error) {
+func Reindex(ctx context.Context, kr *keyring.Keyring, d Database, table, column, name string, opts ReindexOptions) (ReindexResult, error) {
 	lg := d.ledger()
 	rec, col, norm, err := rekeyTarget(ctx, kr, d, table, column, name, opts)
 	if err != nil {
-		return IndexRekeyResult{}, err
+		return ReindexResult{}, err
 	}
-	res := IndexRekeyResult{From: rec.Epoch, To: kr.Primary().ID}
+	res := ReindexResult{From: rec.Epoch, To: kr.Primary().ID}
 	if rec.Rekey == nil {
 		if rec.Epoch == kr.Primary().ID {
 			// Nothing to move; a write a process prepared before the last
@@ -127,7 +127,7 @@ func RekeyIndex(ctx context.Context, kr *keyring.Keyring, d Database, table, col
 
 // rekeyTarget reads the index's record, the sealed column it indexes and
 // its normaliser.
-func rekeyTarget(ctx context.Context, kr *keyring.Keyring, d Database, table, column, name string, opts IndexRekeyOptions) (ledger.IndexColumn, *field.Column, field.Normalizer, error) {
+func rekeyTarget(ctx context.Context, kr *keyring.Keyring, d Database, table, column, name string, opts ReindexOptions) (ledger.IndexColumn, *field.Column, field.Normalizer, error) {
 	var rec ledger.IndexColumn
 	st, err := d.ledger().Verified(ctx, kr)
 	if err != nil {
@@ -150,7 +150,7 @@ func rekeyTarget(ctx context.Context, kr *keyring.Keyring, d Database, table, co
 	norm := opts.Normalizer
 	if norm.Func == nil {
 		if norm, err = field.ParseNormalizer(rec.Normalizer, rec.NormalizerVersion); err != nil {
-			return rec, nil, norm, fmt.Errorf("lifecycle: blind index %s of %s.%s: %w (IndexRekeyOptions.Normalizer)", name, table, column, err)
+			return rec, nil, norm, fmt.Errorf("lifecycle: blind index %s of %s.%s: %w (ReindexOptions.Normalizer)", name, table, column, err)
 		}
 	} else if norm.Name != rec.Normalizer || norm.Version != rec.NormalizerVersion {
 		return rec, nil, norm, fmt.Errorf("lifecycle: blind index %s of %s.%s is recorded with normaliser %s v%d, not %s v%d", name, table, column, rec.Normalizer, rec.NormalizerVersion, norm.Name, norm.Version)
@@ -219,7 +219,7 @@ func fillIndex(ctx context.Context, kr *keyring.Keyring, d Database, rec ledger.
 		return stats, fmt.Errorf("lifecycle: filling blind index %s of %s.%s: %w", rec.Name, rec.Table, rec.Column, err)
 	}
 	if n := stats.Failed + stats.UserHeld; n > 0 {
-		return stats, fmt.Errorf("%w: %d of %s.%s (%d did not open, %d are users' own): they keep the old index until they can be filled", ErrRekeyIncomplete, n, rec.Table, rec.Column, stats.Failed, stats.UserHeld)
+		return stats, fmt.Errorf("%w: %d of %s.%s (%d did not open, %d are users' own): they keep the old index until they can be filled", ErrReindexIncomplete, n, rec.Table, rec.Column, stats.Failed, stats.UserHeld)
 	}
 	return stats, nil
 }
@@ -246,7 +246,7 @@ func checkFilled(ctx context.Context, d Database, rec ledger.IndexColumn) error 
 		return fmt.Errorf("lifecycle: checking blind index %s of %s.%s: %w", rec.Name, rec.Table, rec.Column, err)
 	}
 	if n > 0 {
-		return fmt.Errorf("%w: %d rows of %s.%s have a value and no index in %s", ErrRekeyIncomplete, n, rec.Table, rec.Column, spare)
+		return fmt.Errorf("%w: %d rows of %s.%s have a value and no index in %s", ErrReindexIncomplete, n, rec.Table, rec.Column, spare)
 	}
 	return nil
 }

@@ -182,13 +182,13 @@ func meanwhile(t *testing.T, done *atomic.Int64) lifecycle.Observer {
 	}
 }
 
-// TestRekeyIndex: a v1 blind index moves to v2 under the current epoch,
+// TestReindex: a v1 blind index moves to v2 under the current epoch,
 // then after a rotation to the next epoch, while four clients sign up
 // (each address tried by two at once) and log in: every log-in finds its
 // user throughout, no address gets two accounts, the old column ends
 // empty, and the old epoch's key can be retired only once the index left
 // it.
-func TestRekeyIndex(t *testing.T) {
+func TestReindex(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, d dbtest.DB) {
 		ctx := context.Background()
 		a := newIndexApp(t, d, true)
@@ -199,14 +199,14 @@ func TestRekeyIndex(t *testing.T) {
 				t.Fatalf("seeding %d: %v", i, err)
 			}
 		}
-		opts := lifecycle.IndexRekeyOptions{Fleet: fleet.WaitOptions{Poll: 20 * time.Millisecond}, Wait: time.Minute}
+		opts := lifecycle.ReindexOptions{Fleet: fleet.WaitOptions{Poll: 20 * time.Millisecond}, Wait: time.Minute}
 		rekey := func(from, to keyring.KeyID) {
 			t.Helper()
 			stop := make(chan struct{})
 			missed, done, wait := a.traffic(t, existing, stop)
 			o := opts
 			o.Observer = meanwhile(t, done)
-			res, err := lifecycle.RekeyIndex(ctx, a.kr, a.db, a.table, "email", "", o)
+			res, err := lifecycle.Reindex(ctx, a.kr, a.db, a.table, "email", "", o)
 			close(stop)
 			wait()
 			if err != nil || res.From != from || res.To != to || res.Index.Epoch != to || res.Index.Rekey != nil {
@@ -217,7 +217,7 @@ func TestRekeyIndex(t *testing.T) {
 			}
 			// A sign-up in flight across the switch may have written the
 			// old column since; running the re-key again clears it.
-			if again, err := lifecycle.RekeyIndex(ctx, a.kr, a.db, a.table, "email", "", opts); err != nil || !again.Current {
+			if again, err := lifecycle.Reindex(ctx, a.kr, a.db, a.table, "email", "", opts); err != nil || !again.Current {
 				t.Fatalf("the re-key again: %+v %v", again, err)
 			}
 			a.checkIndex(t, res.Index)

@@ -19,15 +19,15 @@ import (
 	"github.com/wardlab/ward/lifecycle"
 )
 
-// rekeyChildEnv makes the test binary run TestRekeyIndexChild's loop.
+// rekeyChildEnv makes the test binary run TestReindexChild's loop.
 const rekeyChildEnv = "WARD_REKEY_CHILD"
 
-// TestRekeyIndexChild is the killed process of TestRekeyIndexKilled: it
+// TestReindexChild is the killed process of TestReindexKilled: it
 // re-keys the users' blind index and rotates, over and over, until it is
 // killed.
-func TestRekeyIndexChild(t *testing.T) {
+func TestReindexChild(t *testing.T) {
 	if os.Getenv(rekeyChildEnv) == "" {
-		t.Skip("run by TestRekeyIndexKilled")
+		t.Skip("run by TestReindexKilled")
 	}
 	ctx := context.Background()
 	mk, err := local.Load("", nil)
@@ -49,7 +49,7 @@ func TestRekeyIndexChild(t *testing.T) {
 	d := lifecycle.Database{Name: "child", DB: db, Dialect: dialect, Ledger: &ledger.Ledger{DB: db, Dialect: dialect, Table: os.Getenv("CHILD_LEDGER")}}
 	poll := fleet.WaitOptions{Poll: 10 * time.Millisecond}
 	for {
-		if _, err := lifecycle.RekeyIndex(ctx, kr, d, os.Getenv("CHILD_TABLE"), "email", "", lifecycle.IndexRekeyOptions{Fleet: poll, Wait: time.Minute}); err != nil {
+		if _, err := lifecycle.Reindex(ctx, kr, d, os.Getenv("CHILD_TABLE"), "email", "", lifecycle.ReindexOptions{Fleet: poll, Wait: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := lifecycle.Rotate(ctx, kr, []lifecycle.Database{d}, lifecycle.RotateOptions{Fleet: poll, Wait: time.Minute}); err != nil {
@@ -58,7 +58,7 @@ func TestRekeyIndexChild(t *testing.T) {
 	}
 }
 
-// killTarget is a moment of a re-key at which TestRekeyIndexKilled kills
+// killTarget is a moment of a re-key at which TestReindexKilled kills
 // the process running it.
 type killTarget struct {
 	name string
@@ -86,10 +86,10 @@ var killTargets = []killTarget{
 	}},
 }
 
-// rekeySeeded is how many users TestRekeyIndexKilled starts with.
+// rekeySeeded is how many users TestReindexKilled starts with.
 const rekeySeeded = 1000
 
-// TestRekeyIndexKilled: a process re-keying a blind index and rotating,
+// TestReindexKilled: a process re-keying a blind index and rotating,
 // over and over, is killed with SIGKILL at each moment of the re-key (its
 // first phase recorded, mid-fill, filled recorded, the old column
 // cleared, just switched and rotating) and once more mid-fill, while four clients sign up and log
@@ -97,7 +97,7 @@ const rekeySeeded = 1000
 // user is found, and a re-key run after the last kill finishes: one
 // account per address, every row indexed under the current epoch in the
 // current column, the other column empty.
-func TestRekeyIndexKilled(t *testing.T) {
+func TestReindexKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
@@ -117,25 +117,25 @@ func TestRekeyIndexKilled(t *testing.T) {
 			a.findAll(t, existing)
 		}
 		t.Logf("%d log-ins and sign-ups through %d kills", done.Load(), len(targets))
-		opts := lifecycle.IndexRekeyOptions{Fleet: fleet.WaitOptions{Poll: 10 * time.Millisecond}, Wait: time.Minute}
-		res, err := lifecycle.RekeyIndex(ctx, a.kr, a.db, a.table, "email", "", opts)
+		opts := lifecycle.ReindexOptions{Fleet: fleet.WaitOptions{Poll: 10 * time.Millisecond}, Wait: time.Minute}
+		res, err := lifecycle.Reindex(ctx, a.kr, a.db, a.table, "email", "", opts)
 		if err != nil {
 			t.Fatalf("the re-key after the kills: %v", err)
 		}
-		if again, err := lifecycle.RekeyIndex(ctx, a.kr, a.db, a.table, "email", "", opts); err != nil || !again.Current || again.Index.Epoch != a.kr.Primary().ID {
+		if again, err := lifecycle.Reindex(ctx, a.kr, a.db, a.table, "email", "", opts); err != nil || !again.Current || again.Index.Epoch != a.kr.Primary().ID {
 			t.Fatalf("the re-key again: %+v %v (primary %v)", again, err, a.kr.Primary().ID)
 		}
 		a.checkIndex(t, res.Index)
 	})
 }
 
-// killRekeyAt starts TestRekeyIndexChild and kills it once the re-key is
+// killRekeyAt starts TestReindexChild and kills it once the re-key is
 // at target (within 3 ms after it is seen).
 func (a *indexApp) killRekeyAt(t *testing.T, d dbtest.DB, target killTarget) {
 	t.Helper()
 	ctx := context.Background()
 	start := a.indexRecord(t).Epoch
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRekeyIndexChild$")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReindexChild$")
 	cmd.Env = append(os.Environ(), rekeyChildEnv+"=1", local.EnvVar+"="+a.mk.Encode(), "CHILD_KEYRING="+a.krPath,
 		"CHILD_DRIVER="+d.Driver, "CHILD_DSN="+d.DSN, "CHILD_TABLE="+a.table, "CHILD_LEDGER="+a.db.Ledger.Table)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

@@ -120,7 +120,7 @@ func referencesIn(ctx context.Context, kr *keyring.Keyring, d Database, st *ledg
 			out[len(out)-1].Grant = g.ID
 		}
 		for _, x := range st.IndexesAt(id) {
-			add("blind index %s of %s.%s (column %s) is computed under its integrity epoch: its stored values would match nothing once the key is gone; keep the key until the index is re-keyed (RekeyIndex, 'ward keyring reindex'; it needs a spare column)", x.Name, x.Table, x.Column, x.Index)
+			add("blind index %s of %s.%s (column %s) is computed under its integrity epoch: its stored values would match nothing once the key is gone; keep the key until the index is re-keyed (Reindex, 'ward keyring reindex'; it needs a spare column)", x.Name, x.Table, x.Column, x.Index)
 		}
 		for _, c := range st.Columns {
 			n, err := columnReferences(ctx, kr, d, c, id)

@@ -31,7 +31,7 @@ func (o reindexOptions) matches(x ledger.IndexColumn) bool {
 	return (o.table == "" || o.table == x.Table) && (o.column == "" || o.column == x.Column) && (o.index == "" || o.index == x.Name)
 }
 
-// newKeyringReindexCmd is 'ward keyring reindex': lifecycle.RekeyIndex
+// newKeyringReindexCmd is 'ward keyring reindex': lifecycle.Reindex
 // over the blind indexes each database's ledger records.
 func (a *app) newKeyringReindexCmd() *cobra.Command {
 	var o reindexOptions
@@ -51,7 +51,7 @@ indexes; without them every recorded index is taken.
 Run it after a rotation, then retire the old key ('ward keyring retire'),
 which refuses while an index lives under it. An index without a spare
 column, or computed with an application's own normaliser (which only the
-application can run: lifecycle.RekeyIndex with IndexRekeyOptions.Normalizer),
+application can run: lifecycle.Reindex with ReindexOptions.Normalizer),
 is named and left where it is. A wait gives up after --wait; running the
 command again, after that or a kill, continues where it stopped.`,
 		Args: cobra.NoArgs,
@@ -105,7 +105,7 @@ func (a *app) reindex(ctx context.Context, kr *keyring.Keyring, d lifecycle.Data
 			fmt.Fprintf(a.stdout, "%s: blind index %s of %s.%s %s: left under epoch %v\n", d.Name, x.Name, x.Table, x.Column, why, x.Epoch)
 			continue
 		}
-		res, err := lifecycle.RekeyIndex(ctx, kr, d, x.Table, x.Column, x.Name, lifecycle.IndexRekeyOptions{
+		res, err := lifecycle.Reindex(ctx, kr, d, x.Table, x.Column, x.Name, lifecycle.ReindexOptions{
 			Wait: o.wait, Observer: a.reindexObserver(kr),
 		})
 		if err != nil {
@@ -122,7 +122,7 @@ func notRekeyable(x ledger.IndexColumn) string {
 		return "has no spare column (give ledger.Ledger.Indexer one)"
 	}
 	if _, err := field.ParseNormalizer(x.Normalizer, x.NormalizerVersion); err != nil {
-		return fmt.Sprintf("is computed with the application's own normaliser %q (the application re-keys it: lifecycle.RekeyIndex)", x.Normalizer)
+		return fmt.Sprintf("is computed with the application's own normaliser %q (the application re-keys it: lifecycle.Reindex)", x.Normalizer)
 	}
 	return ""
 }
@@ -135,7 +135,7 @@ func reindexError(err error) error {
 		return interrupted(context.Canceled)
 	case errors.As(err, &nr):
 		return cli.Failed(err, "a process that does not follow the index's record (a release before re-keys, or a frozen one): wait until its heartbeat is older than 2 minutes, or upgrade it; then run the command again, which continues")
-	case errors.Is(err, lifecycle.ErrRekeyIncomplete):
+	case errors.Is(err, lifecycle.ErrReindexIncomplete):
 		return cli.Failed(err, "rows whose values did not open keep the old index: see 'ward reseal --dry-run', then run the command again")
 	}
 	return interrupted(err)
@@ -151,7 +151,7 @@ func (a *app) reindexObserver(kr *keyring.Keyring) lifecycle.Observer {
 }
 
 // printReindex prints what a re-key did.
-func (a *app) printReindex(db string, res lifecycle.IndexRekeyResult) {
+func (a *app) printReindex(db string, res lifecycle.ReindexResult) {
 	x := res.Index
 	cur, _ := x.Columns()
 	if res.Current {

@@ -44,7 +44,7 @@ type App struct {
 
 // EmailIndex is the blind index of the e-mail addresses (case folded):
 // email_index holds it, and email_index2 is the spare column a re-key
-// (lifecycle.RekeyIndex, ward keyring reindex) moves it into and back.
+// (lifecycle.Reindex, ward keyring reindex) moves it into and back.
 var EmailIndex = ledger.IndexColumn{Table: "users", Column: "email", Index: "email_index", Spare: "email_index2"}
 
 // ErrTaken means the address already has an account.
@@ -375,7 +375,7 @@ func (a *App) rotate(ctx context.Context, kr *keyring.Keyring, lg *ledger.Ledger
 	// The index is still under the old key's epoch: move it, with the
 	// fleet serving, so that a copy of the keyring file from before tests
 	// no guess against it and the old key can go.
-	ix, err := lifecycle.RekeyIndex(ctx, kr, dbs[0], EmailIndex.Table, EmailIndex.Column, "", lifecycle.IndexRekeyOptions{Wait: time.Minute})
+	ix, err := lifecycle.Reindex(ctx, kr, dbs[0], EmailIndex.Table, EmailIndex.Column, "", lifecycle.ReindexOptions{Wait: time.Minute})
 	if err != nil {
 		return err
 	}
@@ -386,7 +386,7 @@ func (a *App) rotate(ctx context.Context, kr *keyring.Keyring, lg *ledger.Ledger
 		return err
 	}
 	cur, _ := ix.Index.Columns()
-	step(9, fmt.Sprintf("re-key the blind index (lifecycle.RekeyIndex, as ward keyring reindex --db): %d rows indexed under %v in %s, %d old values cleared", ix.Fill.Indexed, ix.To, cur, ix.Cleared))
+	step(9, fmt.Sprintf("re-key the blind index (lifecycle.Reindex, as ward keyring reindex --db): %d rows indexed under %v in %s, %d old values cleared", ix.Fill.Indexed, ix.To, cur, ix.Cleared))
 	// Nothing references the old key any more: retire it, so that a
 	// backup's values under it no longer open with this keyring.
 	if _, err := lifecycle.Retire(ctx, kr, dbs, r.Old); err != nil {

@@ -125,7 +125,7 @@ func oldIndexes(t *testing.T, old *keyring.Keyring, database, email string) [][]
 // service used before a rotation, reading the database, computes the
 // blind index of a guessed address and finds its account — until the
 // rotation, which re-keys the users' index to the new epoch with the
-// service running (Rotate: lifecycle.RekeyIndex). After it neither the
+// service running (Rotate: lifecycle.Reindex). After it neither the
 // release before's index (v1) nor the old epoch's matches a row, the old
 // column is empty, the old key retires, and alice logs in and a new user
 // signs up as before.

@@ -45,7 +45,7 @@ func (s *Service) Rotate(ctx context.Context, out io.Writer) error {
 }
 
 // rekeyEmails moves the users' blind index to the current integrity epoch
-// (lifecycle.RekeyIndex: every instance writes both columns, the new one
+// (lifecycle.Reindex: every instance writes both columns, the new one
 // is filled from the sealed addresses, every instance writes it alone,
 // the old one is cleared), so that the old key can be retired and a copy
 // of the keyring file from before tests no guess against the index. Log-in
@@ -61,7 +61,7 @@ func (s *Service) rekeyEmails(ctx context.Context, out io.Writer) error {
 	obs.Column = func(c lifecycle.ColumnResult, _ error) {
 		fmt.Fprintf(out, "%s.%s: %d blind indexes computed under the new epoch\n", c.Column.Table, c.Column.Column, c.Stats.Indexed)
 	}
-	res, err := lifecycle.RekeyIndex(ctx, s.kr, s.database(), emailIndex.Table, emailIndex.Column, "", lifecycle.IndexRekeyOptions{Wait: rotateWait, Observer: obs})
+	res, err := lifecycle.Reindex(ctx, s.kr, s.database(), emailIndex.Table, emailIndex.Column, "", lifecycle.ReindexOptions{Wait: rotateWait, Observer: obs})
 	if err != nil {
 		return fmt.Errorf("chat: the key rotation finished, but re-keying the blind index of users.email did not (run the rotation again: it continues the re-key): %w", err)
 	}

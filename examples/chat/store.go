@@ -74,7 +74,7 @@ func newColumns(kr *keyring.Keyring, migrating bool, subjects field.SubjectKeys,
 
 // emailIndex is the users' blind index of their addresses (case folded),
 // in two columns so that a rotation re-keys it to the new integrity epoch
-// with the service running (ledger.Indexer, lifecycle.RekeyIndex): a copy
+// with the service running (ledger.Indexer, lifecycle.Reindex): a copy
 // of the keyring file from before then tests no guess against it.
 var emailIndex = ledger.IndexColumn{Table: "users", Column: "email", Index: "email_idx", Spare: "email_idx2"}
 

@@ -1,6 +1,6 @@
 """Indexer: a blind index the ledger records with a spare column, computed
 as recorded and followed through a re-key (Go: ledger.Indexer,
-lifecycle.RekeyIndex), each phase read from a ledger planted here under
+lifecycle.Reindex), each phase read from a ledger planted here under
 the keyring's state key."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def v2(kr, db, epoch, value):
 def test_follows_a_rekey(conn, kr):
     """Between re-keys one column; in the first phase writes fill both; once
     filled, writes fill the new one alone; look-ups try both throughout; after
-    the switch the spare column holds the values (Go: TestRekeyIndex)."""
+    the switch the spare column holds the values (Go: TestReindex)."""
     e1, e2 = epochs(kr)
     x = Indexer(kr, "users", "email")
     db = plant(conn, kr, [record(e1)])

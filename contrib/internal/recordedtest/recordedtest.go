@@ -34,7 +34,7 @@ type App struct {
 	Table string
 	KR    *keyring.Keyring
 	D     lifecycle.Database
-	Opts  lifecycle.IndexRekeyOptions
+	Opts  lifecycle.ReindexOptions
 	// Find returns the ID of the member with address email: "" for
 	// none, "found <address>" for a member with another address.
 	Find func(email string) (string, error)
@@ -77,7 +77,7 @@ func Join(t *testing.T, db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, 
 	go a.Watch(wctx, 20*time.Millisecond)
 	t.Cleanup(func() { cancel(); m.Leave(context.Background()) })
 	return &App{Table: Table, KR: kr, D: lifecycle.Database{Name: dialect.String(), DB: db, Dialect: dialect, Ledger: lg},
-		Opts: lifecycle.IndexRekeyOptions{Fleet: fleet.WaitOptions{Poll: 20 * time.Millisecond}, Wait: time.Minute}}
+		Opts: lifecycle.ReindexOptions{Fleet: fleet.WaitOptions{Poll: 20 * time.Millisecond}, Wait: time.Minute}}
 }
 
 // Seeded are the addresses of the n seeded members (member i is "s<i>").
@@ -169,7 +169,7 @@ func (a *App) traffic(t *testing.T, seeded []string, stop chan struct{}) (missed
 // returns the new epoch.
 func (a *App) rekey(t *testing.T, from keyring.KeyID) keyring.KeyID {
 	t.Helper()
-	res, err := lifecycle.RekeyIndex(context.Background(), a.KR, a.D, a.Table, Column, "", a.Opts)
+	res, err := lifecycle.Reindex(context.Background(), a.KR, a.D, a.Table, Column, "", a.Opts)
 	if err != nil || res.From != from || res.To != a.KR.Primary().ID || res.Index.Rekey != nil {
 		t.Fatalf("re-key from %v: %+v %v", from, res, err)
 	}
@@ -181,7 +181,7 @@ func (a *App) rekey(t *testing.T, from keyring.KeyID) keyring.KeyID {
 func (a *App) Check(t *testing.T, emails []string) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := lifecycle.RekeyIndex(ctx, a.KR, a.D, a.Table, Column, "", a.Opts); err != nil {
+	if _, err := lifecycle.Reindex(ctx, a.KR, a.D, a.Table, Column, "", a.Opts); err != nil {
 		t.Fatal(err) // clears a write in flight across the switch
 	}
 	if err := a.Refresh(ctx); err != nil {
