@@ -6,7 +6,9 @@
 // one key-wrapping abstraction: keyrings are sealed by one (see package
 // keyring), and so are envelope data keys. Providers live in sub-packages:
 // kms/local (a master key from a file or the environment) and kms/awskms
-// (AWS KMS through the official SDK); kms/kmsurl opens either from a URL.
+// (AWS KMS through the official SDK); kms/plugin runs a provider that is
+// an executable of its own (ward-kms-pkcs11); kms/kmsurl opens any of them
+// from a URL.
 //
 // [Envelope] is what most users want: each value is sealed locally with
 // AES-256-GCM under a data key that the KMS generated and wrapped; the
@@ -29,7 +31,8 @@ import (
 // written next to what the key wraps, so a reader knows which key to ask
 // for, and it is never secret.
 type KeyRef struct {
-	// Provider is the kind of service: "local" or "awskms".
+	// Provider is the kind of service: "local", "awskms", or a plug-in's
+	// scheme ("pkcs11"; package kms/plugin).
 	Provider string
 	// ID names the key within the provider.
 	ID string

@@ -11,11 +11,13 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/kms/plugin/plugintest"
 )
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"ward": main,
+		"ward":          main,
+		"ward-kms-test": func() { os.Exit(plugintest.Main()) }, // a key-service plug-in (plugin.txtar)
 	})
 }
 

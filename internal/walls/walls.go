@@ -126,6 +126,7 @@ var Library = []string{
 	Module + "/kms",
 	Module + "/kms/local",
 	Module + "/kms/kmsurl",
+	Module + "/kms/plugin",
 }
 
 // Plumbing are the root module's packages that are not library: public
@@ -148,6 +149,7 @@ var Plumbing = []string{
 	Module + "/internal/pgcluster",
 	Module + "/internal/pgtest",
 	Module + "/internal/walls",
+	Module + "/kms/plugin/plugintest",
 }
 
 // LibraryViolations returns, for the library packages among pkgs, every

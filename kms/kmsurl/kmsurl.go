@@ -7,12 +7,20 @@
 //
 //	import _ "github.com/wardlab/ward/kms/awskms" // awskms://alias/NAME?region=R
 //
+// A scheme no provider registered is served by a plug-in, an executable
+// ward-kms-<scheme> on PATH (package kms/plugin), so a provider with a
+// heavy SDK or a cgo module lives outside ward's binaries:
+//
+//	pkcs11:token=ward;object=wardkey?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=file:/run/pin
+//
 // Adding a provider (GCP, Azure, Vault) is one package implementing
-// kms.KeyService whose init calls Register (CONTRIBUTING.md).
+// kms.KeyService whose init calls Register (CONTRIBUTING.md), or a
+// plug-in.
 package kmsurl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -22,6 +30,7 @@ import (
 
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/kms/local"
+	"github.com/wardlab/ward/kms/plugin"
 )
 
 // Opener opens the key service a parsed URL names. getenv looks up
@@ -60,11 +69,18 @@ func Open(ctx context.Context, rawURL string, getenv func(string) string) (kms.K
 	open, ok := providers[u.Scheme]
 	mu.RUnlock()
 	if !ok {
+		ks, err := plugin.Open(ctx, rawURL)
+		if err == nil {
+			return ks, nil
+		}
+		if !errors.Is(err, plugin.ErrNotFound) {
+			return nil, err
+		}
 		hint := ""
 		if u.Scheme == "awskms" {
 			hint = `; import _ "github.com/wardlab/ward/kms/awskms" to register it`
 		}
-		return nil, fmt.Errorf("kmsurl: unsupported scheme %q (%s)%s", u.Scheme, strings.Join(schemes(), ", "), hint)
+		return nil, fmt.Errorf("kmsurl: unsupported scheme %q (%s, or a plug-in %s on PATH)%s: %w", u.Scheme, strings.Join(schemes(), ", "), plugin.Executable(u.Scheme), hint, err)
 	}
 	return open(ctx, u, getenv)
 }
