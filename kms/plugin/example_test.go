@@ -1,34 +1,35 @@
 package plugin_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"os"
 
 	"github.com/wardlab/ward/kms"
 	"github.com/wardlab/ward/kms/plugin"
 )
 
-// A plug-in's main: one request in, one response out. Built as
-// ward-kms-<scheme> and put on PATH, it serves every key URL of its
-// scheme to the ward CLI's --kms and to kmsurl.Open.
+// A plug-in's side: Serve reads one request and writes one response. A
+// real plug-in's main passes os.Stdin, os.Stdout and its own Handler; here
+// a request is written to a buffer as ward would, and the echo Handler of
+// the tests answers it.
 func ExampleServe() {
-	var h plugin.Handler // the provider's: Describe, Wrap, Unwrap
-	if h == nil {
-		return // (a real plug-in has one)
+	var in, out bytes.Buffer
+	plugin.WriteFrame(&in, plugin.Request{Version: plugin.Version, Op: plugin.OpDescribe, URI: "echo:k"})
+	if err := plugin.Serve(context.Background(), &in, &out, echo{}); err != nil {
+		fmt.Println(err)
+		return
 	}
-	if err := plugin.Serve(context.Background(), os.Stdin, os.Stdout, h); err != nil {
-		os.Exit(1)
-	}
+	resp, err := plugin.ReadResponse(&out)
+	fmt.Println(resp.Key.Provider, resp.Key.ID, err)
+	// Output: echo k <nil>
 }
 
 // Opening a key behind a plug-in, as kmsurl.Open does for a scheme no
-// provider registered.
+// provider registered: without ward-kms-nosuch on PATH, the error says so.
 func ExampleOpen() {
-	ks, err := plugin.Open(context.Background(), "pkcs11:token=ward;object=wardkey?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=file:/run/ward/pin")
-	if err != nil {
-		return // ward-kms-pkcs11 is not on this machine's PATH
-	}
-	var _ kms.KeyService = ks
-	fmt.Println(ks.Key())
+	_, err := plugin.Open(context.Background(), "nosuch:key-1")
+	fmt.Println(errors.Is(err, plugin.ErrNotFound), errors.Is(err, kms.ErrMisconfigured))
+	// Output: true true
 }
