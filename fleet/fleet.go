@@ -99,6 +99,10 @@ type Registry struct {
 	// Ledger is the ledger that records forms (default: the default
 	// ledger table of DB).
 	Ledger *ledger.Ledger
+	// OnUsage, if set, receives after each heartbeat the seals per key
+	// the fleet has reported to the database ([Usage]): a process warns
+	// of a key [KeyUsage.Due] with it, or exports the counts.
+	OnUsage func([]KeyUsage)
 
 	created  atomic.Bool
 	migrated atomic.Bool          // the caps column exists
@@ -238,6 +242,7 @@ type Member struct {
 	// and registered again: its forms are joined again at once.
 	rejoined bool
 	leaving  atomic.Bool // Leave was called: never register again
+	usage    *Usage      // where the process's seals are added up
 }
 
 // Join registers this process (host name, pid) with what kr holds, and
@@ -259,7 +264,7 @@ func (r *Registry) Join(ctx context.Context, kr *keyring.Keyring, heartbeat time
 	var b [8]byte
 	rand.Read(b[:])
 	now := time.Now().Truncate(time.Millisecond)
-	m := &Member{r: r, kr: kr, key: key, errors: onError, done: make(chan struct{}),
+	m := &Member{r: r, kr: kr, key: key, errors: onError, done: make(chan struct{}), usage: &Usage{DB: r.DB, Dialect: r.Dialect},
 		p: Process{ID: "p-" + hex.EncodeToString(b[:]), Host: host, PID: os.Getpid(), Keyring: kr.ID(), Started: now, Seen: now}}
 	m.fill()
 	if err := m.insert(ctx, t); err != nil {
@@ -331,6 +336,9 @@ func (m *Member) Beat(ctx context.Context) error {
 			return fmt.Errorf("fleet: registered again after the registration vanished: %w", err)
 		}
 	}
+	if err := m.reportUsage(ctx); err != nil {
+		return err
+	}
 	return m.advance(ctx)
 }
 
@@ -388,7 +396,7 @@ func (m *Member) Leave(ctx context.Context) error {
 	m.leaving.Store(true)
 	m.stop()
 	<-m.done
-	return m.write(ctx, true)
+	return errors.Join(m.write(ctx, true), m.reportUsage(ctx))
 }
 
 // List returns every registered process, verifying each row's MAC

@@ -61,6 +61,7 @@ func (a *app) rotateFleet(cmd *cobra.Command, kr *keyring.Keyring, alg keyring.A
 		Fleet: fleet.WaitOptions{StaleAfter: o.staleAfter, Skip: o.skip},
 	})
 	restoreGC()
+	a.reportUsage(cmd.Context(), kr, ls)
 	var nr *fleet.NotReadyError
 	switch {
 	case errors.As(err, &nr) && errors.Is(err, context.Canceled): // Ctrl-C, not --wait

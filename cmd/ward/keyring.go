@@ -333,22 +333,34 @@ func (a *app) newKeyringStateCmd(name, short string, op func(*keyring.Manager, c
 func (a *app) newKeyringListCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List keys: ID, algorithm, state, creation time",
+		Use:   "list [--db URL...]",
+		Short: "List keys: ID, algorithm, state, creation time; with --db, how many values each has sealed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			kr, err := a.loadKeyring(cmd)
 			if err != nil {
 				return err
 			}
+			seals, err := a.keyUsage(cmd.Context(), kr)
+			if err != nil {
+				return err
+			}
 			if asJSON {
-				return a.writeJSON(keyList(kr))
+				return a.writeJSON(keyList(kr, seals))
 			}
 			fmt.Fprintf(a.stdout, "keyring %s, generation %d\n", kr.ID(), kr.Generation())
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tALGORITHM\tSTATE\tCREATED")
+			fmt.Fprint(tw, "ID\tALGORITHM\tSTATE\tCREATED")
+			if seals != nil {
+				fmt.Fprint(tw, "\tSEALS")
+			}
+			fmt.Fprintln(tw)
 			for _, k := range kr.Keys() {
-				fmt.Fprintf(tw, "%v\t%v\t%v\t%s\n", k.ID, k.Algorithm, k.State, k.Created.Format(time.RFC3339))
+				fmt.Fprintf(tw, "%v\t%v\t%v\t%s", k.ID, k.Algorithm, k.State, k.Created.Format(time.RFC3339))
+				if seals != nil {
+					fmt.Fprintf(tw, "\t~%d", seals[k.ID])
+				}
+				fmt.Fprintln(tw)
 			}
 			return tw.Flush()
 		},
@@ -369,12 +381,19 @@ type keyRowJSON struct {
 	Algorithm string    `json:"algorithm"`
 	State     string    `json:"state"`
 	Created   time.Time `json:"created"`
+	// Seals estimates the values the key sealed (with --db; fleet.Usage).
+	Seals *uint64 `json:"seals,omitempty"`
 }
 
-func keyList(kr *keyring.Keyring) keyListJSON {
+func keyList(kr *keyring.Keyring, seals map[keyring.KeyID]uint64) keyListJSON {
 	out := keyListJSON{Keyring: kr.ID(), Generation: kr.Generation()}
 	for _, k := range kr.Keys() {
-		out.Keys = append(out.Keys, keyRowJSON{k.ID.String(), k.Algorithm.String(), k.State.String(), k.Created})
+		row := keyRowJSON{ID: k.ID.String(), Algorithm: k.Algorithm.String(), State: k.State.String(), Created: k.Created}
+		if seals != nil {
+			n := seals[k.ID]
+			row.Seals = &n
+		}
+		out.Keys = append(out.Keys, row)
 	}
 	return out
 }

@@ -475,6 +475,7 @@ func (a *app) runJob(ctx context.Context, kr *keyring.Keyring, lg *ledgers, job 
 	st, err := job.Run(ctx)
 	restoreGC()
 	bar.Finish()
+	a.reportUsage(ctx, kr, lg)
 	if o.asJSON {
 		a.writeJSON(jobDoc{Column: name, Key: kr.Primary().ID.String(), Written: st.Resealed, Plaintext: st.Plaintext, Current: st.Current,
 			Null: st.Null, Conflicts: st.Conflicts, Failed: st.Failed, Passes: st.Passes, Workers: max(1, o.workers), Indexed: st.Indexed,

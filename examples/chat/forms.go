@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/wardlab/ward/fleet"
@@ -74,7 +76,7 @@ func openSchemaForms(ctx context.Context, lg *ledger.Ledger, kr *keyring.Keyring
 // record is made, then opened when every registered process reads it), so
 // that a lone process, or a fleet of this release, writes them at once.
 func joinFleet(ctx context.Context, s *Service, gate *fleetgate.Gate) (*fleet.Member, error) {
-	r := &fleet.Registry{DB: s.db, Dialect: s.dialect, Gate: gate, Ledger: s.ledger}
+	r := &fleet.Registry{DB: s.db, Dialect: s.dialect, Gate: gate, Ledger: s.ledger, OnUsage: usageWarner(s.log)}
 	m, err := r.Join(ctx, s.kr, fleetHeartbeat, func(err error) { s.log.Warn("fleet heartbeat failed", "err", err) })
 	if err != nil {
 		return nil, err
@@ -88,4 +90,22 @@ func joinFleet(ctx context.Context, s *Service, gate *fleetgate.Gate) (*fleet.Me
 		s.log.Info("forms wait for older processes of the fleet", "forms", fmt.Sprint(w))
 	}
 	return m, nil
+}
+
+// usageWarner logs, at most once an hour per key, that a key has sealed
+// enough values to be rotated out (fleet.KeyUsage.Due): the heartbeat
+// hears the fleet's totals every few seconds.
+func usageWarner(log *slog.Logger) func([]fleet.KeyUsage) {
+	var mu sync.Mutex
+	warned := map[keyring.KeyID]time.Time{}
+	return func(us []fleet.KeyUsage) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, u := range us {
+			if w := u.Warning(); w != "" && time.Since(warned[u.Key]) > time.Hour {
+				warned[u.Key] = time.Now()
+				log.Warn("key due for rotation", "key", u.Key.String(), "seals", u.Seals, "warning", w)
+			}
+		}
+	}
 }

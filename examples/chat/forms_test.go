@@ -1,16 +1,20 @@
 package chat
 
 import (
+	"bytes"
 	"context"
 	"crypto/fips140"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/fleet"
+	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 )
 
@@ -103,4 +107,19 @@ func TestBesideTheReleaseBefore(t *testing.T) {
 			t.Fatalf("after the release before left: a v%d message and %d v2 session MACs, want v4 and one", v, n)
 		}
 	})
+}
+
+// TestUsageWarner: a key past 2^30 seals is logged as due for rotation
+// once an hour, not at every heartbeat; a key below is not.
+func TestUsageWarner(t *testing.T) {
+	var buf bytes.Buffer
+	warn := usageWarner(slog.New(slog.NewTextHandler(&buf, nil)))
+	due := fleet.KeyUsage{Key: 0xabcd1234, Algorithm: keyring.AES256GCM, Seals: fleet.WarnAt}
+	fine := fleet.KeyUsage{Key: 0x1111, Algorithm: keyring.AES256GCM, Seals: 5}
+	for range 3 {
+		warn([]fleet.KeyUsage{due, fine})
+	}
+	if n := strings.Count(buf.String(), "key due for rotation"); n != 1 || !strings.Contains(buf.String(), "abcd1234") {
+		t.Fatalf("logged %d times: %q", n, buf.String())
+	}
 }

@@ -309,6 +309,6 @@ func (kr *Keyring) setAnchorOnce(ctx context.Context, database string, a Anchor)
 			return err
 		}
 	}
-	kr.snap.Store(next)
+	kr.publish(next)
 	return nil
 }

@@ -183,7 +183,7 @@ func (kr *Keyring) reload(ctx context.Context, accept func(*snapshot) bool) (boo
 	if accept != nil && !accept(s) {
 		return false, nil
 	}
-	kr.snap.Store(s)
+	kr.publish(s)
 	f.sum = sum
 	f.seen.Store(seen)
 	return true, nil
@@ -229,7 +229,7 @@ func (kr *Keyring) Rewrap(ctx context.Context, to kms.KeyService) error {
 	if err := kr.file.save(ctx, kr, next, to); err != nil {
 		return err
 	}
-	kr.snap.Store(next)
+	kr.publish(next)
 	return nil
 }
 

@@ -115,6 +115,9 @@ type key struct {
 	// refused: the algorithm is not approved in the FIPS 140-3 mode; the
 	// key has no AEAD and every use fails with ErrNotApproved.
 	refused bool
+	// uses counts the key's seals (usage.go): its keyring's counter, set
+	// when the key is published; nil for a subject's key.
+	uses *usage
 }
 
 // setClass records which key class k seals as (a keyring key, or a

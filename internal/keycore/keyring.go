@@ -51,6 +51,8 @@ type Keyring struct {
 	unknownMu        sync.Mutex    // guards unknownWait
 	unknownWait      chan struct{} // closed when the re-read in flight ends; nil when none is
 	unknownReloads   atomic.Uint64 // re-reads for unknown key IDs, for tests
+
+	usage usages // seals per key not yet reported (usage.go)
 }
 
 // snapshot is one immutable state of a keyring.
@@ -77,7 +79,7 @@ func New(alg Algorithm) (*Keyring, error) {
 	// never MAC'd under the root alone (epoch 0).
 	s.generation = 1
 	s.addStateKey()
-	kr.snap.Store(s)
+	kr.publish(s)
 	return kr, nil
 }
 
@@ -258,7 +260,7 @@ func (kr *Keyring) updateOnce(ctx context.Context, change func(next *snapshot) e
 			return err
 		}
 	}
-	kr.snap.Store(next)
+	kr.publish(next)
 	return nil
 }
 

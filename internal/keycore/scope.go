@@ -58,6 +58,7 @@ type scopedKey struct {
 	checkAEAD  cipher.AEAD
 	head       uint64 // the header's first 7 bytes, in the top 56 bits
 	ns         int
+	uses       *usage // the seals of the keyring key it derives from (nil: not counted)
 }
 
 // derive returns k's key for scope: HKDF-SHA-256(ikm = k's material, salt =
@@ -72,7 +73,11 @@ func (k *key) derive(scope string) (*scopedKey, error) {
 		return nil, err
 	}
 	defer clear(material)
-	return newScopedKey(k.Algorithm, k.head, material)
+	sk, err := newScopedKey(k.Algorithm, k.head, material)
+	if sk != nil {
+		sk.uses = k.uses
+	}
+	return sk, err
 }
 
 // hkdfScope is K_scope of FORMAT.md: the material of a key for scope.
@@ -130,6 +135,7 @@ func (s *scopedKey) appendSeal(dst, plaintext, ad []byte) []byte {
 	} else {
 		s.aead.Seal(out[:headerSize], nil, plaintext, a) // writes nonce ‖ ciphertext ‖ tag
 	}
+	s.uses.sealed(out[headerSize])
 	c := s.check(out[headerSize:headerSize+s.ns], ad, headerSize)
 	copy(out[adHead:headerSize], c[:])
 	return ret

@@ -125,6 +125,7 @@ func (k *key) appendSeal(dst, plaintext, ad []byte) []byte {
 	ret, out := sliceForAppend(dst, total)
 	nonce := out[headerSize : headerSize+ns]
 	rand.Read(nonce)
+	k.uses.sealed(nonce[0])
 	check := k.checkV3(nonce, ad, headerSize)
 	binary.BigEndian.PutUint64(out, k.head|uint64(check[0]))
 	copy(out[8:11], check[1:])

@@ -253,7 +253,7 @@ func fromPayload(p *payload) (*Keyring, error) {
 	if err := s.loadRetained(p); err != nil {
 		return nil, err
 	}
-	kr.snap.Store(s)
+	kr.publish(s)
 	return kr, nil
 }
 
