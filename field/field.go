@@ -36,6 +36,7 @@ import (
 	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/internal/keycore"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/observe"
 )
 
 // ErrNull is returned when a NULL value is opened into a destination that
@@ -362,6 +363,9 @@ func (c *Column) Context(row RowKey) ([]byte, error) { return c.context(nil, &ro
 // [WithForms]).
 func (c *Column) Seal(row RowKey, plaintext []byte) (Ciphertext, error) {
 	if c.mixed && !c.gate.Allows(c.sealedForm) {
+		if o := observe.Get(); o != nil {
+			o.Value(observe.Value{Op: observe.Seal, Class: "plaintext"})
+		}
 		return c.plainForm(plaintext)
 	}
 	ct, err := c.AppendSeal(nil, row, plaintext)
@@ -384,6 +388,15 @@ func (c *Column) WriteVersion() byte {
 // AppendSeal appends the binary ciphertext of plaintext for row to dst,
 // for callers that reuse buffers (large values, batch jobs).
 func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, error) {
+	out, err := c.appendSeal(dst, row, plaintext)
+	if o := observe.Get(); o != nil {
+		report(o, observe.Seal, out[len(dst):], err)
+	}
+	return out, err
+}
+
+// appendSeal is AppendSeal, unobserved.
+func (c *Column) appendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, error) {
 	if c.kr == nil {
 		return dst, fmt.Errorf("field: sealing %s.%s: %w", c.table, c.name, keyring.ErrGrantSeals)
 	}
@@ -598,6 +611,15 @@ func (c *Column) openSubject(dst []byte, row *RowKey, ciphertext, ad []byte) ([]
 // AppendOpen appends the plaintext of a binary ciphertext for row to dst.
 // On error dst is returned unchanged.
 func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, error) {
+	out, err := c.appendOpen(dst, row, ciphertext)
+	if o := observe.Get(); o != nil {
+		report(o, observe.Open, ciphertext, err)
+	}
+	return out, err
+}
+
+// appendOpen is AppendOpen, unobserved.
+func (c *Column) appendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, error) {
 	if len(ciphertext) == 0 {
 		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: keyring.ErrTruncated}
 	}
@@ -733,6 +755,9 @@ func (c *Column) Open(row RowKey, ct Ciphertext) ([]byte, error) {
 			return nil, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: &plaintextError{ct.plain}}
 		}
 		c.stats.plainReads.Add(1)
+		if o := observe.Get(); o != nil {
+			o.Value(observe.Value{Op: observe.Open, Class: "plaintext"})
+		}
 		return append([]byte(nil), ct.data...), nil
 	}
 	pt, err := c.AppendOpen(nil, row, ct.data)

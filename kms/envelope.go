@@ -229,6 +229,7 @@ func (e *Envelope) cachedSealKey(cec string, size uint64) *dataKey {
 		k.messages++
 		k.bytes += size
 		e.sealHits.Add(1)
+		e.cacheHit()
 		return k
 	}
 	delete(e.seal, cec)
@@ -238,12 +239,15 @@ func (e *Envelope) cachedSealKey(cec string, size uint64) *dataKey {
 
 func (e *Envelope) newDataKey(ctx context.Context, encryptionContext map[string]string) (plain, wrapped []byte, err error) {
 	e.calls.Add(1)
+	start := time.Now()
 	if g, ok := e.ks.(DataKeyGenerator); ok {
 		plain, wrapped, err = g.GenerateDataKey(ctx, 32, encryptionContext)
+		Observe(e.ks, "GenerateDataKey", start, err)
 	} else {
 		plain = make([]byte, 32)
 		rand.Read(plain)
 		wrapped, err = e.ks.Encrypt(ctx, plain, encryptionContext)
+		Observe(e.ks, "Encrypt", start, err)
 	}
 	if err != nil {
 		e.errs.Add(1)
@@ -313,6 +317,7 @@ func (e *Envelope) openKey(ctx context.Context, wrapped, cec []byte, encryptionC
 	if !e.noCache {
 		if a, ok := e.open.Get(key); ok {
 			e.openHits.Add(1)
+			e.cacheHit()
 			return a, nil
 		}
 		if err, ok := e.failed.Get(key); ok {
@@ -322,7 +327,9 @@ func (e *Envelope) openKey(ctx context.Context, wrapped, cec []byte, encryptionC
 	}
 	e.openMisses.Add(1)
 	e.calls.Add(1)
+	start := time.Now()
 	plain, err := e.ks.Decrypt(ctx, wrapped, encryptionContext)
+	Observe(e.ks, "Decrypt", start, err)
 	if err != nil {
 		e.errs.Add(1)
 		err = fmt.Errorf("kms: unwrapping data key: %w", err)

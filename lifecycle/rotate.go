@@ -9,6 +9,7 @@ import (
 	"github.com/wardlab/ward/fleet"
 	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/ledger"
+	"github.com/wardlab/ward/observe"
 )
 
 // RotateOptions configure [Rotate].
@@ -67,10 +68,12 @@ func Rotate(ctx context.Context, kr *keyring.Keyring, dbs []Database, opts Rotat
 	if err := record(ctx, kr, dbs, r.Key); err != nil {
 		return r, err
 	}
-	id := r.Key
+	step("added", time.Now())
+	id, began := r.Key, time.Now()
 	if err := await(ctx, kr, dbs, opts, "hold key "+id.String(), func(p fleet.Process) bool { return p.Has(id) }); err != nil {
 		return r, err
 	}
+	step("held", began)
 	r.Old = kr.Primary().ID
 	if err := keyring.NewManager(kr).Promote(ctx, id); err != nil {
 		return r, fmt.Errorf("lifecycle: promoting %v: %w", id, err)
@@ -83,19 +86,34 @@ func Rotate(ctx context.Context, kr *keyring.Keyring, dbs []Database, opts Rotat
 	if f := opts.Observer.Promoted; f != nil {
 		f(id, r.Old)
 	}
+	step("promoted", time.Now())
+	began = time.Now()
 	if err := await(ctx, kr, dbs, opts, fmt.Sprintf("load the promotion (generation %d)", promoted), func(p fleet.Process) bool {
 		return p.Generation >= promoted
 	}); err != nil {
 		return r, err
 	}
+	step("loaded", began)
 	if opts.NoReseal {
 		return r, nil
 	}
+	began = time.Now()
+	err := resealAll(ctx, kr, dbs, opts, &r)
+	if err == nil {
+		step("resealed", began)
+	}
+	return r, err
+}
+
+// resealAll is a rotation's last step: every database's columns and
+// subject keys under the new primary, and its row MACs under the new
+// integrity epoch.
+func resealAll(ctx context.Context, kr *keyring.Keyring, dbs []Database, opts RotateOptions, r *Rotation) error {
 	for _, d := range dbs {
 		cols, subs, err := moveAll(ctx, kr, d, &opts.Observer)
 		r.Columns, r.Subjects = append(r.Columns, cols...), append(r.Subjects, subs...)
 		if err != nil {
-			return r, inDB(d.Name, err)
+			return inDB(d.Name, err)
 		}
 		macs, err := RemacRows(ctx, kr, d)
 		r.MACs = append(r.MACs, macs...)
@@ -105,10 +123,18 @@ func Rotate(ctx context.Context, kr *keyring.Keyring, dbs []Database, opts Rotat
 			}
 		}
 		if err != nil {
-			return r, inDB(d.Name, err)
+			return inDB(d.Name, err)
 		}
 	}
-	return r, nil
+	return nil
+}
+
+// step reports a rotation's step, which began at began, to the process's
+// observer (package observe).
+func step(name string, began time.Time) {
+	if o := observe.Get(); o != nil {
+		o.Rotation(observe.RotationStep{Step: name, Waited: time.Since(began)})
+	}
 }
 
 // Reseal moves everything in d under kr's primary key: it re-seals every

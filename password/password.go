@@ -30,9 +30,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/wardlab/ward/fleetgate"
 	"github.com/wardlab/ward/keyring"
+	"github.com/wardlab/ward/observe"
 	"github.com/wardlab/ward/password/internal/argon2"
 )
 
@@ -208,19 +210,35 @@ func (h *Hasher) Hash(ctx context.Context, password []byte) (string, error) {
 	return encodePHC(d), nil
 }
 
-// run computes d's scheme on pw under the limiter.
+// run computes d's scheme on pw under the limiter, and reports it to the
+// process's observer (package observe): a hash when d holds no hash yet,
+// a verification otherwise.
 func (h *Hasher) run(ctx context.Context, d *decoded, pw []byte) ([]byte, error) {
 	impl, err := schemeOf(d.params.Scheme)
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
+	ev := observe.Hash{Op: "verify", Scheme: d.params.Scheme.String()}
+	if d.hash == nil {
+		ev.Op = "hash"
+	}
 	mem, cores := impl.cost(d.params)
 	ls, err := h.limiter.acquire(ctx, mem, cores)
 	if err != nil {
+		if o := observe.Get(); o != nil && ctx.Err() == nil {
+			ev.Rejected = true
+			o.Hash(ev)
+		}
 		return nil, err
 	}
 	defer ls.release()
-	return impl.compute(d, pw, ls)
+	out, err := impl.compute(d, pw, ls)
+	if o := observe.Get(); o != nil && err == nil {
+		ev.Duration = time.Since(start)
+		o.Hash(ev)
+	}
+	return out, err
 }
 
 // Verify checks password against an encoded hash. It returns

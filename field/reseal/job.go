@@ -10,6 +10,7 @@ import (
 
 	"github.com/wardlab/ward/field"
 	"github.com/wardlab/ward/internal/sqltable"
+	"github.com/wardlab/ward/observe"
 	"golang.org/x/time/rate"
 )
 
@@ -178,6 +179,7 @@ func (r *Job) pass(ctx context.Context, q queries, st *Stats) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	began := time.Now()
 	var (
 		mu      sync.Mutex
 		prog    = Progress{Total: total}
@@ -206,6 +208,9 @@ func (r *Job) pass(ctx context.Context, q queries, st *Stats) error {
 				}
 				if r.Progress != nil && err == nil {
 					r.Progress(prog)
+				}
+				if o := observe.Get(); o != nil && err == nil {
+					o.Job(observe.JobBatch{Table: r.Column.Table(), Column: r.Column.Name(), Rows: done, Done: prog.Resealed, Total: total, Elapsed: time.Since(began)})
 				}
 				mu.Unlock()
 			}

@@ -250,7 +250,9 @@ func (g *Grant) Marshal(ctx context.Context, ks kms.KeyService) ([]byte, error) 
 	var fileKey [32]byte
 	rand.Read(fileKey[:])
 	defer clear(fileKey[:])
+	start := time.Now()
 	wrapped, err := ks.Encrypt(ctx, fileKey[:], grantKeyContext(aad))
+	kms.Observe(ks, "Encrypt", start, err)
 	if err != nil {
 		return nil, fmt.Errorf("keyring: wrapping the grant's file key with %v: %w", ref, err)
 	}
@@ -278,7 +280,9 @@ func UnmarshalGrant(ctx context.Context, data []byte, ks kms.KeyService) (*Grant
 		return nil, fmt.Errorf("%w: a grant's wrapped_key or sealed field", ErrCorruptKeyring)
 	}
 	aad := doc.aad()
+	start := time.Now()
 	fileKey, err := ks.Decrypt(ctx, wrapped, grantKeyContext(aad))
+	kms.Observe(ks, "Decrypt", start, err)
 	if err != nil {
 		if kms.Transient(err) {
 			return nil, fmt.Errorf("keyring: unwrapping the grant's file key: %w", err)

@@ -102,7 +102,9 @@ func (kr *Keyring) marshal(ctx context.Context, s *snapshot, ks kms.KeyService) 
 	var fileKey [32]byte
 	rand.Read(fileKey[:])
 	defer clear(fileKey[:])
+	start := time.Now()
 	wrapped, err := ks.Encrypt(ctx, fileKey[:], fileKeyContext(aad))
+	kms.Observe(ks, "Encrypt", start, err)
 	if err != nil {
 		return nil, fmt.Errorf("keyring: wrapping the file key with %v: %w", ref, err)
 	}
@@ -202,7 +204,9 @@ func unwrapFileKey(ctx context.Context, doc *stored, wrapped []byte, ks kms.KeyS
 		}
 		fileKey, err = v1.DecryptKeyringV1(wrapped, doc.aad())
 	} else {
+		start := time.Now()
 		fileKey, err = ks.Decrypt(ctx, wrapped, fileKeyContext(doc.aad()))
+		kms.Observe(ks, "Decrypt", start, err)
 	}
 	if err != nil {
 		if kms.Transient(err) {

@@ -127,6 +127,7 @@ var Library = []string{
 	Module + "/kms/local",
 	Module + "/kms/kmsurl",
 	Module + "/kms/plugin",
+	Module + "/observe",
 }
 
 // Plumbing are the root module's packages that are not library: public
