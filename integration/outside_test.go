@@ -43,7 +43,7 @@ func copyExample(t *testing.T, src, from, mod, dst string) {
 
 // TestExamplesBuildOutside: the chat and the adoption example, copied into
 // modules of their own outside the workspace (as an adopter copies them),
-// build against the library and kms/awskms at their release version from
+// build against the library, kms/awskms and contrib/otel at their release version from
 // a module proxy, with no replace directive: they import nothing under
 // ward's internal/ ("use of internal package … not allowed" otherwise),
 // and everything they need is public.
@@ -57,7 +57,7 @@ func TestExamplesBuildOutside(t *testing.T) {
 			app := t.TempDir()
 			mod := "example.com/" + ex
 			copyExample(t, filepath.Join("..", "examples", ex), "github.com/wardlab/ward/examples/"+ex, mod, app)
-			gomod := "module " + mod + "\n\ngo 1.27\n\nrequire (\n\tgithub.com/wardlab/ward " + v + "\n\tgithub.com/wardlab/ward/kms/awskms " + v + "\n)\n"
+			gomod := "module " + mod + "\n\ngo 1.27\n\nrequire (\n\tgithub.com/wardlab/ward " + v + "\n\tgithub.com/wardlab/ward/kms/awskms " + v + "\n\tgithub.com/wardlab/ward/contrib/otel " + v + "\n)\n"
 			if err := os.WriteFile(filepath.Join(app, "go.mod"), []byte(gomod), 0o644); err != nil {
 				t.Fatal(err)
 			}

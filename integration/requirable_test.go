@@ -90,7 +90,7 @@ func releaseProxy(t *testing.T) (proxy, v string, env []string) {
 	if !semver.IsValid(v) || module.IsPseudoVersion(v) {
 		t.Fatalf("kms/awskms requires the library at %q: want a release version, which an adopter can download", v)
 	}
-	for _, dir := range []string{"..", "../kms/awskms", "../examples"} {
+	for _, dir := range []string{"..", "../kms/awskms", "../contrib/otel", "../examples"} {
 		if out, err := goCmd(t, dir, []string{"GOWORK=off", "GOFLAGS=-mod=mod"}, "mod", "download"); err != nil {
 			t.Fatalf("go mod download in %s (the modules an adopter's build reads): %v\n%s", dir, err, out)
 		}
@@ -98,6 +98,7 @@ func releaseProxy(t *testing.T) (proxy, v string, env []string) {
 	proxy = t.TempDir()
 	serveModule(t, proxy, "github.com/wardlab/ward", v, "..")
 	serveModule(t, proxy, "github.com/wardlab/ward/kms/awskms", v, "../kms/awskms")
+	serveModule(t, proxy, "github.com/wardlab/ward/contrib/otel", v, "../contrib/otel")
 	cache, err := goCmd(t, ".", nil, "env", "GOMODCACHE")
 	if err != nil {
 		t.Fatal(cache)

@@ -90,6 +90,11 @@ type Config struct {
 	// Python package): it gets each conversation's ciphertexts and a
 	// subject grant of message bodies, never a private user's messages.
 	AssistantWorker []string
+	// OnKeyUsage, if set, hears the fleet's seals per key at each
+	// heartbeat (fleet.Registry.OnUsage), beside the service's own warning
+	// of a key due for rotation: ward-chat exports them as the metric
+	// ward.key.seals (contrib/otel).
+	OnKeyUsage func([]fleet.KeyUsage)
 	// Recovery offers users who turn on private mode a recovery code
 	// (shown once): with it, a password reset keeps their messages. Off,
 	// a reset of a private account loses them, and the service says so

@@ -76,7 +76,14 @@ func openSchemaForms(ctx context.Context, lg *ledger.Ledger, kr *keyring.Keyring
 // record is made, then opened when every registered process reads it), so
 // that a lone process, or a fleet of this release, writes them at once.
 func joinFleet(ctx context.Context, s *Service, gate *fleetgate.Gate) (*fleet.Member, error) {
-	r := &fleet.Registry{DB: s.db, Dialect: s.dialect, Gate: gate, Ledger: s.ledger, OnUsage: usageWarner(s.log)}
+	warn := usageWarner(s.log)
+	onUsage := func(us []fleet.KeyUsage) {
+		warn(us)
+		if s.cfg.OnKeyUsage != nil {
+			s.cfg.OnKeyUsage(us)
+		}
+	}
+	r := &fleet.Registry{DB: s.db, Dialect: s.dialect, Gate: gate, Ledger: s.ledger, OnUsage: onUsage}
 	m, err := r.Join(ctx, s.kr, fleetHeartbeat, func(err error) { s.log.Warn("fleet heartbeat failed", "err", err) })
 	if err != nil {
 		return nil, err

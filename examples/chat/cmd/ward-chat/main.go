@@ -31,8 +31,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	wardotel "github.com/wardlab/ward/contrib/otel"
 	"github.com/wardlab/ward/dburl"
+	"github.com/wardlab/ward/fleet"
 	_ "github.com/wardlab/ward/kms/awskms" // registers awskms://
+	"github.com/wardlab/ward/observe"
 
 	"github.com/wardlab/ward/examples/chat"
 	"github.com/wardlab/ward/keyring"
@@ -65,6 +68,7 @@ type options struct {
 	trusted, origins                        []string
 	allowUnpeppered                         bool
 	recovery, noForgetJournal               bool
+	onKeyUsage                              func([]fleet.KeyUsage) // the metrics' (contrib/otel), when on
 	assistantWorker                         string
 }
 
@@ -75,12 +79,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	secrets := dburl.CommandSecrets(args, os.Getenv)
 	stdout, stderr = dburl.Scrub(stdout, secrets), dburl.Scrub(stderr, secrets)
 	dburl.LogDriverTo(stderr)
+	// Metrics and traces of what ward does, as the OTEL_* environment
+	// asks (OTEL_METRICS_EXPORTER=console|otlp|none, OTEL_TRACES_EXPORTER
+	// likewise; contrib/otel): nothing unless one is named.
+	obs, shutdown, err := wardotel.Setup(ctx, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "ward-chat: error: %v\n", err)
+		return 2
+	}
 	var o options
+	if obs != nil {
+		observe.Set(obs)
+		defer observe.Set(nil)
+		defer shutdown(context.WithoutCancel(ctx))
+		o.onKeyUsage = obs.KeyUsage
+	}
 	root := newRoot(&o, stdout)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	err = root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
 	}
@@ -196,7 +214,8 @@ func (o *options) config(ctx context.Context) (chat.Config, error) {
 		return chat.Config{}, err
 	}
 	cfg := chat.Config{DB: o.db, KeyringPath: o.keyring, KeyService: ks, AllowUnpepperedHashes: o.allowUnpeppered, Origins: o.origins, Recovery: o.recovery,
-		ForgetJournal: envOr(o.forgetJournal, "WARD_FORGET_JOURNAL", journalBeside(o.keyring)), AssistantWorker: strings.Fields(o.assistantWorker)}
+		ForgetJournal: envOr(o.forgetJournal, "WARD_FORGET_JOURNAL", journalBeside(o.keyring)), AssistantWorker: strings.Fields(o.assistantWorker),
+		OnKeyUsage: o.onKeyUsage}
 	if o.noForgetJournal {
 		cfg.ForgetJournal = ""
 	}

@@ -200,3 +200,44 @@ func TestSIGTERM(t *testing.T) {
 		t.Fatalf("the registry after SIGTERM: %+v %v", ps, err)
 	}
 }
+
+// TestConsoleMetrics: ward-chat with OTEL_METRICS_EXPORTER=console prints
+// ward.* metrics when it stops: the seals of a sign-up and the key
+// service's latency (the keyring file unwrapped at start).
+func TestConsoleMetrics(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(local.EnvVar, local.Generate().Encode())
+	db, kr := "sqlite:"+filepath.Join(dir, "chat.db"), filepath.Join(dir, "kr.json")
+	if code := run(context.Background(), []string{"init", "--db", db, "--keyring", kr}, io.Discard, io.Discard); code != 0 {
+		t.Fatal("init failed")
+	}
+	t.Setenv("OTEL_METRICS_EXPORTER", "console")
+	ctx, cancel := context.WithCancel(context.Background())
+	r, w := io.Pipe()
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "--db", db, "--keyring", kr, "--listen", "127.0.0.1:0"}, w, io.Discard); w.Close() }()
+	br := bufio.NewReader(r)
+	line, _ := br.ReadString('\n')
+	addr, ok := strings.CutPrefix(line, "ward chat on http://")
+	if !ok {
+		t.Fatalf("serve: %q", line)
+	}
+	var rest bytes.Buffer
+	copied := make(chan struct{})
+	go func() { io.Copy(&rest, br); close(copied) }()
+	resp, err := http.Post("http://"+strings.Fields(addr)[0]+"/api/signup", "application/json", strings.NewReader(`{"email":"otel@example.com","password":"correct horse battery"}`))
+	if err != nil || resp.StatusCode >= 300 {
+		t.Fatalf("sign-up: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("serve exited %d", code)
+	}
+	<-copied
+	for _, want := range []string{`"ward.value.operations"`, `"Value":"seal"`, `"ward.kms.call.duration"`, `"ward.password.duration"`} {
+		if !strings.Contains(rest.String(), want) {
+			t.Errorf("the console output lacks %s: %.600s", want, rest.String())
+		}
+	}
+}
