@@ -215,7 +215,10 @@ func TestConsoleMetrics(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r, w := io.Pipe()
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "--db", db, "--keyring", kr, "--listen", "127.0.0.1:0"}, w, io.Discard); w.Close() }()
+	go func() {
+		done <- run(ctx, []string{"serve", "--db", db, "--keyring", kr, "--listen", "127.0.0.1:0"}, w, io.Discard)
+		w.Close()
+	}()
 	br := bufio.NewReader(r)
 	line, _ := br.ReadString('\n')
 	addr, ok := strings.CutPrefix(line, "ward chat on http://")
