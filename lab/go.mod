@@ -5,6 +5,7 @@ go 1.27
 replace (
 	github.com/wardlab/ward => ..
 	github.com/wardlab/ward/cmd/ward => ../cmd/ward
+	github.com/wardlab/ward/contrib/otel => ../contrib/otel
 	github.com/wardlab/ward/examples => ../examples
 	github.com/wardlab/ward/integration => ../integration
 	github.com/wardlab/ward/internal/browsertest => ../internal/browsertest
