@@ -388,7 +388,7 @@ func (c *Column) WriteVersion() byte {
 // AppendSeal appends the binary ciphertext of plaintext for row to dst,
 // for callers that reuse buffers (large values, batch jobs).
 func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, error) {
-	out, err := c.appendSeal(dst, row, plaintext)
+	out, err := c.appendSeal(dst, &row, plaintext)
 	if o := observe.Get(); o != nil {
 		report(o, observe.Seal, out[len(dst):], err)
 	}
@@ -396,15 +396,15 @@ func (c *Column) AppendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, e
 }
 
 // appendSeal is AppendSeal, unobserved.
-func (c *Column) appendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, error) {
+func (c *Column) appendSeal(dst []byte, row *RowKey, plaintext []byte) ([]byte, error) {
 	if c.kr == nil {
 		return dst, fmt.Errorf("field: sealing %s.%s: %w", c.table, c.name, keyring.ErrGrantSeals)
 	}
 	if c.WriteVersion() == version4 {
-		return c.appendSealV4(dst, &row, plaintext)
+		return c.appendSealV4(dst, row, plaintext)
 	}
 	adp := c.getAD()
-	ad, err := c.contextTail(*adp, &row)
+	ad, err := c.contextTail(*adp, row)
 	if err == nil {
 		if cap(ad)-len(ad) < sealWork {
 			ad = slices.Grow(ad, sealWork) // kept: the pool gets it back
@@ -412,7 +412,7 @@ func (c *Column) appendSeal(dst []byte, row RowKey, plaintext []byte) ([]byte, e
 		var out []byte
 		if c.subjects != nil && c.gate.Allows(c.subjectForm) {
 			var sk *keyring.SubjectKey
-			if sk, err = c.sealingKey(&row); err == nil {
+			if sk, err = c.sealingKey(row); err == nil {
 				out, err = (*keycore.SubjectKey)(sk).AppendSealAD(dst, plaintext, ad)
 			}
 		} else {
@@ -611,7 +611,7 @@ func (c *Column) openSubject(dst []byte, row *RowKey, ciphertext, ad []byte) ([]
 // AppendOpen appends the plaintext of a binary ciphertext for row to dst.
 // On error dst is returned unchanged.
 func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, error) {
-	out, err := c.appendOpen(dst, row, ciphertext)
+	out, err := c.appendOpen(dst, &row, ciphertext)
 	if o := observe.Get(); o != nil {
 		report(o, observe.Open, ciphertext, err)
 	}
@@ -619,7 +619,7 @@ func (c *Column) AppendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, 
 }
 
 // appendOpen is AppendOpen, unobserved.
-func (c *Column) appendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, error) {
+func (c *Column) appendOpen(dst []byte, row *RowKey, ciphertext []byte) ([]byte, error) {
 	if len(ciphertext) == 0 {
 		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: keyring.ErrTruncated}
 	}
@@ -627,26 +627,26 @@ func (c *Column) appendOpen(dst []byte, row RowKey, ciphertext []byte) ([]byte, 
 		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: ErrLegacyForm}
 	}
 	if ciphertext[0] == version4 {
-		return c.appendOpenV4(dst, &row, ciphertext)
+		return c.appendOpenV4(dst, row, ciphertext)
 	}
 	adp := c.getAD()
 	var ad []byte
 	var err error
 	current := ciphertext[0] == version3
 	if current {
-		ad, err = c.contextTail(*adp, &row)
+		ad, err = c.contextTail(*adp, row)
 	} else {
-		ad, err = c.contextFor((*adp)[:keycore.HeaderRoom], &row, ciphertext[0])
+		ad, err = c.contextFor((*adp)[:keycore.HeaderRoom], row, ciphertext[0])
 	}
 	if err != nil {
 		c.putAD(adp, *adp, false)
 		return dst, &OpenError{Table: c.table, Column: c.name, Row: row.String(), Err: err}
 	}
-	out, err := c.open(dst, &row, ciphertext, ad)
+	out, err := c.open(dst, row, ciphertext, ad)
 	if err != nil && c.legacy && errors.Is(err, keyring.ErrWrongContext) {
 		current = false
-		ad = c.unboundContextFor(ad[:keycore.HeaderRoom], &row, ciphertext[0])
-		if out, err = c.open(dst, &row, ciphertext, ad); err == nil {
+		ad = c.unboundContextFor(ad[:keycore.HeaderRoom], row, ciphertext[0])
+		if out, err = c.open(dst, row, ciphertext, ad); err == nil {
 			c.stats.legacyOpens.Add(1)
 		}
 	}
