@@ -321,8 +321,9 @@ func (m *Member) loop(ctx context.Context, every time.Duration) {
 func (m *Member) ID() string { return m.p.ID }
 
 // Beat reports now what the keyring holds and the forms the process reads,
-// then advances the forms its gate wants (the heartbeat does it on its
-// own; call Beat after a reload to be counted at once).
+// then advances the forms its gate wants and adds the process's seals to
+// the key-usage table ([Usage]; the heartbeat does all of it on its own;
+// call Beat after a reload to be counted at once).
 func (m *Member) Beat(ctx context.Context) error {
 	if err := m.write(ctx, false); err != nil {
 		return err
@@ -336,10 +337,10 @@ func (m *Member) Beat(ctx context.Context) error {
 			return fmt.Errorf("fleet: registered again after the registration vanished: %w", err)
 		}
 	}
-	if err := m.reportUsage(ctx); err != nil {
-		return err
-	}
-	return m.advance(ctx)
+	// The usage report is advisory: its failure (a Galera certification
+	// lost to another node's report) never holds the forms back.
+	err := m.advance(ctx)
+	return errors.Join(err, m.reportUsage(ctx))
 }
 
 func (m *Member) write(ctx context.Context, exited bool) error {

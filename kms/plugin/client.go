@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"os/exec"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -125,6 +128,7 @@ func (s *Service) call(ctx context.Context, op string, req Request) (*Response, 
 	}
 	out := &capped{max: 4 + MaxFrame}
 	cmd := exec.CommandContext(ctx, s.path)
+	cmd.Env = pluginEnv(os.Environ())
 	cmd.Stdin, cmd.Stdout = &in, out
 	cmd.WaitDelay = 2 * time.Second
 	runErr := cmd.Run()
@@ -148,6 +152,22 @@ func (s *Service) call(ctx context.Context, op string, req Request) (*Response, 
 		return nil, s.fail(op, kind, errors.New(printable.String(msg)))
 	}
 	return resp, nil
+}
+
+// withheld are the variables of ward's environment a plug-in does not
+// get: the master key, and the database URLs that may hold a password.
+var withheld = []string{"WARD_MASTER_KEY", "WARD_DB", "WARD_TEST_POSTGRES_URL", "WARD_TEST_MYSQL_URL", "MYSQL_PWD", "PGPASSWORD"}
+
+// pluginEnv is env without the withheld variables.
+func pluginEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(withheld, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // capped collects a plug-in's output up to max bytes and refuses more,

@@ -117,3 +117,18 @@ func TestFailures(t *testing.T) {
 		t.Errorf("a wrap of 4097 bytes: %v", err)
 	}
 }
+
+// TestEnvironmentWithheld: a plug-in gets ward's environment without the
+// master key and the database URLs (which may hold passwords).
+func TestEnvironmentWithheld(t *testing.T) {
+	plugintest.Install(t)
+	t.Setenv("WARD_MASTER_KEY", "c2VjcmV0")
+	t.Setenv("WARD_DB", "postgres://app:hunter2@db/app")
+	t.Setenv("WARD_SOME_SETTING", "kept")
+	for name, want := range map[string]string{"WARD_MASTER_KEY": "env--", "WARD_DB": "env--", "WARD_SOME_SETTING": "env-kept-"} {
+		s, err := plugin.Open(context.Background(), "test:k?echo-env="+name)
+		if err != nil || s.Key().ID != want {
+			t.Errorf("%s in the plug-in: %v %v, want %q", name, s, err, want)
+		}
+	}
+}

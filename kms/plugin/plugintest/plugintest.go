@@ -5,7 +5,9 @@
 // answering), garbage (a malformed frame), flood (output without end),
 // hang; fail=unknown-key|access-denied|unavailable with message=TEXT,
 // for every operation or only op=describe|wrap|unwrap; provider=NAME
-// describes a key of another scheme.
+// describes a key of another scheme; echo-env=NAME describes a key whose
+// ID holds the plug-in's variable NAME (env-VALUE-), to test what a
+// plug-in is given.
 package plugintest
 
 import (
@@ -108,6 +110,9 @@ func (h Keys) Describe(_ context.Context, uri string) (kms.KeyRef, error) {
 	u, _ := url.Parse(uri)
 	if p := h.Query.Get("provider"); p != "" {
 		return kms.KeyRef{Provider: p, ID: u.Opaque}, nil
+	}
+	if name := h.Query.Get("echo-env"); name != "" {
+		return kms.KeyRef{Provider: u.Scheme, ID: "env-" + os.Getenv(name) + "-"}, nil
 	}
 	return kms.KeyRef{Provider: u.Scheme, ID: u.Opaque}, h.fault("describe")
 }
