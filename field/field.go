@@ -138,7 +138,7 @@ func RefuseLegacyForms() ColumnOption { return func(c *Column) { c.currentOnly =
 func AcceptPlaintext() ColumnOption { return func(c *Column) { c.mixed = true } }
 
 // WithForms makes the column write only forms that every process of the
-// fleet reads (package forms; the gate's fleet member opens them). The
+// fleet reads (package fleetgate; the gate's fleet member opens them). The
 // column declares that it reads ciphertexts (fleetgate.Sealed), ciphertext v3
 // and, with [PerSubject], subject-sealed values (fleetgate.Subject), and asks
 // for them to open. Until the fleet opens them:

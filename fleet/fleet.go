@@ -91,7 +91,7 @@ type Registry struct {
 	// Table is the registry table (default DefaultTable), created if
 	// missing.
 	Table string
-	// Gate, if set, is this process's forms gate (package forms): Join
+	// Gate, if set, is this process's forms gate (package fleetgate): Join
 	// registers the forms it reads, refuses to join when the database
 	// depends on a form it lacks, and every heartbeat advances the forms
 	// it wants to write (see [Member]).
@@ -120,7 +120,7 @@ type Process struct {
 	Started    time.Time       `json:"started"`
 	Seen       time.Time       `json:"seen"`
 	Exited     bool            `json:"exited"`
-	// Forms are the forms (package forms) the process reads; none for a
+	// Forms are the forms (package fleetgate) the process reads; none for a
 	// process of a release from before forms.
 	Forms []fleetgate.Form `json:"forms,omitempty"`
 	// Tampered is set for a row that fails its MAC: what it says is not

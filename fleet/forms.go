@@ -15,7 +15,7 @@ import (
 	"github.com/wardlab/ward/ledger"
 )
 
-// A form (package forms) opens for a database in two steps, each a
+// A form (package fleetgate) opens for a database in two steps, each a
 // compare-and-swap on its authenticated ledger, both taken by any member
 // that wants the form at a heartbeat:
 //

@@ -11,7 +11,7 @@ import (
 	"github.com/wardlab/ward/keyring"
 )
 
-// Form is a ledger's record of one form of stored values (package forms):
+// Form is a ledger's record of one form of stored values (package fleetgate):
 // the processes its writing still waits for, or when it was opened. The
 // record is what makes a form change safe against a database writer: the
 // set of processes a wait began with is in the authenticated ledger, so

@@ -200,7 +200,7 @@ type State struct {
 	// Recoveries record each recovery after the database went back in
 	// time, the newest last (at most maxRecoveries).
 	Recoveries []Recovery `json:"recoveries,omitempty"`
-	// Forms are the forms of stored values (package forms) whose writing
+	// Forms are the forms of stored values (package fleetgate) whose writing
 	// waits for, or was opened by, the fleet ([Ledger.ChangeForms]),
 	// sorted by name.
 	Forms []Form `json:"forms,omitempty"`

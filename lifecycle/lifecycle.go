@@ -1,7 +1,7 @@
 // Package lifecycle runs the key lifecycles that span a keyring's
 // databases and the processes that use them, as calls an application can
 // make from its own admin job: rotating the primary key across a running
-// fleet ([Rotate]), re-wrapping subject keys under the primary ([Rewrap]),
+// fleet ([Rotate]), resealing subject keys under the primary ([ResealSubjects]),
 // giving subjects new key versions ([RekeySubjects]) and retiring a key
 // once nothing references it ([Retire]).
 //

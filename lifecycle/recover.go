@@ -18,7 +18,7 @@ import (
 
 // RecoverOptions configure [Recover].
 type RecoverOptions struct {
-	// Journals are the forget journals' folders (package journal): every
+	// Journals are the forget journals' folders (package forgetlog): every
 	// forget they record is applied again.
 	Journals []string
 	// AcceptLoss lets the recovery finish although forgets the anchor

@@ -147,7 +147,7 @@ type ledgerReport struct {
 	Anchor *ledger.Anchor `json:"anchor,omitempty"`
 	Check  string         `json:"check,omitempty"`
 	// Durability says what the database's replication gives ward's
-	// promises (package replication), as a service says it at start.
+	// promises (ledger.InspectReplication), as a service says it at start.
 	Durability string `json:"durability,omitempty"`
 }
 

@@ -101,7 +101,7 @@ type Config struct {
 	// first. SECURITY.md states what each gives up.
 	Recovery bool
 	// ForgetJournal is a folder on storage that outlives the database's
-	// (package journal): every account deletion is also recorded there
+	// (package forgetlog): every account deletion is also recorded there
 	// before it commits, so that 'ward ledger recover' re-applies it after
 	// a failover or restore lost it, and so is every user turning private
 	// mode on, which a database writer then cannot turn off by deleting

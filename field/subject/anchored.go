@@ -111,7 +111,7 @@ const privateCounterPrefix = "subject.private:"
 // ([ledger.State.Tallies]), of a namespace's subjects gone private with a
 // journal: each journal record of one (ward-private-v2) chains from it,
 // so a record counts once the ledger commits to it, whatever keyring
-// file MAC'd it (package journal).
+// file MAC'd it (package forgetlog).
 func PrivateCounter(namespace string) string { return privateCounterPrefix + namespace }
 
 // PrivateV2Mark is the ledger mark saying a namespace's private records

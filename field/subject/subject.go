@@ -86,7 +86,7 @@ type Config struct {
 	Ledger *ledger.Ledger
 	// Journal, if set, records every forget outside the database before
 	// it commits, so that a recovery after the database went back in
-	// time re-applies it (package journal; docs/OPERATIONS.md). Without
+	// time re-applies it (package forgetlog; docs/OPERATIONS.md). Without
 	// a synchronous standby, a forget without it can come back. It also
 	// records each subject going private, and the store then never seals
 	// for that subject under a keyring-wrapped key ([ErrPrivateKeysChanged]),
