@@ -144,14 +144,19 @@ func (p Process) String() string {
 
 // name is the registry's table, quoted.
 func (r *Registry) name() (string, error) {
-	if r.DB == nil || (r.Dialect != field.SQLite && r.Dialect != field.Postgres && r.Dialect != field.MySQL) {
-		return "", errors.New("fleet: Registry needs DB and Dialect")
+	return tableName("Registry", r.DB, r.Dialect, r.Table, DefaultTable)
+}
+
+// tableName is the quoted name of one of the package's tables (def
+// unless name is given), once what (Registry, Usage) has DB and Dialect.
+func tableName(what string, db *sql.DB, d field.Dialect, name, def string) (string, error) {
+	if db == nil || (d != field.SQLite && d != field.Postgres && d != field.MySQL) {
+		return "", fmt.Errorf("fleet: %s needs DB and Dialect", what)
 	}
-	name := r.Table
 	if name == "" {
-		name = DefaultTable
+		name = def
 	}
-	return r.Dialect.Quote(name)
+	return d.Quote(name)
 }
 
 // table returns the registry's table, created if missing (writers only:

@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -77,14 +76,7 @@ type Usage struct {
 
 // name is the table's quoted name.
 func (u *Usage) name() (string, error) {
-	if u.DB == nil || (u.Dialect != field.SQLite && u.Dialect != field.Postgres && u.Dialect != field.MySQL) {
-		return "", errors.New("fleet: Usage needs DB and Dialect")
-	}
-	name := u.Table
-	if name == "" {
-		name = UsageTable
-	}
-	return u.Dialect.Quote(name)
+	return tableName("Usage", u.DB, u.Dialect, u.Table, UsageTable)
 }
 
 // table returns the table, created if missing.
@@ -107,19 +99,29 @@ func (u *Usage) table(ctx context.Context) (string, error) {
 // in one transaction, and returns the totals of kr's keys. Counts it could
 // not write are kept for the next report.
 func (u *Usage) Report(ctx context.Context, kr *keyring.Keyring) ([]KeyUsage, error) {
+	if err := u.record(ctx, kr); err != nil {
+		return nil, err
+	}
+	return u.Read(ctx, kr)
+}
+
+// record adds the seals kr counted since its last report to the table;
+// counts it could not write are kept for the next report.
+func (u *Usage) record(ctx context.Context, kr *keyring.Keyring) error {
 	t, err := u.table(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	core := (*keycore.Keyring)(kr)
 	counts := core.TakeSeals()
-	if len(counts) > 0 {
-		if err := u.add(ctx, t, kr.ID(), counts); err != nil {
-			core.ReturnSeals(counts)
-			return nil, err
-		}
+	if len(counts) == 0 {
+		return nil
 	}
-	return u.Read(ctx, kr)
+	if err := u.add(ctx, t, kr.ID(), counts); err != nil {
+		core.ReturnSeals(counts)
+		return err
+	}
+	return nil
 }
 
 // add writes counts in one transaction.
@@ -180,14 +182,17 @@ func (u *Usage) Read(ctx context.Context, kr *keyring.Keyring) ([]KeyUsage, erro
 }
 
 // reportUsage adds the member's seals to the database's key-usage table
-// and hands the totals to the registry's OnUsage.
+// and hands the totals to the registry's OnUsage. A process nobody asked
+// for the totals only writes its counts: no read of the table at every
+// heartbeat.
 func (m *Member) reportUsage(ctx context.Context) error {
+	if m.r.OnUsage == nil {
+		return m.usage.record(ctx, m.kr)
+	}
 	totals, err := m.usage.Report(ctx, m.kr)
 	if err != nil {
 		return err
 	}
-	if m.r.OnUsage != nil {
-		m.r.OnUsage(totals)
-	}
+	m.r.OnUsage(totals)
 	return nil
 }

@@ -23,22 +23,37 @@ func Observe(ks KeyService, op string, start time.Time, err error) {
 	o.KMS(c)
 }
 
+// kinds names each kind of a key service's failure: the names observers
+// report and the key-service plug-in protocol carries (FORMAT.md).
+var kinds = []struct {
+	err  error
+	name string
+}{
+	{ErrUnavailable, "unavailable"}, {ErrThrottled, "throttled"}, {ErrMisconfigured, "misconfigured"},
+	{ErrUnknownKey, "unknown-key"}, {ErrAccessDenied, "access-denied"}, {ErrInvalidCiphertext, "invalid-ciphertext"},
+}
+
 // ErrKind names the kind of a key service's failure: "unavailable",
 // "throttled", "misconfigured", "unknown-key", "access-denied",
 // "invalid-ciphertext", or "other" for an error of no kind.
 func ErrKind(err error) string {
-	for _, k := range []struct {
-		err  error
-		name string
-	}{
-		{ErrUnavailable, "unavailable"}, {ErrThrottled, "throttled"}, {ErrMisconfigured, "misconfigured"},
-		{ErrUnknownKey, "unknown-key"}, {ErrAccessDenied, "access-denied"}, {ErrInvalidCiphertext, "invalid-ciphertext"},
-	} {
+	for _, k := range kinds {
 		if errors.Is(err, k.err) {
 			return k.name
 		}
 	}
 	return "other"
+}
+
+// KindNamed returns the error of the kind ErrKind names name, or nil for
+// a name it does not give ("other" included).
+func KindNamed(name string) error {
+	for _, k := range kinds {
+		if k.name == name {
+			return k.err
+		}
+	}
+	return nil
 }
 
 // cacheHit reports an envelope data key served from the cache.

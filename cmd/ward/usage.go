@@ -45,7 +45,6 @@ func (a *app) keyUsage(ctx context.Context, kr *keyring.Keyring) (map[keyring.Ke
 	}
 	defer ls.close()
 	sum := map[keyring.KeyID]uint64{}
-	var all []fleet.KeyUsage
 	for i, db := range ls.dbs {
 		got, err := (&fleet.Usage{DB: db, Dialect: ls.l[i].Dialect}).Read(ctx, kr)
 		if err != nil {
@@ -54,11 +53,11 @@ func (a *app) keyUsage(ctx context.Context, kr *keyring.Keyring) (map[keyring.Ke
 		for _, k := range got {
 			sum[k.Key] += k.Seals
 		}
-		all = got
 	}
-	for i := range all {
-		all[i].Seals = sum[all[i].Key]
+	var totals []fleet.KeyUsage
+	for _, k := range kr.Keys() {
+		totals = append(totals, fleet.KeyUsage{Key: k.ID, Algorithm: k.Algorithm, Seals: sum[k.ID]})
 	}
-	a.warnDue(all)
+	a.warnDue(totals)
 	return sum, nil
 }
