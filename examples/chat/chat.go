@@ -108,6 +108,11 @@ type Config struct {
 	// rows. Without it (and without a synchronous standby) the service
 	// warns at start.
 	ForgetJournal string
+	// AccessAnchorEvery is how often the access log's new entries are
+	// anchored in the ledger (default a minute; also at Close): entries
+	// since the last anchor are the ones a database writer can delete
+	// unseen (SECURITY.md).
+	AccessAnchorEvery time.Duration
 }
 
 // subjectNamespace is the namespace of the users' own keys.
@@ -176,6 +181,9 @@ type Service struct {
 	member  *fleet.Member      // the process's registration, from Open to Close
 	stop    context.CancelFunc // ends the keyring watch (follow)
 	gate    *fleetgate.Gate    // the forms its columns and row MACs write
+	// anchored is closed when the access log's anchoring loop has ended,
+	// after its last anchor.
+	anchored chan struct{}
 }
 
 // ErrNoKeyring means the keyring file does not exist: create it with Init
@@ -294,6 +302,7 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err := st.record(ctx, lg, kr, gate); err != nil {
 		return nil, err
 	}
+	st.access = &accessLog{db: db, dialect: dialect, mac: st.cols.accessMAC, lg: lg, kr: kr}
 	hasher, err := password.NewHasher(password.Policy{Pepper: kr, RequirePepper: !cfg.AllowUnpepperedHashes},
 		password.NewLimiter(password.LimiterConfig{}))
 	if err != nil {
@@ -320,6 +329,7 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 	if err := svc.follow(ctx, gate); err != nil {
 		return nil, err
 	}
+	svc.auditAccessAtStart(ctx)
 	return svc, nil
 }
 
@@ -369,6 +379,8 @@ func (s *Service) follow(ctx context.Context, gate *fleetgate.Gate) error {
 		return err
 	}
 	go s.store.emails.Watch(life, poll, func(err error) { s.log.Warn("blind index re-read failed", "err", err) })
+	s.anchored = make(chan struct{})
+	go s.anchorAccessEvery(life, s.cfg.AccessAnchorEvery)
 	s.member, s.stop, s.gate = m, stop, gate
 	return nil
 }
@@ -413,8 +425,9 @@ func (s *Service) Close() error {
 	if s.member != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		s.member.Leave(ctx) // a clean exit leaves the registry
-		cancel()
 		s.stop()
+		<-s.anchored // the last anchor of the access log, in the loop's end
+		cancel()
 	}
 	if s.server.worker != nil {
 		s.server.worker.Close()

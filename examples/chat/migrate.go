@@ -45,6 +45,8 @@ var migrations = []string{
 	emailIdxNullable,
 	`ALTER TABLE users ADD COLUMN email_idx2 BLOB`,
 	`CREATE UNIQUE INDEX users_email_idx2 ON users (email_idx2)`,
+	`CREATE TABLE access_log (seq BIGINT PRIMARY KEY, user_id BIGINT NOT NULL, at BIGINT NOT NULL, reader VARCHAR(64) NOT NULL, conversation_id BIGINT NOT NULL, messages BIGINT NOT NULL, head BLOB NOT NULL, mac BLOB NOT NULL)`,
+	`CREATE INDEX access_log_user ON access_log (user_id, seq)`,
 }
 
 // emailIdxNullable (migration 19) lets users.email_idx hold NULL, and the

@@ -60,12 +60,12 @@ func TestConcurrentMigrate(t *testing.T) {
 		}
 		run()
 		check()
-		// A release behind: the last two migrations undone.
-		drop := []string{`DROP INDEX users_email_idx2`, `ALTER TABLE users DROP COLUMN email_idx2`}
+		// A release behind: the last four migrations undone.
+		drop := []string{`DROP TABLE access_log`, `DROP INDEX users_email_idx2`, `ALTER TABLE users DROP COLUMN email_idx2`}
 		if strings.HasPrefix(url, "mysql:") {
-			drop[0] = `DROP INDEX users_email_idx2 ON users`
+			drop[1] = `DROP INDEX users_email_idx2 ON users`
 		}
-		for _, q := range append(drop, `UPDATE schema_version SET n = n - 2`) {
+		for _, q := range append(drop, `UPDATE schema_version SET n = n - 4`) {
 			if _, err := db.Exec(q); err != nil {
 				t.Fatal(err)
 			}

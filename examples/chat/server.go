@@ -103,6 +103,7 @@ func (s *server) handler() http.Handler {
 	mux.HandleFunc("GET /api/conversations/{id}/messages", s.auth(s.listMessages))
 	mux.HandleFunc("POST /api/conversations/{id}/messages", s.auth(s.sendMessage))
 	mux.HandleFunc("GET /api/me", s.auth(s.me))
+	mux.HandleFunc("GET /api/access", s.auth(s.listAccess))
 	mux.HandleFunc("POST /api/private", s.auth(s.makePrivate))
 	mux.HandleFunc("POST /api/password", s.auth(s.changePassword))
 	mux.HandleFunc("POST /api/account/delete", s.auth(s.deleteAccount))
@@ -489,6 +490,11 @@ func (s *server) listMessages(w http.ResponseWriter, r *http.Request, user int64
 // On false it has written the error response.
 func (s *server) answer(w http.ResponseWriter, r *http.Request, st *store, user, conv int64) (string, bool) {
 	text, used, err := s.viaWorker(r.Context(), st, user, conv)
+	if errors.Is(err, ErrAccessLog) {
+		s.log.Error("access log", "err", err)
+		fail(w, http.StatusServiceUnavailable, msgAccessLog)
+		return "", false
+	}
 	if err != nil {
 		s.log.Warn("assistant worker failed", "err", err)
 		fail(w, http.StatusBadGateway, "the assistant failed")
@@ -500,7 +506,11 @@ func (s *server) answer(w http.ResponseWriter, r *http.Request, st *store, user,
 	// The assistant reads the decrypted context through the same API a
 	// real model would get — and only while the user's session holds
 	// their key: for a private user without it, it gets a typed error,
-	// never plaintext, and says so.
+	// never plaintext, and says so. The reading is in the user's access
+	// log first.
+	if !s.recordAccess(r.Context(), w, user, ReaderAssistant, conv) {
+		return "", false
+	}
 	history, err := st.messages(r.Context(), user, conv, contextMessages)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "could not load the context")
@@ -543,6 +553,9 @@ func (s *server) viaWorker(ctx context.Context, st *store, user, conv int64) (st
 		return "", false, err
 	}
 	defer req.Grant.Destroy()
+	if err := s.store.access.record(ctx, user, ReaderAssistantWorker, conv, len(req.Messages)); err != nil {
+		return "", false, err
+	}
 	text, err := s.worker.ask(ctx, req)
 	return text, true, err
 }

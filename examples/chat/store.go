@@ -34,7 +34,7 @@ type columns struct {
 	email, title, body                 *field.Column
 	signupEmail, outboxTo, outboxBody  *field.Column
 	passwordMAC, sessionMAC, signupMAC *field.RowMAC
-	resetMAC                           *field.RowMAC
+	resetMAC, accessMAC                *field.RowMAC
 }
 
 func newColumns(kr *keyring.Keyring, migrating bool, subjects field.SubjectKeys, gate *fleetgate.Gate) (*columns, error) {
@@ -108,7 +108,7 @@ func (c *columns) rowMACs(ctx context.Context, lg *ledger.Ledger, kr *keyring.Ke
 	for _, m := range []struct {
 		to  **field.RowMAC
 		col ledger.MACColumn
-	}{{&c.passwordMAC, passwordMACs}, {&c.sessionMAC, sessionMACs}, {&c.signupMAC, signupMACs}, {&c.resetMAC, resetMACs}} {
+	}{{&c.passwordMAC, passwordMACs}, {&c.sessionMAC, sessionMACs}, {&c.signupMAC, signupMACs}, {&c.resetMAC, resetMACs}, {&c.accessMAC, accessMACs}} {
 		mac, err := lg.RowMAC(ctx, kr, m.col, gate)
 		if err != nil {
 			return fmt.Errorf("chat: the row MAC of %s: %w", m.col.Table, err)
@@ -126,6 +126,7 @@ type store struct {
 	codec    Codec
 	subjects *subject.Store
 	emails   *ledger.Indexer // the users' blind index of their addresses
+	access   *accessLog      // who else read a user's messages
 }
 
 // with returns the store as one request sees it: titles and bodies open

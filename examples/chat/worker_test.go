@@ -54,6 +54,12 @@ func TestPythonAssistant(t *testing.T) {
 		if w.Answered() != 2 {
 			t.Fatalf("the worker answered %d requests, want 2", w.Answered())
 		}
+		// Alice's page shows both readings by the worker, newest first.
+		var access struct{ Entries []AccessEntry }
+		if code := alice.do("GET", "/api/access", nil, &access); code != 200 || len(access.Entries) != 2 ||
+			access.Entries[0].Reader != ReaderAssistantWorker || access.Entries[0].Messages != 3 || access.Entries[1].Messages != 1 {
+			t.Fatalf("access log: %d %+v", code, access.Entries)
+		}
 		leastPrivilege(t, ta, conv.ID)
 		answered := w.Answered()
 
