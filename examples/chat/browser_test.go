@@ -72,6 +72,9 @@ func TestBrowserChat(t *testing.T) {
 		}
 		run(chromedp.Click("#account summary"))
 		run(chromedp.Poll[chromedp.Void](`document.getElementById("private-recovery").disabled && !document.getElementById("private-recovery").checked && document.getElementById("recovery-offer").textContent.includes("offers no recovery code")`, chromedp.WithPollingTimeout(0)))
+		// The access log shows the assistant's reading of the message.
+		run(chromedp.Click("#access summary"))
+		run(chromedp.Poll[chromedp.Void](`document.querySelectorAll("#access-list li").length === 1 && document.getElementById("access-list").textContent.includes("the assistant read 1 message(s)")`, chromedp.WithPollingTimeout(0)))
 		rows, _ := ta.db.Query(`SELECT body FROM messages`)
 		defer rows.Close()
 		n := 0
