@@ -53,9 +53,6 @@ type Config struct {
 	// KeyService seals the keyring: a local master key (kms/local) or a
 	// KMS key (kms/kmsurl).
 	KeyService kms.KeyService
-	// Codec turns messages, titles and e-mail addresses into what the
-	// database stores and back (default: ward's field layer, [FieldCodec]).
-	Codec Codec
 	// AllowUnpepperedHashes accepts password hashes written before the
 	// pepper was on (they are upgraded at the next log-in). Leave it off
 	// once every user has logged in: a database writer could otherwise
@@ -295,7 +292,7 @@ func open(ctx context.Context, cfg Config, db *sql.DB, dialect field.Dialect, kr
 		return nil, err
 	}
 	gate := fleetgate.New()
-	st, err := newStore(db, dialect, kr, cfg.Codec, subjects, gate)
+	st, err := newStore(db, dialect, kr, subjects, gate)
 	if err != nil {
 		return nil, err
 	}

@@ -30,17 +30,13 @@ func (s *Service) Rotate(ctx context.Context, out io.Writer) error {
 	if err := s.reload(ctx); err != nil {
 		return err
 	}
-	_, ward := s.store.codec.(FieldCodec)
 	r, err := lifecycle.Rotate(ctx, s.kr, []lifecycle.Database{s.database()}, lifecycle.RotateOptions{
-		Algorithm: keyring.AES256GCM, Wait: rotateWait, NoReseal: !ward, Observer: s.printer(out),
+		Algorithm: keyring.AES256GCM, Wait: rotateWait, Observer: s.printer(out),
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "primary key is now %v (keyring %s, generation %d)\n", r.Key, s.kr.ID(), s.kr.Generation())
-	if !ward {
-		return nil // another codec's values are not ward ciphertexts: the index cannot be refilled from them
-	}
 	return s.rekeyEmails(ctx, out)
 }
 
@@ -84,9 +80,6 @@ func (s *Service) Reload(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "keyring %s at generation %d, primary key %v\n", s.kr.ID(), s.kr.Generation(), s.kr.Primary().ID)
-	if _, ward := s.store.codec.(FieldCodec); !ward {
-		return nil // values another codec stored are not ward ciphertexts
-	}
 	_, _, err := lifecycle.Reseal(ctx, s.kr, s.database(), s.printer(out))
 	return err
 }

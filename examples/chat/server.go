@@ -538,9 +538,6 @@ func (s *server) viaWorker(ctx context.Context, st *store, user, conv int64) (st
 	if s.worker == nil {
 		return "", false, nil
 	}
-	if _, isField := st.codec.(FieldCodec); !isField {
-		return "", false, nil
-	}
 	private, err := s.store.subjects.Private(ctx, subjectOf(user))
 	if err != nil || private {
 		return "", false, err

@@ -123,7 +123,6 @@ type store struct {
 	db       *sql.DB
 	dialect  field.Dialect
 	cols     *columns
-	codec    Codec
 	subjects *subject.Store
 	emails   *ledger.Indexer // the users' blind index of their addresses
 	access   *accessLog      // who else read a user's messages
@@ -145,39 +144,6 @@ func (s *store) with(keys *subject.Unlocked) *store {
 // subjectOf is a user's subject ID in the "users" namespace.
 func subjectOf(user int64) string { return strconv.FormatInt(user, 10) }
 
-// Codec turns the plaintext of an encrypted column into the value the
-// database stores, and a stored value back into plaintext. The service
-// uses [FieldCodec]; a measurement that wants the service without
-// encryption (the lab's baseline) passes its own.
-type Codec interface {
-	// Seal returns the value to store for plaintext in row of col.
-	Seal(col *field.Column, row field.RowKey, plaintext string) (any, error)
-	// Open returns the plaintext of a stored value in row of col.
-	Open(col *field.Column, row field.RowKey, stored []byte) (string, error)
-}
-
-// FieldCodec seals with ward's field layer: every value bound to its
-// column, row and owners.
-type FieldCodec struct{}
-
-// Seal seals plaintext with col for row.
-func (FieldCodec) Seal(col *field.Column, row field.RowKey, plaintext string) (any, error) {
-	ct, err := col.SealString(row, plaintext)
-	if err != nil {
-		return nil, err
-	}
-	return ct, nil
-}
-
-// Open opens a stored ciphertext with col for row.
-func (FieldCodec) Open(col *field.Column, row field.RowKey, stored []byte) (string, error) {
-	ct, err := field.ParseCiphertext(stored)
-	if err != nil {
-		return "", err
-	}
-	return col.OpenString(row, ct)
-}
-
 // errNotFound is returned for rows that do not exist or belong to someone
 // else; the API answers both the same way.
 var errNotFound = errors.New("chat: not found")
@@ -188,15 +154,12 @@ var errExists = errors.New("chat: account exists")
 // errTampered is returned when a row MAC does not match.
 var errTampered = errors.New("chat: a row was altered in the database")
 
-func newStore(db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, codec Codec, subjects *subject.Store, gate *fleetgate.Gate) (*store, error) {
+func newStore(db *sql.DB, dialect field.Dialect, kr *keyring.Keyring, subjects *subject.Store, gate *fleetgate.Gate) (*store, error) {
 	cols, err := newColumns(kr, false, subjects, gate)
 	if err != nil {
 		return nil, err
 	}
-	if codec == nil {
-		codec = FieldCodec{}
-	}
-	return &store{db: db, dialect: dialect, cols: cols, codec: codec, subjects: subjects}, nil
+	return &store{db: db, dialect: dialect, cols: cols, subjects: subjects}, nil
 }
 
 // q rewrites ? placeholders for the database.
@@ -223,12 +186,22 @@ func newID() int64 {
 	}
 }
 
+// seal seals text with col for row.
 func (s *store) seal(col *field.Column, row field.RowKey, text string) (any, error) {
-	return s.codec.Seal(col, row, text)
+	ct, err := col.SealString(row, text)
+	if err != nil {
+		return nil, err
+	}
+	return ct, nil
 }
 
+// open opens a stored ciphertext with col for row.
 func (s *store) open(col *field.Column, row field.RowKey, raw []byte) (string, error) {
-	return s.codec.Open(col, row, raw)
+	ct, err := field.ParseCiphertext(raw)
+	if err != nil {
+		return "", err
+	}
+	return col.OpenString(row, ct)
 }
 
 // emailKey is the blind index of an address in its current column: the

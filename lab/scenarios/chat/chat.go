@@ -1,13 +1,18 @@
 // Package chatlab is the lab scenario "chat", which asks the chat field
-// report's question of the whole service: what does encrypting messages cost per
-// request? It runs the chat service in process on SQLite twice, with
-// encryption on and off, and measures "send message" (store, assistant
-// reads 50 messages of context, store reply) and "load conversation"
-// (50 messages).
+// report's question of the whole service: what does encrypting messages
+// cost per request? It runs the chat service in process on SQLite and
+// measures "send message" (store, assistant reads 50 messages of context,
+// store reply) and "load conversation" (50 messages): each request's
+// latency and CPU time, the values it sealed and opened (counted in the
+// service by an observe.Observer), and the CPU time one seal and one open
+// cost, measured in the same run on the service's own stored messages with
+// a column of the same binding. Their product over the request's CPU time
+// is what the field layer costs the request.
 package chatlab
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,12 +21,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/wardlab/ward/dburl"
 	"github.com/wardlab/ward/examples/chat"
 	"github.com/wardlab/ward/field"
+	"github.com/wardlab/ward/field/subject"
+	"github.com/wardlab/ward/keyring"
 	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/ledger"
+	"github.com/wardlab/ward/observe"
 )
 
 // Scenario is the "chat" lab scenario.
@@ -48,28 +59,21 @@ const (
 
 var ops = []string{LoadConversation, SendMessage}
 
-// Encryption modes, measured side by side.
+// Cases beside the operations': one value sealed and one opened.
 const (
-	Plaintext = "plaintext"
-	Encrypted = "encrypted"
+	SealValue = "value/seal"
+	OpenValue = "value/open"
 )
-
-var modes = [2]string{Plaintext, Encrypted}
-
-// caseKey names a measured case.
-type caseKey struct{ op, mode string }
-
-func (k caseKey) name() string { return k.op + "/" + k.mode }
 
 func costCase(op string) string { return op + "/encryption-cost" }
 
-// Requests per operation and mode in each profile.
+// Requests per operation in each profile.
 const (
 	FullRequests  = 300
 	QuickRequests = 60
 )
 
-// Run measures both operations with encryption on and off.
+// Run measures both operations, and a value's seal and open.
 func (Scenario) Run(ctx context.Context, env *lab.Env) error {
 	n := FullRequests
 	if env.Quick {
@@ -80,92 +84,218 @@ func (Scenario) Run(ctx context.Context, env *lab.Env) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	clients, closeAll, err := startServices(ctx, dir)
+	c, cfg, closeAll, err := startService(ctx, dir)
 	if err != nil {
 		return err
 	}
 	defer closeAll()
-	// Both services run at once and are measured alternately, request by
-	// request, in alternating order (off on, then on off), so that both see
-	// the same machine state and neither always runs first.
+	counts := &valueCounter{}
+	defer observe.Set(observe.Set(counts))
+	v, err := openValues(ctx, cfg, c.text)
+	if err != nil {
+		return err
+	}
+	defer v.close()
+	// One value's seal and open, before and after the requests: the
+	// machine's drift over the run shows in their spread.
+	seal, open, err := v.measure(ctx, env.Sampling)
+	if err != nil {
+		return err
+	}
+	reqs := map[string][]request{}
 	for i, op := range ops {
-		var wall, cpu [2][]float64
-		for j := range n {
-			for k := range clients {
-				m := k
-				if j%2 == 1 {
-					m = len(clients) - 1 - k
-				}
-				t, err := clients[m].do(op)
-				if err != nil {
-					return fmt.Errorf("chat (%s): %w", modes[m], err)
-				}
-				wall[m], cpu[m] = append(wall[m], t.ms), append(cpu[m], t.cpu)
+		for range n {
+			r, err := c.do(op, counts)
+			if err != nil {
+				return fmt.Errorf("chat: %s: %w", op, err)
 			}
+			reqs[op] = append(reqs[op], r)
 		}
-		for m, mode := range modes {
-			p := map[string]any{"op": op, "encryption": mode, "requests": n}
-			rps := make([]float64, n)
-			for j, v := range wall[m] {
-				rps[j] = 1000 / v
-			}
-			k := caseKey{op, mode}.name()
-			env.Record(lab.FromSamples("chat", k, p, "request_latency", "ms", wall[m]),
-				lab.FromSamples("chat", k, p, "request_cpu", "ms", cpu[m]),
-				lab.FromSamples("chat", k, p, "requests_per_second", "req/s", rps))
+		env.Progress(i+1, len(ops)+1)
+	}
+	seal2, open2, err := v.measure(ctx, env.Sampling)
+	if err != nil {
+		return err
+	}
+	seal, open = append(seal, seal2...), append(open, open2...)
+	env.Record(lab.FromSamples("chat", SealValue, map[string]any{"bytes": len(c.text)}, "cpu_per_value", "ns", seal),
+		lab.FromSamples("chat", OpenValue, map[string]any{"bytes": len(c.text)}, "cpu_per_value", "ns", open))
+	for _, op := range ops {
+		env.Record(results(op, reqs[op], median(seal), median(open))...)
+	}
+	env.Progress(len(ops)+1, len(ops)+1)
+	return nil
+}
+
+// results are an operation's request measurements and what the field
+// layer costs it: per request, its seals and opens times the median CPU
+// time of one, over the request's CPU time.
+func results(op string, rs []request, seal, open float64) []lab.Result {
+	var wall, cpu, rps, sealed, opened, ward, cost []float64
+	for _, r := range rs {
+		w := (float64(r.seals)*seal + float64(r.opens)*open) / 1e6 // ms
+		wall, cpu, rps = append(wall, r.ms), append(cpu, r.cpu), append(rps, 1000/r.ms)
+		sealed, opened, ward = append(sealed, float64(r.seals)), append(opened, float64(r.opens)), append(ward, w*1000)
+		if r.cpu > w {
+			cost = append(cost, r.cpu/(r.cpu-w))
 		}
-		env.Record(lab.PairedRatio("chat", costCase(op), map[string]any{"op": op}, "encryption_cost", cpu[1], cpu[0],
-			"the process's CPU time per request (client, server and SQLite, all in the lab's process) with encryption over without, per alternating pair of requests; same service, same SQLite, same run"))
-		env.Progress(i+1, len(ops))
+	}
+	p := map[string]any{"op": op, "requests": len(rs)}
+	c := lab.FromSamples("chat", costCase(op), map[string]any{"op": op}, "encryption_cost", "x", cost)
+	c.Note = "the process's CPU time per request over the same less its seals and opens: the values the service sealed and opened in the request (counted by an observe.Observer) times the median CPU time of one seal and one open (measured in the same run on the service's stored messages, same column binding, same keys)"
+	return []lab.Result{lab.FromSamples("chat", op, p, "request_latency", "ms", wall),
+		lab.FromSamples("chat", op, p, "request_cpu", "ms", cpu),
+		lab.FromSamples("chat", op, p, "requests_per_second", "req/s", rps),
+		lab.FromSamples("chat", op, p, "values_sealed", "values", sealed),
+		lab.FromSamples("chat", op, p, "values_opened", "values", opened),
+		lab.FromSamples("chat", costCase(op), map[string]any{"op": op}, "seal_open_cpu", "µs", ward), c}
+}
+
+func median(xs []float64) float64 {
+	_, m, _, _ := lab.Summary(xs)
+	return m
+}
+
+// valueCounter counts the values ward seals and opens in this process.
+type valueCounter struct{ seals, opens atomic.Int64 }
+
+func (c *valueCounter) Value(v observe.Value) {
+	if v.Op == observe.Seal {
+		c.seals.Add(1)
+	} else {
+		c.opens.Add(1)
+	}
+}
+func (*valueCounter) KMS(observe.KMSCall)           {}
+func (*valueCounter) Job(observe.JobBatch)          {}
+func (*valueCounter) Rotation(observe.RotationStep) {}
+func (*valueCounter) Hash(observe.Hash)             {}
+func (c *valueCounter) read() (seals, opens int64)  { return c.seals.Load(), c.opens.Load() }
+
+// values seals and opens message bodies as the service does, with a column
+// of the same table, name and binding under the service's keyring and its
+// users' keys, on the messages the service stored.
+type values struct {
+	db   *sql.DB
+	col  *field.Column
+	rows []storedMessage
+	text string
+}
+
+type storedMessage struct {
+	row field.RowKey
+	ct  field.Ciphertext
+}
+
+func openValues(ctx context.Context, cfg chat.Config, text string) (*values, error) {
+	kr, err := keyring.Load(ctx, cfg.KeyringPath, cfg.KeyService)
+	if err != nil {
+		return nil, err
+	}
+	db, _, err := dburl.Open(cfg.DB)
+	if err != nil {
+		return nil, err
+	}
+	v := &values{db: db, text: text}
+	subjects, err := subject.Open(ctx, subject.Config{DB: db, Dialect: field.SQLite, Keyring: kr,
+		Ledger: &ledger.Ledger{DB: db, Dialect: field.SQLite}, Namespace: "users"})
+	if err == nil {
+		v.col, err = field.NewColumn(kr, "messages", "body", field.Bind("conversation_id", "user_id", "role"), field.PerSubject(subjects, "user_id"))
+	}
+	if err == nil {
+		err = v.load(ctx)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("chat: the lab's column of messages.body: %w", err)
+	}
+	return v, nil
+}
+
+// load reads the service's stored messages, and opens each once: a
+// column that differs from the service's opens none.
+func (v *values) load(ctx context.Context) error {
+	rows, err := v.db.QueryContext(ctx, `SELECT id, conversation_id, user_id, role, body FROM messages ORDER BY id LIMIT 50`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, conv, user int64
+		var role string
+		var raw []byte
+		if err := rows.Scan(&id, &conv, &user, &role, &raw); err != nil {
+			return err
+		}
+		ct, err := field.ParseCiphertext(raw)
+		if err != nil {
+			return err
+		}
+		m := storedMessage{field.RowInt(id).With(conv, user, role), ct}
+		if _, err := v.col.OpenString(m.row, m.ct); err != nil {
+			return err
+		}
+		v.rows = append(v.rows, m)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(v.rows) == 0 {
+		return fmt.Errorf("no stored messages")
 	}
 	return nil
 }
 
-// identityCodec stores plaintext as it is: the baseline the lab measures
-// the field layer's cost against, passed to the service from outside.
-type identityCodec struct{}
-
-func (identityCodec) Seal(_ *field.Column, _ field.RowKey, plaintext string) (any, error) {
-	return []byte(plaintext), nil
+// measure returns, per round, the CPU time of one seal and one open
+// (nanoseconds), interleaved.
+func (v *values) measure(ctx context.Context, s lab.Sampling) (seal, open []float64, err error) {
+	i := 0
+	rounds, err := lab.Interleave(ctx, s.CPU(), func(n int) error {
+		for range n {
+			m := v.rows[i%len(v.rows)]
+			i++
+			if _, err := v.col.SealString(m.row, v.text); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func(n int) error {
+		for range n {
+			m := v.rows[i%len(v.rows)]
+			i++
+			if _, err := v.col.OpenString(m.row, m.ct); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return rounds[0], rounds[1], nil
 }
 
-func (identityCodec) Open(_ *field.Column, _ field.RowKey, stored []byte) (string, error) {
-	return string(stored), nil
-}
+func (v *values) close() { v.db.Close() }
 
-// startServices starts the service twice, encryption off and on, each
-// with a signed-up client holding a 50-message conversation.
-func startServices(ctx context.Context, dir string) ([2]*client, func(), error) {
-	var clients [2]*client
-	var closers []func()
-	closeAll := func() {
-		for _, c := range closers {
-			c()
-		}
+// startService starts the service with a signed-up client holding a
+// 50-message conversation.
+func startService(ctx context.Context, dir string) (*client, chat.Config, func(), error) {
+	cfg := chat.Config{DB: "sqlite:" + filepath.Join(dir, "chat.db"), KeyringPath: filepath.Join(dir, "kr.json"), KeyService: local.Generate()}
+	if _, err := chat.Init(ctx, cfg); err != nil {
+		return nil, cfg, nil, err
 	}
-	for i, mode := range modes {
-		cfg := chat.Config{DB: "sqlite:" + filepath.Join(dir, mode+".db"), KeyringPath: filepath.Join(dir, mode+"-kr.json"),
-			KeyService: local.Generate()}
-		if mode == Plaintext {
-			cfg.Codec = identityCodec{}
-		}
-		if _, err := chat.Init(ctx, cfg); err != nil {
-			closeAll()
-			return clients, nil, err
-		}
-		app, err := chat.Open(ctx, cfg)
-		if err != nil {
-			closeAll()
-			return clients, nil, err
-		}
-		ts := httptest.NewServer(app.Handler())
-		closers = append(closers, ts.Close, func() { app.Close() })
-		if clients[i], err = newClient(ctx, ts.URL, app); err != nil {
-			closeAll()
-			return clients, nil, fmt.Errorf("chat (%s): %w", mode, err)
-		}
+	app, err := chat.Open(ctx, cfg)
+	if err != nil {
+		return nil, cfg, nil, err
 	}
-	return clients, closeAll, nil
+	ts := httptest.NewServer(app.Handler())
+	closeAll := func() { ts.Close(); app.Close() }
+	c, err := newClient(ctx, ts.URL, app)
+	if err != nil {
+		closeAll()
+		return nil, cfg, nil, err
+	}
+	return c, cfg, closeAll, nil
 }
 
 // client is a signed-up user with a conversation of 50 messages.
@@ -173,13 +303,14 @@ type client struct {
 	hc      *http.Client
 	base    string
 	msgPath string
-	body    string
+	body    string // the request's JSON
+	text    string // the message in it
 }
 
 func newClient(ctx context.Context, base string, app *chat.Service) (*client, error) {
 	jar, _ := cookiejar.New(nil)
-	c := &client{hc: &http.Client{Jar: jar, Timeout: 30 * time.Second}, base: base,
-		body: `{"body":"` + strings.Repeat("今日の予定を教えてください。", 20) + `"}`}
+	c := &client{hc: &http.Client{Jar: jar, Timeout: 30 * time.Second}, base: base, text: strings.Repeat("今日の予定を教えてください。", 20)}
+	c.body = `{"body":"` + c.text + `"}`
 	creds := `{"email":"lab@example.com","password":"correct horse battery"}`
 	if err := c.post("/api/signup", creds, nil); err != nil {
 		return nil, err
@@ -234,34 +365,40 @@ func (c *client) post(path, body string, out any) error {
 	return nil
 }
 
-// timing is one request's elapsed and process CPU milliseconds.
-type timing struct{ ms, cpu float64 }
+// request is one request's elapsed and process CPU milliseconds, and the
+// values ward sealed and opened in it.
+type request struct {
+	ms, cpu      float64
+	seals, opens int64
+}
 
 // do times one request: load the last 50 messages, or send one (which
 // stores it, lets the assistant read 50 messages and stores the reply).
 // The client, the service and its SQLite all run in this process, so the
 // process's CPU time is the request's whole cost, and another process's
 // load does not count against it.
-func (c *client) do(op string) (timing, error) {
+func (c *client) do(op string, counts *valueCounter) (request, error) {
+	s0, o0 := counts.read()
 	start, cpu := time.Now(), lab.ProcessCPU.Read()
-	since := func() timing {
-		return timing{lab.Milliseconds(time.Since(start)), lab.Milliseconds(lab.ProcessCPU.Read() - cpu)}
+	since := func() request {
+		s1, o1 := counts.read()
+		return request{lab.Milliseconds(time.Since(start)), lab.Milliseconds(lab.ProcessCPU.Read() - cpu), s1 - s0, o1 - o0}
 	}
 	if op == SendMessage {
 		if err := c.post(c.msgPath, c.body, nil); err != nil {
-			return timing{}, err
+			return request{}, err
 		}
 		return since(), nil
 	}
 	resp, err := c.hc.Get(c.base + c.msgPath)
 	if err != nil {
-		return timing{}, err
+		return request{}, err
 	}
 	var ms []json.RawMessage
 	err = json.NewDecoder(resp.Body).Decode(&ms)
 	resp.Body.Close()
 	if err != nil || len(ms) != 50 {
-		return timing{}, fmt.Errorf("load: %d messages, %v", len(ms), err)
+		return request{}, fmt.Errorf("load: %d messages, %v", len(ms), err)
 	}
 	return since(), nil
 }

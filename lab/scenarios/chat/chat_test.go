@@ -16,14 +16,29 @@ func TestScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := lab.Results(env.Results())
-	for _, k := range []struct{ cas, metric string }{{caseKey{SendMessage, Plaintext}.name(), "request_latency"},
-		{caseKey{SendMessage, Encrypted}.name(), "requests_per_second"}, {caseKey{LoadConversation, Encrypted}.name(), "request_latency"},
-		{caseKey{SendMessage, Encrypted}.name(), "request_cpu"}, {caseKey{LoadConversation, Plaintext}.name(), "request_cpu"}} {
+	for _, k := range []struct{ cas, metric string }{{SendMessage, "request_latency"}, {SendMessage, "requests_per_second"},
+		{LoadConversation, "request_latency"}, {SendMessage, "request_cpu"}, {LoadConversation, "request_cpu"}} {
 		if r, ok := rs.Get(k.cas, k.metric); !ok || r.N != QuickRequests {
 			t.Errorf("missing %s %s (%+v)", k.cas, k.metric, r)
 		}
 	}
-	if r, ok := rs.Get(costCase(LoadConversation), "encryption_cost"); !ok || r.N != QuickRequests || r.Unit != "x" {
+	// What each request sealed and opened, as the service did it: loading
+	// opens the 50 messages and seals none; sending seals the message and
+	// the reply and opens the context (the new message and up to 49 before).
+	for _, k := range []struct {
+		op             string
+		sealed, opened float64
+	}{{LoadConversation, 0, 50}, {SendMessage, 2, 50}} {
+		if s, o := rs.Median(k.op, "values_sealed"), rs.Median(k.op, "values_opened"); s != k.sealed || o != k.opened {
+			t.Errorf("%s: %v sealed, %v opened; want %v, %v", k.op, s, o, k.sealed, k.opened)
+		}
+	}
+	for _, cas := range []string{SealValue, OpenValue} {
+		if r, ok := rs.Get(cas, "cpu_per_value"); !ok || r.Median <= 0 || r.Unit != "ns" {
+			t.Errorf("%s: %+v", cas, r)
+		}
+	}
+	if r, ok := rs.Get(costCase(LoadConversation), "encryption_cost"); !ok || r.N != QuickRequests || r.Unit != "x" || r.P05 <= 1 {
 		t.Errorf("cost: %+v", r)
 	}
 	sec, err := Scenario{}.Report(rs)
@@ -40,9 +55,9 @@ func TestPercent(t *testing.T) {
 		med, p05, p95 float64
 		want          string
 	}{
-		{1.04, 1.01, 1.12, "+4 % (p05–p95 +1 % to +12 %)"},
-		{1.04, 0.97, 1.12, "within noise (p05–p95 -3 % to +12 %)"},
-		{0.98, 0.95, 0.99, "within noise (p05–p95 -5 % to -1 %)"},
+		{1.04, 1.01, 1.12, "+4.0 % (p05–p95 +1.0 % to +12.0 %)"},
+		{1.04, 0.97, 1.12, "within noise (p05–p95 -3.0 % to +12.0 %)"},
+		{0.98, 0.95, 0.99, "within noise (p05–p95 -5.0 % to -1.0 %)"},
 	} {
 		r := lab.Result{Unit: "x", N: 60, Median: tc.med, P05: tc.p05, P95: tc.p95}
 		if got := percent(r); got != tc.want {
