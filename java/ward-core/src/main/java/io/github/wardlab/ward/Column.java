@@ -1,0 +1,182 @@
+package io.github.wardlab.ward;
+
+import java.io.ByteArrayOutputStream;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.time.LocalDateTime;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * One encrypted column of a table, as Go's {@code field.Column}: every value
+ * is bound to its table, column and row, and to the values of the columns
+ * the column binds ({@code field.Bind}), so a value copied to another row,
+ * or a row re-pointed to another owner, does not open. Seals write
+ * ciphertext v4 (the field scope {@code table.column}); opens read v3 and
+ * v4, binary or text form.
+ *
+ * <p>Write v4 only once the fleet reads it: a database whose ledger has not
+ * opened the form {@code ciphertext:v4} still has processes that read v3
+ * only (the Go library and the Python package decide by the ledger; this
+ * package does not read the ledger yet).
+ */
+public final class Column {
+    private final Keyring keyring;
+    private final String table;
+    private final String column;
+    private final List<String> bind;
+    private final byte[] scope;
+    private final byte[] names;
+
+    /** A column of table, binding the named columns' values, in that order. */
+    public Column(Keyring keyring, String table, String column, String... bind) {
+        if (table.isEmpty() || column.isEmpty()) {
+            throw new WardException.Binding("a column needs a table and a column name");
+        }
+        this.keyring = keyring;
+        this.table = table;
+        this.column = column;
+        this.bind = List.of(bind);
+        this.scope = scope(table, column);
+        ByteArrayOutputStream n = new ByteArrayOutputStream();
+        Wire.uvarint(n, bind.length);
+        for (String b : bind) {
+            Wire.lp(n, b);
+        }
+        this.names = n.toByteArray();
+    }
+
+    /** The v4 scope of a column: {@code "ward/field/v4" 0 ‖ ℓ(table) ‖ ℓ(column)}. */
+    public static byte[] scope(String table, String column) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        out.writeBytes("ward/field/v4\0".getBytes(StandardCharsets.US_ASCII));
+        Wire.lp(out, table);
+        Wire.lp(out, column);
+        return out.toByteArray();
+    }
+
+    /** Field context v4 of a row and its bound values. */
+    public byte[] contextV4(Object row, Object... values) {
+        if (values.length != bind.size()) {
+            throw new WardException.Binding("the column binds " + bind.size() + " columns, " + values.length + " values given");
+        }
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        out.writeBytes(names);
+        Wire.lp(out, rowText(row));
+        for (Object v : values) {
+            byte[] b = encodeBound(v);
+            if (b == null) {
+                out.write(0);
+            } else {
+                Wire.uvarint(out, b.length + 1L);
+                out.writeBytes(b);
+            }
+        }
+        return out.toByteArray();
+    }
+
+    /** Field context v3: the table and column, then context v4's bytes. */
+    public byte[] contextV3(Object row, Object... values) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        out.writeBytes("ward/field/v3\0".getBytes(StandardCharsets.US_ASCII));
+        Wire.lp(out, table);
+        Wire.lp(out, column);
+        out.writeBytes(contextV4(row, values));
+        return out.toByteArray();
+    }
+
+    /** Seals plaintext for a row as ciphertext v4 (binary form). */
+    public byte[] seal(byte[] plaintext, Object row, Object... values) {
+        return keyring.seal(plaintext, contextV4(row, values), scope);
+    }
+
+    /** Seals a string's UTF-8 bytes for a row as ciphertext v4, in the text form. */
+    public String sealText(String plaintext, Object row, Object... values) {
+        return Ciphertext.toText(seal(plaintext.getBytes(StandardCharsets.UTF_8), row, values));
+    }
+
+    /** Opens a stored value (binary or text form, v3 or v4) of a row. */
+    public byte[] open(byte[] stored, Object row, Object... values) {
+        byte[] ct = Ciphertext.decode(stored);
+        Ciphertext.Header h = Ciphertext.header(ct);
+        byte[] context = h.version() == 4 ? contextV4(row, values) : contextV3(row, values);
+        return Ciphertext.open(ct, h, keyring.resolve(h, scope), context);
+    }
+
+    /** Opens a stored value of a row as UTF-8 text. */
+    public String openText(String stored, Object row, Object... values) {
+        return new String(open(stored.getBytes(StandardCharsets.UTF_8), row, values), StandardCharsets.UTF_8);
+    }
+
+    /** A row key's text: an integer in decimal, a string or UUID as text. */
+    static byte[] rowText(Object row) {
+        if (row instanceof Long || row instanceof Integer || row instanceof Short || row instanceof BigInteger) {
+            return row.toString().getBytes(StandardCharsets.US_ASCII);
+        }
+        if (row instanceof String s) {
+            return s.getBytes(StandardCharsets.UTF_8);
+        }
+        if (row instanceof UUID u) {
+            return u.toString().getBytes(StandardCharsets.US_ASCII);
+        }
+        throw new WardException.Binding("a row key of type " + (row == null ? "null" : row.getClass().getSimpleName()) + ": use a long, a String or a UUID");
+    }
+
+    /**
+     * A bound value's canonical bytes (null is SQL NULL), as field context
+     * v3: integers in decimal, strings as UTF-8, bytes as they are,
+     * booleans as 1 or 0, times as decimal Unix microseconds in UTC (floor),
+     * UUIDs as lowercase hyphenated text.
+     */
+    static byte[] encodeBound(Object v) {
+        if (v == null) {
+            return null;
+        }
+        if (v instanceof Boolean b) {
+            return (b ? "1" : "0").getBytes(StandardCharsets.US_ASCII);
+        }
+        if (v instanceof Long || v instanceof Integer || v instanceof Short || v instanceof Byte || v instanceof BigInteger) {
+            return v.toString().getBytes(StandardCharsets.US_ASCII);
+        }
+        if (v instanceof String s) {
+            return s.getBytes(StandardCharsets.UTF_8);
+        }
+        if (v instanceof byte[] b) {
+            return b.clone();
+        }
+        if (v instanceof UUID u) {
+            return u.toString().getBytes(StandardCharsets.US_ASCII);
+        }
+        Instant t = instant(v);
+        if (t != null) {
+            long micros = Math.addExact(Math.multiplyExact(t.getEpochSecond(), 1_000_000L), t.getNano() / 1000);
+            return Long.toString(micros).getBytes(StandardCharsets.US_ASCII);
+        }
+        throw new WardException.Binding("a bound value of type " + v.getClass().getSimpleName() + " has no canonical encoding (integer, String, byte[], Boolean, a time, UUID or null)");
+    }
+
+    private static Instant instant(Object v) {
+        if (v instanceof Instant i) {
+            return i;
+        }
+        if (v instanceof OffsetDateTime o) {
+            return o.toInstant();
+        }
+        if (v instanceof ZonedDateTime z) {
+            return z.toInstant();
+        }
+        if (v instanceof LocalDateTime l) { // a timestamp column without a zone holds UTC
+            return l.toInstant(ZoneOffset.UTC);
+        }
+        return null;
+    }
+
+    @Override
+    public String toString() {
+        return "Column(" + table + "." + column + ")";
+    }
+}

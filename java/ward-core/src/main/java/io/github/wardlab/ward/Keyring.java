@@ -1,0 +1,228 @@
+package io.github.wardlab.ward;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * A loaded keyring file ({@code ward-keyring/v2}, FORMAT.md "Keyring file
+ * v2"): opens ciphertext v3 and v4 of class 1 under any of its enabled
+ * keys, seals ciphertext v4 under its primary, and derives the keyring's
+ * named keys. A keyring is read-only and safe for concurrent use; it never
+ * writes the file (rotations are the Go CLI's: {@code ward keyring rotate}).
+ */
+public final class Keyring {
+    /** The largest keyring file read, as the Go library's. */
+    public static final int MAX_FILE = 16 << 20;
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** One data key: its ID, algorithm and state ("primary", "decrypt-only", "disabled"). */
+    public record Key(long id, Algorithm alg, String state) {
+        @Override
+        public String toString() {
+            return String.format("Key(%08x, %s, %s)", id, alg.wardName(), state);
+        }
+    }
+
+    private final long generation;
+    private final byte[] root;
+    private final byte[] rootSalt;
+    private final Map<Long, Key> keys;
+    private final Map<Long, byte[]> material;
+    private final Key primary;
+    private final Map<String, byte[]> scoped = new ConcurrentHashMap<>();
+
+    private Keyring(JsonNode payload) {
+        try {
+            generation = payload.path("generation").asLong(0);
+            root = Wire.b64std(text(payload, "root"), "root");
+            rootSalt = Wire.b64std(text(payload, "root_salt"), "root_salt");
+            Map<Long, Key> ks = new LinkedHashMap<>();
+            Map<Long, byte[]> ms = new HashMap<>();
+            JsonNode list = payload.get("keys");
+            if (list == null || !list.isArray()) {
+                throw new WardException.CorruptFile("a keyring payload without keys");
+            }
+            Key p = null;
+            for (JsonNode k : list) {
+                Key key = new Key(k.path("id").asLong(-1), Algorithm.ofName(text(k, "alg")), text(k, "state"));
+                byte[] m = Wire.b64std(text(k, "material"), "material");
+                if (key.id() < 0 || key.id() > 0xffffffffL || m.length != key.alg().keySize()) {
+                    throw new WardException.CorruptFile(String.format("key %08x: an ID or material of the wrong size", key.id()));
+                }
+                if ("primary".equals(key.state())) {
+                    if (p != null) {
+                        throw new WardException.CorruptFile("a keyring needs exactly one primary key");
+                    }
+                    p = key;
+                }
+                ks.put(key.id(), key);
+                ms.put(key.id(), m);
+            }
+            if (p == null) {
+                throw new WardException.CorruptFile("a keyring needs exactly one primary key");
+            }
+            keys = Collections.unmodifiableMap(ks);
+            material = ms;
+            primary = p;
+        } catch (WardException.UnsupportedVersion e) {
+            throw new WardException.CorruptFile("a keyring payload: " + e.getMessage());
+        }
+        if (root.length != 32 || rootSalt.length != 32) {
+            throw new WardException.CorruptFile("a keyring root of the wrong size");
+        }
+    }
+
+    private static String text(JsonNode n, String field) {
+        JsonNode v = n.get(field);
+        if (v == null || !v.isTextual()) {
+            throw new WardException.CorruptFile("a keyring payload without a text field " + field);
+        }
+        return v.asText();
+    }
+
+    /** Reads and opens a keyring file with the key service that wraps it. */
+    public static Keyring load(Path path, KeyService ks) {
+        try {
+            return parse(Files.readBounded(path, MAX_FILE, "a keyring file"), ks);
+        } catch (IOException e) {
+            throw new WardException("reading the keyring file " + path + ": " + e.getClass().getSimpleName());
+        }
+    }
+
+    /** Opens a keyring file's bytes with the key service that wraps it. */
+    public static Keyring parse(byte[] file, KeyService ks) {
+        JsonNode doc;
+        try {
+            doc = JSON.readTree(file);
+        } catch (IOException e) {
+            throw new WardException.CorruptFile("a keyring file that is not JSON");
+        }
+        if (doc == null || !doc.isObject()) {
+            throw new WardException.CorruptFile("a keyring file that is not a JSON object");
+        }
+        String fmt = doc.path("format").asText("");
+        if (!fmt.equals("ward-keyring/v2")) {
+            throw new WardException.UnsupportedVersion("keyring format " + Wire.clip(fmt, 40) + " (this package reads ward-keyring/v2: 'ward keyring rewrap' writes it)");
+        }
+        JsonNode wrap = doc.path("wrap");
+        String provider = wrap.path("provider").asText(""), keyId = wrap.path("key_id").asText("");
+        if (!provider.equals(ks.provider()) || !keyId.equals(ks.keyId())) {
+            throw new WardException.WrongWrapper("the file is sealed under " + Wire.clip(provider, 20) + ":" + Wire.clip(keyId, 40) + ", given " + ks.provider() + ":" + ks.keyId());
+        }
+        byte[] aad = (fmt + "\0" + provider + "\0" + keyId).getBytes(StandardCharsets.UTF_8);
+        byte[] plain = unwrap(doc, aad, ks);
+        try {
+            return new Keyring(JSON.readTree(plain));
+        } catch (IOException e) {
+            throw new WardException.CorruptFile("a keyring payload that is not JSON");
+        } finally {
+            Arrays.fill(plain, (byte) 0);
+        }
+    }
+
+    private static byte[] unwrap(JsonNode doc, byte[] aad, KeyService ks) {
+        byte[] wrapped = Wire.b64std(doc.path("wrapped_key").asText(""), "wrapped_key");
+        byte[] sealed = Wire.b64std(doc.path("sealed").asText(""), "sealed");
+        if (wrapped.length > 1024) {
+            throw new WardException.CorruptFile("a wrapped key longer than 1024 bytes");
+        }
+        Map<String, String> ctx = Map.of("ward:purpose", "keyring", "ward:aad-sha256", Wire.hex(MasterKey.sha256(aad)));
+        byte[] fileKey;
+        try {
+            fileKey = ks.decrypt(wrapped, ctx);
+        } catch (WardException e) {
+            throw new WardException.CorruptFile("unwrapping the file key: " + e.getMessage());
+        }
+        try {
+            if (fileKey.length != 32 || sealed.length < 28) {
+                throw new WardException.CorruptFile("a file key or sealed payload of the wrong size");
+            }
+            return Crypto.open(Algorithm.AES_256_GCM, fileKey, Arrays.copyOf(sealed, 12), Arrays.copyOfRange(sealed, 12, sealed.length), aad);
+        } catch (WardException.Authentication e) {
+            throw new WardException.CorruptFile("the keyring file failed authentication");
+        } finally {
+            Arrays.fill(fileKey, (byte) 0);
+        }
+    }
+
+    /** {@code kr-} and 16 hex digits, stable across rotations. */
+    public String id() {
+        return "kr-" + Wire.hex(Arrays.copyOf(MasterKey.sha256(Wire.concat("ward keyring id v1\0".getBytes(StandardCharsets.US_ASCII), rootSalt)), 8));
+    }
+
+    /** The file's generation: each write of the keyring raises it. */
+    public long generation() {
+        return generation;
+    }
+
+    /** The key new values are sealed under. */
+    public Key primary() {
+        return primary;
+    }
+
+    /** Every key, by ID. */
+    public Map<Long, Key> keys() {
+        return keys;
+    }
+
+    /** HKDF-SHA-256 of the root for a named purpose ({@code Keyring.Derive} in Go). */
+    public byte[] derive(String purpose, int length) {
+        return Crypto.hkdf(root, rootSalt, Wire.concat("ward keyring derive v1\0".getBytes(StandardCharsets.US_ASCII), purpose.getBytes(StandardCharsets.UTF_8)), length);
+    }
+
+    /** The enabled key of an ID, or a typed error. */
+    Key key(long id) {
+        Key k = keys.get(id);
+        if (k == null) {
+            throw new WardException.UnknownKey(String.format("key %08x is not in this keyring", id));
+        }
+        if (k.state().equals("disabled")) {
+            throw new WardException.KeyDisabled(String.format("key %08x is disabled", id));
+        }
+        return k;
+    }
+
+    /** K_scope of a key for a scope, kept for the keyring's life. */
+    byte[] scoped(Key k, byte[] scope) {
+        return scoped.computeIfAbsent(k.id() + "/" + Wire.hex(scope), s -> Ciphertext.scopedKey(k.alg(), material.get(k.id()), scope));
+    }
+
+    /** The AEAD key that opens a class-1 value of header h under scope. */
+    byte[] resolve(Ciphertext.Header h, byte[] scope) {
+        if (h.keyClass() != Ciphertext.CLASS_KEYRING) {
+            throw new WardException.UnknownKey("a subject key sealed this value, not a keyring key");
+        }
+        Key k = key(h.keyId());
+        if (k.alg() != h.alg()) {
+            throw new WardException.UnknownKey(String.format("the value's algorithm is not key %08x's", k.id()));
+        }
+        return h.version() == 4 ? scoped(k, scope) : material.get(k.id());
+    }
+
+    /** Opens a binary v3 or v4 ciphertext bound to context (v4: under scope). */
+    public byte[] open(byte[] ct, byte[] context, byte[] scope) {
+        Ciphertext.Header h = Ciphertext.header(ct);
+        return Ciphertext.open(ct, h, resolve(h, scope), context);
+    }
+
+    /** Seals plaintext under the primary's K_scope as ciphertext v4, bound to context. */
+    public byte[] seal(byte[] plaintext, byte[] context, byte[] scope) {
+        return Ciphertext.sealV4(primary.alg(), Ciphertext.CLASS_KEYRING, primary.id(), scoped(primary, scope), plaintext, context);
+    }
+
+    @Override
+    public String toString() {
+        return "Keyring(" + id() + ", generation " + generation + ", " + keys.size() + " keys)";
+    }
+
+}

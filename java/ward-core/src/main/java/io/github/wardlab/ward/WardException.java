@@ -1,0 +1,114 @@
+package io.github.wardlab.ward;
+
+/**
+ * The base of ward's typed errors. Each subclass names one of the kinds the Go
+ * library and the Python package report (FORMAT.md, the error kinds), so a
+ * caller can tell a value of another row from a damaged one without parsing
+ * messages. No message carries a key, a plaintext or a secret.
+ */
+public class WardException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    /** An error with a message. */
+    public WardException(String message) {
+        super(message);
+    }
+
+    /** An error with a message and its cause. */
+    public WardException(String message, Throwable cause) {
+        super(message, cause);
+    }
+
+    /** A ciphertext that does not parse: truncated, or not ward's. */
+    public static final class Malformed extends WardException {
+        private static final long serialVersionUID = 1L;
+
+        /** An error with a message. */
+        public Malformed(String message) {
+            super(message);
+        }
+    }
+
+    /** A version, key class or algorithm this release does not know. */
+    public static final class UnsupportedVersion extends WardException {
+        private static final long serialVersionUID = 1L;
+
+        /** An error with a message. */
+        public UnsupportedVersion(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * The value belongs to another row, column, owner or key: its context
+     * check does not match the context presented.
+     */
+    public static final class WrongContext extends WardException {
+        private static final long serialVersionUID = 1L;
+
+        /** An error with a message. */
+        public WrongContext(String message) {
+            super(message);
+        }
+    }
+
+    /** The value fails authentication under its own context: it was damaged. */
+    public static final class Authentication extends WardException {
+        private static final long serialVersionUID = 1L;
+
+        /** An error with a message. */
+        public Authentication(String message) {
+            super(message);
+        }
+    }
+
+    /** The keyring lacks the key a value names. */
+    public static final class UnknownKey extends WardException {
+        private static final long serialVersionUID = 1L;
+
+        /** An error with a message. */
+        public UnknownKey(String message) {
+            super(message);
+        }
+    }
+
+    /** The key a value names is disabled in the keyring. */
+    public static final class KeyDisabled extends WardException {
+        private static final long serialVersionUID = 1L;
+
+        /** An error with a message. */
+        public KeyDisabled(String message) {
+            super(message);
+        }
+    }
+
+    /** A keyring file that does not parse, unwrap or authenticate. */
+    public static final class CorruptFile extends WardException {
+        private static final long serialVersionUID = 1L;
+
+        /** An error with a message. */
+        public CorruptFile(String message) {
+            super(message);
+        }
+    }
+
+    /** A keyring file sealed under another key service than the one given. */
+    public static final class WrongWrapper extends WardException {
+        private static final long serialVersionUID = 1L;
+
+        /** An error with a message. */
+        public WrongWrapper(String message) {
+            super(message);
+        }
+    }
+
+    /** A row key or bound value with no canonical encoding, or the wrong count. */
+    public static final class Binding extends WardException {
+        private static final long serialVersionUID = 1L;
+
+        /** An error with a message. */
+        public Binding(String message) {
+            super(message);
+        }
+    }
+}

@@ -1,0 +1,68 @@
+package io.github.wardlab.ward;
+
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Every parser on random and mutated input (a seeded, bounded stand-in for
+ * a fuzzer): a {@link WardException} or a result, never another exception.
+ */
+class ParserRandomTest {
+    static final int ROUNDS = 20_000;
+
+    interface Parser {
+        void parse(byte[] in);
+    }
+
+    static void holds(String what, Parser p, byte[] in) {
+        try {
+            p.parse(in);
+        } catch (WardException e) {
+            // a typed refusal
+        } catch (RuntimeException e) {
+            fail(what + " threw " + e + " on " + Wire.hex(in));
+        }
+    }
+
+    @Test
+    void ciphertextsColumnsAndTextForms() throws Exception {
+        Keyring kr = ColumnTest.keyring();
+        Column col = new Column(kr, "messages", "body", "owner");
+        byte[] seed = col.seal("a value".getBytes(StandardCharsets.UTF_8), 1L, "alice");
+        String text = Ciphertext.toText(seed);
+        Random rnd = new Random(1);
+        for (int i = 0; i < ROUNDS; i++) {
+            byte[] in = mutate(rnd, rnd.nextBoolean() ? seed : text.getBytes(StandardCharsets.US_ASCII));
+            holds("Column.open", b -> col.open(b, 1L, "alice"), in);
+            holds("Ciphertext.fromText", b -> Ciphertext.fromText(new String(b, StandardCharsets.ISO_8859_1)), in);
+            holds("Keyring.open", b -> kr.open(b, new byte[0], new byte[0]), in);
+        }
+    }
+
+    @Test
+    void keyringFiles() throws Exception {
+        byte[] seed = Vectors.JSON.writeValueAsBytes(Vectors.read("field/testdata/context-v4.json").get("keyring"));
+        MasterKey mk = MasterKey.parse(Vectors.read("field/testdata/context-v4.json").get("master_key").asText());
+        Random rnd = new Random(2);
+        for (int i = 0; i < ROUNDS / 10; i++) {
+            holds("Keyring.parse", b -> Keyring.parse(b, mk), mutate(rnd, seed));
+        }
+    }
+
+    /** seed with a few bytes changed, cut or grown, or random bytes. */
+    static byte[] mutate(Random rnd, byte[] seed) {
+        if (rnd.nextInt(8) == 0) {
+            byte[] b = new byte[rnd.nextInt(64)];
+            rnd.nextBytes(b);
+            return b;
+        }
+        byte[] b = java.util.Arrays.copyOf(seed, Math.max(0, seed.length + rnd.nextInt(9) - 6));
+        for (int k = rnd.nextInt(3); k >= 0 && b.length > 0; k--) {
+            b[rnd.nextInt(b.length)] = (byte) rnd.nextInt(256);
+        }
+        return b;
+    }
+}
