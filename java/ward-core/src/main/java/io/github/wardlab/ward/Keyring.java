@@ -180,6 +180,19 @@ public final class Keyring {
         return Crypto.hkdf(root, rootSalt, Wire.concat("ward keyring derive v1\0".getBytes(StandardCharsets.US_ASCII), purpose.getBytes(StandardCharsets.UTF_8)), length);
     }
 
+    /**
+     * HKDF-SHA-256 of a key's material for a named purpose ({@code
+     * Keyring.DeriveFromKey} in Go): the password pepper's key is
+     * {@code deriveFromKey(id, "password-pepper", 32)}. A typed error for a
+     * key this keyring lacks or disabled (a retired key's kept derivations
+     * are not read yet).
+     */
+    public byte[] deriveFromKey(long id, String purpose, int length) {
+        Key k = key(id);
+        return Crypto.hkdf(material.get(k.id()), null,
+                Wire.concat("ward keyring key-derive v1\0".getBytes(StandardCharsets.US_ASCII), purpose.getBytes(StandardCharsets.UTF_8)), length);
+    }
+
     /** The enabled key of an ID, or a typed error. */
     Key key(long id) {
         Key k = keys.get(id);
