@@ -99,6 +99,8 @@ func decodeAny(s string) (*decoded, error) {
 		return decodeSpring(s)
 	case strings.HasPrefix(s, "$2"):
 		return decodeBcrypt(s, "bcrypt")
+	case bareSpringScrypt(s):
+		return decodeSpringScrypt(s)
 	case strings.HasPrefix(s, "$"):
 		return decodePHC(s, "phc")
 	case strings.HasPrefix(s, "pbkdf2_sha256$"), strings.HasPrefix(s, "pbkdf2_sha1$"):
@@ -314,6 +316,23 @@ func decodeSpring(s string) (*decoded, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// bareSpringScrypt reports whether s is SCryptPasswordEncoder's form
+// without DelegatingPasswordEncoder's {scrypt} prefix (an application that
+// used the encoder directly): $ and hex digits where a PHC string has its
+// scheme's name, which no PHC identifier is.
+func bareSpringScrypt(s string) bool {
+	id, _, ok := strings.Cut(strings.TrimPrefix(s, "$"), "$")
+	if !ok || !strings.HasPrefix(s, "$") || id == "" || len(id) > 8 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if !strings.ContainsRune("0123456789abcdef", rune(id[i])) {
+			return false
+		}
+	}
+	return strings.ContainsAny(id, "0123456789")
 }
 
 // decodeSpringScrypt parses SCryptPasswordEncoder's

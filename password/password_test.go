@@ -65,6 +65,37 @@ func TestVectors(t *testing.T) {
 	}
 }
 
+// TestBareSpringScrypt: SCryptPasswordEncoder's hashes stored without
+// DelegatingPasswordEncoder's {scrypt} prefix (an application that used the
+// encoder directly) verify as with it; a PHC scheme name is never taken
+// for one.
+func TestBareSpringScrypt(t *testing.T) {
+	h := newHasher(t, Policy{})
+	ctx := context.Background()
+	n := 0
+	for _, v := range loadVectors(t) {
+		bare, ok := strings.CutPrefix(v.Hash, "{scrypt}")
+		if !ok {
+			continue
+		}
+		n++
+		if res, err := h.Verify(ctx, []byte(v.Password), bare); err != nil || res.Format != "spring-scrypt" {
+			t.Errorf("%s: %v %+v", bare, err, res)
+		}
+		if _, err := h.Verify(ctx, []byte(v.Password+"!"), bare); !errors.Is(err, ErrMismatch) {
+			t.Errorf("%s, another password: %v", bare, err)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no {scrypt} vectors")
+	}
+	for _, s := range []string{"$scrypt$ln=14,r=8,p=1$c2FsdA$c2FsdA", "$argon2id$v=19$m=64,t=1,p=1$c2FsdA$c2FsdA", "$abc$c2FsdA==$c2FsdA=="} {
+		if bareSpringScrypt(s) {
+			t.Errorf("%s taken for Spring's scrypt", s)
+		}
+	}
+}
+
 func TestHashRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	h := newHasher(t, Policy{})

@@ -32,6 +32,9 @@ final class Decoder {
         if (s.startsWith("$2")) {
             return bcrypt(s, "bcrypt", false);
         }
+        if (bareSpringScrypt(s)) {
+            return springScrypt(s);
+        }
         if (s.startsWith("$")) {
             return phc(s, "phc");
         }
@@ -286,6 +289,20 @@ final class Decoder {
         }
         byte[] salt = java.util.Arrays.copyOf(raw, saltLen), hash = java.util.Arrays.copyOfRange(raw, saltLen, raw.length);
         return new Decoded(new Params(scheme, 0, 0, 0, 0, 0, 0, 0, iterations, saltLen, hash.length), "spring-pbkdf2", salt, hash, null, -1, false, false);
+    }
+
+    /**
+     * Whether s is SCryptPasswordEncoder's form without the {scrypt}
+     * prefix (an application that used the encoder directly): hex digits,
+     * one at least, where a PHC string names its scheme.
+     */
+    static boolean bareSpringScrypt(String s) {
+        int end = s.indexOf('$', 1);
+        if (!s.startsWith("$") || end < 2 || end > 9) {
+            return false;
+        }
+        String id = s.substring(1, end);
+        return id.chars().allMatch(c -> (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) && id.chars().anyMatch(c -> c >= '0' && c <= '9');
     }
 
     /** SCryptPasswordEncoder's $hex(log2N<<16 | r<<8 | p)$base64(salt)$base64(key). */

@@ -146,9 +146,14 @@ public final class Hasher {
         }
     }
 
-    /** Whether a stored hash needs a rehash under the policy (computes nothing). */
+    /**
+     * Whether a stored hash needs a rehash under the policy (computes
+     * nothing); a hash that cannot be checked throws, as verify does.
+     */
     public boolean needsRehash(String encoded) {
-        return needsRehash(Decoder.decode(encoded));
+        Decoded d = Decoder.decode(encoded);
+        policy.limits().check(d.params());
+        return needsRehash(d);
     }
 
     private boolean needsRehash(Decoded d) {
