@@ -250,25 +250,26 @@ func (v *values) load(ctx context.Context) error {
 // (nanoseconds), interleaved.
 func (v *values) measure(ctx context.Context, s lab.Sampling) (seal, open []float64, err error) {
 	i := 0
-	rounds, err := lab.Interleave(ctx, s.CPU(), func(n int) error {
-		for range n {
-			m := v.rows[i%len(v.rows)]
-			i++
-			if _, err := v.col.SealString(m.row, v.text); err != nil {
-				return err
+	// each runs do on n stored messages in turn.
+	each := func(do func(storedMessage) error) func(int) error {
+		return func(n int) error {
+			for range n {
+				m := v.rows[i%len(v.rows)]
+				i++
+				if err := do(m); err != nil {
+					return err
+				}
 			}
+			return nil
 		}
-		return nil
-	}, func(n int) error {
-		for range n {
-			m := v.rows[i%len(v.rows)]
-			i++
-			if _, err := v.col.OpenString(m.row, m.ct); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	}
+	rounds, err := lab.Interleave(ctx, s.CPU(), each(func(m storedMessage) error {
+		_, err := v.col.SealString(m.row, v.text)
+		return err
+	}), each(func(m storedMessage) error {
+		_, err := v.col.OpenString(m.row, m.ct)
+		return err
+	}))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -47,13 +47,18 @@ final class Crypto {
             return xchacha(true, key, nonce, plaintext, ad);
         }
         try {
-            Cipher c = Cipher.getInstance("AES/GCM/NoPadding");
-            c.init(Cipher.ENCRYPT_MODE, new SecretKeySpec(key, "AES"), new GCMParameterSpec(128, nonce));
-            c.updateAAD(ad);
-            return c.doFinal(plaintext);
+            return gcm(Cipher.ENCRYPT_MODE, key, nonce, ad).doFinal(plaintext);
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("AES-GCM is not available: " + e.getClass().getSimpleName(), e);
         }
+    }
+
+    /** An AES-GCM cipher (128-bit tag) of key and nonce in mode, ad given. */
+    private static Cipher gcm(int mode, byte[] key, byte[] nonce, byte[] ad) throws GeneralSecurityException {
+        Cipher c = Cipher.getInstance("AES/GCM/NoPadding");
+        c.init(mode, new SecretKeySpec(key, "AES"), new GCMParameterSpec(128, nonce));
+        c.updateAAD(ad);
+        return c;
     }
 
     /** The plaintext of sealed (ciphertext ‖ tag), or {@link WardException.Authentication}. */
@@ -62,10 +67,7 @@ final class Crypto {
             return xchacha(false, key, nonce, sealed, ad);
         }
         try {
-            Cipher c = Cipher.getInstance("AES/GCM/NoPadding");
-            c.init(Cipher.DECRYPT_MODE, new SecretKeySpec(key, "AES"), new GCMParameterSpec(128, nonce));
-            c.updateAAD(ad);
-            return c.doFinal(sealed);
+            return gcm(Cipher.DECRYPT_MODE, key, nonce, ad).doFinal(sealed);
         } catch (AEADBadTagException e) {
             throw new WardException.Authentication("the value failed authentication");
         } catch (GeneralSecurityException e) {
