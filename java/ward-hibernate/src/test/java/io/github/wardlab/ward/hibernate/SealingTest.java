@@ -1,0 +1,221 @@
+package io.github.wardlab.ward.hibernate;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.github.wardlab.ward.Keyring;
+import io.github.wardlab.ward.MasterKey;
+import io.github.wardlab.ward.WardException;
+import io.github.wardlab.ward.hibernate.Entities.Message;
+import io.github.wardlab.ward.hibernate.Entities.Note;
+import io.github.wardlab.ward.hibernate.Entities.Ticket;
+import jakarta.persistence.criteria.CriteriaBuilder;
+import jakarta.persistence.criteria.CriteriaUpdate;
+import jakarta.persistence.criteria.Root;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.hibernate.Session;
+import org.hibernate.SessionFactory;
+import org.hibernate.cfg.Configuration;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Every write path of Hibernate on a sealed column, on H2: persist, a flush
+ * of a changed entity, merge of a detached one, and the paths that bypass
+ * entity listeners (HQL and Criteria bulk updates, native SQL), refused by
+ * the column's CHECK when they would store plaintext; what a database
+ * writer does to a row (copy a value, re-point its owner) refused on load.
+ */
+class SealingTest {
+    static final String URL = "jdbc:h2:mem:ward;DB_CLOSE_DELAY=-1";
+    Keyring keyring;
+    SessionFactory sf;
+
+    static Keyring keyring() throws Exception {
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        var file = json.readTree(Path.of("..", "..", "field", "testdata", "context-v4.json").toFile());
+        return Keyring.parse(json.writeValueAsBytes(file.get("keyring")), MasterKey.parse(file.get("master_key").asText()));
+    }
+
+    @BeforeEach
+    void open() throws Exception {
+        keyring = keyring();
+        Configuration cfg = new Configuration().addAnnotatedClass(Message.class).addAnnotatedClass(Note.class).addAnnotatedClass(Ticket.class);
+        cfg.setProperty("hibernate.connection.url", URL);
+        cfg.setProperty("hibernate.hbm2ddl.auto", "create-drop");
+        cfg.setProperty("hibernate.generate_statistics", "true");
+        cfg.getProperties().put(WardHibernate.KEYRING, keyring);
+        sf = cfg.buildSessionFactory();
+    }
+
+    @AfterEach
+    void close() {
+        sf.close();
+    }
+
+    void tx(Consumer<Session> fn) {
+        sf.inTransaction(fn);
+    }
+
+    static String stored(String table, String column, long id) throws Exception {
+        try (Connection c = DriverManager.getConnection(URL); ResultSet rs = c.createStatement().executeQuery("SELECT " + column + " FROM " + table + " WHERE id = " + id)) {
+            assertTrue(rs.next());
+            return rs.getString(1);
+        }
+    }
+
+    static void sql(String update) throws Exception {
+        try (Connection c = DriverManager.getConnection(URL)) {
+            c.createStatement().executeUpdate(update);
+        }
+    }
+
+    /** The WardException a failed load carries (Hibernate may wrap it). */
+    static WardException cause(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof WardException w) {
+                return w;
+            }
+        }
+        fail("no WardException in " + t);
+        return null;
+    }
+
+    @Test
+    void persistFlushAndMerge() throws Exception {
+        tx(s -> s.persist(new Message(1, 7, 1001, "user", "今日の予定は歯医者です")));
+        String ct = stored("messages", "body", 1);
+        assertTrue(ct.startsWith("w4:") && !ct.contains("歯医者"), ct);
+        assertEquals(ct, stored("messages", "body", 1));
+        var stats = sf.getStatistics();
+        stats.clear();
+        tx(s -> assertEquals("今日の予定は歯医者です", s.find(Message.class, 1L).body)); // loaded, nothing changed
+        assertEquals(0, stats.getEntityUpdateCount(), "a flush with nothing changed wrote");
+        assertEquals(ct, stored("messages", "body", 1));
+        tx(s -> s.find(Message.class, 1L).body = "and then the library");
+        assertEquals(1, stats.getEntityUpdateCount());
+        tx(s -> { // written, then flushed again in the same session: no second write
+            Message m = s.find(Message.class, 1L);
+            m.body = "and then the library, again";
+            s.flush();
+            s.flush();
+            assertEquals("and then the library, again", m.body); // the entity keeps its plaintext
+        });
+        assertEquals(2, stats.getEntityUpdateCount());
+        tx(s -> {
+            s.persist(new Message(3, 9, 1003, "user", "persisted, then flushed twice"));
+            s.flush();
+            s.flush();
+        });
+        assertEquals(2, stats.getEntityUpdateCount());
+        assertFalse(stored("messages", "body", 1).equals(ct));
+        Message detached = sf.fromTransaction(s -> s.find(Message.class, 1L));
+        detached.body = "merged";
+        tx(s -> s.merge(detached));
+        tx(s -> assertEquals("merged", s.find(Message.class, 1L).body));
+        Message more = new Message(2, 7, 1001, "assistant", "a reply");
+        tx(s -> s.merge(more)); // merge of a new entity: an insert
+        tx(s -> assertEquals("a reply", s.find(Message.class, 2L).body));
+        List<Message> all = sf.fromTransaction(s -> s.createSelectionQuery("from Message order by id", Message.class).getResultList());
+        assertEquals(List.of("merged", "a reply", "persisted, then flushed twice"), all.stream().map(m -> m.body).toList());
+    }
+
+    @Test
+    void databaseWriterIsRefusedOnLoad() throws Exception {
+        tx(s -> {
+            s.persist(new Message(1, 7, 1001, "user", "alice's"));
+            s.persist(new Message(2, 8, 1002, "user", "bob's"));
+        });
+        sql("UPDATE messages SET body = (SELECT body FROM messages WHERE id = 1) WHERE id = 2"); // copied to another row
+        assertTrue(cause(assertThrows(RuntimeException.class, () -> tx(s -> s.find(Message.class, 2L)))) instanceof WardException.WrongContext);
+        sql("UPDATE messages SET user_id = 1002 WHERE id = 1"); // re-pointed to another owner
+        assertTrue(cause(assertThrows(RuntimeException.class, () -> tx(s -> s.find(Message.class, 1L)))) instanceof WardException.WrongContext);
+    }
+
+    @Test
+    void bulkPathsCannotStorePlaintext() throws Exception {
+        tx(s -> s.persist(new Message(1, 7, 1001, "user", "hello")));
+        refusedByTheCheck(assertThrows(RuntimeException.class, () -> tx(s -> s.createMutationQuery("update Message set body = 'plaintext'").executeUpdate())));
+        refusedByTheCheck(assertThrows(RuntimeException.class, () -> tx(s -> {
+            CriteriaBuilder cb = s.getCriteriaBuilder();
+            CriteriaUpdate<Message> u = cb.createCriteriaUpdate(Message.class);
+            Root<Message> m = u.from(Message.class);
+            u.set(m.<String>get("body"), "plaintext");
+            s.createMutationQuery(u).executeUpdate();
+        })));
+        assertThrows(Exception.class, () -> sql("UPDATE messages SET body = 'plaintext'"));
+        tx(s -> assertEquals("hello", s.find(Message.class, 1L).body));
+        assertEquals(WardHibernate.checkCondition("body"), "(body IS NULL OR body LIKE 'w3:%' OR body LIKE 'w4:%')");
+    }
+
+    /** The database's CHECK refused the statement: a constraint violation, not another failure. */
+    static void refusedByTheCheck(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof org.hibernate.exception.ConstraintViolationException) {
+                return;
+            }
+        }
+        fail("not refused by the column's CHECK: " + t);
+    }
+
+    @Test
+    void identityIdsAreRefused() {
+        assertTrue(cause(assertThrows(RuntimeException.class, () -> tx(s -> s.persist(new Ticket("subject"))))) instanceof WardException.Binding);
+    }
+
+    @Test
+    void mixedMode() throws Exception {
+        sql("INSERT INTO notes (id, text) VALUES (1, 'written before ward')");
+        tx(s -> s.persist(new Note(2, "written after")));
+        assertTrue(stored("notes", "text", 2).startsWith("w4:"));
+        tx(s -> {
+            assertEquals("written before ward", s.find(Note.class, 1L).text);
+            assertEquals("written after", s.find(Note.class, 2L).text);
+        });
+        tx(s -> s.find(Note.class, 1L).text = "sealed now");
+        assertTrue(stored("notes", "text", 1).startsWith("w4:"));
+    }
+
+    /** A value the Go CLI sealed for the same row loads through Hibernate (WARD_GO_CLI). */
+    @Test
+    void goSealedValuesLoad(@TempDir Path dir) throws Exception {
+        String cli = System.getenv("WARD_GO_CLI");
+        if (cli == null || cli.isEmpty()) {
+            if (System.getenv("WARD_CI") != null) {
+                fail("WARD_GO_CLI is not set in CI");
+            }
+            org.junit.jupiter.api.Assumptions.abort("WARD_GO_CLI is not set");
+        }
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        var file = json.readTree(Path.of("..", "..", "field", "testdata", "context-v4.json").toFile());
+        Path kr = java.nio.file.Files.write(dir.resolve("kr.json"), json.writeValueAsBytes(file.get("keyring")));
+        Path mk = java.nio.file.Files.writeString(dir.resolve("mk.b64"), file.get("master_key").asText());
+        List<String> cmd = new ArrayList<>(List.of(cli, "encrypt", "--keyring", kr.toString(), "--master-key-file", mk.toString(),
+                "--table", "messages", "--column", "body", "--row", "5", "--bind", "conversation_id=7", "--bind", "user_id=1001", "--bind", "role=user"));
+        Process p = new ProcessBuilder(cmd).start();
+        p.getOutputStream().write("sealed by Go".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        p.getOutputStream().close();
+        String ct = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII).strip();
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+        assertEquals(0, p.exitValue(), new String(p.getErrorStream().readAllBytes()));
+        sql("INSERT INTO messages (id, conversation_id, user_id, role, body) VALUES (5, 7, 1001, 'user', '" + ct + "')");
+        tx(s -> {
+            Message m = s.find(Message.class, 5L);
+            assertNotNull(m);
+            assertEquals("sealed by Go", m.body);
+        });
+    }
+}
