@@ -20,6 +20,8 @@ import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -28,21 +30,22 @@ import org.hibernate.Session;
 import org.hibernate.SessionFactory;
 import org.hibernate.cfg.Configuration;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Every write path of Hibernate on a sealed column, on H2: persist, a flush
+ * Every write path of Hibernate on a sealed column, on H2 and MariaDB (CI's,
+ * over its Unix socket): persist, a flush
  * of a changed entity, merge of a detached one, and the paths that bypass
  * entity listeners (HQL and Criteria bulk updates, native SQL), refused by
  * the column's CHECK when they would store plaintext; what a database
  * writer does to a row (copy a value, re-point its owner) refused on load.
  */
 class SealingTest {
-    static final String URL = "jdbc:h2:mem:ward;DB_CLOSE_DELAY=-1";
     Keyring keyring;
     SessionFactory sf;
+    Db db;
 
     static Keyring keyring() throws Exception {
         var json = new com.fasterxml.jackson.databind.ObjectMapper();
@@ -50,11 +53,55 @@ class SealingTest {
         return Keyring.parse(json.writeValueAsBytes(file.get("keyring")), MasterKey.parse(file.get("master_key").asText()));
     }
 
-    @BeforeEach
-    void open() throws Exception {
+    /** Where the tests run: H2 in memory, or a fresh MariaDB database. */
+    record Db(String url, String user, String password, Runnable drop) {
+        Connection connect() throws SQLException {
+            return DriverManager.getConnection(url, user, password);
+        }
+    }
+
+    /** The databases each test runs on: H2, and MariaDB when WARD_TEST_MYSQL_URL names one (CI). */
+    static List<String> databases() {
+        List<String> out = new ArrayList<>(List.of("h2"));
+        String my = System.getenv("WARD_TEST_MYSQL_URL");
+        if (my != null && !my.isEmpty()) {
+            out.add("mariadb");
+        } else if (System.getenv("WARD_CI") != null) {
+            fail("WARD_TEST_MYSQL_URL is not set in CI");
+        }
+        return out;
+    }
+
+    static Db create(String kind) throws Exception {
+        if (kind.equals("h2")) {
+            String url = "jdbc:h2:mem:ward" + System.nanoTime() + ";DB_CLOSE_DELAY=-1";
+            return new Db(url, "", "", () -> {});
+        }
+        // mysql://USER@localhost/DB?socket=PATH, the password in MYSQL_PWD (.ci/mariadb).
+        URI u = URI.create(System.getenv("WARD_TEST_MYSQL_URL"));
+        String socket = u.getQuery().replaceFirst("^.*socket=([^&]*).*$", "$1");
+        String user = u.getUserInfo(), pw = System.getenv().getOrDefault("MYSQL_PWD", "");
+        String base = "jdbc:mariadb://localhost/?localSocket=" + socket;
+        String name = "ward_java_" + Long.toHexString(System.nanoTime());
+        try (Connection c = DriverManager.getConnection(base, user, pw)) {
+            c.createStatement().executeUpdate("CREATE DATABASE " + name);
+        }
+        return new Db("jdbc:mariadb://localhost/" + name + "?localSocket=" + socket, user, pw, () -> {
+            try (Connection c = DriverManager.getConnection(base, user, pw)) {
+                c.createStatement().executeUpdate("DROP DATABASE " + name);
+            } catch (SQLException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+    }
+
+    void open(String kind) throws Exception {
         keyring = keyring();
+        db = create(kind);
         Configuration cfg = new Configuration().addAnnotatedClass(Message.class).addAnnotatedClass(Note.class).addAnnotatedClass(Ticket.class);
-        cfg.setProperty("hibernate.connection.url", URL);
+        cfg.setProperty("hibernate.connection.url", db.url());
+        cfg.setProperty("hibernate.connection.username", db.user());
+        cfg.setProperty("hibernate.connection.password", db.password());
         cfg.setProperty("hibernate.hbm2ddl.auto", "create-drop");
         cfg.setProperty("hibernate.generate_statistics", "true");
         cfg.getProperties().put(WardHibernate.KEYRING, keyring);
@@ -63,22 +110,27 @@ class SealingTest {
 
     @AfterEach
     void close() {
-        sf.close();
+        if (sf != null) {
+            sf.close();
+        }
+        if (db != null) {
+            db.drop().run();
+        }
     }
 
     void tx(Consumer<Session> fn) {
         sf.inTransaction(fn);
     }
 
-    static String stored(String table, String column, long id) throws Exception {
-        try (Connection c = DriverManager.getConnection(URL); ResultSet rs = c.createStatement().executeQuery("SELECT " + column + " FROM " + table + " WHERE id = " + id)) {
+    String stored(String table, String column, long id) throws Exception {
+        try (Connection c = db.connect(); ResultSet rs = c.createStatement().executeQuery("SELECT " + column + " FROM " + table + " WHERE id = " + id)) {
             assertTrue(rs.next());
             return rs.getString(1);
         }
     }
 
-    static void sql(String update) throws Exception {
-        try (Connection c = DriverManager.getConnection(URL)) {
+    void sql(String update) throws Exception {
+        try (Connection c = db.connect()) {
             c.createStatement().executeUpdate(update);
         }
     }
@@ -94,8 +146,10 @@ class SealingTest {
         return null;
     }
 
-    @Test
-    void persistFlushAndMerge() throws Exception {
+    @ParameterizedTest
+    @MethodSource("databases")
+    void persistFlushAndMerge(String kind) throws Exception {
+        open(kind);
         tx(s -> s.persist(new Message(1, 7, 1001, "user", "今日の予定は歯医者です")));
         String ct = stored("messages", "body", 1);
         assertTrue(ct.startsWith("w4:") && !ct.contains("歯医者"), ct);
@@ -133,8 +187,10 @@ class SealingTest {
         assertEquals(List.of("merged", "a reply", "persisted, then flushed twice"), all.stream().map(m -> m.body).toList());
     }
 
-    @Test
-    void databaseWriterIsRefusedOnLoad() throws Exception {
+    @ParameterizedTest
+    @MethodSource("databases")
+    void databaseWriterIsRefusedOnLoad(String kind) throws Exception {
+        open(kind);
         tx(s -> {
             s.persist(new Message(1, 7, 1001, "user", "alice's"));
             s.persist(new Message(2, 8, 1002, "user", "bob's"));
@@ -145,8 +201,10 @@ class SealingTest {
         assertTrue(cause(assertThrows(RuntimeException.class, () -> tx(s -> s.find(Message.class, 1L)))) instanceof WardException.WrongContext);
     }
 
-    @Test
-    void bulkPathsCannotStorePlaintext() throws Exception {
+    @ParameterizedTest
+    @MethodSource("databases")
+    void bulkPathsCannotStorePlaintext(String kind) throws Exception {
+        open(kind);
         tx(s -> s.persist(new Message(1, 7, 1001, "user", "hello")));
         refusedByTheCheck(assertThrows(RuntimeException.class, () -> tx(s -> s.createMutationQuery("update Message set body = 'plaintext'").executeUpdate())));
         refusedByTheCheck(assertThrows(RuntimeException.class, () -> tx(s -> {
@@ -171,13 +229,17 @@ class SealingTest {
         fail("not refused by the column's CHECK: " + t);
     }
 
-    @Test
-    void identityIdsAreRefused() {
+    @ParameterizedTest
+    @MethodSource("databases")
+    void identityIdsAreRefused(String kind) throws Exception {
+        open(kind);
         assertTrue(cause(assertThrows(RuntimeException.class, () -> tx(s -> s.persist(new Ticket("subject"))))) instanceof WardException.Binding);
     }
 
-    @Test
-    void mixedMode() throws Exception {
+    @ParameterizedTest
+    @MethodSource("databases")
+    void mixedMode(String kind) throws Exception {
+        open(kind);
         sql("INSERT INTO notes (id, text) VALUES (1, 'written before ward')");
         tx(s -> s.persist(new Note(2, "written after")));
         assertTrue(stored("notes", "text", 2).startsWith("w4:"));
@@ -190,8 +252,9 @@ class SealingTest {
     }
 
     /** A value the Go CLI sealed for the same row loads through Hibernate (WARD_GO_CLI). */
-    @Test
-    void goSealedValuesLoad(@TempDir Path dir) throws Exception {
+    @ParameterizedTest
+    @MethodSource("databases")
+    void goSealedValuesLoad(String kind, @TempDir Path dir) throws Exception {
         String cli = System.getenv("WARD_GO_CLI");
         if (cli == null || cli.isEmpty()) {
             if (System.getenv("WARD_CI") != null) {
@@ -199,6 +262,7 @@ class SealingTest {
             }
             org.junit.jupiter.api.Assumptions.abort("WARD_GO_CLI is not set");
         }
+        open(kind);
         var json = new com.fasterxml.jackson.databind.ObjectMapper();
         var file = json.readTree(Path.of("..", "..", "field", "testdata", "context-v4.json").toFile());
         Path kr = java.nio.file.Files.write(dir.resolve("kr.json"), json.writeValueAsBytes(file.get("keyring")));
