@@ -82,6 +82,11 @@ public final class Ciphertext {
         return out;
     }
 
+    /** K_check of a v4 K_scope. */
+    static byte[] v4CheckKey(Algorithm alg, byte[] kScope) {
+        return Crypto.hkdf(kScope, null, V4_CHECK_INFO, alg.keySize());
+    }
+
     private static byte[] checkKey(Header h, byte[] key) {
         return Crypto.hkdf(key, null, h.version() == 4 ? V4_CHECK_INFO : V3_CHECK_INFO, h.alg().keySize());
     }
@@ -105,8 +110,11 @@ public final class Ciphertext {
         }
     }
 
-    /** A v4 ciphertext under K_scope: AD = 7 header bytes ‖ context; the check after. */
-    static byte[] sealV4(Algorithm alg, int keyClass, long keyId, byte[] kScope, byte[] plaintext, byte[] context) {
+    /**
+     * A v4 ciphertext under K_scope: AD = 7 header bytes ‖ context; the
+     * check after, under kCheck ({@link #v4CheckKey}, which callers keep).
+     */
+    static byte[] sealV4(Algorithm alg, int keyClass, long keyId, byte[] kScope, byte[] kCheck, byte[] plaintext, byte[] context) {
         byte[] head = new byte[V4_AD_HEADER];
         head[0] = 4;
         head[1] = (byte) keyClass;
@@ -114,7 +122,7 @@ public final class Ciphertext {
         Wire.putU32(head, 3, keyId);
         byte[] nonce = Crypto.random(alg.nonceSize());
         byte[] sealed = Crypto.seal(alg, kScope, nonce, plaintext, Wire.concat(head, context));
-        byte[] check = check(alg, Crypto.hkdf(kScope, null, V4_CHECK_INFO, alg.keySize()), nonce, context);
+        byte[] check = check(alg, kCheck, nonce, context);
         return Wire.concat(head, check, nonce, sealed);
     }
 

@@ -3,6 +3,7 @@ package io.github.wardlab.ward;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -39,7 +40,11 @@ public final class Keyring {
     private final Map<Long, Key> keys;
     private final Map<Long, byte[]> material;
     private final Key primary;
-    private final Map<String, byte[]> scoped = new ConcurrentHashMap<>();
+    /** A key and a scope: what K_scope and its check key are derived for. */
+    private record ScopeId(long key, ByteBuffer scope) {}
+
+    private final Map<ScopeId, byte[]> scoped = new ConcurrentHashMap<>();
+    private final Map<ScopeId, byte[]> checks = new ConcurrentHashMap<>();
 
     private Keyring(JsonNode payload) {
         try {
@@ -207,7 +212,12 @@ public final class Keyring {
 
     /** K_scope of a key for a scope, kept for the keyring's life. */
     byte[] scoped(Key k, byte[] scope) {
-        return scoped.computeIfAbsent(k.id() + "/" + Wire.hex(scope), s -> Ciphertext.scopedKey(k.alg(), material.get(k.id()), scope));
+        return scoped.computeIfAbsent(new ScopeId(k.id(), ByteBuffer.wrap(scope.clone())), s -> Ciphertext.scopedKey(k.alg(), material.get(k.id()), scope));
+    }
+
+    /** K_check of a key's K_scope (v4), kept for the keyring's life as K_scope is. */
+    byte[] checkKey(Key k, byte[] scope) {
+        return checks.computeIfAbsent(new ScopeId(k.id(), ByteBuffer.wrap(scope.clone())), s -> Ciphertext.v4CheckKey(k.alg(), scoped(k, scope)));
     }
 
     /** The AEAD key that opens a class-1 value of header h under scope. */
@@ -230,7 +240,7 @@ public final class Keyring {
 
     /** Seals plaintext under the primary's K_scope as ciphertext v4, bound to context. */
     public byte[] seal(byte[] plaintext, byte[] context, byte[] scope) {
-        return Ciphertext.sealV4(primary.alg(), Ciphertext.CLASS_KEYRING, primary.id(), scoped(primary, scope), plaintext, context);
+        return Ciphertext.sealV4(primary.alg(), Ciphertext.CLASS_KEYRING, primary.id(), scoped(primary, scope), checkKey(primary, scope), plaintext, context);
     }
 
     @Override

@@ -68,7 +68,7 @@ class KeyringVectorsTest {
         Keyring kr = Vectors.keyring(Vectors.read("keyring/testdata/v4-vectors.json"));
         for (Keyring.Key k : kr.keys().values()) {
             byte[] scope = Column.scope("t", "c");
-            byte[] ct = Ciphertext.sealV4(k.alg(), Ciphertext.CLASS_KEYRING, k.id(), kr.scoped(k, scope), "hi".getBytes(StandardCharsets.UTF_8), new byte[] {1});
+            byte[] ct = Ciphertext.sealV4(k.alg(), Ciphertext.CLASS_KEYRING, k.id(), kr.scoped(k, scope), kr.checkKey(k, scope), "hi".getBytes(StandardCharsets.UTF_8), new byte[] {1});
             assertEquals("hi", new String(kr.open(ct, new byte[] {1}, scope), StandardCharsets.UTF_8));
             misplacedAndDamaged(kr, ct, new byte[] {1}, scope);
         }
