@@ -426,9 +426,9 @@ func (r *Job) apply(ctx context.Context, q queries, ups []update, st *Stats) (in
 		return 0, nil
 	}
 	for len(ups) > 0 {
-		chunk := ups[:min(len(ups), casRows)]
-		ups = ups[len(chunk):]
-		stmt, args := q.casUpdate(chunk)
+		stmt, args, used := q.casUpdate(ups)
+		chunk := ups[:used]
+		ups = ups[used:]
 		res, err := tx.ExecContext(ctx, stmt, args...)
 		if sqltable.Conflict(err) {
 			return lost()

@@ -23,6 +23,9 @@ type queries struct {
 	countArgs, rangeArgs []any
 	// index says cas also sets the blind-index column.
 	index bool
+	// unnest, on PostgreSQL, builds the statement that updates a chunk
+	// from one array per column (see unnestSQL).
+	unnest string
 	// bucket, when set, keeps only rows of this job's hash bucket (shards
 	// of a table with text keys).
 	bucket func(key any) bool
@@ -101,6 +104,9 @@ func (r *Job) queries(ctx context.Context) (queries, error) {
 		}
 	}
 	q.cas = func(n int) string { return casSQL(r.Dialect, t, c, k, keyType, colType, ix, n) }
+	if r.Dialect == field.Postgres {
+		q.unnest = unnestSQL(t, c, k, keyType, colType, ix)
+	}
 	q.index = r.Index != nil
 	if r.Subject != "" {
 		return r.onlySubject(q, t, k, cols)
@@ -206,9 +212,17 @@ type update struct {
 	plain         bool   // the old value was plaintext (FromPlaintext)
 }
 
-// casUpdate returns the statement that updates the rows of chunk (at most
-// casRows) and its arguments, in the order casSQL numbers them.
-func (q queries) casUpdate(chunk []update) (string, []any) {
+// casUpdate returns the statement that updates the first rows of ups,
+// its arguments, in the order casSQL numbers them, and how many rows it
+// updates: up to unnestRows through q.unnest where the rows' keys and
+// values allow it, else up to casRows through a VALUES list.
+func (q queries) casUpdate(ups []update) (string, []any, int) {
+	if chunk := ups[:min(len(ups), unnestRows)]; q.unnest != "" {
+		if args, ok := q.arrays(chunk); ok {
+			return q.unnest, args, len(chunk)
+		}
+	}
+	chunk := ups[:min(len(ups), casRows)]
 	args := make([]any, 0, 4*len(chunk))
 	for _, u := range chunk {
 		args = append(args, u.key, u.old, u.new)
@@ -216,7 +230,85 @@ func (q queries) casUpdate(chunk []update) (string, []any) {
 			args = append(args, u.idx)
 		}
 	}
-	return q.cas(len(chunk)), args
+	return q.cas(len(chunk)), args, len(chunk)
+}
+
+// unnestRows is the most rows one q.unnest statement updates: its
+// parameters are four arrays whatever their length, and a batch of the
+// default 500 rows goes in one statement.
+const unnestRows = 4096
+
+// unnestSQL is casSQL for PostgreSQL with the chunk's rows passed as one
+// array per column instead of a VALUES list of parameters: one statement
+// whatever the chunk's size (prepared once), three or four parameters
+// instead of three or four per row, which the driver encodes each into a
+// buffer it grows and drops per statement (docs/OPERATIONS.md, "Jobs and
+// memory").
+func unnestSQL(t, c, k, keyType, colType string, ix casIndex) string {
+	var b strings.Builder
+	if ix.col != "" {
+		fmt.Fprintf(&b, "UPDATE %s SET %s = v.ward_new, %s = v.ward_idx", t, c, ix.col)
+		fmt.Fprintf(&b, " FROM unnest($1::%s[], $2::%s[], $3::%s[], $4::%s[]) AS v(ward_key, ward_old, ward_new, ward_idx)", keyType, colType, colType, ix.typ)
+	} else {
+		fmt.Fprintf(&b, "UPDATE %s SET %s = v.ward_new", t, c)
+		fmt.Fprintf(&b, " FROM unnest($1::%s[], $2::%s[], $3::%s[]) AS v(ward_key, ward_old, ward_new)", keyType, colType, colType)
+	}
+	fmt.Fprintf(&b, " WHERE %s.%s = v.ward_key AND %s.%s = v.ward_old", t, k, t, c)
+	return b.String()
+}
+
+// arrays returns the chunk's keys, values read, new values (and indexes)
+// as one typed slice each, for q.unnest; ok is false when there is no
+// such statement or the chunk's keys or values are not all of one type
+// the driver encodes as an array (int64, string or bytes).
+func (q queries) arrays(chunk []update) (args []any, ok bool) {
+	if q.unnest == "" || len(chunk) == 0 {
+		return nil, false
+	}
+	keys, ok := column(chunk, func(u update) any { return u.key })
+	if !ok {
+		return nil, false
+	}
+	olds, ok1 := column(chunk, func(u update) any { return u.old })
+	news, ok2 := column(chunk, func(u update) any { return u.new })
+	if !ok1 || !ok2 {
+		return nil, false
+	}
+	args = []any{keys, olds, news}
+	if q.index {
+		idx := make([][]byte, len(chunk))
+		for i, u := range chunk {
+			idx[i] = u.idx
+		}
+		args = append(args, idx)
+	}
+	return args, true
+}
+
+// column gathers one field of every update into a typed slice, or says
+// it cannot: a field of mixed or other types.
+func column(chunk []update, get func(update) any) (any, bool) {
+	switch get(chunk[0]).(type) {
+	case int64:
+		return typed[int64](chunk, get)
+	case string:
+		return typed[string](chunk, get)
+	case []byte:
+		return typed[[]byte](chunk, get)
+	}
+	return nil, false
+}
+
+func typed[T any](chunk []update, get func(update) any) (any, bool) {
+	out := make([]T, len(chunk))
+	for i, u := range chunk {
+		v, ok := get(u).(T)
+		if !ok {
+			return nil, false
+		}
+		out[i] = v
+	}
+	return out, true
 }
 
 // casSQL is one UPDATE of n rows from a VALUES list of (key, value
