@@ -230,15 +230,19 @@ const installWardPython = "python3 -m venv V && V/bin/pip install ./python, then
 
 // PythonField is what python/ward_field.py measures: nanoseconds per
 // value per round of the ward Python package's seal and open, and of raw
-// AES-GCM from the same cryptography package, interleaved.
+// AES-GCM from the same cryptography package, interleaved: the AEAD call
+// alone (Raw…) and a value that carries its nonce (RawStored…, as the Go
+// lab's raw AES-GCM).
 type PythonField struct {
-	Version   string    `json:"version"`
-	Algorithm string    `json:"alg"`
-	Size      int       `json:"size"`
-	RawSealNs []float64 `json:"raw_seal_ns"`
-	SealNs    []float64 `json:"seal_ns"`
-	RawOpenNs []float64 `json:"raw_open_ns"`
-	OpenNs    []float64 `json:"open_ns"`
+	Version         string    `json:"version"`
+	Algorithm       string    `json:"alg"`
+	Size            int       `json:"size"`
+	RawSealNs       []float64 `json:"raw_seal_ns"`
+	RawStoredSealNs []float64 `json:"raw_stored_seal_ns"`
+	SealNs          []float64 `json:"seal_ns"`
+	RawOpenNs       []float64 `json:"raw_open_ns"`
+	RawStoredOpenNs []float64 `json:"raw_stored_open_ns"`
+	OpenNs          []float64 `json:"open_ns"`
 }
 
 // WardPython runs python/ward_field.py with $WARD_PYTHON (else python3 if

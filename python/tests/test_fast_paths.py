@@ -108,3 +108,18 @@ def test_seal_from_threads():
         assert reader.open(ct, row) == b"m%d" % (row % 1000)
         with pytest.raises(WrongContextError):  # the check says: another row
             reader.open(ct, row + 1)
+
+
+def test_common_sealer_hands_off_bound_values():
+    """Once a column seals through its common-case function, a call with
+    bound values on a column that binds none is refused as before: the
+    same typed error as a column's first seal."""
+    kr = keyring()
+    fresh = Column("messages", "body", kr)
+    with pytest.raises(WardError) as first:
+        fresh.seal(b"x", 1, "alice")
+    col = Column("messages", "body", kr)
+    col.seal(b"x", 1)
+    with pytest.raises(WardError) as later:
+        col.seal(b"x", 1, "alice")
+    assert type(later.value) is type(first.value)

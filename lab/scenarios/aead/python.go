@@ -35,6 +35,16 @@ func pythonOverhead(op string, size int) string {
 	return fmt.Sprintf("ratio/python-field-overhead/%s/%s", op, sizeName(size))
 }
 
+// pythonRawStored and pythonOverheadStored are raw AES-GCM as the Go lab
+// measures it: a value that carries its nonce.
+func pythonRawStored(op string, size int) string {
+	return fmt.Sprintf("python-raw-stored/%s/%s", op, sizeName(size))
+}
+
+func pythonOverheadStored(op string, size int) string {
+	return fmt.Sprintf("ratio/python-field-overhead-stored/%s/%s", op, sizeName(size))
+}
+
 // pythonPeer measures the ward Python package's seal and open (ciphertext
 // v4, AES-256-GCM) beside raw AES-GCM from the same cryptography package,
 // and sets it beside Go's field layer of this run (goNs: ns per value per
@@ -80,16 +90,22 @@ func pythonPeer(ctx context.Context, env *lab.Env, goNs map[caseKey][]float64) {
 // recordPython records one size's Python figures and their ratios.
 func recordPython(env *lab.Env, got peers.PythonField, goNs map[caseKey][]float64) {
 	for _, c := range []struct {
-		op      string
-		py, raw []float64
-	}{{"seal", got.SealNs, got.RawSealNs}, {"open", got.OpenNs, got.RawOpenNs}} {
+		op              string
+		py, raw, stored []float64
+	}{{"seal", got.SealNs, got.RawSealNs, got.RawStoredSealNs}, {"open", got.OpenNs, got.RawOpenNs, got.RawStoredOpenNs}} {
 		p := map[string]any{"alg": got.Algorithm, "op": c.op, "size": got.Size, "impl": implPython, "version": got.Version}
 		r := lab.FromSamples("aead", pythonCase(c.op, got.Size), p, "time", "ns/op", c.py)
 		r.Note = "ward's Python package (python/, on cryptography and PyNaCl): ciphertext v4 of messages.body, one row, interleaved with raw AES-GCM in the same process"
 		raw := lab.FromSamples("aead", pythonRaw(c.op, got.Size), map[string]any{"alg": got.Algorithm, "op": c.op, "size": got.Size, "impl": "python-raw"}, "time", "ns/op", c.raw)
-		raw.Note = "cryptography's AESGCM with a fresh random nonce per value (os.urandom), the Python floor"
+		raw.Note = "cryptography's AESGCM with a fresh random nonce per value (os.urandom), the AEAD call alone: the nonce and the sealed bytes apart"
 		env.Record(r, raw, lab.PairedRatio("aead", pythonOverhead(c.op, got.Size), p, "field_overhead", c.py, c.raw,
-			"per-round ratio of the Python package's time to raw AESGCM's in the same Python process"))
+			"per-round ratio of the Python package's time to raw AESGCM's call alone in the same Python process"))
+		if len(c.stored) > 0 {
+			st := lab.FromSamples("aead", pythonRawStored(c.op, got.Size), map[string]any{"alg": got.Algorithm, "op": c.op, "size": got.Size, "impl": "python-raw-stored"}, "time", "ns/op", c.stored)
+			st.Note = "cryptography's AESGCM on a value that carries its nonce (seal returns nonce ‖ sealed, open splits it): raw AES-GCM as the Go lab's raw case and a column of it"
+			env.Record(st, lab.PairedRatio("aead", pythonOverheadStored(c.op, got.Size), p, "field_overhead", c.py, c.stored,
+				"per-round ratio of the Python package's time to raw AESGCM on a value that carries its nonce, same process"))
+		}
 		if g := goNs[caseKey{keyring.AES256GCM, c.op, got.Size, implV4, "on"}]; len(g) > 0 {
 			env.Record(lab.CrossRatio("aead", pythonVsGo(c.op, got.Size), p, "time_ratio", c.py, g,
 				"the Python package's time per value over Go's field layer (ciphertext v4, AES-256-GCM), same machine, same run"))
@@ -100,7 +116,7 @@ func recordPython(env *lab.Env, got peers.PythonField, goNs map[caseKey][]float6
 // pythonTable sets the Python package beside Go per value.
 func pythonTable(rs lab.Results) (lab.Table, bool) {
 	t := lab.Table{Caption: "ward in Python (python/): per value, ciphertext v4 AES-256-GCM, beside Go's field layer and Python's raw AES-GCM, medians with p05–p95",
-		Head: []string{"op", "size", "Python", "Go (field layer)", "Python / Go", "Python raw AESGCM", "Python layer overhead"}}
+		Head: []string{"op", "size", "Python", "Go (field layer)", "Python / Go", "Python raw AESGCM", "Python layer overhead", "over raw with its nonce"}}
 	found := false
 	for _, op := range []string{"seal", "open"} {
 		for _, size := range pythonSizes {
@@ -113,10 +129,19 @@ func pythonTable(rs lab.Results) (lab.Table, bool) {
 			ratio, _ := rs.Get(pythonVsGo(op, size), "time_ratio")
 			raw, _ := rs.Get(pythonRaw(op, size), "time")
 			ov, _ := rs.Get(pythonOverhead(op, size), "field_overhead")
-			t.Rows = append(t.Rows, []string{op, sizeLabel(size), micros(py), micros(goT), lab.FormatNumber(ratio.Median) + "x (" + ratio.Spread() + ")", micros(raw), percent(ov)})
+			ovs, _ := rs.Get(pythonOverheadStored(op, size), "field_overhead")
+			t.Rows = append(t.Rows, []string{op, sizeLabel(size), micros(py), micros(goT), lab.FormatNumber(ratio.Median) + "x (" + ratio.Spread() + ")", micros(raw), percent(ov), times(ovs)})
 		}
 	}
 	return t, found
+}
+
+// times prints a ratio with its spread ("2.1x (2.0–2.2)"), or "–".
+func times(r lab.Result) string {
+	if r.N == 0 {
+		return "–"
+	}
+	return lab.FormatNumber(r.Median) + "x (" + r.Spread() + ")"
 }
 
 // micros prints a time per value in µs with its spread.

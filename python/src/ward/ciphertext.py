@@ -35,6 +35,7 @@ _U32 = struct.Struct(">I")
 _PAD = bytes(4)  # a 12-byte nonce to the AES block of the check
 _urandom = os.urandom
 _crc32c = google_crc32c.value
+_crc32c_extend = google_crc32c.extend
 
 
 class Header(NamedTuple):
