@@ -1,0 +1,92 @@
+package io.github.wardlab.ward.cli;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One command line: the command, the value's binding (--table, --column,
+ * --row and --bind NAME=VALUE in the column's bind order), the form
+ * (--binary) and where the keys are (--keyring, --master-key-file, else
+ * WARD_KEYRING and WARD_MASTER_KEY). There is no flag that takes a key: a
+ * key on a command line is in every process listing.
+ */
+public record Flags(String command, String table, String column, String row, List<String> bindNames,
+                    List<String> bindValues, boolean binary, String keyring, String masterKeyFile) {
+
+    /** Parses args ({@code encrypt|decrypt [flags]}), with env for the defaults. */
+    public static Flags parse(String[] args, Map<String, String> env) throws UsageException {
+        if (args.length == 0 || !(args[0].equals("encrypt") || args[0].equals("decrypt"))) {
+            throw new UsageException("usage: ward-java encrypt|decrypt --table T --column C --row R [--bind NAME=VALUE]... [--binary]");
+        }
+        Builder b = new Builder(args[0], env);
+        for (int i = 1; i < args.length; i++) {
+            String a = args[i];
+            String value = null;
+            int eq = a.indexOf('=');
+            if (a.startsWith("--") && eq > 0) {
+                value = a.substring(eq + 1);
+                a = a.substring(0, eq);
+            }
+            if (a.equals("--binary")) {
+                if (value != null) {
+                    throw new UsageException("--binary takes no value");
+                }
+                b.binary = true;
+                continue;
+            }
+            if (value == null) {
+                if (i + 1 >= args.length) {
+                    throw new UsageException(a + " needs a value");
+                }
+                value = args[++i];
+            }
+            b.set(a, value);
+        }
+        return b.build();
+    }
+
+    private static final class Builder {
+        final String command;
+        String table = "", column = "", row = "", keyring, masterKeyFile = "";
+        boolean binary;
+        final List<String> names = new ArrayList<>(), values = new ArrayList<>();
+
+        Builder(String command, Map<String, String> env) {
+            this.command = command;
+            this.keyring = env.getOrDefault("WARD_KEYRING", "");
+        }
+
+        void set(String flag, String value) throws UsageException {
+            switch (flag) {
+                case "--table" -> table = value;
+                case "--column" -> column = value;
+                case "--row" -> row = value;
+                case "--keyring" -> keyring = value;
+                case "--master-key-file" -> masterKeyFile = value;
+                case "--bind" -> {
+                    int eq = value.indexOf('=');
+                    if (eq <= 0) {
+                        throw new UsageException("--bind \"" + value + "\" is not NAME=VALUE");
+                    }
+                    names.add(value.substring(0, eq));
+                    values.add(value.substring(eq + 1));
+                }
+                default -> throw new UsageException("unknown flag " + flag + " (a key is never a flag: use WARD_MASTER_KEY or --master-key-file)");
+            }
+        }
+
+        Flags build() throws UsageException {
+            if (table.isEmpty() || column.isEmpty() || row.isEmpty()) {
+                throw new UsageException("--table, --column and --row go together, and are needed");
+            }
+            if (keyring.isEmpty()) {
+                throw new UsageException("no keyring: pass --keyring or set WARD_KEYRING");
+            }
+            if (binary && command.equals("decrypt")) {
+                throw new UsageException("--binary is for encrypt: decrypt reads either form");
+            }
+            return new Flags(command, table, column, row, List.copyOf(names), List.copyOf(values), binary, keyring, masterKeyFile);
+        }
+    }
+}

@@ -1,0 +1,105 @@
+package io.github.wardlab.ward.cli;
+
+import io.github.wardlab.ward.Ciphertext;
+import io.github.wardlab.ward.Column;
+import io.github.wardlab.ward.Keyring;
+import io.github.wardlab.ward.MasterKey;
+import io.github.wardlab.ward.WardException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Map;
+
+/**
+ * {@code ward-java encrypt|decrypt}: the Go CLI's value commands on the JVM,
+ * so operators and tests drive Java as they drive Go ({@code ward}) and
+ * Python ({@code ward-py}). encrypt seals stdin for a row (ciphertext v4,
+ * the text form and a newline, or with --binary the bytes); decrypt opens a
+ * value of either form and version 3 or 4 from stdin. Exit codes are the Go
+ * CLI's: 0 done, 1 the value does not open or a key or file is refused, 2
+ * a usage error. Errors name what failed and never hold a key or a value.
+ */
+public final class WardCli {
+    /** The most stdin holds, as the Go CLI's limit. */
+    public static final int MAX_INPUT = 64 << 20;
+
+    private WardCli() {}
+
+    /** Runs one command line and exits with its code. */
+    public static void main(String[] args) {
+        System.exit(run(args, System.in, System.out, System.err, System.getenv()));
+    }
+
+    /** Runs one command line with the given streams and environment; returns the exit code. */
+    public static int run(String[] args, InputStream in, OutputStream out, PrintStream err, Map<String, String> env) {
+        Flags f;
+        try {
+            f = Flags.parse(args, env);
+        } catch (UsageException e) {
+            err.println("ward-java: " + e.getMessage());
+            return 2;
+        }
+        try {
+            byte[] input = readInput(in);
+            Keyring kr = Keyring.load(Path.of(f.keyring()), masterKey(f, env));
+            Column col = new Column(kr, f.table(), f.column(), f.bindNames().toArray(String[]::new));
+            Object[] values = f.bindValues().toArray();
+            byte[] result = f.command().equals("encrypt") ? encrypt(col, f, input, values) : decrypt(col, f, input, values);
+            out.write(result);
+            out.flush();
+            Arrays.fill(result, (byte) 0);
+            return 0;
+        } catch (UsageException e) {
+            err.println("ward-java: " + e.getMessage());
+            return 2;
+        } catch (WardException e) {
+            err.println("ward-java: " + e.getClass().getSimpleName() + ": " + e.getMessage() + hint(e));
+            return 1;
+        } catch (IOException e) {
+            err.println("ward-java: " + e.getClass().getSimpleName() + ": " + e.getMessage());
+            return 1;
+        }
+    }
+
+    static MasterKey masterKey(Flags f, Map<String, String> env) {
+        return f.masterKeyFile().isEmpty() ? MasterKey.fromEnvironment(env) : MasterKey.load(Path.of(f.masterKeyFile()));
+    }
+
+    static byte[] encrypt(Column col, Flags f, byte[] input, Object[] values) {
+        byte[] ct = col.seal(input, f.row(), values);
+        if (f.binary()) {
+            return ct;
+        }
+        return (Ciphertext.toText(ct) + "\n").getBytes(StandardCharsets.US_ASCII);
+    }
+
+    static byte[] decrypt(Column col, Flags f, byte[] input, Object[] values) {
+        byte[] stored = input;
+        if (stored.length > 0 && stored[0] == 'w') { // the text form, as printed with its newline
+            stored = new String(stored, StandardCharsets.US_ASCII).strip().getBytes(StandardCharsets.US_ASCII);
+        }
+        return col.open(stored, f.row(), values);
+    }
+
+    static byte[] readInput(InputStream in) throws IOException, UsageException {
+        byte[] b = in.readNBytes(MAX_INPUT + 1);
+        if (b.length > MAX_INPUT) {
+            throw new UsageException("input larger than " + MAX_INPUT + " bytes");
+        }
+        return b;
+    }
+
+    static String hint(WardException e) {
+        if (e instanceof WardException.WrongContext) {
+            return "\nhint: pass the same --table/--column/--row and --bind used to encrypt";
+        }
+        if (e instanceof WardException.UnknownKey) {
+            return "\nhint: the value was sealed under a key this keyring does not hold";
+        }
+        return "";
+    }
+}

@@ -1,0 +1,136 @@
+package io.github.wardlab.ward.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The three command lines against each other over random values (empty,
+ * 1 byte, 500 B, 1 MiB, never valid UTF-8 by design), rows and bound
+ * values: what ward-java seals, the Go CLI ({@code WARD_GO_CLI}) and the
+ * Python package's ({@code WARD_PY_CLI}, {@code ward-py}) open, and the
+ * other way round, in both forms; each refuses the value at another row.
+ * CI sets both variables; elsewhere a missing one skips its half.
+ */
+class CliDifferentialTest {
+    static final int CASES = 12;
+
+    record Run(int code, byte[] out, String err) {}
+
+    interface Cli {
+        Run run(Path dir, byte[] stdin, List<String> args) throws IOException, InterruptedException;
+    }
+
+    static Cli external(String variable) {
+        String path = System.getenv(variable);
+        if (path == null || path.isEmpty()) {
+            if (System.getenv("WARD_CI") != null) {
+                fail(variable + " is not set in CI");
+            }
+            return null;
+        }
+        return (dir, stdin, args) -> {
+            List<String> cmd = new ArrayList<>(List.of(path));
+            cmd.addAll(args);
+            Path in = Files.write(Files.createTempFile(dir, "in", ""), stdin);
+            Process p = new ProcessBuilder(cmd).redirectInput(in.toFile()).start();
+            byte[] out = p.getInputStream().readAllBytes();
+            String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                fail(variable + " hung: " + args);
+            }
+            return new Run(p.exitValue(), out, err);
+        };
+    }
+
+    static final Cli JAVA = (dir, stdin, args) -> {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(), err = new ByteArrayOutputStream();
+        int code = WardCli.run(args.toArray(String[]::new), new ByteArrayInputStream(stdin), out, new PrintStream(err, true, StandardCharsets.UTF_8), Map.of());
+        return new Run(code, out.toByteArray(), err.toString(StandardCharsets.UTF_8));
+    };
+
+    static byte[] ok(Run r) {
+        assertEquals(0, r.code(), r.err());
+        return r.out();
+    }
+
+    static List<String> caseFlags(Random rnd) {
+        String[] tables = {"notes", "messages", "t".repeat(1 + rnd.nextInt(40))};
+        String[] columns = {"title", "body", "é"};
+        String row = rnd.nextBoolean() ? Long.toString(rnd.nextLong() % 1_000_000_000_000L) : "user-" + rnd.nextInt(1000) + "-é";
+        List<String> f = new ArrayList<>(List.of("--table", tables[rnd.nextInt(3)], "--column", columns[rnd.nextInt(3)], "--row", row));
+        for (int i = rnd.nextInt(4); i > 0; i--) {
+            f.add("--bind");
+            f.add("c" + i + "=" + (rnd.nextBoolean() ? "" : "v=" + rnd.nextInt()));
+        }
+        return f;
+    }
+
+    static byte[] value(Random rnd, int i) {
+        int[] sizes = {0, 1, 500, 1 << 20};
+        byte[] v = new byte[sizes[i % sizes.length]];
+        rnd.nextBytes(v);
+        if (v.length > 0) {
+            v[0] = (byte) 0xff; // never UTF-8
+        }
+        return v;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"AES-256-GCM", "XChaCha20-Poly1305"})
+    void allWays(String alg, @TempDir Path dir) throws Exception {
+        Cli go = external("WARD_GO_CLI"), py = external("WARD_PY_CLI");
+        Assumptions.assumeTrue(go != null, "WARD_GO_CLI (the Go ward binary) is not set");
+        Path mk = dir.resolve("mk.b64"), kr = dir.resolve("kr.json");
+        ok(go.run(dir, new byte[0], List.of("keyring", "gen-master-key", "--out", mk.toString())));
+        ok(go.run(dir, new byte[0], List.of("keyring", "new", "--keyring", kr.toString(), "--master-key-file", mk.toString(), "--alg", alg)));
+        List<String> keys = List.of("--keyring", kr.toString(), "--master-key-file", mk.toString());
+        List<Cli> others = py == null ? List.of(go) : List.of(go, py);
+        Random rnd = new Random(alg.hashCode());
+        for (int i = 0; i < CASES; i++) {
+            List<String> flags = caseFlags(rnd);
+            byte[] v = value(rnd, i);
+            boolean binary = i % 2 == 0;
+            for (Cli other : others) {
+                check(dir, JAVA, other, keys, flags, v, binary);
+                check(dir, other, JAVA, keys, flags, v, binary);
+            }
+        }
+    }
+
+    /** from seals v; to opens it with the same flags and refuses it at another row. */
+    static void check(Path dir, Cli from, Cli to, List<String> keys, List<String> flags, byte[] v, boolean binary) throws Exception {
+        List<String> enc = new ArrayList<>(List.of("encrypt"));
+        enc.addAll(keys);
+        enc.addAll(flags);
+        if (binary) {
+            enc.add("--binary");
+        }
+        byte[] ct = ok(from.run(dir, v, enc));
+        List<String> dec = new ArrayList<>(List.of("decrypt"));
+        dec.addAll(keys);
+        dec.addAll(flags);
+        assertArrayEquals(v, ok(to.run(dir, ct, dec)), flags.toString());
+        dec.set(dec.indexOf("--row") + 1, flags.get(flags.indexOf("--row") + 1) + "0");
+        assertNotEquals(0, to.run(dir, ct, dec).code(), "opened at another row: " + flags);
+    }
+}

@@ -1,0 +1,204 @@
+package io.github.wardlab.ward.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Every flag of ward-java and its effect, the exit codes, and the refusals. */
+class WardCliTest {
+    record Run(int code, byte[] out, String err) {
+        String text() {
+            return new String(out, StandardCharsets.UTF_8);
+        }
+    }
+
+    @TempDir
+    Path dir;
+    Path keyring, masterKey;
+    String masterKeyText;
+    JsonNode vectors;
+
+    /** The Go library's v4 vector keyring and its master key, as files. */
+    @BeforeEach
+    void files() throws Exception {
+        ObjectMapper json = new ObjectMapper();
+        vectors = json.readTree(Path.of("..", "..", "keyring", "testdata", "v4-vectors.json").toFile());
+        keyring = Files.write(dir.resolve("kr.json"), json.writeValueAsBytes(vectors.get("keyring")));
+        masterKeyText = vectors.get("master_key").asText();
+        masterKey = Files.writeString(dir.resolve("mk.b64"), masterKeyText);
+    }
+
+    Run run(byte[] stdin, Map<String, String> env, String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(), err = new ByteArrayOutputStream();
+        int code = WardCli.run(args, new ByteArrayInputStream(stdin), out, new PrintStream(err, true, StandardCharsets.UTF_8), env);
+        return new Run(code, out.toByteArray(), err.toString(StandardCharsets.UTF_8));
+    }
+
+    Run run(byte[] stdin, String... args) {
+        List<String> all = new ArrayList<>(List.of(args));
+        all.addAll(List.of("--keyring", keyring.toString(), "--master-key-file", masterKey.toString()));
+        return run(stdin, Map.of(), all.toArray(String[]::new));
+    }
+
+    static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void encryptWritesTheTextFormAndBinary() {
+        Run text = run(utf8("hello"), "encrypt", "--table", "messages", "--column", "body", "--row", "42");
+        assertEquals(0, text.code(), text.err());
+        assertTrue(text.text().startsWith("w4:") && text.text().endsWith("\n"), text.text());
+        Run bin = run(utf8("hello"), "encrypt", "--table", "messages", "--column", "body", "--row", "42", "--binary");
+        assertEquals(0, bin.code(), bin.err());
+        assertEquals(4, bin.out()[0]);
+        for (byte[] stored : List.of(text.out(), bin.out())) {
+            Run open = run(stored, "decrypt", "--table", "messages", "--column", "body", "--row", "42");
+            assertEquals(0, open.code(), open.err());
+            assertEquals("hello", open.text());
+        }
+    }
+
+    /** The vectors the Go library sealed for messages.body row 42 open here, and only there. */
+    @Test
+    void opensTheGoVectors() {
+        String scope = HexFormat.of().formatHex("ward/field/v4\0\u0008messages\u0004body".getBytes(StandardCharsets.US_ASCII));
+        int opened = 0;
+        for (JsonNode v : vectors.get("vectors")) {
+            if (!v.get("scope_hex").asText().equals(scope)) {
+                continue;
+            }
+            byte[] ct = HexFormat.of().parseHex(v.get("ciphertext_hex").asText());
+            Run r = run(ct, "decrypt", "--table", "messages", "--column", "body", "--row", "42");
+            assertEquals(0, r.code(), r.err());
+            assertEquals(v.get("plaintext").asText(), r.text());
+            Run text = run(utf8(v.get("text").asText() + "\n"), "decrypt", "--table", "messages", "--column", "body", "--row", "42");
+            assertEquals(v.get("plaintext").asText(), text.text(), text.err());
+            assertEquals(1, run(ct, "decrypt", "--table", "messages", "--column", "body", "--row", "43").code());
+            opened++;
+        }
+        assertEquals(3, opened, "the vectors of messages.body row 42");
+    }
+
+    /** --table, --column, --row and each --bind are in the binding: changing any refuses the value. */
+    @Test
+    void everyBindingFlagBinds() {
+        String[] sealed = {"--table", "messages", "--column", "body", "--row", "7", "--bind", "owner=alice", "--bind", "role=user"};
+        Run enc = run(utf8("secret text"), concat(new String[] {"encrypt"}, sealed));
+        assertEquals(0, enc.code(), enc.err());
+        assertEquals(0, run(enc.out(), concat(new String[] {"decrypt"}, sealed)).code());
+        for (int i = 1; i < sealed.length; i += 2) {
+            String[] other = sealed.clone();
+            other[i] = other[i].contains("=") ? other[i] + "x" : other[i] + "2";
+            Run r = run(enc.out(), concat(new String[] {"decrypt"}, other));
+            assertEquals(1, r.code(), "changed " + sealed[i - 1] + ": " + r.err());
+            assertTrue(r.err().contains("WrongContext"), r.err());
+            assertFalse(r.err().contains("secret text"), r.err());
+        }
+        String[] reordered = sealed.clone();
+        reordered[7] = "role=user";
+        reordered[9] = "owner=alice";
+        assertEquals(1, run(enc.out(), concat(new String[] {"decrypt"}, reordered)).code(), "the bind order is the column's");
+    }
+
+    /** WARD_KEYRING and WARD_MASTER_KEY stand in for the flags; a flag wins over the variable. */
+    @Test
+    void keysFromTheEnvironment() {
+        Map<String, String> env = new HashMap<>(Map.of("WARD_KEYRING", keyring.toString(), "WARD_MASTER_KEY", masterKeyText));
+        Run enc = run(utf8("x"), env, "encrypt", "--table", "t", "--column", "c", "--row", "1");
+        assertEquals(0, enc.code(), enc.err());
+        env.put("WARD_MASTER_KEY", "");
+        Run none = run(enc.out(), env, "decrypt", "--table", "t", "--column", "c", "--row", "1");
+        assertEquals(1, none.code());
+        assertTrue(none.err().contains("no master key"), none.err());
+        Run file = run(enc.out(), env, "decrypt", "--table", "t", "--column", "c", "--row", "1", "--master-key-file", masterKey.toString());
+        assertEquals(0, file.code(), file.err());
+        env.put("WARD_KEYRING", dir.resolve("missing.json").toString());
+        Run flag = run(enc.out(), env, "decrypt", "--table", "t", "--column", "c", "--row", "1", "--master-key-file", masterKey.toString(), "--keyring", keyring.toString());
+        assertEquals(0, flag.code(), flag.err());
+    }
+
+    @Test
+    void usageErrorsExit2() {
+        String[][] bad = {
+            {},
+            {"seal"},
+            {"encrypt", "--table", "t", "--column", "c"},
+            {"encrypt", "--table", "t", "--column", "c", "--row"},
+            {"encrypt", "--table", "t", "--column", "c", "--row", "1", "--bind", "novalue"},
+            {"encrypt", "--table", "t", "--column", "c", "--row", "1", "--master-key", masterKeyText},
+            {"encrypt", "--table", "t", "--column", "c", "--row", "1", "--binary=yes"},
+            {"decrypt", "--table", "t", "--column", "c", "--row", "1", "--binary"},
+        };
+        for (String[] args : bad) {
+            Run r = run(utf8("x"), Map.of("WARD_KEYRING", keyring.toString(), "WARD_MASTER_KEY", masterKeyText), args);
+            assertEquals(2, r.code(), Arrays.toString(args) + ": " + r.err());
+            assertFalse(r.err().contains(masterKeyText), "a key in an error");
+        }
+        Run noKeyring = run(utf8("x"), Map.of(), "encrypt", "--table", "t", "--column", "c", "--row", "1");
+        assertEquals(2, noKeyring.code());
+    }
+
+    /** A damaged value, another keyring's value and a value too large are refused, typed. */
+    @Test
+    void refusals() throws Exception {
+        Run enc = run(utf8("x"), "encrypt", "--table", "t", "--column", "c", "--row", "1", "--binary");
+        byte[] damaged = enc.out().clone();
+        damaged[damaged.length - 1] ^= 1;
+        Run r = run(damaged, "decrypt", "--table", "t", "--column", "c", "--row", "1");
+        assertEquals(1, r.code());
+        assertTrue(r.err().contains("Authentication"), r.err());
+        Run junk = run(utf8("w4:not base64!"), "decrypt", "--table", "t", "--column", "c", "--row", "1");
+        assertEquals(1, junk.code());
+        assertTrue(junk.err().contains("Malformed"), junk.err());
+        InputStream huge = new InputStream() {
+            long left = WardCli.MAX_INPUT + 1L;
+
+            @Override
+            public int read() {
+                return left-- > 0 ? 'a' : -1;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) {
+                if (left <= 0) {
+                    return -1;
+                }
+                int n = (int) Math.min(len, left);
+                Arrays.fill(b, off, off + n, (byte) 'a');
+                left -= n;
+                return n;
+            }
+        };
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = WardCli.run(new String[] {"encrypt", "--table", "t", "--column", "c", "--row", "1", "--keyring", keyring.toString(), "--master-key-file", masterKey.toString()},
+            huge, new ByteArrayOutputStream(), new PrintStream(err, true, StandardCharsets.UTF_8), Map.of());
+        assertEquals(2, code, err.toString(StandardCharsets.UTF_8));
+    }
+
+    static String[] concat(String[] a, String[] b) {
+        String[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+}
