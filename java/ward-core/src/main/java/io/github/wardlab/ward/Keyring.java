@@ -198,6 +198,23 @@ public final class Keyring {
                 Wire.concat("ward keyring key-derive v1\0".getBytes(StandardCharsets.US_ASCII), purpose.getBytes(StandardCharsets.UTF_8)), length);
     }
 
+    /** HKDF-SHA-256 of the root for a purpose of bytes ({@code Keyring.Derive} in Go, whose purposes are byte strings). */
+    byte[] deriveBytes(byte[] purpose, int length) {
+        return Crypto.hkdf(root, rootSalt, Wire.concat("ward keyring derive v1\0".getBytes(StandardCharsets.US_ASCII), purpose), length);
+    }
+
+    /**
+     * The integrity key of an epoch for a purpose (FORMAT.md, "Integrity
+     * epochs"; {@code Keyring.IntegrityKeyAt} in Go): HKDF-SHA-256 of the
+     * material of key {@code epoch}. A typed error for a key this keyring
+     * lacks ({@code UnknownKey}: a retired epoch) or disabled.
+     */
+    public byte[] integrityKeyAt(long epoch, byte[] purpose) {
+        Key k = key(epoch);
+        return Crypto.hkdf(material.get(k.id()), null,
+                Wire.concat("ward keyring key-derive v1\0ward integrity v1\0".getBytes(StandardCharsets.US_ASCII), purpose), 32);
+    }
+
     /** The enabled key of an ID, or a typed error. */
     Key key(long id) {
         Key k = keys.get(id);

@@ -10,6 +10,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Map;
@@ -62,6 +63,9 @@ public final class WardCli {
         } catch (IOException e) {
             err.println("ward-java: " + e.getClass().getSimpleName() + ": " + e.getMessage());
             return 1;
+        } catch (InvalidPathException e) {
+            err.println("ward-java: a file path that is not one: " + e.getReason());
+            return 2;
         }
     }
 

@@ -157,6 +157,8 @@ class WardCliTest {
         }
         Run noKeyring = run(utf8("x"), Map.of(), "encrypt", "--table", "t", "--column", "c", "--row", "1");
         assertEquals(2, noKeyring.code());
+        Run nul = run(utf8("x"), Map.of("WARD_MASTER_KEY", masterKeyText), "encrypt", "--table", "t", "--column", "c", "--row", "1", "--keyring", "kr\0.json");
+        assertEquals(2, nul.code(), nul.err());
     }
 
     /** A damaged value, another keyring's value and a value too large are refused, typed. */
