@@ -98,10 +98,9 @@ public final class Ciphertext {
      */
     static byte[] open(byte[] ct, Header h, byte[] key, byte[] context) {
         byte[] nonce = Arrays.copyOfRange(ct, HEADER, h.nonceEnd());
-        byte[] sealed = Arrays.copyOfRange(ct, h.nonceEnd(), ct.length);
         byte[] ad = Wire.concat(Arrays.copyOf(ct, h.version() == 4 ? V4_AD_HEADER : HEADER), context);
         try {
-            return Crypto.open(h.alg(), key, nonce, sealed, ad);
+            return Crypto.open(h.alg(), key, nonce, ct, h.nonceEnd(), ct.length - h.nonceEnd(), ad);
         } catch (WardException.Authentication e) {
             if (MessageDigest.isEqual(check(h.alg(), checkKey(h, key), nonce, context), h.check())) {
                 throw new WardException.Authentication("the value was damaged: it fails authentication under its own context");
@@ -121,9 +120,13 @@ public final class Ciphertext {
         head[2] = (byte) alg.code();
         Wire.putU32(head, 3, keyId);
         byte[] nonce = Crypto.random(alg.nonceSize());
-        byte[] sealed = Crypto.seal(alg, kScope, nonce, plaintext, Wire.concat(head, context));
-        byte[] check = check(alg, kCheck, nonce, context);
-        return Wire.concat(head, check, nonce, sealed);
+        // One array, sealed into in place: header, check, nonce, sealed bytes.
+        byte[] out = new byte[HEADER + nonce.length + plaintext.length + Crypto.TAG];
+        System.arraycopy(head, 0, out, 0, V4_AD_HEADER);
+        System.arraycopy(check(alg, kCheck, nonce, context), 0, out, V4_AD_HEADER, HEADER - V4_AD_HEADER);
+        System.arraycopy(nonce, 0, out, HEADER, nonce.length);
+        Crypto.sealInto(alg, kScope, nonce, plaintext, Wire.concat(head, context), out, HEADER + nonce.length);
+        return out;
     }
 
     /** The text form: {@code w<version>:} and unpadded base64url of ct. */

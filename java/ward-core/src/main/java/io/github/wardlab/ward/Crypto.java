@@ -43,19 +43,44 @@ final class Crypto {
 
     /** ciphertext ‖ tag of plaintext under key and nonce, bound to ad. */
     static byte[] seal(Algorithm alg, byte[] key, byte[] nonce, byte[] plaintext, byte[] ad) {
+        byte[] out = new byte[plaintext.length + TAG];
+        sealInto(alg, key, nonce, plaintext, ad, out, 0);
+        return out;
+    }
+
+    /** The AEADs' tag size in bytes. */
+    static final int TAG = 16;
+
+    /** Writes ciphertext ‖ tag of plaintext into out at off (plaintext.length + TAG bytes). */
+    static void sealInto(Algorithm alg, byte[] key, byte[] nonce, byte[] plaintext, byte[] ad, byte[] out, int off) {
         if (alg == Algorithm.XCHACHA20_POLY1305) {
-            return xchacha(true, key, nonce, plaintext, ad);
+            xchacha(true, key, nonce, plaintext, 0, plaintext.length, ad, out, off);
+            return;
         }
         try {
-            return gcm(Cipher.ENCRYPT_MODE, key, nonce, ad).doFinal(plaintext);
+            gcm(Cipher.ENCRYPT_MODE, key, nonce, ad).doFinal(plaintext, 0, plaintext.length, out, off);
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("AES-GCM is not available: " + e.getClass().getSimpleName(), e);
         }
     }
 
-    /** An AES-GCM cipher (128-bit tag) of key and nonce in mode, ad given. */
+    // Each thread keeps its own AES-GCM and AES-ECB cipher objects (not safe
+    // to share; Cipher.getInstance looks the provider up again, which cost
+    // several times a 500-byte seal) and re-initialises them per value.
+    private static final ThreadLocal<Cipher> GCM = ThreadLocal.withInitial(() -> instance("AES/GCM/NoPadding"));
+    private static final ThreadLocal<Cipher> ECB = ThreadLocal.withInitial(() -> instance("AES/ECB/NoPadding"));
+
+    private static Cipher instance(String transformation) {
+        try {
+            return Cipher.getInstance(transformation);
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException(transformation + " is not available: " + e.getClass().getSimpleName(), e);
+        }
+    }
+
+    /** This thread's AES-GCM cipher (128-bit tag) of key and nonce in mode, ad given. */
     private static Cipher gcm(int mode, byte[] key, byte[] nonce, byte[] ad) throws GeneralSecurityException {
-        Cipher c = Cipher.getInstance("AES/GCM/NoPadding");
+        Cipher c = GCM.get();
         c.init(mode, new SecretKeySpec(key, "AES"), new GCMParameterSpec(128, nonce));
         c.updateAAD(ad);
         return c;
@@ -63,11 +88,21 @@ final class Crypto {
 
     /** The plaintext of sealed (ciphertext ‖ tag), or {@link WardException.Authentication}. */
     static byte[] open(Algorithm alg, byte[] key, byte[] nonce, byte[] sealed, byte[] ad) {
+        return open(alg, key, nonce, sealed, 0, sealed.length, ad);
+    }
+
+    /** The plaintext of in[off, off+len) (ciphertext ‖ tag), or {@link WardException.Authentication}. */
+    static byte[] open(Algorithm alg, byte[] key, byte[] nonce, byte[] in, int off, int len, byte[] ad) {
+        if (len < TAG) {
+            throw new WardException.Authentication("the value failed authentication");
+        }
         if (alg == Algorithm.XCHACHA20_POLY1305) {
-            return xchacha(false, key, nonce, sealed, ad);
+            byte[] out = new byte[len - TAG];
+            xchacha(false, key, nonce, in, off, len, ad, out, 0);
+            return out;
         }
         try {
-            return gcm(Cipher.DECRYPT_MODE, key, nonce, ad).doFinal(sealed);
+            return gcm(Cipher.DECRYPT_MODE, key, nonce, ad).doFinal(in, off, len);
         } catch (AEADBadTagException e) {
             throw new WardException.Authentication("the value failed authentication");
         } catch (GeneralSecurityException e) {
@@ -75,23 +110,21 @@ final class Crypto {
         }
     }
 
-    private static byte[] xchacha(boolean seal, byte[] key, byte[] nonce, byte[] in, byte[] ad) {
+    private static void xchacha(boolean seal, byte[] key, byte[] nonce, byte[] in, int off, int len, byte[] ad, byte[] out, int outOff) {
         XChaCha20Poly1305 c = new XChaCha20Poly1305();
         c.init(seal, new AEADParameters(new KeyParameter(key), 128, nonce, ad));
-        byte[] out = new byte[c.getOutputSize(in.length)];
-        int n = c.processBytes(in, 0, in.length, out, 0);
+        int n = c.processBytes(in, off, len, out, outOff);
         try {
-            n += c.doFinal(out, n);
+            c.doFinal(out, outOff + n);
         } catch (InvalidCipherTextException e) {
             throw new WardException.Authentication("the value failed authentication");
         }
-        return n == out.length ? out : java.util.Arrays.copyOf(out, n);
     }
 
     /** AES(key, block) of one 16-byte block. */
     static byte[] aesBlock(byte[] key, byte[] block) {
         try {
-            Cipher c = Cipher.getInstance("AES/ECB/NoPadding");
+            Cipher c = ECB.get();
             c.init(Cipher.ENCRYPT_MODE, new SecretKeySpec(key, "AES"));
             return c.doFinal(block);
         } catch (GeneralSecurityException e) {
