@@ -260,3 +260,42 @@ func (r *Runner) WardPython(ctx context.Context, keyringPath, masterKeyPath stri
 	err := runJSON(ctx, &out, py, r.path(peer), keyringPath, masterKeyPath, strconv.Itoa(size), strconv.Itoa(rounds), strconv.Itoa(perRound))
 	return out, err
 }
+
+// JavaEnv names the class path of ward's JVM core (java/ward-core and its
+// dependencies), for the JVM field peer: after `mvn -f java/pom.xml package
+// -DskipTests`, java/ward-cli/target/lib/* holds all of it.
+const JavaEnv = "WARD_JAVA_CLASSPATH"
+
+// installWardJava is what brings ward's JVM core.
+const installWardJava = "mvn -f java/pom.xml package -DskipTests, then set WARD_JAVA_CLASSPATH='java/ward-cli/target/lib/*',"
+
+// JavaField is what java/WardJavaBench measures: nanoseconds per value per
+// round of ward-java's seal and open, and of raw JDK AES-GCM on a value
+// that carries its IV, interleaved in one JVM.
+type JavaField struct {
+	Algorithm string    `json:"alg"`
+	Size      int       `json:"size"`
+	RawSealNs []float64 `json:"raw_seal_ns"`
+	SealNs    []float64 `json:"seal_ns"`
+	RawOpenNs []float64 `json:"raw_open_ns"`
+	OpenNs    []float64 `json:"open_ns"`
+}
+
+// WardJava runs java/WardJavaBench against $WARD_JAVA_CLASSPATH on a
+// keyring file and its master key file: rounds of perRound values after
+// warmMillis of warm-up.
+func (r *Runner) WardJava(ctx context.Context, keyringPath, masterKeyPath string, size, rounds, perRound, warmMillis int) (JavaField, error) {
+	const peer = "java/WardJavaBench"
+	cp := os.Getenv(JavaEnv)
+	if cp == "" {
+		return JavaField{}, &MissingError{Peer: peer, Need: "ward's JVM core (java/)", Install: installWardJava}
+	}
+	classes, err := r.javac(ctx, peer, "java/WardJavaBench.java", cp)
+	if err != nil {
+		return JavaField{}, err
+	}
+	var out JavaField
+	err = runJSON(ctx, &out, "java", "-cp", cp+":"+classes, "WardJavaBench", keyringPath, masterKeyPath,
+		strconv.Itoa(size), strconv.Itoa(rounds), strconv.Itoa(perRound), strconv.Itoa(warmMillis))
+	return out, err
+}

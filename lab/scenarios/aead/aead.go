@@ -165,6 +165,7 @@ func (s Scenario) Run(ctx context.Context, env *lab.Env) error {
 	}
 	jvmPeer(ctx, env, ward)
 	pythonPeer(ctx, env, fieldNs)
+	javaFieldPeer(ctx, env, fieldNs)
 	fmt.Fprintf(env.Log, "aead: measuring with %s in a child process\n", FIPSEnv)
 	fips, err := env.RunChild(ctx, []string{FIPSEnv})
 	if err != nil {

@@ -53,6 +53,9 @@ func (s Scenario) Report(rs lab.Results) (lab.Section, error) {
 	if t, ok := pythonTable(rs); ok {
 		sec.Tables = append(sec.Tables, t)
 	}
+	if t, ok := javaTable(rs); ok {
+		sec.Tables = append(sec.Tables, t)
+	}
 	sec.SameMachine = sameMachine(rs)
 	if r, ok := rs.Get(jvmSpeedup(peers.AESIntrinsicsOff, big), "hw_speedup"); ok {
 		sec.Headlines = append(sec.Headlines, r)
