@@ -39,28 +39,12 @@ func javaVsGo(op string, size int) string {
 // AES-256-GCM) beside raw JDK AES-GCM in one JVM, and sets it beside Go's
 // field layer of this run (goNs, as for the Python package).
 func javaFieldPeer(ctx context.Context, env *lab.Env, goNs map[caseKey][]float64) {
-	pr, err := peers.New()
+	pr, krPath, mkPath, done, err := peerKeyring(ctx)
 	if err != nil {
 		env.Record(lab.Unavailable("aead", implJava, lab.SourcePeer, err))
 		return
 	}
-	defer pr.Close()
-	dir, err := os.MkdirTemp("", "ward-lab-java-")
-	if err != nil {
-		env.Record(lab.Unavailable("aead", implJava, lab.SourcePeer, err))
-		return
-	}
-	defer os.RemoveAll(dir)
-	mk := local.Generate()
-	krPath, mkPath := filepath.Join(dir, "kr.json"), filepath.Join(dir, "mk.b64")
-	_, err = keyring.Create(ctx, krPath, mk, keyring.AES256GCM)
-	if err == nil {
-		err = os.WriteFile(mkPath, []byte(mk.Encode()), 0o600)
-	}
-	if err != nil {
-		env.Record(lab.Unavailable("aead", implJava, lab.SourcePeer, err))
-		return
-	}
+	defer done()
 	perRound, warm := 20000, 3000
 	if env.Quick {
 		perRound, warm = 5000, 1000
@@ -116,4 +100,30 @@ func javaTable(rs lab.Results) (lab.Table, bool) {
 		}
 	}
 	return t, found
+}
+
+// peerKeyring starts a peer runner and writes a new AES-256-GCM keyring
+// and its master key to a temporary folder, for a peer in another
+// language; done stops the runner and removes the folder.
+func peerKeyring(ctx context.Context) (pr *peers.Runner, krPath, mkPath string, done func(), err error) {
+	if pr, err = peers.New(); err != nil {
+		return nil, "", "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "ward-lab-peer-")
+	if err != nil {
+		pr.Close()
+		return nil, "", "", nil, err
+	}
+	done = func() { pr.Close(); os.RemoveAll(dir) }
+	mk := local.Generate()
+	krPath, mkPath = filepath.Join(dir, "kr.json"), filepath.Join(dir, "mk.b64")
+	_, err = keyring.Create(ctx, krPath, mk, keyring.AES256GCM)
+	if err == nil {
+		err = os.WriteFile(mkPath, []byte(mk.Encode()), 0o600)
+	}
+	if err != nil {
+		done()
+		return nil, "", "", nil, err
+	}
+	return pr, krPath, mkPath, done, nil
 }

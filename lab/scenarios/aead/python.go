@@ -3,11 +3,8 @@ package aeadlab
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/wardlab/ward/keyring"
-	"github.com/wardlab/ward/kms/local"
 	"github.com/wardlab/ward/lab"
 	"github.com/wardlab/ward/lab/peers"
 )
@@ -50,28 +47,12 @@ func pythonOverheadStored(op string, size int) string {
 // and sets it beside Go's field layer of this run (goNs: ns per value per
 // round of the v4 cases, by size and op).
 func pythonPeer(ctx context.Context, env *lab.Env, goNs map[caseKey][]float64) {
-	pr, err := peers.New()
+	pr, krPath, mkPath, done, err := peerKeyring(ctx)
 	if err != nil {
 		env.Record(lab.Unavailable("aead", implPython, lab.SourcePeer, err))
 		return
 	}
-	defer pr.Close()
-	dir, err := os.MkdirTemp("", "ward-lab-python-")
-	if err != nil {
-		env.Record(lab.Unavailable("aead", implPython, lab.SourcePeer, err))
-		return
-	}
-	defer os.RemoveAll(dir)
-	mk := local.Generate()
-	krPath, mkPath := filepath.Join(dir, "kr.json"), filepath.Join(dir, "mk.b64")
-	if _, err := keyring.Create(ctx, krPath, mk, keyring.AES256GCM); err != nil {
-		env.Record(lab.Unavailable("aead", implPython, lab.SourcePeer, err))
-		return
-	}
-	if err := os.WriteFile(mkPath, []byte(mk.Encode()), 0o600); err != nil {
-		env.Record(lab.Unavailable("aead", implPython, lab.SourcePeer, err))
-		return
-	}
+	defer done()
 	perRound := 2000
 	if env.Quick {
 		perRound = 500
