@@ -101,23 +101,27 @@ public final class BlindIndex {
 
     /** The index of a value, in its stored form (v2: version and epoch first). */
     public byte[] compute(String value) {
-        return compute(utf8(value));
+        requireWellFormed(value);
+        byte[] v = normalizer.func().apply(value).getBytes(StandardCharsets.UTF_8);
+        try {
+            return digest(v);
+        } finally {
+            Arrays.fill(v, (byte) 0);
+        }
     }
 
     /** The index of a value's bytes: valid UTF-8 is normalised, anything else indexed as given. */
     public byte[] compute(byte[] value) {
-        byte[] v = value;
         String text = decode(value);
-        if (text != null) {
-            v = normalizer.func().apply(text).getBytes(StandardCharsets.UTF_8);
-        }
+        return text != null ? compute(text) : digest(value);
+    }
+
+    /** The stored form of the digest of v (already normalised). */
+    private byte[] digest(byte[] v) {
         Mac mac = macs.get();
         mac.update(header);
         mac.update(v);
         byte[] digest = mac.doFinal();
-        if (v != value) {
-            Arrays.fill(v, (byte) 0);
-        }
         byte[] out = Arrays.copyOf(prefix, prefix.length + size);
         System.arraycopy(digest, 0, out, prefix.length, size);
         return out;
@@ -163,16 +167,15 @@ public final class BlindIndex {
         return size;
     }
 
-    /** A string's UTF-8; a lone surrogate (no UTF-8 at all) is refused rather than replaced. */
-    private static byte[] utf8(String s) {
-        try {
-            ByteBuffer b = StandardCharsets.UTF_8.newEncoder().onMalformedInput(CodingErrorAction.REPORT)
-                    .onUnmappableCharacter(CodingErrorAction.REPORT).encode(java.nio.CharBuffer.wrap(s));
-            byte[] out = new byte[b.remaining()];
-            b.get(out);
-            return out;
-        } catch (CharacterCodingException e) {
-            throw new WardException.Binding("a value with a lone surrogate has no UTF-8: pass its bytes");
+    /** Refuses a string with a lone surrogate, which has no UTF-8 (rather than index a replacement). */
+    private static void requireWellFormed(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                throw new WardException.Binding("a value with a lone surrogate has no UTF-8: pass its bytes");
+            }
         }
     }
 
