@@ -384,9 +384,7 @@ func TestSlowClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.Serve(ctx, ln, io.Discard)
+	defer serveBackground(t, s, ln)()
 	var conns []net.Conn
 	for range 200 { // trickle: a request line and nothing more
 		c, err := net.Dial("tcp", ln.Addr().String())
@@ -691,4 +689,21 @@ func TestSignupRevealsNothing(t *testing.T) {
 			t.Fatalf("log-in to the planted account: %d", code)
 		}
 	})
+}
+
+// serveBackground runs s.Serve on ln until the returned stop is called;
+// stop cancels it and waits until Serve has returned, so that nothing it
+// started (the sweep, leaving the fleet) writes to the database after
+// the test has closed it and while its temporary folder is removed.
+func serveBackground(tb testing.TB, s *Service, ln net.Listener) (stop func()) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln, io.Discard) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("serve: %v", err)
+		}
+	}
 }

@@ -39,9 +39,7 @@ func BenchmarkRequestUnderIdleFlood(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go app.Serve(ctx, ln, io.Discard)
+	defer serveBackground(b, app, ln)()
 	url := "http://" + ln.Addr().String() + "/"
 	var flood []*http.Client
 	for p := range 16 {
@@ -104,9 +102,7 @@ func TestIdleKeepAliveFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go app.Serve(ctx, ln, io.Discard)
+	defer serveBackground(t, app, ln)()
 	url := "http://" + ln.Addr().String() + "/"
 	get := func(from string, keepAlive bool) (*http.Client, error) {
 		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
