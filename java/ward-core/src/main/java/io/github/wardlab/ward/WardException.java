@@ -111,4 +111,45 @@ public class WardException extends RuntimeException {
             super(message);
         }
     }
+
+    /**
+     * A key service (AWS KMS) refused or failed a call, of the Go library's
+     * kinds: the key unknown, the ciphertext or its encryption context not
+     * the key's, access denied, throttled, unavailable (a timeout or the
+     * network included) or misconfigured (credentials, region, endpoint).
+     * Its message names the operation and the service's error code, never
+     * what was wrapped.
+     */
+    public static final class KeyServiceFailure extends WardException {
+        private static final long serialVersionUID = 1L;
+
+        /** What went wrong, as the Go library's kms errors say. */
+        public enum Kind {
+            /** The key does not exist (NotFoundException). */
+            UNKNOWN_KEY,
+            /** Not this key's ciphertext, or another encryption context. */
+            INVALID_CIPHERTEXT,
+            /** The caller may not use the key, or it is disabled. */
+            ACCESS_DENIED,
+            /** Too many requests: retry later. */
+            THROTTLED,
+            /** The service did not answer in time, or failed on its side. */
+            UNAVAILABLE,
+            /** Credentials, region, endpoint or a request the service refused as invalid. */
+            MISCONFIGURED
+        }
+
+        private final Kind kind;
+
+        /** A failure of kind with a message that carries no secret. */
+        public KeyServiceFailure(Kind kind, String message) {
+            super(message);
+            this.kind = kind;
+        }
+
+        /** What went wrong. */
+        public Kind kind() {
+            return kind;
+        }
+    }
 }

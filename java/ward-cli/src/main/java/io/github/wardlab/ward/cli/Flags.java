@@ -7,17 +7,18 @@ import java.util.Map;
 /**
  * One command line: the command, the value's binding (--table, --column,
  * --row and --bind NAME=VALUE in the column's bind order), the form
- * (--binary) and where the keys are (--keyring, --master-key-file, else
- * WARD_KEYRING and WARD_MASTER_KEY). There is no flag that takes a key: a
+ * (--binary) and where the keys are (--keyring, else WARD_KEYRING; the
+ * keyring's wrapper from --kms URL, --master-key-file, else WARD_KMS or
+ * WARD_MASTER_KEY). There is no flag that takes a key: a
  * key on a command line is in every process listing.
  */
 public record Flags(String command, String table, String column, String row, List<String> bindNames,
-                    List<String> bindValues, boolean binary, String keyring, String masterKeyFile) {
+                    List<String> bindValues, boolean binary, String keyring, String masterKeyFile, String kms) {
 
     /** Parses args ({@code encrypt|decrypt [flags]}), with env for the defaults. */
     public static Flags parse(String[] args, Map<String, String> env) throws UsageException {
         if (args.length == 0 || !(args[0].equals("encrypt") || args[0].equals("decrypt"))) {
-            throw new UsageException("usage: ward-java encrypt|decrypt --table T --column C --row R [--bind NAME=VALUE]... [--binary]");
+            throw new UsageException("usage: ward-java encrypt|decrypt --table T --column C --row R [--bind NAME=VALUE]... [--binary] [--keyring F] [--kms URL | --master-key-file F]");
         }
         Builder b = new Builder(args[0], env);
         for (int i = 1; i < args.length; i++) {
@@ -48,13 +49,15 @@ public record Flags(String command, String table, String column, String row, Lis
 
     private static final class Builder {
         final String command;
-        String table = "", column = "", row = "", keyring, masterKeyFile = "";
+        String table = "", column = "", row = "", keyring, masterKeyFile = "", kms = "";
+        final String kmsEnv;
         boolean binary;
         final List<String> names = new ArrayList<>(), values = new ArrayList<>();
 
         Builder(String command, Map<String, String> env) {
             this.command = command;
             this.keyring = env.getOrDefault("WARD_KEYRING", "");
+            this.kmsEnv = env.getOrDefault("WARD_KMS", "");
         }
 
         void set(String flag, String value) throws UsageException {
@@ -64,6 +67,7 @@ public record Flags(String command, String table, String column, String row, Lis
                 case "--row" -> row = value;
                 case "--keyring" -> keyring = value;
                 case "--master-key-file" -> masterKeyFile = value;
+                case "--kms" -> kms = value;
                 case "--bind" -> {
                     int eq = value.indexOf('=');
                     if (eq <= 0) {
@@ -86,7 +90,13 @@ public record Flags(String command, String table, String column, String row, Lis
             if (binary && command.equals("decrypt")) {
                 throw new UsageException("--binary is for encrypt: decrypt reads either form");
             }
-            return new Flags(command, table, column, row, List.copyOf(names), List.copyOf(values), binary, keyring, masterKeyFile);
+            if (!kms.isEmpty() && !masterKeyFile.isEmpty()) {
+                throw new UsageException("--kms and --master-key-file name two wrappers: pass one");
+            }
+            if (kms.isEmpty() && masterKeyFile.isEmpty()) {
+                kms = kmsEnv; // WARD_KMS, else WARD_MASTER_KEY
+            }
+            return new Flags(command, table, column, row, List.copyOf(names), List.copyOf(values), binary, keyring, masterKeyFile, kms);
         }
     }
 }

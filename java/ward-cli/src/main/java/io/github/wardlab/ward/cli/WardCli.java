@@ -5,6 +5,7 @@ import io.github.wardlab.ward.Column;
 import io.github.wardlab.ward.Keyring;
 import io.github.wardlab.ward.MasterKey;
 import io.github.wardlab.ward.WardException;
+import io.github.wardlab.ward.awskms.AwsKms;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -46,7 +47,7 @@ public final class WardCli {
         }
         try {
             byte[] input = readInput(in);
-            Keyring kr = Keyring.load(Path.of(f.keyring()), masterKey(f, env));
+            Keyring kr = keyring(f, env);
             Column col = new Column(kr, f.table(), f.column(), f.bindNames().toArray(String[]::new));
             Object[] values = f.bindValues().toArray();
             byte[] result = f.command().equals("encrypt") ? encrypt(col, f, input, values) : decrypt(col, f, input, values);
@@ -69,8 +70,22 @@ public final class WardCli {
         }
     }
 
-    static MasterKey masterKey(Flags f, Map<String, String> env) {
-        return f.masterKeyFile().isEmpty() ? MasterKey.fromEnvironment(env) : MasterKey.load(Path.of(f.masterKeyFile()));
+    /** The keyring, unwrapped by the KMS key of --kms (or WARD_KMS) or by the master key. */
+    static Keyring keyring(Flags f, Map<String, String> env) throws UsageException {
+        Path path = Path.of(f.keyring());
+        if (f.kms().startsWith("awskms://")) {
+            try (AwsKms ks = AwsKms.fromUrl(f.kms())) {
+                return Keyring.load(path, ks);
+            }
+        }
+        if (f.kms().startsWith("local://")) {
+            String file = f.kms().substring("local://".length());
+            return Keyring.load(path, file.isEmpty() ? MasterKey.fromEnvironment(env) : MasterKey.load(Path.of(file)));
+        }
+        if (!f.kms().isEmpty()) {
+            throw new UsageException("--kms takes awskms://KEY?region=R[&endpoint=URL] or local://PATH");
+        }
+        return Keyring.load(path, f.masterKeyFile().isEmpty() ? MasterKey.fromEnvironment(env) : MasterKey.load(Path.of(f.masterKeyFile())));
     }
 
     static byte[] encrypt(Column col, Flags f, byte[] input, Object[] values) {

@@ -203,4 +203,39 @@ class WardCliTest {
         System.arraycopy(b, 0, out, a.length, b.length);
         return out;
     }
+
+    /** --kms names the keyring's wrapper: local://PATH as the master key file, WARD_KMS as its default, awskms:// through AWS KMS. */
+    @Test
+    void kmsNamesTheWrapper() throws Exception {
+        Run sealed = run(utf8("kms"), "encrypt", "--table", "t", "--column", "c", "--row", "1");
+        String[] open = {"decrypt", "--table", "t", "--column", "c", "--row", "1", "--keyring", keyring.toString()};
+        Run local = run(sealed.out(), Map.of(), concat(open, "--kms", "local://" + masterKey));
+        assertEquals(0, local.code(), local.err());
+        assertEquals("kms", local.text());
+        Run env = run(sealed.out(), Map.of("WARD_KMS", "local://" + masterKey), open);
+        assertEquals(0, env.code(), env.err());
+        Run envKey = run(sealed.out(), Map.of("WARD_KMS", "local://", "WARD_MASTER_KEY", masterKeyText), open);
+        assertEquals(0, envKey.code(), envKey.err());
+        // The flag beats WARD_KMS: a master key file given, WARD_KMS's wrapper is not asked.
+        Run flagWins = run(sealed.out(), Map.of("WARD_KMS", "awskms://alias/unused"), concat(open, "--master-key-file", masterKey.toString()));
+        assertEquals(0, flagWins.code(), flagWins.err());
+
+        assertEquals(2, run(sealed.out(), Map.of(), concat(open, "--kms", "local://" + masterKey, "--master-key-file", masterKey.toString())).code());
+        assertEquals(2, run(sealed.out(), Map.of(), concat(open, "--kms", "ftp://host/key")).code());
+        // A keyring under a local key, asked of AWS KMS: the wrapper named in the file is not the one given.
+        Run wrong = run(sealed.out(), Map.of(), concat(open, "--kms", "awskms://alias/x?region=us-east-1&endpoint=http://127.0.0.1:9"));
+        assertEquals(1, wrong.code());
+        assertTrue(wrong.err().contains("WrongWrapper"), wrong.err());
+        Run badUrl = run(sealed.out(), Map.of(), concat(open, "--kms", "awskms://?region=x"));
+        assertEquals(1, badUrl.code());
+        assertTrue(badUrl.err().contains("KeyServiceFailure"), badUrl.err());
+    }
+
+    static String[] concat(String[] a, String b, String c) {
+        return concat(a, new String[] {b, c});
+    }
+
+    static String[] concat(String[] a, String b, String c, String d, String e) {
+        return concat(a, new String[] {b, c, d, e});
+    }
 }
