@@ -25,7 +25,8 @@ import java.util.UUID;
  * package does not read the ledger yet).
  */
 public final class Column {
-    private final Keyring keyring;
+    private final Keyring keyring; // null for a grant's column: it opens, never seals
+    private final KeySource source;
     private final String table;
     private final String column;
     private final List<String> bind;
@@ -34,10 +35,23 @@ public final class Column {
 
     /** A column of table, binding the named columns' values, in that order. */
     public Column(Keyring keyring, String table, String column, String... bind) {
+        this(keyring, keyring, table, column, bind);
+    }
+
+    /**
+     * A column a grant opens (and never seals): values of another column,
+     * of ciphertext v3 or under a key added after the grant are refused.
+     */
+    public Column(Grant grant, String table, String column, String... bind) {
+        this(null, grant, table, column, bind);
+    }
+
+    private Column(Keyring keyring, KeySource source, String table, String column, String... bind) {
         if (table.isEmpty() || column.isEmpty()) {
             throw new WardException.Binding("a column needs a table and a column name");
         }
         this.keyring = keyring;
+        this.source = source;
         this.table = table;
         this.column = column;
         this.bind = List.of(bind);
@@ -91,6 +105,9 @@ public final class Column {
 
     /** Seals plaintext for a row as ciphertext v4 (binary form). */
     public byte[] seal(byte[] plaintext, Object row, Object... values) {
+        if (keyring == null) {
+            throw new WardException.NotGranted("a grant opens values; sealing needs the keyring");
+        }
         return keyring.seal(plaintext, contextV4(row, values), scope);
     }
 
@@ -104,7 +121,7 @@ public final class Column {
         byte[] ct = Ciphertext.decode(stored);
         Ciphertext.Header h = Ciphertext.header(ct);
         byte[] context = h.version() == 4 ? contextV4(row, values) : contextV3(row, values);
-        return Ciphertext.open(ct, h, keyring.resolve(h, scope), context);
+        return Ciphertext.open(ct, h, source.resolve(h, scope), context);
     }
 
     /** Opens a stored value of a row as UTF-8 text. */

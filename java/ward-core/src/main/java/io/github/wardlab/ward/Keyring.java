@@ -20,7 +20,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * named keys. A keyring is read-only and safe for concurrent use; it never
  * writes the file (rotations are the Go CLI's: {@code ward keyring rotate}).
  */
-public final class Keyring {
+public final class Keyring implements KeySource {
     /** The largest keyring file read, as the Go library's. */
     public static final int MAX_FILE = 16 << 20;
 
@@ -125,7 +125,7 @@ public final class Keyring {
             throw new WardException.WrongWrapper("the file is sealed under " + Wire.clip(provider, 20) + ":" + Wire.clip(keyId, 40) + ", given " + ks.provider() + ":" + ks.keyId());
         }
         byte[] aad = (fmt + "\0" + provider + "\0" + keyId).getBytes(StandardCharsets.UTF_8);
-        byte[] plain = unwrap(doc, aad, ks);
+        byte[] plain = unwrap(doc, aad, ks, "keyring");
         try {
             return new Keyring(JSON.readTree(plain));
         } catch (IOException e) {
@@ -135,13 +135,14 @@ public final class Keyring {
         }
     }
 
-    private static byte[] unwrap(JsonNode doc, byte[] aad, KeyService ks) {
+    /** A keyring's or grant's payload: its file key unwrapped by ks under purpose, then the payload opened with aad. */
+    static byte[] unwrap(JsonNode doc, byte[] aad, KeyService ks, String purpose) {
         byte[] wrapped = Wire.b64std(doc.path("wrapped_key").asText(""), "wrapped_key");
         byte[] sealed = Wire.b64std(doc.path("sealed").asText(""), "sealed");
         if (wrapped.length > 1024) {
             throw new WardException.CorruptFile("a wrapped key longer than 1024 bytes");
         }
-        Map<String, String> ctx = Map.of("ward:purpose", "keyring", "ward:aad-sha256", Wire.hex(MasterKey.sha256(aad)));
+        Map<String, String> ctx = Map.of("ward:purpose", purpose, "ward:aad-sha256", Wire.hex(MasterKey.sha256(aad)));
         byte[] fileKey;
         try {
             fileKey = ks.decrypt(wrapped, ctx);
@@ -154,7 +155,7 @@ public final class Keyring {
             }
             return Crypto.open(Algorithm.AES_256_GCM, fileKey, Arrays.copyOf(sealed, 12), Arrays.copyOfRange(sealed, 12, sealed.length), aad);
         } catch (WardException.Authentication e) {
-            throw new WardException.CorruptFile("the keyring file failed authentication");
+            throw new WardException.CorruptFile("the " + purpose + " file failed authentication");
         } finally {
             Arrays.fill(fileKey, (byte) 0);
         }
@@ -238,7 +239,8 @@ public final class Keyring {
     }
 
     /** The AEAD key that opens a class-1 value of header h under scope. */
-    byte[] resolve(Ciphertext.Header h, byte[] scope) {
+    @Override
+    public byte[] resolve(Ciphertext.Header h, byte[] scope) {
         if (h.keyClass() != Ciphertext.CLASS_KEYRING) {
             throw new WardException.UnknownKey("a subject key sealed this value, not a keyring key");
         }

@@ -112,6 +112,16 @@ public class WardException extends RuntimeException {
         }
     }
 
+    /** What a grant does not open: ciphertext v3, a subject's key, or sealing. */
+    public static final class NotGranted extends WardException {
+        private static final long serialVersionUID = 1L;
+
+        /** An error with a message. */
+        public NotGranted(String message) {
+            super(message);
+        }
+    }
+
     /**
      * A key service (AWS KMS) refused or failed a call, of the Go library's
      * kinds: the key unknown, the ciphertext or its encryption context not

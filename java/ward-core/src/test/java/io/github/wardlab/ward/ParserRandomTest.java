@@ -2,6 +2,7 @@ package io.github.wardlab.ward;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.charset.StandardCharsets;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
@@ -49,6 +50,17 @@ class ParserRandomTest {
         Random rnd = new Random(2);
         for (int i = 0; i < ROUNDS / 10; i++) {
             holds("Keyring.parse", b -> Keyring.parse(b, mk), mutate(rnd, seed));
+        }
+    }
+
+    @Test
+    void grantFiles() throws Exception {
+        JsonNode v = Vectors.read("keyring/testdata/grant-v1.json");
+        byte[] seed = Vectors.JSON.writeValueAsBytes(v.get("grant"));
+        MasterKey mk = MasterKey.parse(v.get("reader_master_key").asText());
+        Random rnd = new Random(3);
+        for (int i = 0; i < ROUNDS / 10; i++) {
+            holds("Grant.parse", b -> Grant.parse(b, mk), mutate(rnd, seed));
         }
     }
 

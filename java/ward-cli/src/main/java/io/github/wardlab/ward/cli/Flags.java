@@ -7,18 +7,18 @@ import java.util.Map;
 /**
  * One command line: the command, the value's binding (--table, --column,
  * --row and --bind NAME=VALUE in the column's bind order), the form
- * (--binary) and where the keys are (--keyring, else WARD_KEYRING; the
- * keyring's wrapper from --kms URL, --master-key-file, else WARD_KMS or
- * WARD_MASTER_KEY). There is no flag that takes a key: a
+ * (--binary) and where the keys are (--keyring, else WARD_KEYRING, or for
+ * decrypt a grant file, --grant; the file's wrapper from --kms URL,
+ * --master-key-file, else WARD_KMS or WARD_MASTER_KEY). There is no flag that takes a key: a
  * key on a command line is in every process listing.
  */
 public record Flags(String command, String table, String column, String row, List<String> bindNames,
-                    List<String> bindValues, boolean binary, String keyring, String masterKeyFile, String kms) {
+                    List<String> bindValues, boolean binary, String keyring, String masterKeyFile, String kms, String grant) {
 
     /** Parses args ({@code encrypt|decrypt [flags]}), with env for the defaults. */
     public static Flags parse(String[] args, Map<String, String> env) throws UsageException {
         if (args.length == 0 || !(args[0].equals("encrypt") || args[0].equals("decrypt"))) {
-            throw new UsageException("usage: ward-java encrypt|decrypt --table T --column C --row R [--bind NAME=VALUE]... [--binary] [--keyring F] [--kms URL | --master-key-file F]");
+            throw new UsageException("usage: ward-java encrypt|decrypt --table T --column C --row R [--bind NAME=VALUE]... [--binary] [--keyring F | --grant F] [--kms URL | --master-key-file F]");
         }
         Builder b = new Builder(args[0], env);
         for (int i = 1; i < args.length; i++) {
@@ -49,7 +49,7 @@ public record Flags(String command, String table, String column, String row, Lis
 
     private static final class Builder {
         final String command;
-        String table = "", column = "", row = "", keyring, masterKeyFile = "", kms = "";
+        String table = "", column = "", row = "", keyring, masterKeyFile = "", kms = "", grant = "";
         final String kmsEnv;
         boolean binary;
         final List<String> names = new ArrayList<>(), values = new ArrayList<>();
@@ -68,6 +68,7 @@ public record Flags(String command, String table, String column, String row, Lis
                 case "--keyring" -> keyring = value;
                 case "--master-key-file" -> masterKeyFile = value;
                 case "--kms" -> kms = value;
+                case "--grant" -> grant = value;
                 case "--bind" -> {
                     int eq = value.indexOf('=');
                     if (eq <= 0) {
@@ -84,8 +85,13 @@ public record Flags(String command, String table, String column, String row, Lis
             if (table.isEmpty() || column.isEmpty() || row.isEmpty()) {
                 throw new UsageException("--table, --column and --row go together, and are needed");
             }
-            if (keyring.isEmpty()) {
-                throw new UsageException("no keyring: pass --keyring or set WARD_KEYRING");
+            if (!grant.isEmpty()) {
+                if (command.equals("encrypt")) {
+                    throw new UsageException("--grant opens values: encrypt needs the keyring");
+                }
+                keyring = ""; // a grant opens in the keyring's place (WARD_KEYRING is not read)
+            } else if (keyring.isEmpty()) {
+                throw new UsageException("no keyring: pass --keyring or set WARD_KEYRING (or --grant FILE to decrypt)");
             }
             if (binary && command.equals("decrypt")) {
                 throw new UsageException("--binary is for encrypt: decrypt reads either form");
@@ -96,7 +102,7 @@ public record Flags(String command, String table, String column, String row, Lis
             if (kms.isEmpty() && masterKeyFile.isEmpty()) {
                 kms = kmsEnv; // WARD_KMS, else WARD_MASTER_KEY
             }
-            return new Flags(command, table, column, row, List.copyOf(names), List.copyOf(values), binary, keyring, masterKeyFile, kms);
+            return new Flags(command, table, column, row, List.copyOf(names), List.copyOf(values), binary, keyring, masterKeyFile, kms, grant);
         }
     }
 }

@@ -2,6 +2,8 @@ package io.github.wardlab.ward.cli;
 
 import io.github.wardlab.ward.Ciphertext;
 import io.github.wardlab.ward.Column;
+import io.github.wardlab.ward.Grant;
+import io.github.wardlab.ward.KeyService;
 import io.github.wardlab.ward.Keyring;
 import io.github.wardlab.ward.MasterKey;
 import io.github.wardlab.ward.WardException;
@@ -15,6 +17,7 @@ import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * {@code ward-java encrypt|decrypt}: the Go CLI's value commands on the JVM,
@@ -47,8 +50,15 @@ public final class WardCli {
         }
         try {
             byte[] input = readInput(in);
-            Keyring kr = keyring(f, env);
-            Column col = new Column(kr, f.table(), f.column(), f.bindNames().toArray(String[]::new));
+            String[] bind = f.bindNames().toArray(String[]::new);
+            Column col;
+            if (f.grant().isEmpty()) {
+                Keyring kr = open(f, env, ks -> Keyring.load(Path.of(f.keyring()), ks));
+                col = new Column(kr, f.table(), f.column(), bind);
+            } else {
+                Grant g = open(f, env, ks -> Grant.load(Path.of(f.grant()), ks));
+                col = new Column(g, f.table(), f.column(), bind);
+            }
             Object[] values = f.bindValues().toArray();
             byte[] result = f.command().equals("encrypt") ? encrypt(col, f, input, values) : decrypt(col, f, input, values);
             out.write(result);
@@ -70,22 +80,25 @@ public final class WardCli {
         }
     }
 
-    /** The keyring, unwrapped by the KMS key of --kms (or WARD_KMS) or by the master key. */
-    static Keyring keyring(Flags f, Map<String, String> env) throws UsageException {
-        Path path = Path.of(f.keyring());
+    /**
+     * A keyring or grant file opened with its wrapper: the KMS key of --kms
+     * (or WARD_KMS), else the master key of --master-key-file or
+     * WARD_MASTER_KEY. An AWS KMS client lives only while the file opens.
+     */
+    static <T> T open(Flags f, Map<String, String> env, Function<KeyService, T> load) throws UsageException {
         if (f.kms().startsWith("awskms://")) {
             try (AwsKms ks = AwsKms.fromUrl(f.kms())) {
-                return Keyring.load(path, ks);
+                return load.apply(ks);
             }
         }
         if (f.kms().startsWith("local://")) {
             String file = f.kms().substring("local://".length());
-            return Keyring.load(path, file.isEmpty() ? MasterKey.fromEnvironment(env) : MasterKey.load(Path.of(file)));
+            return load.apply(file.isEmpty() ? MasterKey.fromEnvironment(env) : MasterKey.load(Path.of(file)));
         }
         if (!f.kms().isEmpty()) {
             throw new UsageException("--kms takes awskms://KEY?region=R[&endpoint=URL] or local://PATH");
         }
-        return Keyring.load(path, f.masterKeyFile().isEmpty() ? MasterKey.fromEnvironment(env) : MasterKey.load(Path.of(f.masterKeyFile())));
+        return load.apply(f.masterKeyFile().isEmpty() ? MasterKey.fromEnvironment(env) : MasterKey.load(Path.of(f.masterKeyFile())));
     }
 
     static byte[] encrypt(Column col, Flags f, byte[] input, Object[] values) {
@@ -117,7 +130,10 @@ public final class WardCli {
             return "\nhint: pass the same --table/--column/--row and --bind used to encrypt";
         }
         if (e instanceof WardException.UnknownKey) {
-            return "\nhint: the value was sealed under a key this keyring does not hold";
+            return "\nhint: the value was sealed under a key this keyring (or grant) does not hold";
+        }
+        if (e instanceof WardException.NotGranted) {
+            return "\nhint: a grant opens ciphertext v4 of the columns it names; ward reseal moves v3 values to v4";
         }
         return "";
     }

@@ -133,4 +133,57 @@ class CliDifferentialTest {
         dec.set(dec.indexOf("--row") + 1, flags.get(flags.indexOf("--row") + 1) + "0");
         assertNotEquals(0, to.run(dir, ct, dec).code(), "opened at another row: " + flags);
     }
+
+    /**
+     * A grant the Go CLI makes (ward grant, recorded in a SQLite database's
+     * ledger) opens in ward-java with --grant and the reader's key: the
+     * granted column's values, Go's and ward-java's; another column is
+     * refused, as is sealing with a grant, and what the keyring seals
+     * under a key added after the grant (a grant holder, registered
+     * nowhere, opens only what existed when it was made).
+     */
+    @org.junit.jupiter.api.Test
+    void goGrantsOpenInJava(@TempDir Path dir) throws Exception {
+        Cli go = external("WARD_GO_CLI");
+        Assumptions.assumeTrue(go != null, "WARD_GO_CLI (the Go ward binary) is not set");
+        Path mk = dir.resolve("mk.b64"), reader = dir.resolve("reader.b64"), kr = dir.resolve("kr.json"), g = dir.resolve("notes.grant");
+        ok(go.run(dir, new byte[0], List.of("keyring", "gen-master-key", "--out", mk.toString())));
+        ok(go.run(dir, new byte[0], List.of("keyring", "gen-master-key", "--out", reader.toString())));
+        List<String> keys = List.of("--keyring", kr.toString(), "--master-key-file", mk.toString());
+        ok(go.run(dir, new byte[0], concat(List.of("keyring", "new"), keys)));
+        Files.createFile(dir.resolve("app.db")); // an empty SQLite database: its ledger records the grant
+        ok(go.run(dir, new byte[0], concat(List.of("grant"), keys, List.of("--db", "sqlite:" + dir.resolve("app.db"),
+                "--scope", "notes.title", "--to", "local://" + reader, "--out", g.toString()))));
+        List<String> row = List.of("--table", "notes", "--column", "title", "--row", "9", "--bind", "owner=alice");
+        List<String> byGrant = List.of("--grant", g.toString(), "--master-key-file", reader.toString());
+        for (Cli sealer : List.of(go, JAVA)) {
+            byte[] ct = ok(sealer.run(dir, "granted".getBytes(StandardCharsets.UTF_8), concat(List.of("encrypt"), keys, row)));
+            assertEquals("granted", new String(ok(JAVA.run(dir, ct, concat(List.of("decrypt"), byGrant, row))), StandardCharsets.UTF_8));
+        }
+        byte[] body = ok(go.run(dir, "not granted".getBytes(StandardCharsets.UTF_8),
+                concat(List.of("encrypt"), keys, List.of("--table", "notes", "--column", "body", "--row", "9"))));
+        Run refused = JAVA.run(dir, body, concat(List.of("decrypt"), byGrant, List.of("--table", "notes", "--column", "body", "--row", "9")));
+        assertEquals(1, refused.code());
+        org.junit.jupiter.api.Assertions.assertTrue(refused.err().contains("WrongContext"), refused.err());
+        assertEquals(2, JAVA.run(dir, new byte[1], concat(List.of("encrypt"), byGrant, row)).code());
+        // A key the keyring gains after the grant: what it seals, the grant does not open.
+        ok(go.run(dir, new byte[0], concat(List.of("keyring", "rotate"), keys, List.of("--db", "sqlite:" + dir.resolve("app.db"), "--no-reseal"))));
+        byte[] later = ok(go.run(dir, "after the grant".getBytes(StandardCharsets.UTF_8), concat(List.of("encrypt"), keys, row)));
+        Run unknown = JAVA.run(dir, later, concat(List.of("decrypt"), byGrant, row));
+        assertEquals(1, unknown.code());
+        org.junit.jupiter.api.Assertions.assertTrue(unknown.err().contains("UnknownKey"), unknown.err());
+        // The grant under the keyring's own master key: not the reader's wrapper.
+        Run wrong = JAVA.run(dir, body, concat(List.of("decrypt", "--grant", g.toString(), "--master-key-file", mk.toString()), row));
+        assertEquals(1, wrong.code());
+        org.junit.jupiter.api.Assertions.assertTrue(wrong.err().contains("WrongWrapper"), wrong.err());
+    }
+
+    @SafeVarargs
+    static List<String> concat(List<String>... parts) {
+        List<String> out = new ArrayList<>();
+        for (List<String> p : parts) {
+            out.addAll(p);
+        }
+        return out;
+    }
 }

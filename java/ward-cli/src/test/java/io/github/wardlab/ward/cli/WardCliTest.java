@@ -238,4 +238,27 @@ class WardCliTest {
     static String[] concat(String[] a, String b, String c, String d, String e) {
         return concat(a, new String[] {b, c, d, e});
     }
+
+    /** --grant opens the granted column's values with the reader's key (Go's grant vector), in the keyring's place, and never seals. */
+    @Test
+    void grantOpensInTheKeyringsPlace() throws Exception {
+        ObjectMapper json = new ObjectMapper();
+        JsonNode v = json.readTree(Path.of("..", "..", "keyring", "testdata", "grant-v1.json").toFile());
+        Path kr = Files.write(dir.resolve("owner.json"), json.writeValueAsBytes(v.get("keyring")));
+        Path owner = Files.writeString(dir.resolve("owner.b64"), v.get("master_key").asText());
+        Path reader = Files.writeString(dir.resolve("reader.b64"), v.get("reader_master_key").asText());
+        Path grant = Files.write(dir.resolve("g.grant"), json.writeValueAsBytes(v.get("grant")));
+        String[] row = {"--table", "notes", "--column", "title", "--row", "5"};
+        Run sealed = run(utf8("granted"), Map.of(), concat(concat(new String[] {"encrypt"}, row), "--keyring", kr.toString(), "--master-key-file", owner.toString()));
+        assertEquals(0, sealed.code(), sealed.err());
+        // WARD_KEYRING names the owner's keyring: with --grant it is not read.
+        Run open = run(sealed.out(), Map.of("WARD_KEYRING", kr.toString()), concat(concat(new String[] {"decrypt"}, row), "--grant", grant.toString(), "--master-key-file", reader.toString()));
+        assertEquals(0, open.code(), open.err());
+        assertEquals("granted", open.text());
+        Run enc = run(utf8("x"), Map.of(), concat(concat(new String[] {"encrypt"}, row), "--grant", grant.toString(), "--master-key-file", reader.toString()));
+        assertEquals(2, enc.code());
+        Run other = run(sealed.out(), Map.of(), concat(new String[] {"decrypt", "--table", "notes", "--column", "body", "--row", "5"}, "--grant", grant.toString(), "--master-key-file", reader.toString()));
+        assertEquals(1, other.code());
+        assertTrue(other.err().contains("WrongContext"), other.err());
+    }
 }
