@@ -21,8 +21,8 @@ import java.util.UUID;
  *
  * <p>Write v4 only once the fleet reads it: a database whose ledger has not
  * opened the form {@code ciphertext:v4} still has processes that read v3
- * only (the Go library and the Python package decide by the ledger; this
- * package does not read the ledger yet).
+ * only. {@link #checkedBy} puts a column under a verified ledger's rule;
+ * without it the caller decides.
  */
 public final class Column {
     private final Keyring keyring; // null for a grant's column: it opens, never seals
@@ -32,6 +32,7 @@ public final class Column {
     private final List<String> bind;
     private final byte[] scope;
     private final byte[] names;
+    private final LedgerState ledger; // null: the caller decides the version
 
     /** A column of table, binding the named columns' values, in that order. */
     public Column(Keyring keyring, String table, String column, String... bind) {
@@ -47,11 +48,16 @@ public final class Column {
     }
 
     private Column(Keyring keyring, KeySource source, String table, String column, String... bind) {
+        this(keyring, source, null, table, column, bind);
+    }
+
+    private Column(Keyring keyring, KeySource source, LedgerState ledger, String table, String column, String... bind) {
         if (table.isEmpty() || column.isEmpty()) {
             throw new WardException.Binding("a column needs a table and a column name");
         }
         this.keyring = keyring;
         this.source = source;
+        this.ledger = ledger;
         this.table = table;
         this.column = column;
         this.bind = List.of(bind);
@@ -62,6 +68,17 @@ public final class Column {
             Wire.lp(n, b);
         }
         this.names = n.toByteArray();
+    }
+
+    /**
+     * This column under the write rule of a verified ledger ({@link
+     * Ledger#verify}): it seals only when the fleet has opened ciphertext
+     * v4 (every registered process reads it), and otherwise refuses with
+     * {@link WardException.UnsupportedVersion} — where the Go library and
+     * the Python package write v3 instead, ward-java writes v4 only.
+     */
+    public Column checkedBy(LedgerState verified) {
+        return new Column(keyring, source, java.util.Objects.requireNonNull(verified, "verified"), table, column, bind.toArray(String[]::new));
     }
 
     /** The v4 scope of a column: {@code "ward/field/v4" 0 ‖ ℓ(table) ‖ ℓ(column)}. */
@@ -107,6 +124,10 @@ public final class Column {
     public byte[] seal(byte[] plaintext, Object row, Object... values) {
         if (keyring == null) {
             throw new WardException.NotGranted("a grant opens values; sealing needs the keyring");
+        }
+        if (ledger != null && !ledger.allows(LedgerState.CIPHERTEXT_V4)) {
+            throw new WardException.UnsupportedVersion("the fleet of " + ledger.database() + " has not opened " + LedgerState.CIPHERTEXT_V4
+                    + ": a process still reads v3 only (ward writes v4 once every registered process reads it)");
         }
         return keyring.seal(plaintext, contextV4(row, values), scope);
     }

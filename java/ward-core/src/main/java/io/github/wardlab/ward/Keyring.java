@@ -40,6 +40,11 @@ public final class Keyring implements KeySource {
     private final Map<Long, Key> keys;
     private final Map<Long, byte[]> material;
     private final Key primary;
+    private final Map<Long, byte[]> stateKeys;
+    private final Map<String, Anchor> anchors;
+
+    /** Where the keyring file anchors a database's ledger: the counter and state epoch it last saw. */
+    record Anchor(long counter, long epoch) {}
     /** A key and a scope: what K_scope and its check key are derived for. */
     private record ScopeId(long key, ByteBuffer scope) {}
 
@@ -79,12 +84,49 @@ public final class Keyring implements KeySource {
             keys = Collections.unmodifiableMap(ks);
             material = ms;
             primary = p;
+            stateKeys = stateKeys(payload.get("state_keys"));
+            anchors = anchors(payload.get("anchors"));
         } catch (WardException.UnsupportedVersion e) {
             throw new WardException.CorruptFile("a keyring payload: " + e.getMessage());
         }
         if (root.length != 32 || rootSalt.length != 32) {
             throw new WardException.CorruptFile("a keyring root of the wrong size");
         }
+    }
+
+    private static Map<Long, byte[]> stateKeys(JsonNode list) {
+        Map<Long, byte[]> out = new HashMap<>();
+        if (list == null || list.isNull()) {
+            return out;
+        }
+        if (!list.isArray()) {
+            throw new WardException.CorruptFile("a keyring payload whose state_keys is not a list");
+        }
+        for (JsonNode s : list) {
+            if (!s.path("epoch").isIntegralNumber()) {
+                throw new WardException.CorruptFile("a state key without an epoch");
+            }
+            out.put(s.get("epoch").asLong(), Wire.b64std(text(s, "secret"), "secret"));
+        }
+        return out;
+    }
+
+    private static Map<String, Anchor> anchors(JsonNode obj) {
+        Map<String, Anchor> out = new HashMap<>();
+        if (obj == null || obj.isNull()) {
+            return out;
+        }
+        if (!obj.isObject()) {
+            throw new WardException.CorruptFile("a keyring payload whose anchors is not an object");
+        }
+        obj.properties().forEach(e -> {
+            JsonNode a = e.getValue();
+            if (!a.isObject() || !a.path("counter").canConvertToLong() || (a.has("epoch") && !a.get("epoch").canConvertToLong())) {
+                throw new WardException.CorruptFile("a keyring anchor that is not {counter, epoch}");
+            }
+            out.put(e.getKey(), new Anchor(a.path("counter").asLong(), a.path("epoch").asLong(0)));
+        });
+        return out;
     }
 
     private static String text(JsonNode n, String field) {
@@ -214,6 +256,44 @@ public final class Keyring implements KeySource {
         Key k = key(epoch);
         return Crypto.hkdf(material.get(k.id()), null,
                 Wire.concat("ward keyring key-derive v1\0ward integrity v1\0".getBytes(StandardCharsets.US_ASCII), purpose), 32);
+    }
+
+    /**
+     * K_state of a state epoch, for the ledger's MAC (FORMAT.md, "Keyring
+     * ledger"), or null when the file lacks that epoch (a newer file wrote
+     * it). Epoch 0 is the root alone, which any copy of the file derives:
+     * a file with state keys gives it only when root is set (the ledger's
+     * check decides when).
+     */
+    byte[] stateMacKey(long epoch, boolean rootOnly) {
+        byte[] salt;
+        if (epoch == 0) {
+            if (!stateKeys.isEmpty() && !rootOnly) {
+                return null;
+            }
+            salt = null;
+        } else {
+            salt = stateKeys.get(epoch);
+            if (salt == null) {
+                return null;
+            }
+        }
+        return Crypto.hkdf(root, salt, ("ward keyring state mac v1\0" + epoch).getBytes(StandardCharsets.US_ASCII), 32);
+    }
+
+    /** The anchor of a database's ledger in this file, or null. */
+    Anchor anchor(String database) {
+        return anchors.get(database);
+    }
+
+    /** The databases this file anchors. */
+    java.util.Set<String> anchored() {
+        return anchors.keySet();
+    }
+
+    /** Whether this keyring holds a key of that ID (in any state). */
+    boolean holds(long id) {
+        return keys.containsKey(id);
     }
 
     /** The enabled key of an ID, or a typed error. */

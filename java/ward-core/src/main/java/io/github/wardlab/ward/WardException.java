@@ -112,6 +112,33 @@ public class WardException extends RuntimeException {
         }
     }
 
+    /**
+     * The database's ledger does not verify against the keyring: missing,
+     * changed, forged, copied from another database, or an older copy put
+     * back (ward ledger recover) — ward writes nothing there.
+     */
+    public static final class Ledger extends WardException {
+        private static final long serialVersionUID = 1L;
+
+        /** An error with a message. */
+        public Ledger(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * The keyring file is older than the database's ledger (a rotation
+     * since it was loaded, or another copy): load the current file.
+     */
+    public static final class StaleKeyring extends WardException {
+        private static final long serialVersionUID = 1L;
+
+        /** An error with a message. */
+        public StaleKeyring(String message) {
+            super(message);
+        }
+    }
+
     /** What a grant does not open: ciphertext v3, a subject's key, or sealing. */
     public static final class NotGranted extends WardException {
         private static final long serialVersionUID = 1L;
