@@ -1,11 +1,13 @@
 package io.github.wardlab.ward.hibernate;
 
+import io.github.wardlab.ward.BlindIndex;
 import io.github.wardlab.ward.Column;
 import io.github.wardlab.ward.Keyring;
 import io.github.wardlab.ward.WardException;
 import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.hibernate.persister.entity.AbstractEntityPersister;
 import org.hibernate.persister.entity.EntityPersister;
 import org.hibernate.type.Type;
@@ -15,28 +17,40 @@ final class SealedAttributes {
     /** One sealed attribute: its index, its column and its bound attributes' indexes. */
     record Attribute(String name, int index, Column column, int[] bind, boolean acceptPlaintext) {}
 
-    final List<Attribute> attributes;
+    /** One blind index attribute: its index, its sealed attribute's, and the index under the primary. */
+    record Index(int index, int source, BlindIndex primary) {}
 
-    private SealedAttributes(List<Attribute> attributes) {
+    final List<Attribute> attributes;
+    final List<Index> indexes;
+
+    private SealedAttributes(List<Attribute> attributes, List<Index> indexes) {
         this.attributes = attributes;
+        this.indexes = indexes;
     }
 
     boolean isEmpty() {
-        return attributes.isEmpty();
+        return attributes.isEmpty() && indexes.isEmpty();
     }
 
-    /** The sealed attributes of the persister's entity class and its superclasses. */
-    static SealedAttributes of(EntityPersister persister, Keyring keyring) {
+    /** The sealed and index attributes of the persister's entity class and its superclasses. */
+    static SealedAttributes of(EntityPersister persister, Keyring keyring, Map<String, Object> settings) {
         List<Attribute> out = new ArrayList<>();
+        List<Index> idx = new ArrayList<>();
         for (Class<?> c = persister.getMappedClass(); c != null && c != Object.class; c = c.getSuperclass()) {
             for (Field f : c.getDeclaredFields()) {
                 Sealed s = f.getAnnotation(Sealed.class);
                 if (s != null) {
                     out.add(attribute(persister, keyring, f, s));
                 }
+                BlindIndexOf b = f.getAnnotation(BlindIndexOf.class);
+                if (b != null) {
+                    Indexes ix = Indexes.of(persister, settings, f, b);
+                    AbstractEntityPersister p = (AbstractEntityPersister) persister;
+                    idx.add(new Index(p.getPropertyIndex(f.getName()), p.getPropertyIndex(b.value()), ix.primary()));
+                }
             }
         }
-        return new SealedAttributes(List.copyOf(out));
+        return new SealedAttributes(List.copyOf(out), List.copyOf(idx));
     }
 
     private static Attribute attribute(EntityPersister persister, Keyring keyring, Field f, Sealed s) {

@@ -30,14 +30,16 @@ final class SealingListener implements PreInsertEventListener, PreUpdateEventLis
     private static final long serialVersionUID = 1L;
 
     private final transient Keyring keyring;
+    private final transient Map<String, Object> settings;
     private final transient Map<String, SealedAttributes> entities = new ConcurrentHashMap<>();
 
-    SealingListener(Keyring keyring) {
+    SealingListener(Keyring keyring, Map<String, Object> settings) {
         this.keyring = keyring;
+        this.settings = settings;
     }
 
     private SealedAttributes of(EntityPersister p) {
-        return entities.computeIfAbsent(p.getEntityName(), n -> SealedAttributes.of(p, keyring));
+        return entities.computeIfAbsent(p.getEntityName(), n -> SealedAttributes.of(p, keyring, settings));
     }
 
     @Override
@@ -57,7 +59,11 @@ final class SealingListener implements PreInsertEventListener, PreUpdateEventLis
         if (s.isEmpty()) {
             return;
         }
-        if (id == null) {
+        for (SealedAttributes.Index x : s.indexes) { // from the plaintext, before it is sealed
+            Object v = state[x.source()];
+            state[x.index()] = v == null ? null : x.primary().compute((String) v);
+        }
+        if (id == null && !s.attributes.isEmpty()) {
             throw new WardException.Binding(p.getEntityName() + ": a sealed value needs the row's id before the insert (assigned, UUID or sequence ids, not IDENTITY)");
         }
         for (SealedAttributes.Attribute a : s.attributes) {
@@ -69,19 +75,25 @@ final class SealingListener implements PreInsertEventListener, PreUpdateEventLis
 
     @Override
     public void onPostInsert(PostInsertEvent e) {
-        restore(e.getPersister(), e.getEntity(), e.getSession());
+        restore(e.getPersister(), e.getEntity(), e.getState(), e.getSession());
     }
 
     @Override
     public void onPostUpdate(PostUpdateEvent e) {
-        restore(e.getPersister(), e.getEntity(), e.getSession());
+        restore(e.getPersister(), e.getEntity(), e.getState(), e.getSession());
     }
 
-    /** Puts the plaintext back into the snapshot the next flush compares with. */
-    private void restore(EntityPersister p, Object entity, SharedSessionContractImplementor session) {
+    /**
+     * Puts the plaintext back into the snapshot the next flush compares
+     * with, and the indexes written into the entity and the snapshot.
+     */
+    private void restore(EntityPersister p, Object entity, Object[] written, SharedSessionContractImplementor session) {
         SealedAttributes s = of(p);
         if (s.isEmpty()) {
             return;
+        }
+        for (SealedAttributes.Index x : s.indexes) {
+            p.setValue(entity, x.index(), written[x.index()]);
         }
         EntityEntry entry = session.getPersistenceContextInternal().getEntry(entity);
         Object[] loaded = entry == null ? null : entry.getLoadedState();
@@ -90,6 +102,9 @@ final class SealingListener implements PreInsertEventListener, PreUpdateEventLis
         }
         for (SealedAttributes.Attribute a : s.attributes) {
             loaded[a.index()] = p.getValue(entity, a.index());
+        }
+        for (SealedAttributes.Index x : s.indexes) {
+            loaded[x.index()] = written[x.index()];
         }
     }
 

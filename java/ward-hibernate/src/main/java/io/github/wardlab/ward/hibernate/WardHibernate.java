@@ -13,6 +13,29 @@ public final class WardHibernate {
     public static final String KEYRING = "ward.keyring";
 
     /**
+     * The setting holding the database's ID ({@code db-…}, as its verified
+     * ledger says: {@code Ledger.verify(connection, keyring).database()}),
+     * which {@link BlindIndexOf} indexes are bound to.
+     */
+    public static final String DATABASE = "ward.database";
+
+    /**
+     * The blind indexes of value for an entity's {@link BlindIndexOf}
+     * attribute, one per key the keyring holds enabled (each an epoch an
+     * index may have been written under), for {@code where e.emailIdx in
+     * :idx}: after a rotation, rows indexed under the old primary are still
+     * found until they are re-indexed.
+     */
+    public static java.util.List<byte[]> blindIndexes(org.hibernate.SessionFactory sf, Class<?> entity, String indexAttribute, String value) {
+        return Indexes.of(sf, entity, indexAttribute).all(value);
+    }
+
+    /** The blind index of value under the keyring's primary: what an insert writes now. */
+    public static byte[] blindIndex(org.hibernate.SessionFactory sf, Class<?> entity, String indexAttribute, String value) {
+        return Indexes.of(sf, entity, indexAttribute).primary().compute(value);
+    }
+
+    /**
      * The SQL condition a {@code @Table(check = @CheckConstraint(...))} (or a
      * migration) puts on a sealed
      * column, so that what bypasses the entity listeners — HQL and Criteria

@@ -25,7 +25,7 @@ public final class WardIntegrator implements Integrator {
         if (kr != null && !(kr instanceof Keyring)) {
             throw new HibernateException(WardHibernate.KEYRING + " must hold an io.github.wardlab.ward.Keyring");
         }
-        SealingListener l = new SealingListener((Keyring) kr);
+        SealingListener l = new SealingListener((Keyring) kr, sessionFactory.getProperties());
         EventListenerRegistry r = sessionFactory.getServiceRegistry().requireService(EventListenerRegistry.class);
         r.appendListeners(EventType.PRE_INSERT, l);
         r.appendListeners(EventType.PRE_UPDATE, l);

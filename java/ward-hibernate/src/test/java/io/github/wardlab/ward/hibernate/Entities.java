@@ -79,4 +79,27 @@ final class Entities {
             this.subject = subject;
         }
     }
+
+    /** An account found by its email: the email sealed, its blind index (folded) beside it. */
+    @Entity(name = "Account")
+    @Table(name = "accounts")
+    public static class Account {
+        @Id
+        Long id;
+
+        @Sealed
+        @Column(length = 4000)
+        String email;
+
+        @BlindIndexOf(value = "email", normalizer = "fold")
+        @Column(name = "email_idx", length = 64)
+        byte[] emailIdx;
+
+        protected Account() {}
+
+        Account(long id, String email) {
+            this.id = id;
+            this.email = email;
+        }
+    }
 }

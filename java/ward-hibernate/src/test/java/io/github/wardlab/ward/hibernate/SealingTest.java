@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.github.wardlab.ward.Keyring;
 import io.github.wardlab.ward.MasterKey;
 import io.github.wardlab.ward.WardException;
+import io.github.wardlab.ward.hibernate.Entities.Account;
 import io.github.wardlab.ward.hibernate.Entities.Message;
 import io.github.wardlab.ward.hibernate.Entities.Note;
 import io.github.wardlab.ward.hibernate.Entities.Ticket;
@@ -43,6 +44,7 @@ import org.junit.jupiter.api.io.TempDir;
  * writer does to a row (copy a value, re-point its owner) refused on load.
  */
 class SealingTest {
+    static final String DATABASE = "db-0123456789abcdef";
     Keyring keyring;
     SessionFactory sf;
     Db db;
@@ -98,13 +100,15 @@ class SealingTest {
     void open(String kind) throws Exception {
         keyring = keyring();
         db = create(kind);
-        Configuration cfg = new Configuration().addAnnotatedClass(Message.class).addAnnotatedClass(Note.class).addAnnotatedClass(Ticket.class);
+        Configuration cfg = new Configuration().addAnnotatedClass(Message.class).addAnnotatedClass(Note.class).addAnnotatedClass(Ticket.class)
+                .addAnnotatedClass(Account.class);
         cfg.setProperty("hibernate.connection.url", db.url());
         cfg.setProperty("hibernate.connection.username", db.user());
         cfg.setProperty("hibernate.connection.password", db.password());
         cfg.setProperty("hibernate.hbm2ddl.auto", "create-drop");
         cfg.setProperty("hibernate.generate_statistics", "true");
         cfg.getProperties().put(WardHibernate.KEYRING, keyring);
+        cfg.getProperties().put(WardHibernate.DATABASE, DATABASE);
         sf = cfg.buildSessionFactory();
     }
 
@@ -281,5 +285,40 @@ class SealingTest {
             assertNotNull(m);
             assertEquals("sealed by Go", m.body);
         });
+    }
+
+    /** Blind indexes: written with each insert and update from the plaintext, found by equality (folded), as Go computes them. */
+    @ParameterizedTest
+    @MethodSource("databases")
+    void blindIndexEqualityQueries(String kind) throws Exception {
+        open(kind);
+        tx(s -> {
+            s.persist(new Account(1, "Alice@Example.com"));
+            s.persist(new Account(2, "bob@example.com"));
+        });
+        java.util.function.Function<String, List<Long>> find = email -> sf.fromTransaction(s -> s.createSelectionQuery(
+                "select a.id from Account a where a.emailIdx in :idx order by a.id", Long.class)
+                .setParameter("idx", WardHibernate.blindIndexes(sf, Account.class, "emailIdx", email)).getResultList());
+        assertEquals(List.of(1L), find.apply("  ALICE@example.COM "));
+        assertEquals(List.of(2L), find.apply("bob@example.com"));
+        assertEquals(List.of(), find.apply("carol@example.com"));
+        // The stored index is the Go library's field.NewIndex (v2, fold) of the sealed column.
+        io.github.wardlab.ward.BlindIndex want = io.github.wardlab.ward.BlindIndex.v2(keyring, "accounts", "email",
+                new io.github.wardlab.ward.BlindIndex.Options(DATABASE, null, io.github.wardlab.ward.Normalizer.FOLD, 0, 0));
+        try (Connection c = db.connect(); ResultSet rs = c.createStatement().executeQuery("SELECT email_idx, email FROM accounts WHERE id = 1")) {
+            assertTrue(rs.next());
+            org.junit.jupiter.api.Assertions.assertArrayEquals(want.compute("alice@example.com"), rs.getBytes(1));
+            assertTrue(rs.getString(2).startsWith("w4:"));
+        }
+        var stats = sf.getStatistics();
+        stats.clear();
+        tx(s -> org.junit.jupiter.api.Assertions.assertArrayEquals(want.compute("alice@example.com"), s.find(Account.class, 1L).emailIdx));
+        assertEquals(0, stats.getEntityUpdateCount(), "a flush with nothing changed wrote");
+        tx(s -> s.find(Account.class, 1L).email = "alice@new.example"); // the index follows the value
+        assertEquals(List.of(), find.apply("alice@example.com"));
+        assertEquals(List.of(1L), find.apply("ALICE@new.example"));
+        tx(s -> s.find(Account.class, 2L).email = null);
+        assertEquals(List.of(), find.apply("bob@example.com"));
+        assertThrows(WardException.Binding.class, () -> WardHibernate.blindIndexes(sf, Account.class, "email", "x"));
     }
 }
