@@ -112,7 +112,8 @@ public final class Ledger {
         }
         Set<String> opened = new HashSet<>();
         for (JsonNode f : st.path("forms")) {
-            if (f.path("opened").asBoolean(false)) {
+            JsonNode when = f.get("opened"); // Unix milliseconds when every process read it; absent until then
+            if (when != null && (when.isBoolean() ? when.asBoolean() : when.canConvertToLong() && when.asLong() != 0)) {
                 opened.add(f.path("name").asText(""));
             }
         }

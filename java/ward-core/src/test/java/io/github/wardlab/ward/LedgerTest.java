@@ -54,8 +54,10 @@ class LedgerTest {
         JsonNode v = vectors();
         Keyring kr = Vectors.keyring(v);
         String body = v.get("rows").get(1).get("body").asText(), mac = v.get("rows").get(1).get("mac").asText();
-        String forms = body.replace("\"marks\"", "\"forms\":[{\"name\":\"ciphertext:v4\",\"opened\":true}],\"marks\"");
+        String forms = body.replace("\"marks\"", "\"forms\":[{\"name\":\"ciphertext:v4\",\"opened\":1764000000000}],\"marks\"");
         assertThrows(WardException.Ledger.class, () -> Ledger.verifyRow(kr, 2, forms, mac)); // a form opened by hand
+        LedgerState opened = Ledger.verifyRow(kr, 2, forms, mac(kr.stateMacKey(3, false), forms)); // as the fleet opens it
+        assertTrue(opened.allows(LedgerState.CIPHERTEXT_V4));
         assertThrows(WardException.Ledger.class, () -> Ledger.verifyRow(kr, 3, body, mac)); // the counter column moved
         assertThrows(WardException.Ledger.class, () -> Ledger.verifyRow(kr, 2, body, "zz"));
         assertThrows(WardException.Ledger.class, () -> Ledger.verifyRow(kr, 2, "not json", mac));
