@@ -2,6 +2,7 @@ package io.github.wardlab.ward.hibernate;
 
 import io.github.wardlab.ward.BlindIndex;
 import io.github.wardlab.ward.Keyring;
+import io.github.wardlab.ward.LedgerState;
 import io.github.wardlab.ward.Normalizer;
 import io.github.wardlab.ward.WardException;
 import java.lang.reflect.Field;
@@ -60,8 +61,13 @@ record Indexes(Keyring keyring, String table, String column, BlindIndex.Options 
         if (!(kr instanceof Keyring keyring)) {
             throw new WardException.Binding(where + ": the setting " + WardHibernate.KEYRING + " holds no Keyring");
         }
-        if (!(db instanceof String database) || database.isEmpty()) {
-            throw new WardException.Binding(where + ": a blind index needs the setting " + WardHibernate.DATABASE + " (the ledger's database ID)");
+        LedgerState ledger = SealedAttributes.ledger(settings, where);
+        if (ledger != null && db != null && !ledger.database().equals(db)) {
+            throw new WardException.Binding(where + ": the setting " + WardHibernate.DATABASE + " names another database than its ledger");
+        }
+        String database = ledger != null ? ledger.database() : db instanceof String s ? s : "";
+        if (database.isEmpty()) {
+            throw new WardException.Binding(where + ": a blind index needs the database's ID: the setting " + WardHibernate.LEDGER + " or " + WardHibernate.DATABASE);
         }
         String[] cols = p.getPropertyColumnNames(p.getPropertyIndex(b.value()));
         String table = p.getTableName();

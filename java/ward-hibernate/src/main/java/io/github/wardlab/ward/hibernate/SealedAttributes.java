@@ -3,6 +3,7 @@ package io.github.wardlab.ward.hibernate;
 import io.github.wardlab.ward.BlindIndex;
 import io.github.wardlab.ward.Column;
 import io.github.wardlab.ward.Keyring;
+import io.github.wardlab.ward.LedgerState;
 import io.github.wardlab.ward.WardException;
 import java.lang.reflect.Field;
 import java.util.ArrayList;
@@ -40,7 +41,7 @@ final class SealedAttributes {
             for (Field f : c.getDeclaredFields()) {
                 Sealed s = f.getAnnotation(Sealed.class);
                 if (s != null) {
-                    out.add(attribute(persister, keyring, f, s));
+                    out.add(attribute(persister, keyring, settings, f, s));
                 }
                 BlindIndexOf b = f.getAnnotation(BlindIndexOf.class);
                 if (b != null) {
@@ -53,7 +54,7 @@ final class SealedAttributes {
         return new SealedAttributes(List.copyOf(out), List.copyOf(idx));
     }
 
-    private static Attribute attribute(EntityPersister persister, Keyring keyring, Field f, Sealed s) {
+    private static Attribute attribute(EntityPersister persister, Keyring keyring, Map<String, Object> settings, Field f, Sealed s) {
         String where = persister.getEntityName() + "." + f.getName();
         if (f.getType() != String.class) {
             throw new WardException.Binding(where + ": @Sealed takes a String attribute");
@@ -77,7 +78,20 @@ final class SealedAttributes {
         }
         String table = p.getTableName();
         Column col = new Column(keyring, table.substring(table.lastIndexOf('.') + 1), single(p, index, where), bindColumns);
+        LedgerState ledger = ledger(settings, where);
+        if (ledger != null) {
+            col = col.checkedBy(ledger);
+        }
         return new Attribute(f.getName(), index, col, bind, s.acceptPlaintext());
+    }
+
+    /** The verified ledger of the setting {@link WardHibernate#LEDGER}, or null. */
+    static LedgerState ledger(Map<String, Object> settings, String where) {
+        Object l = settings.get(WardHibernate.LEDGER);
+        if (l != null && !(l instanceof LedgerState)) {
+            throw new WardException.Binding(where + ": the setting " + WardHibernate.LEDGER + " must hold a verified LedgerState");
+        }
+        return (LedgerState) l;
     }
 
     private static String single(AbstractEntityPersister p, int index, String where) {

@@ -20,6 +20,16 @@ public final class WardHibernate {
     public static final String DATABASE = "ward.database";
 
     /**
+     * The setting holding the database's verified ledger (a {@code
+     * LedgerState} from {@code Ledger.verify(connection, keyring)} at
+     * start): every sealed column writes under its rule (v4 only once the
+     * fleet opened it; otherwise a write is refused), and blind indexes
+     * take its database ID. It is the ledger as verified then: a form the
+     * fleet opens later takes effect at the next start.
+     */
+    public static final String LEDGER = "ward.ledger";
+
+    /**
      * The blind indexes of value for an entity's {@link BlindIndexOf}
      * attribute, one per key the keyring holds enabled (each an epoch an
      * index may have been written under), for {@code where e.emailIdx in

@@ -98,6 +98,11 @@ class SealingTest {
     }
 
     void open(String kind) throws Exception {
+        open(kind, java.util.Map.of(WardHibernate.DATABASE, DATABASE));
+    }
+
+    /** A session factory on a fresh database of kind, with ward's settings besides the keyring. */
+    void open(String kind, java.util.Map<String, Object> settings) throws Exception {
         keyring = keyring();
         db = create(kind);
         Configuration cfg = new Configuration().addAnnotatedClass(Message.class).addAnnotatedClass(Note.class).addAnnotatedClass(Ticket.class)
@@ -108,7 +113,7 @@ class SealingTest {
         cfg.setProperty("hibernate.hbm2ddl.auto", "create-drop");
         cfg.setProperty("hibernate.generate_statistics", "true");
         cfg.getProperties().put(WardHibernate.KEYRING, keyring);
-        cfg.getProperties().put(WardHibernate.DATABASE, DATABASE);
+        cfg.getProperties().putAll(settings);
         sf = cfg.buildSessionFactory();
     }
 
@@ -116,9 +121,11 @@ class SealingTest {
     void close() {
         if (sf != null) {
             sf.close();
+            sf = null;
         }
         if (db != null) {
             db.drop().run();
+            db = null;
         }
     }
 
@@ -320,5 +327,31 @@ class SealingTest {
         tx(s -> s.find(Account.class, 2L).email = null);
         assertEquals(List.of(), find.apply("bob@example.com"));
         assertThrows(WardException.Binding.class, () -> WardHibernate.blindIndexes(sf, Account.class, "email", "x"));
+    }
+
+    /**
+     * Under a verified ledger (WardHibernate.LEDGER): a fleet that has not
+     * opened ciphertext v4 gets no v4 write (refused, nothing stored), one
+     * that has gets them; indexes take the ledger's database ID.
+     */
+    @ParameterizedTest
+    @MethodSource("databases")
+    void theLedgersWriteRule(String kind) throws Exception {
+        io.github.wardlab.ward.LedgerState closed = new io.github.wardlab.ward.LedgerState(DATABASE, 2, 3, java.util.Set.of());
+        open(kind, java.util.Map.of(WardHibernate.LEDGER, closed));
+        assertThrows(WardException.UnsupportedVersion.class, () -> tx(s -> s.persist(new Message(1, 7, 1001, "user", "not yet"))));
+        assertEquals(0L, (long) sf.fromTransaction(s -> s.createSelectionQuery("select count(m) from Message m", Long.class).getSingleResult()));
+        close();
+        io.github.wardlab.ward.LedgerState open = new io.github.wardlab.ward.LedgerState(DATABASE, 2, 3, java.util.Set.of(io.github.wardlab.ward.LedgerState.CIPHERTEXT_V4));
+        open(kind, java.util.Map.of(WardHibernate.LEDGER, open));
+        tx(s -> {
+            s.persist(new Message(1, 7, 1001, "user", "now"));
+            s.persist(new Account(1, "alice@example.com"));
+        });
+        assertTrue(stored("messages", "body", 1).startsWith("w4:"));
+        assertEquals(1, WardHibernate.blindIndexes(sf, Account.class, "emailIdx", "alice@example.com").size());
+        close();
+        open(kind, java.util.Map.of(WardHibernate.LEDGER, open, WardHibernate.DATABASE, "db-ffffffffffffffff"));
+        assertThrows(WardException.Binding.class, () -> tx(s -> s.persist(new Account(2, "bob@example.com"))));
     }
 }

@@ -1,11 +1,17 @@
 package io.github.wardlab.ward.boot;
 
 import io.github.wardlab.ward.KeyService;
+import io.github.wardlab.ward.Ledger;
+import io.github.wardlab.ward.LedgerState;
 import io.github.wardlab.ward.Keyring;
 import io.github.wardlab.ward.MasterKey;
 import io.github.wardlab.ward.hibernate.WardHibernate;
 import io.github.wardlab.ward.hibernate.WardIntegrator;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.SQLException;
+import javax.sql.DataSource;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -38,10 +44,34 @@ public class WardJpaAutoConfiguration {
         return keyring(props, System.getenv(MasterKey.ENV));
     }
 
-    /** Puts the keyring where ward's Hibernate integration reads it. */
+    /**
+     * Puts the keyring where ward's Hibernate integration reads it, with
+     * the database's ID and, with {@code ward.verify-ledger}, the ledger
+     * verified on one of the DataSource's connections.
+     */
     @Bean
-    public HibernatePropertiesCustomizer wardHibernateProperties(Keyring keyring) {
-        return properties -> properties.put(WardHibernate.KEYRING, keyring);
+    public HibernatePropertiesCustomizer wardHibernateProperties(Keyring keyring, WardProperties props, ObjectProvider<DataSource> dataSource) {
+        return properties -> {
+            properties.put(WardHibernate.KEYRING, keyring);
+            if (props.getDatabase() != null && !props.getDatabase().isEmpty()) {
+                properties.put(WardHibernate.DATABASE, props.getDatabase());
+            }
+            if (props.isVerifyLedger()) {
+                properties.put(WardHibernate.LEDGER, verify(dataSource.getIfAvailable(), keyring, props.getLedgerTable()));
+            }
+        };
+    }
+
+    /** The ledger of the DataSource's database, verified; a typed error (the start fails) otherwise. */
+    static LedgerState verify(DataSource ds, Keyring keyring, String table) {
+        if (ds == null) {
+            throw new IllegalStateException("ward.verify-ledger needs the application's DataSource");
+        }
+        try (Connection c = ds.getConnection()) {
+            return Ledger.verify(c, keyring, table, false);
+        } catch (SQLException e) {
+            throw new IllegalStateException("ward.verify-ledger: no connection to the database: SQLSTATE " + e.getSQLState());
+        }
     }
 
     /** The keyring the properties name; env is WARD_MASTER_KEY's value. */

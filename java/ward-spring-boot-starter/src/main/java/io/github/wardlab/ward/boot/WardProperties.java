@@ -16,12 +16,23 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  *       master key; without it, the environment's {@code WARD_MASTER_KEY}.
  *       Never the key itself as a property: properties are printed by
  *       actuators and kept in configuration repositories.
+ *   <li>{@code ward.verify-ledger}: verify the database's keyring ledger at
+ *       start ({@code Ledger.verify} on a connection of the application's
+ *       DataSource): a ledger that does not verify fails the start, and
+ *       every sealed column writes under its rule (v4 only once the fleet
+ *       opened it); blind indexes take its database ID. On in production.
+ *   <li>{@code ward.ledger-table}: the ledger's table ({@code ward_ledger});
+ *   <li>{@code ward.database}: the database's ID for blind indexes, when the
+ *       ledger is not verified here.
  * </ul>
  */
 @ConfigurationProperties("ward")
 public class WardProperties {
     private String keyring;
     private String masterKeyFile;
+    private boolean verifyLedger;
+    private String ledgerTable = "ward_ledger";
+    private String database;
 
     /** The keyring file, or null. */
     public String getKeyring() {
@@ -41,5 +52,35 @@ public class WardProperties {
     /** Sets the master key file. */
     public void setMasterKeyFile(String masterKeyFile) {
         this.masterKeyFile = masterKeyFile;
+    }
+
+    /** Whether the ledger is verified at start. */
+    public boolean isVerifyLedger() {
+        return verifyLedger;
+    }
+
+    /** Sets whether the ledger is verified at start. */
+    public void setVerifyLedger(boolean verifyLedger) {
+        this.verifyLedger = verifyLedger;
+    }
+
+    /** The ledger's table. */
+    public String getLedgerTable() {
+        return ledgerTable;
+    }
+
+    /** Sets the ledger's table. */
+    public void setLedgerTable(String ledgerTable) {
+        this.ledgerTable = ledgerTable;
+    }
+
+    /** The database's ID for blind indexes, or null. */
+    public String getDatabase() {
+        return database;
+    }
+
+    /** Sets the database's ID for blind indexes. */
+    public void setDatabase(String database) {
+        this.database = database;
     }
 }

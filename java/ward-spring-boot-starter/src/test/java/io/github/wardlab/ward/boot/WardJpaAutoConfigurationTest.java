@@ -81,4 +81,49 @@ class WardJpaAutoConfigurationTest {
                 .withBean(Keyring.class, () -> own)
                 .run(ctx -> assertThat(ctx.getBean(Keyring.class)).isSameAs(own));
     }
+
+    /** ward.database reaches Hibernate; ward.verify-ledger verifies the DataSource's ledger at start, or fails it. */
+    @Test
+    void theDatabaseAndTheLedger(@TempDir Path dir) throws Exception {
+        Path[] kr = BootServiceTest.keyring(dir);
+        runner.withPropertyValues("ward.keyring=" + kr[0], "ward.master-key-file=" + kr[1], "ward.database=db-0123456789abcdef").run(ctx -> {
+            Map<String, Object> props = new HashMap<>();
+            ctx.getBean(HibernatePropertiesCustomizer.class).customize(props);
+            assertThat(props).containsEntry(WardHibernate.DATABASE, "db-0123456789abcdef").doesNotContainKey(WardHibernate.LEDGER);
+        });
+        // Go's ledger vector, in an H2 database of its own: its keyring verifies it.
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        com.fasterxml.jackson.databind.JsonNode v = json.readTree(Path.of("..", "..", "ledger", "testdata", "ledger-v1.json").toFile());
+        Path lkr = Files.write(dir.resolve("ledger-kr.json"), json.writeValueAsBytes(v.get("keyring")));
+        Path lmk = Files.writeString(dir.resolve("ledger-mk.b64"), v.get("master_key").asText());
+        org.h2.jdbcx.JdbcDataSource ds = new org.h2.jdbcx.JdbcDataSource();
+        ds.setURL("jdbc:h2:mem:ledger" + System.nanoTime() + ";DB_CLOSE_DELAY=-1");
+        ApplicationContextRunner verifying = runner.withPropertyValues("ward.keyring=" + lkr, "ward.master-key-file=" + lmk, "ward.verify-ledger=true")
+                .withBean(javax.sql.DataSource.class, () -> ds);
+        Map<String, Object> props = new HashMap<>();
+        verifying.run(ctx -> assertThatThrownBy(() -> ctx.getBean(HibernatePropertiesCustomizer.class).customize(props))
+                .isInstanceOf(WardException.Ledger.class)); // no ledger: nothing is written there
+        try (java.sql.Connection c = ds.getConnection()) {
+            c.createStatement().executeUpdate("CREATE TABLE ward_ledger (id INT PRIMARY KEY, counter BIGINT, body VARCHAR(4000), mac VARCHAR(64))");
+            var row = v.get("rows").get(1);
+            var st = c.prepareStatement("INSERT INTO ward_ledger VALUES (1, 2, ?, ?)");
+            st.setString(1, row.get("body").asText());
+            st.setString(2, row.get("mac").asText());
+            st.executeUpdate();
+        }
+        verifying.run(ctx -> {
+            ctx.getBean(HibernatePropertiesCustomizer.class).customize(props);
+            assertThat(((io.github.wardlab.ward.LedgerState) props.get(WardHibernate.LEDGER)).database()).isEqualTo("db-0123456789abcdef");
+        });
+        try (java.sql.Connection c = ds.getConnection()) { // an older copy put back
+            var row = v.get("rows").get(0);
+            var st = c.prepareStatement("UPDATE ward_ledger SET counter = 1, body = ?, mac = ?");
+            st.setString(1, row.get("body").asText());
+            st.setString(2, row.get("mac").asText());
+            st.executeUpdate();
+        }
+        verifying.run(ctx -> assertThatThrownBy(() -> ctx.getBean(HibernatePropertiesCustomizer.class).customize(new HashMap<>()))
+                .isInstanceOf(WardException.Ledger.class).hasMessageContaining("older copy"));
+        assertThatThrownBy(() -> WardJpaAutoConfiguration.verify(null, null, "ward_ledger")).isInstanceOf(IllegalStateException.class);
+    }
 }
