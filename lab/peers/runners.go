@@ -261,13 +261,14 @@ func (r *Runner) WardPython(ctx context.Context, keyringPath, masterKeyPath stri
 	return out, err
 }
 
-// JavaEnv names the class path of ward's JVM core (java/ward-core and its
-// dependencies), for the JVM field peer: after `mvn -f java/pom.xml package
-// -DskipTests`, java/ward-cli/target/lib/* holds all of it.
+// JavaEnv names the class path of ward's JVM peers (java/ward-core,
+// java/ward-spring-security and their dependencies): after `mvn -f
+// java/pom.xml package -DskipTests`, java/ward-lab/target/lib/* holds all
+// of it.
 const JavaEnv = "WARD_JAVA_CLASSPATH"
 
 // installWardJava is what brings ward's JVM core.
-const installWardJava = "mvn -f java/pom.xml package -DskipTests, then set WARD_JAVA_CLASSPATH='java/ward-cli/target/lib/*',"
+const installWardJava = "mvn -f java/pom.xml package -DskipTests, then set WARD_JAVA_CLASSPATH='java/ward-lab/target/lib/*',"
 
 // JavaField is what java/WardJavaBench measures: nanoseconds per value per
 // round of ward-java's seal and open, and of raw JDK AES-GCM on a value
@@ -297,5 +298,38 @@ func (r *Runner) WardJava(ctx context.Context, keyringPath, masterKeyPath string
 	var out JavaField
 	err = runJSON(ctx, &out, "java", "-cp", cp+":"+classes, "WardJavaBench", keyringPath, masterKeyPath,
 		strconv.Itoa(size), strconv.Itoa(rounds), strconv.Itoa(perRound), strconv.Itoa(warmMillis))
+	return out, err
+}
+
+// JavaPassword is what java/WardJavaPassword measures, in milliseconds:
+// Spring Security's Argon2PasswordEncoder (v5.8 defaults) and ward-java's
+// WardPasswordEncoder at the same parameters and at ward's default preset,
+// interleaved in one JVM, then rounds of 10 concurrent encodes of each at
+// the report's parameters.
+type JavaPassword struct {
+	SpringEncode      []float64 `json:"spring_encode_ms"`
+	WardEncodeSame    []float64 `json:"ward_encode_same_ms"`
+	WardEncode        []float64 `json:"ward_encode_ms"`
+	SpringMatches     []float64 `json:"spring_matches_ms"`
+	WardMatchesSpring []float64 `json:"ward_matches_spring_hash_ms"`
+	SpringBurst10     []float64 `json:"spring_burst10_ms"`
+	WardBurst10Same   []float64 `json:"ward_burst10_same_ms"`
+}
+
+// WardJavaPassword runs java/WardJavaPassword against $WARD_JAVA_CLASSPATH:
+// warm interleaved rounds of every case, then rounds of 10 concurrent
+// encodes.
+func (r *Runner) WardJavaPassword(ctx context.Context, warm, rounds int) (JavaPassword, error) {
+	const peer = "java/WardJavaPassword"
+	cp := os.Getenv(JavaEnv)
+	if cp == "" {
+		return JavaPassword{}, &MissingError{Peer: peer, Need: "ward's JVM modules (java/)", Install: installWardJava}
+	}
+	classes, err := r.javac(ctx, peer, "java/WardJavaPassword.java", cp)
+	if err != nil {
+		return JavaPassword{}, err
+	}
+	var out JavaPassword
+	err = runJSON(ctx, &out, "java", "-cp", cp+":"+classes, "WardJavaPassword", strconv.Itoa(warm), strconv.Itoa(rounds))
 	return out, err
 }

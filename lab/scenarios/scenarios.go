@@ -8,6 +8,7 @@ import (
 	aeadlab "github.com/wardlab/ward/lab/scenarios/aead"
 	chatlab "github.com/wardlab/ward/lab/scenarios/chat"
 	handshakelab "github.com/wardlab/ward/lab/scenarios/handshake"
+	jvmlab "github.com/wardlab/ward/lab/scenarios/jvm"
 	kmslab "github.com/wardlab/ward/lab/scenarios/kms"
 	migratelab "github.com/wardlab/ward/lab/scenarios/migrate"
 	passwordlab "github.com/wardlab/ward/lab/scenarios/password"
@@ -27,5 +28,6 @@ func All() []lab.Scenario {
 		chatlab.Scenario{},
 		migratelab.Scenario{},
 		subjectlab.Scenario{},
+		jvmlab.Scenario{},
 	}
 }

@@ -15,6 +15,7 @@ import (
 var typicalSeconds = map[string][2]float64{
 	"aead": {56, 414}, "password": {26, 192}, "kms": {7, 52}, "handshake": {116, 858},
 	"tls": {51, 377}, "chat": {1, 7}, "migrate": {12, 89}, "subject": {6, 44},
+	"jvm": {28, 282}, // measured 2026-12-06 on 2 Intel Xeon vCPUs (JMH forks a JVM per benchmark)
 }
 
 // eta estimates what is left of a run.

@@ -192,3 +192,63 @@ func jvm(ctx context.Context, env *lab.Env, pr *peers.Runner, ward []float64) {
 		rec(jvmBurst, "burst_time", burstMS, "10 concurrent hashes on a thread pool, the report's sign-up burst"))
 	env.Record(lab.CrossRatio("password", jvmVsWard, p, "ratio", warmMS, ward, "JVM BouncyCastle warm hash over ward's, same machine, same run"))
 }
+
+// The field report's stack itself: Spring Security's encoder and ward-java's.
+const (
+	springEncode     = "jvm-spring/encode"
+	springMatches    = "jvm-spring/matches"
+	springBurst      = "jvm-spring/10-concurrent"
+	wardJavaSame     = "jvm-ward/encode-report-params"
+	wardJavaOWASP    = "jvm-ward/encode-owasp"
+	wardJavaLogin    = "jvm-ward/login-spring-hash"
+	wardJavaBurst    = "jvm-ward/10-concurrent"
+	wardJavaVsSpring = "jvm-ward/encode-vs-spring"
+	wardJavaVsGo     = "jvm-ward/encode-vs-go-ward"
+)
+
+// springStack runs java/WardJavaPassword in fresh JVMs: Spring Security's
+// Argon2PasswordEncoder at its v5.8 defaults beside ward-java's
+// WardPasswordEncoder at the same parameters (the cost of ward's encoder
+// on the team's own stack) and at ward's default preset (what adopting it
+// costs per sign-up), and a log-in against a hash Spring wrote (ward's
+// matches and upgradeEncoding), all interleaved in each JVM.
+func springStack(ctx context.Context, env *lab.Env, pr *peers.Runner, ward []float64) {
+	jvms, warm, rounds := 3, 10, 3
+	if env.Quick {
+		jvms, warm, rounds = 1, 4, 1
+	}
+	var all peers.JavaPassword
+	for range jvms {
+		r, err := pr.WardJavaPassword(ctx, warm, rounds)
+		if err != nil {
+			env.Record(lab.Unavailable("password", "jvm-ward", lab.SourcePeer, err))
+			return
+		}
+		all.SpringEncode = append(all.SpringEncode, r.SpringEncode...)
+		all.WardEncodeSame = append(all.WardEncodeSame, r.WardEncodeSame...)
+		all.WardEncode = append(all.WardEncode, r.WardEncode...)
+		all.SpringMatches = append(all.SpringMatches, r.SpringMatches...)
+		all.WardMatchesSpring = append(all.WardMatchesSpring, r.WardMatchesSpring...)
+		all.SpringBurst10 = append(all.SpringBurst10, r.SpringBurst10...)
+		all.WardBurst10Same = append(all.WardBurst10Same, r.WardBurst10Same...)
+	}
+	rec := func(cas, impl string, params password.Params, metric string, v []float64, note string) lab.Result {
+		p := map[string]any{"scheme": "argon2id", "params": params.String(), "impl": impl}
+		r := lab.FromSamples("password", cas, p, metric, "ms", v)
+		r.Source, r.Note = lab.SourcePeer, note
+		return r
+	}
+	spring, owasp := password.SpringV58(), password.OWASP()
+	env.Record(rec(springEncode, "jvm-spring", spring, "hash_latency", all.SpringEncode, "Spring Security's Argon2PasswordEncoder.defaultsForSpringSecurity_v5_8().encode, warm"),
+		rec(springMatches, "jvm-spring", spring, "hash_latency", all.SpringMatches, "Spring's matches on a hash it wrote"),
+		rec(springBurst, "jvm-spring", spring, "burst_time", all.SpringBurst10, "10 concurrent Spring encodes on a thread pool"),
+		rec(wardJavaSame, "jvm-ward", spring, "hash_latency", all.WardEncodeSame, "ward-java's WardPasswordEncoder at Spring's v5.8 parameters, interleaved with Spring's"),
+		rec(wardJavaOWASP, "jvm-ward", owasp, "hash_latency", all.WardEncode, "ward-java's WardPasswordEncoder at ward's default preset"),
+		rec(wardJavaLogin, "jvm-ward", spring, "hash_latency", all.WardMatchesSpring, "ward-java's matches and upgradeEncoding on a hash Spring's encoder wrote: a log-in before the upgrade"),
+		rec(wardJavaBurst, "jvm-ward", spring, "burst_time", all.WardBurst10Same, "10 concurrent ward-java encodes at Spring's parameters"))
+	p := reportParams("jvm-ward")
+	env.Record(lab.PairedRatio("password", wardJavaVsSpring, p, "ratio", all.WardEncodeSame, all.SpringEncode,
+		"ward-java's encoder over Spring's, same parameters, interleaved in one JVM"),
+		lab.CrossRatio("password", wardJavaVsGo, p, "ratio", all.WardEncodeSame, ward,
+			"ward-java's encoder over Go ward's hasher, same parameters, same machine, same run"))
+}

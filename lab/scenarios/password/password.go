@@ -4,8 +4,9 @@
 // recommendation, through ward's own core and x/crypto/argon2 in
 // interleaved rounds; the reference C implementation, the RustCrypto
 // argon2 crate and libsodium in the same rounds (separate processes); the legacy schemes; sign-up bursts of
-// 1, 2 and 10 with and without ward's limiter; and the report's own stack,
-// BouncyCastle in the JVM, cold and warm.
+// 1, 2 and 10 with and without ward's limiter; and the report's own stack:
+// BouncyCastle in the JVM, cold and warm, and Spring Security's
+// Argon2PasswordEncoder beside ward-java's encoder in the same JVMs.
 package passwordlab
 
 import (
@@ -108,7 +109,7 @@ func (s Scenario) Run(ctx context.Context, env *lab.Env) error {
 		return err
 	}
 	defer pr.Close()
-	steps := len(argon2Cases) + len(legacy) + 2 + 1
+	steps := len(argon2Cases) + len(legacy) + 2 + 2
 	step := 0
 	next := func() { step++; env.Progress(step, steps) }
 	single := map[string][]float64{}
@@ -133,6 +134,8 @@ func (s Scenario) Run(ctx context.Context, env *lab.Env) error {
 		next()
 	}
 	jvm(ctx, env, pr, single["argon2id-report"])
+	next()
+	springStack(ctx, env, pr, single["argon2id-report"])
 	next()
 	env.Record(fieldReport...)
 	return nil

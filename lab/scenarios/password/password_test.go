@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/wardlab/ward/lab"
+	"github.com/wardlab/ward/lab/peers"
+	"github.com/wardlab/ward/password"
 )
 
 func TestMain(m *testing.M) {
@@ -79,8 +81,39 @@ func TestScenario(t *testing.T) {
 	if r, _ := rs.Get("field-report/spring-argon2-v5.8", "hash_latency"); r.Source != lab.SourceFieldReport || r.Median != 450 {
 		t.Errorf("field report quote: %+v", r)
 	}
+	tables := 3
+	if os.Getenv(peers.JavaEnv) != "" { // CI sets it: the report's own stack runs
+		checkSpringStack(t, rs)
+		tables++
+	}
 	sec, err := Scenario{}.Report(rs)
-	if err != nil || len(sec.Tables) != 3 || len(sec.Charts) != 1 || len(sec.Headlines) < 2 {
+	if err != nil || len(sec.Tables) != tables || len(sec.Charts) != 1 || len(sec.Headlines) < 2 {
 		t.Fatalf("section: %+v %v", sec, err)
+	}
+}
+
+// checkSpringStack checks the JVM cases of a quick run: one JVM, 4
+// interleaved rounds, one burst each, and the two ratios.
+func checkSpringStack(t *testing.T, rs lab.Results) {
+	t.Helper()
+	for _, c := range []string{springEncode, springMatches, wardJavaSame, wardJavaOWASP, wardJavaLogin} {
+		if r, ok := rs.Get(c, "hash_latency"); !ok || r.N != 4 || r.Source != lab.SourcePeer {
+			t.Errorf("%s: %+v", c, r)
+		}
+	}
+	for _, c := range []string{springBurst, wardJavaBurst} {
+		if r, ok := rs.Get(c, "burst_time"); !ok || r.N != 1 {
+			t.Errorf("%s: %+v", c, r)
+		}
+	}
+	if r, ok := rs.Get(wardJavaVsSpring, "ratio"); !ok || r.N != 4 || r.Median <= 0 {
+		t.Errorf("ward-java over Spring: %+v", r)
+	}
+	if r, ok := rs.Get(wardJavaVsGo, "ratio"); !ok || r.N == 0 {
+		t.Errorf("ward-java over Go: %+v", r)
+	}
+	ow, _ := rs.Get(wardJavaOWASP, "hash_latency")
+	if lab.Str(ow.Params, "params") != password.OWASP().String() {
+		t.Errorf("ward-java's preset: %+v", ow.Params)
 	}
 }

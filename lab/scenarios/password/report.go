@@ -51,6 +51,9 @@ func (s Scenario) Report(rs lab.Results) (lab.Section, error) {
 		sec.Charts = append(sec.Charts, c)
 	}
 	sec.Tables = append(sec.Tables, legacyTable(rs), burstTable(rs))
+	if t := springTable(rs); len(t.Rows) > 0 {
+		sec.Tables = append(sec.Tables, t)
+	}
 	sec.Answer, sec.Headlines = answers(rs)
 	sec.SameMachine = sameMachine(rs)
 	var notes []string
@@ -166,7 +169,7 @@ func sameMachine(rs lab.Results) []string {
 	var out []string
 	warm, ok := rs.Get(jvmWarm, "hash_latency")
 	if !ok {
-		return nil
+		return springLines(rs)
 	}
 	ward, _ := rs.Get(implKey{argon2Cases[0], "ward"}.name(), "hash_latency")
 	cold, _ := rs.Get(jvmCold, "hash_latency")
@@ -177,6 +180,44 @@ func sameMachine(rs lab.Results) []string {
 		wb, _ := rs.Get(burstKey{10, "limiter"}.name(), "burst_time")
 		out = append(out, fmt.Sprintf("10 concurrent sign-ups: %s ms in the JVM, %s ms with ward's limiter, here (the report: 4,500 ms).",
 			lab.FormatNumber(b.Median), lab.FormatNumber(wb.Median)))
+	}
+	return append(out, springLines(rs)...)
+}
+
+// springTable is the report's own stack on this machine: Spring Security's
+// Argon2PasswordEncoder beside ward-java's encoder, in the same JVMs.
+func springTable(rs lab.Results) lab.Table {
+	t := lab.Table{Caption: "On the JVM: Spring Security's Argon2PasswordEncoder and ward-java's WardPasswordEncoder, interleaved in the same JVMs",
+		Head: []string{"case", "parameters", "ms (p95)"}}
+	for _, c := range []struct{ cas, label string }{
+		{springEncode, "Spring: encode"}, {wardJavaSame, "ward-java: encode, same parameters"},
+		{wardJavaOWASP, "ward-java: encode, its default preset"}, {springMatches, "Spring: matches"},
+		{wardJavaLogin, "ward-java: log-in on Spring's hash (matches + upgradeEncoding)"},
+		{springBurst, "Spring: 10 concurrent encodes"}, {wardJavaBurst, "ward-java: 10 concurrent encodes"},
+	} {
+		r, ok := rs.Get(c.cas, "hash_latency")
+		if !ok {
+			r, ok = rs.Get(c.cas, "burst_time")
+		}
+		if ok {
+			t.Rows = append(t.Rows, []string{c.label, lab.Str(r.Params, "params"), cell(r)})
+		}
+	}
+	return t
+}
+
+// springLines says what ward-java costs a Spring team, from springStack.
+func springLines(rs lab.Results) []string {
+	vs, ok := rs.Get(wardJavaVsSpring, "ratio")
+	if !ok {
+		return nil
+	}
+	sp, _ := rs.Get(springEncode, "hash_latency")
+	ow, _ := rs.Get(wardJavaOWASP, "hash_latency")
+	out := []string{fmt.Sprintf("On the report's own stack: Spring's Argon2PasswordEncoder %s ms per encode; ward-java's encoder at the same parameters %s of Spring's (interleaved in one JVM), %s ms at ward's default preset.",
+		lab.FormatNumber(sp.Median), vs.RatioText(), lab.FormatNumber(ow.Median))}
+	if g, ok := rs.Get(wardJavaVsGo, "ratio"); ok {
+		out = append(out, fmt.Sprintf("ward-java / Go ward at the same parameters: %s.", g.RatioText()))
 	}
 	return out
 }
