@@ -45,7 +45,6 @@ public final class Grant implements KeySource {
     private final String keyringId;
     private final List<String> scopes;
     private final Map<Slot, Granted> keys = new HashMap<>();
-    private final Map<String, String> subjectColumns = new HashMap<>();
 
     private Grant(JsonNode doc, JsonNode payload) {
         id = text(doc, "id");
@@ -70,13 +69,8 @@ public final class Grant implements KeySource {
             }
             String table = text(k, "table"), column = text(k, "column");
             String ns = k.path("namespace").isTextual() ? k.path("namespace").asText() : "";
-            byte[] scope;
-            if (ns.isEmpty()) {
-                scope = Column.scope(table, column);
-            } else {
-                subjectColumns.put(table + "." + column, ns);
-                scope = subjectGrantScope(ns, table, column);
-            }
+            // A per-subject column's key opens its subjects' wrapped keys (not read here yet).
+            byte[] scope = ns.isEmpty() ? Column.scope(table, column) : subjectGrantScope(ns, table, column);
             keys.put(new Slot(ByteBuffer.wrap(scope), keyId), new Granted(alg, material));
             named.add(table + "." + column);
             ids.add(String.format("%08x", keyId));

@@ -188,6 +188,11 @@ public final class Keyring implements KeySource {
         byte[] fileKey;
         try {
             fileKey = ks.decrypt(wrapped, ctx);
+        } catch (WardException.KeyServiceFailure e) {
+            if (e.kind() != WardException.KeyServiceFailure.Kind.INVALID_CIPHERTEXT) {
+                throw e; // the key service's own fault (down, throttled, denied): the file is not at fault
+            }
+            throw new WardException.CorruptFile("unwrapping the file key: " + e.getMessage());
         } catch (WardException e) {
             throw new WardException.CorruptFile("unwrapping the file key: " + e.getMessage());
         }

@@ -68,4 +68,19 @@ class KmsUrlTest {
             assertTrue(!e.getMessage().contains("do not echo"));
         }
     }
+
+    /** A keyring file under an AWS KMS key whose service does not answer: the service's fault, typed, not a damaged file. */
+    @Test
+    void aKeyServiceOutageIsNotACorruptFile() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        String file = "{\"format\":\"ward-keyring/v2\",\"wrap\":{\"provider\":\"awskms\",\"key_id\":\"alias/x\"},"
+                + "\"wrapped_key\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\",\"sealed\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\"}";
+        try (AwsKms ks = AwsKms.fromUrl("awskms://alias/x?region=us-east-1&endpoint=http://127.0.0.1:" + port + "&timeout=2s&attempts=1")) {
+            KeyServiceFailure e = assertThrows(KeyServiceFailure.class, () -> io.github.wardlab.ward.Keyring.parse(file.getBytes(), ks));
+            assertEquals(Kind.UNAVAILABLE, e.kind());
+        }
+    }
 }
