@@ -62,11 +62,13 @@ class BootServiceTest {
 
     static List<String> databases() {
         List<String> out = new ArrayList<>(List.of("h2"));
-        String my = System.getenv("WARD_TEST_MYSQL_URL");
-        if (my != null && !my.isEmpty()) {
-            out.add("mariadb");
-        } else if (System.getenv("WARD_CI") != null) {
-            fail("WARD_TEST_MYSQL_URL is not set in CI");
+        for (String[] d : new String[][] {{"mariadb", "WARD_TEST_MYSQL_URL"}, {"postgres", "WARD_TEST_POSTGRES_URL"}}) {
+            String url = System.getenv(d[1]);
+            if (url != null && !url.isEmpty()) {
+                out.add(d[0]);
+            } else if (System.getenv("WARD_CI") != null) {
+                fail(d[1] + " is not set in CI");
+            }
         }
         return out;
     }
@@ -76,16 +78,28 @@ class BootServiceTest {
         if (kind.equals("h2")) {
             return new String[] {"jdbc:h2:mem:boot" + System.nanoTime() + ";DB_CLOSE_DELAY=-1", "sa", ""};
         }
-        // mysql://USER@localhost/DB?socket=PATH, the password in MYSQL_PWD (.ci/mariadb).
-        URI u = URI.create(System.getenv("WARD_TEST_MYSQL_URL"));
-        String socket = u.getQuery().replaceFirst("^.*socket=([^&]*).*$", "$1");
-        String user = u.getUserInfo(), pw = System.getenv().getOrDefault("MYSQL_PWD", "");
+        String url, admin, user, pw;
+        if (kind.equals("mariadb")) { // mysql://USER@localhost/DB?socket=PATH, the password in MYSQL_PWD (.ci/mariadb)
+            URI u = URI.create(System.getenv("WARD_TEST_MYSQL_URL"));
+            url = "jdbc:mariadb://localhost/%s?localSocket=" + u.getQuery().replaceFirst("^.*socket=([^&]*).*$", "$1");
+            admin = "";
+            user = u.getUserInfo();
+            pw = System.getenv().getOrDefault("MYSQL_PWD", "");
+        } else { // postgres://USER@/DB?host=DIR&port=PORT (.ci/postgres), over the Unix socket through junixsocket
+            URI u = URI.create(System.getenv("WARD_TEST_POSTGRES_URL"));
+            String dir = u.getQuery().replaceFirst("^.*host=([^&]*).*$", "$1"), port = u.getQuery().replaceFirst("^.*port=([^&]*).*$", "$1");
+            url = "jdbc:postgresql://localhost/%s?sslmode=disable&socketFactory=org.newsclub.net.unix.AFUNIXSocketFactory$FactoryArg&socketFactoryArg="
+                    + dir + "/.s.PGSQL." + port;
+            admin = "postgres";
+            user = u.getRawAuthority().replaceFirst("@.*$", "");
+            pw = "";
+        }
         String name = "ward_boot_" + Long.toHexString(System.nanoTime());
-        try (Connection c = DriverManager.getConnection("jdbc:mariadb://localhost/?localSocket=" + socket, user, pw)) {
+        try (Connection c = DriverManager.getConnection(String.format(url, admin), user, pw)) {
             c.createStatement().executeUpdate("CREATE DATABASE " + name);
         }
-        CREATED.add(new String[] {"jdbc:mariadb://localhost/?localSocket=" + socket, user, pw, name});
-        return new String[] {"jdbc:mariadb://localhost/" + name + "?localSocket=" + socket, user, pw};
+        CREATED.add(new String[] {String.format(url, admin), user, pw, name});
+        return new String[] {String.format(url, name), user, pw};
     }
 
     /** The Go vectors' keyring and master key, as files: the service is configured with paths. */
