@@ -36,8 +36,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Every write path of Hibernate on a sealed column, on H2 and MariaDB (CI's,
- * over its Unix socket): persist, a flush
+ * Every write path of Hibernate on a sealed column, on H2, MariaDB and
+ * PostgreSQL (CI's, over their Unix sockets): persist, a flush
  * of a changed entity, merge of a detached one, and the paths that bypass
  * entity listeners (HQL and Criteria bulk updates, native SQL), refused by
  * the column's CHECK when they would store plaintext; what a database
