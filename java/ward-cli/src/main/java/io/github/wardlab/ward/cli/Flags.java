@@ -13,12 +13,25 @@ import java.util.Map;
  * key on a command line is in every process listing.
  */
 public record Flags(String command, String table, String column, String row, List<String> bindNames,
-                    List<String> bindValues, boolean binary, String keyring, String masterKeyFile, String kms, String grant) {
+                    List<String> bindValues, boolean binary, String keyring, String masterKeyFile, String kms, String grant,
+                    EnvelopeFlags envelope) {
+
+    /**
+     * Envelope encryption (Go's {@code --envelope}, {@code --context},
+     * {@code --ec}): seal under a data key the key service wraps, no keyring;
+     * bound to --context, or to the row's field context, and to the
+     * encryption context the key service binds.
+     *
+     * @param seal encrypt as an envelope
+     * @param context the raw context, or null for the row's field context
+     * @param ec the encryption context
+     */
+    public record EnvelopeFlags(boolean seal, String context, Map<String, String> ec) {}
 
     /** Parses args ({@code encrypt|decrypt [flags]}), with env for the defaults. */
     public static Flags parse(String[] args, Map<String, String> env) throws UsageException {
         if (args.length == 0 || !(args[0].equals("encrypt") || args[0].equals("decrypt"))) {
-            throw new UsageException("usage: ward-java encrypt|decrypt --table T --column C --row R [--bind NAME=VALUE]... [--binary] [--keyring F | --grant F] [--kms URL | --master-key-file F]");
+            throw new UsageException("usage: ward-java encrypt|decrypt --table T --column C --row R [--bind NAME=VALUE]... [--binary] [--keyring F | --grant F | --envelope [--context C] [--ec K=V,…]] [--kms URL | --master-key-file F]");
         }
         Builder b = new Builder(args[0], env);
         for (int i = 1; i < args.length; i++) {
@@ -29,11 +42,15 @@ public record Flags(String command, String table, String column, String row, Lis
                 value = a.substring(eq + 1);
                 a = a.substring(0, eq);
             }
-            if (a.equals("--binary")) {
+            if (a.equals("--binary") || a.equals("--envelope")) {
                 if (value != null) {
-                    throw new UsageException("--binary takes no value");
+                    throw new UsageException(a + " takes no value");
                 }
-                b.binary = true;
+                if (a.equals("--binary")) {
+                    b.binary = true;
+                } else {
+                    b.envelope = true;
+                }
                 continue;
             }
             if (value == null) {
@@ -51,7 +68,9 @@ public record Flags(String command, String table, String column, String row, Lis
         final String command;
         String table = "", column = "", row = "", keyring, masterKeyFile = "", kms = "", grant = "";
         final String kmsEnv;
-        boolean binary;
+        boolean binary, envelope;
+        String context;
+        final Map<String, String> ec = new java.util.TreeMap<>();
         final List<String> names = new ArrayList<>(), values = new ArrayList<>();
 
         Builder(String command, Map<String, String> env) {
@@ -69,6 +88,15 @@ public record Flags(String command, String table, String column, String row, Lis
                 case "--master-key-file" -> masterKeyFile = value;
                 case "--kms" -> kms = value;
                 case "--grant" -> grant = value;
+                case "--context" -> context = value;
+                case "--ec" -> { // k=v,k2=v2, as Go's --ec; repeatable
+                    for (String pair : value.split(",", -1)) {
+                        int eq = pair.indexOf('=');
+                        if (eq <= 0 || ec.put(pair.substring(0, eq), pair.substring(eq + 1)) != null) {
+                            throw new UsageException("--ec \"" + pair + "\" is not KEY=VALUE, or names a key twice");
+                        }
+                    }
+                }
                 case "--bind" -> {
                     int eq = value.indexOf('=');
                     if (eq <= 0) {
@@ -82,16 +110,29 @@ public record Flags(String command, String table, String column, String row, Lis
         }
 
         Flags build() throws UsageException {
-            if (table.isEmpty() || column.isEmpty() || row.isEmpty()) {
-                throw new UsageException("--table, --column and --row go together, and are needed");
+            boolean field = !table.isEmpty() || !column.isEmpty() || !row.isEmpty() || !names.isEmpty();
+            if (context != null && field) {
+                throw new UsageException("--context or --table/--column/--row: one binding, not both");
+            }
+            if (context == null && (table.isEmpty() || column.isEmpty() || row.isEmpty())) {
+                throw new UsageException("--table, --column and --row go together, and are needed (or --context, for an envelope)");
+            }
+            if (envelope && (command.equals("decrypt") || !grant.isEmpty())) {
+                throw new UsageException("--envelope is for encrypt: decrypt reads envelopes by their form");
+            }
+            if (context != null && !envelope && command.equals("encrypt")) {
+                throw new UsageException("--context binds envelopes here (--envelope); a keyring value is bound to --table/--column/--row");
             }
             if (!grant.isEmpty()) {
                 if (command.equals("encrypt")) {
                     throw new UsageException("--grant opens values: encrypt needs the keyring");
                 }
                 keyring = ""; // a grant opens in the keyring's place (WARD_KEYRING is not read)
-            } else if (keyring.isEmpty()) {
-                throw new UsageException("no keyring: pass --keyring or set WARD_KEYRING (or --grant FILE to decrypt)");
+            } else if (keyring.isEmpty() && command.equals("encrypt") && !envelope) {
+                throw new UsageException("no keyring: pass --keyring or set WARD_KEYRING (or --envelope, under the key service alone)");
+            }
+            if (!ec.isEmpty() && !envelope && command.equals("encrypt")) {
+                throw new UsageException("--ec is the encryption context of an envelope (--envelope)");
             }
             if (binary && command.equals("decrypt")) {
                 throw new UsageException("--binary is for encrypt: decrypt reads either form");
@@ -102,7 +143,8 @@ public record Flags(String command, String table, String column, String row, Lis
             if (kms.isEmpty() && masterKeyFile.isEmpty()) {
                 kms = kmsEnv; // WARD_KMS, else WARD_MASTER_KEY
             }
-            return new Flags(command, table, column, row, List.copyOf(names), List.copyOf(values), binary, keyring, masterKeyFile, kms, grant);
+            return new Flags(command, table, column, row, List.copyOf(names), List.copyOf(values), binary, keyring, masterKeyFile, kms, grant,
+                    new EnvelopeFlags(envelope, context, Map.copyOf(ec)));
         }
     }
 }

@@ -2,6 +2,7 @@ package io.github.wardlab.ward.cli;
 
 import io.github.wardlab.ward.Ciphertext;
 import io.github.wardlab.ward.Column;
+import io.github.wardlab.ward.Envelope;
 import io.github.wardlab.ward.Grant;
 import io.github.wardlab.ward.KeyService;
 import io.github.wardlab.ward.Keyring;
@@ -50,17 +51,8 @@ public final class WardCli {
         }
         try {
             byte[] input = readInput(in);
-            String[] bind = f.bindNames().toArray(String[]::new);
-            Column col;
-            if (f.grant().isEmpty()) {
-                Keyring kr = open(f, env, ks -> Keyring.load(Path.of(f.keyring()), ks));
-                col = new Column(kr, f.table(), f.column(), bind);
-            } else {
-                Grant g = open(f, env, ks -> Grant.load(Path.of(f.grant()), ks));
-                col = new Column(g, f.table(), f.column(), bind);
-            }
-            Object[] values = f.bindValues().toArray();
-            byte[] result = f.command().equals("encrypt") ? encrypt(col, f, input, values) : decrypt(col, f, input, values);
+            boolean envelope = f.envelope().seal() || (f.command().equals("decrypt") && Envelope.isEnvelope(input));
+            byte[] result = envelope ? envelope(f, env, input) : keyringValue(f, env, input);
             out.write(result);
             out.flush();
             Arrays.fill(result, (byte) 0);
@@ -99,6 +91,43 @@ public final class WardCli {
             throw new UsageException("--kms takes awskms://KEY?region=R[&endpoint=URL] or local://PATH");
         }
         return load.apply(f.masterKeyFile().isEmpty() ? MasterKey.fromEnvironment(env) : MasterKey.load(Path.of(f.masterKeyFile())));
+    }
+
+    /** A value of the field layer: sealed or opened with the keyring, or opened with a grant. */
+    static byte[] keyringValue(Flags f, Map<String, String> env, byte[] input) throws UsageException {
+        if (f.envelope().context() != null || !f.envelope().ec().isEmpty()) {
+            throw new UsageException("--context and --ec bind envelopes; this value is not one (bind it with --table/--column/--row)");
+        }
+        if (f.grant().isEmpty() && f.keyring().isEmpty()) {
+            throw new UsageException("no keyring: pass --keyring or set WARD_KEYRING (or --grant FILE)");
+        }
+        String[] bind = f.bindNames().toArray(String[]::new);
+        Column col;
+        if (f.grant().isEmpty()) {
+            Keyring kr = open(f, env, ks -> Keyring.load(Path.of(f.keyring()), ks));
+            col = new Column(kr, f.table(), f.column(), bind);
+        } else {
+            Grant g = open(f, env, ks -> Grant.load(Path.of(f.grant()), ks));
+            col = new Column(g, f.table(), f.column(), bind);
+        }
+        Object[] values = f.bindValues().toArray();
+        return f.command().equals("encrypt") ? encrypt(col, f, input, values) : decrypt(col, f, input, values);
+    }
+
+    /**
+     * An envelope sealed or opened under the key service alone (Go's
+     * --envelope): bound to --context, or to the row's field context (v3,
+     * as the Go CLI binds it), and to --ec.
+     */
+    static byte[] envelope(Flags f, Map<String, String> env, byte[] input) throws UsageException {
+        byte[] context = f.envelope().context() != null ? f.envelope().context().getBytes(StandardCharsets.UTF_8)
+                : new Column((Keyring) null, f.table(), f.column(), f.bindNames().toArray(String[]::new)).contextV3(f.row(), f.bindValues().toArray());
+        Map<String, String> ec = f.envelope().ec();
+        if (f.command().equals("decrypt")) {
+            return open(f, env, ks -> Envelope.open(ks, input, context, ec));
+        }
+        byte[] sealed = open(f, env, ks -> Envelope.seal(ks, input, context, ec));
+        return f.binary() ? sealed : (Envelope.toText(sealed) + "\n").getBytes(StandardCharsets.US_ASCII);
     }
 
     static byte[] encrypt(Column col, Flags f, byte[] input, Object[] values) {

@@ -178,6 +178,29 @@ class CliDifferentialTest {
         org.junit.jupiter.api.Assertions.assertTrue(wrong.err().contains("WrongWrapper"), wrong.err());
     }
 
+    /** Envelopes both ways between the Go CLI and ward-java: bound to a row and an encryption context, or to a raw context. */
+    @org.junit.jupiter.api.Test
+    void envelopesBothWays(@TempDir Path dir) throws Exception {
+        Cli go = external("WARD_GO_CLI");
+        Assumptions.assumeTrue(go != null, "WARD_GO_CLI (the Go ward binary) is not set");
+        Path mk = dir.resolve("mk.b64");
+        ok(go.run(dir, new byte[0], List.of("keyring", "gen-master-key", "--out", mk.toString())));
+        List<String> key = List.of("--master-key-file", mk.toString());
+        List<List<String>> bindings = List.of(List.of("--table", "messages", "--column", "body", "--row", "42", "--bind", "owner=alice", "--ec", "app=chat"),
+                List.of("--context", "raw context", "--ec", "app=chat,tenant=7"));
+        Random rnd = new Random(7);
+        for (List<String> b : bindings) {
+            for (Cli[] way : new Cli[][] {{go, JAVA}, {JAVA, go}}) {
+                byte[] v = value(rnd, 2);
+                byte[] env = ok(way[0].run(dir, v, concat(List.of("encrypt", "--envelope"), key, b)));
+                assertArrayEquals(v, ok(way[1].run(dir, env, concat(List.of("decrypt"), key, b))));
+                List<String> other = new ArrayList<>(b);
+                other.set(other.size() - 1, other.get(other.size() - 1) + "x"); // another encryption context
+                assertEquals(1, way[1].run(dir, env, concat(List.of("decrypt"), key, other)).code());
+            }
+        }
+    }
+
     @SafeVarargs
     static List<String> concat(List<String>... parts) {
         List<String> out = new ArrayList<>();

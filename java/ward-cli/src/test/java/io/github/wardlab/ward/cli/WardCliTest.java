@@ -261,4 +261,38 @@ class WardCliTest {
         assertEquals(1, other.code());
         assertTrue(other.err().contains("WrongContext"), other.err());
     }
+
+    /** --envelope seals under the key service alone; decrypt reads an envelope by its form, bound to the row or --context, and --ec. */
+    @Test
+    void envelopes() {
+        String[] mk = {"--master-key-file", masterKey.toString()};
+        String[] row = {"--table", "t", "--column", "c", "--row", "1", "--bind", "owner=alice"};
+        Run text = run(utf8("env"), Map.of(), concat(concat(new String[] {"encrypt", "--envelope"}, row), mk));
+        assertEquals(0, text.code(), text.err());
+        assertTrue(text.text().startsWith("e1:") && text.text().endsWith("\n"), text.text());
+        Run open = run(text.out(), Map.of(), concat(concat(new String[] {"decrypt"}, row), mk)); // no keyring needed
+        assertEquals(0, open.code(), open.err());
+        assertEquals("env", open.text());
+        Run other = run(text.out(), Map.of(), concat(new String[] {"decrypt", "--table", "t", "--column", "c", "--row", "2", "--bind", "owner=alice"}, mk));
+        assertEquals(1, other.code());
+        Run bin = run(utf8("env"), Map.of(), concat(concat(new String[] {"encrypt", "--envelope", "--binary"}, row), mk));
+        assertEquals(0x81, bin.out()[0] & 0xff);
+        assertEquals("env", run(bin.out(), Map.of(), concat(concat(new String[] {"decrypt"}, row), mk)).text());
+        String[] raw = {"--context", "ctx", "--ec", "app=chat,t=messages"};
+        Run ctx = run(utf8("raw"), Map.of("WARD_MASTER_KEY", masterKeyText), concat(new String[] {"encrypt", "--envelope"}, raw));
+        assertEquals(0, ctx.code(), ctx.err());
+        assertEquals("raw", run(ctx.out(), Map.of("WARD_MASTER_KEY", masterKeyText), concat(new String[] {"decrypt"}, raw)).text());
+        assertEquals(1, run(ctx.out(), Map.of("WARD_MASTER_KEY", masterKeyText), new String[] {"decrypt", "--context", "ctx", "--ec", "app=chat"}).code());
+        // Usage errors: each flag where it does not belong.
+        Run sealed = run(utf8("kr"), "encrypt", "--table", "t", "--column", "c", "--row", "1");
+        for (String[] bad : new String[][] {
+                {"decrypt", "--envelope", "--context", "c"}, {"encrypt", "--context", "c"}, {"encrypt", "--envelope", "--context", "c", "--table", "t"},
+                {"encrypt", "--envelope", "--context", "c", "--ec", "novalue"}, {"encrypt", "--envelope", "--context", "c", "--ec", "a=1,a=2"},
+                {"encrypt", "--table", "t", "--column", "c", "--row", "1", "--ec", "a=b", "--keyring", keyring.toString()},
+                {"encrypt", "--envelope=yes", "--context", "c"}}) {
+            assertEquals(2, run(utf8("x"), Map.of("WARD_MASTER_KEY", masterKeyText), bad).code(), String.join(" ", bad));
+        }
+        assertEquals(2, run(sealed.out(), Map.of("WARD_MASTER_KEY", masterKeyText),
+                new String[] {"decrypt", "--context", "c", "--keyring", keyring.toString()}).code()); // a keyring value, bound to a context
+    }
 }
