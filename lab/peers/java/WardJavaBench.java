@@ -1,23 +1,21 @@
 // WardJavaBench measures ward's JVM core (java/ward-core) per value, as
 // python/ward_field.py measures the Python package: it seals and opens
 // messages.body of row 123456 (ciphertext v4 under the keyring's primary)
-// beside raw AES-GCM from the same JDK (javax.crypto "AES/GCM/NoPadding",
-// a fresh 12-byte IV from SecureRandom, the value carrying its IV as the
-// Go lab's raw case does), in interleaved rounds timed by the thread's CPU
+// beside raw AES-GCM from the same JDK (java/ward-lab's JdkAesGcm:
+// javax.crypto "AES/GCM/NoPadding", a fresh 12-byte IV from SecureRandom,
+// the value carrying its IV as the Go lab's raw case does), in interleaved rounds timed by the thread's CPU
 // time, after a warm-up long enough for HotSpot to compile both paths.
 // Prints JSON: nanoseconds per value per round.
-// Usage: java -cp WARD_CORE_CLASSPATH:. WardJavaBench KEYRING MASTER_KEY_FILE SIZE ROUNDS PER_ROUND WARM_MS
+// Usage: java -cp WARD_JAVA_CLASSPATH:. WardJavaBench KEYRING MASTER_KEY_FILE SIZE ROUNDS PER_ROUND WARM_MS
 import io.github.wardlab.ward.Column;
 import io.github.wardlab.ward.Keyring;
 import io.github.wardlab.ward.MasterKey;
+import io.github.wardlab.ward.bench.JdkAesGcm;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.Arrays;
-import javax.crypto.Cipher;
-import javax.crypto.spec.GCMParameterSpec;
-import javax.crypto.spec.SecretKeySpec;
 
 public class WardJavaBench {
     interface Op {
@@ -37,15 +35,12 @@ public class WardJavaBench {
         if (!Arrays.equals(col.open(ct, 123456L), pt)) {
             throw new IllegalStateException("a value did not open to what was sealed");
         }
-        byte[] key = new byte[32];
-        rnd.nextBytes(key);
-        SecretKeySpec k = new SecretKeySpec(key, "AES");
-        Cipher enc = Cipher.getInstance("AES/GCM/NoPadding"), dec = Cipher.getInstance("AES/GCM/NoPadding");
-        byte[] stored = rawSeal(enc, k, rnd, pt);
+        JdkAesGcm raw = new JdkAesGcm();
+        byte[] stored = raw.seal(pt);
         Op[] ops = {
-            m -> { for (int i = 0; i < m; i++) sink += rawSeal(enc, k, rnd, pt).length; },
+            m -> { for (int i = 0; i < m; i++) sink += raw.seal(pt).length; },
             m -> { for (int i = 0; i < m; i++) sink += col.seal(pt, 123456L).length; },
-            m -> { for (int i = 0; i < m; i++) sink += rawOpen(dec, k, stored).length; },
+            m -> { for (int i = 0; i < m; i++) sink += raw.open(stored).length; },
             m -> { for (int i = 0; i < m; i++) sink += col.open(ct, 123456L).length; },
         };
         long until = System.nanoTime() + Long.parseLong(args[5]) * 1_000_000L; // warm-up: HotSpot's C2 for every op
@@ -67,21 +62,5 @@ public class WardJavaBench {
         System.out.println("{\"alg\":\"" + kr.primary().alg().wardName() + "\",\"size\":" + size
             + ",\"raw_seal_ns\":" + Arrays.toString(out[0]) + ",\"seal_ns\":" + Arrays.toString(out[1])
             + ",\"raw_open_ns\":" + Arrays.toString(out[2]) + ",\"open_ns\":" + Arrays.toString(out[3]) + "}");
-    }
-
-    /** IV ‖ ciphertext ‖ tag: a value that carries its IV. */
-    static byte[] rawSeal(Cipher c, SecretKeySpec k, SecureRandom rnd, byte[] pt) throws Exception {
-        byte[] iv = new byte[12];
-        rnd.nextBytes(iv);
-        byte[] out = new byte[12 + pt.length + 16];
-        System.arraycopy(iv, 0, out, 0, 12);
-        c.init(Cipher.ENCRYPT_MODE, k, new GCMParameterSpec(128, iv));
-        c.doFinal(pt, 0, pt.length, out, 12);
-        return out;
-    }
-
-    static byte[] rawOpen(Cipher c, SecretKeySpec k, byte[] stored) throws Exception {
-        c.init(Cipher.DECRYPT_MODE, k, new GCMParameterSpec(128, stored, 0, 12));
-        return c.doFinal(stored, 12, stored.length - 12);
     }
 }

@@ -76,6 +76,15 @@ public final class MasterKey implements KeyService {
         return parse(v);
     }
 
+    /**
+     * The master key every ward-java entry point uses: the file if one is
+     * named (non-null and non-empty), else {@value #ENV} in env (pass
+     * System.getenv()). Keys never come from a command line or a property.
+     */
+    public static MasterKey resolve(String file, Map<String, String> env) {
+        return file != null && !file.isEmpty() ? load(Path.of(file)) : fromEnvironment(env);
+    }
+
     /** A new random master key (tests, and new deployments' tooling). */
     public static MasterKey generate() {
         return new MasterKey(Crypto.random(32));

@@ -1,8 +1,12 @@
 package io.github.wardlab.ward.cli;
 
 import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * One command line: the command, the value's binding (--table, --column,
@@ -46,6 +50,7 @@ public record Flags(String command, String table, String column, String row, Lis
                 if (value != null) {
                     throw new UsageException(a + " takes no value");
                 }
+                b.seen.add(a);
                 if (a.equals("--binary")) {
                     b.binary = true;
                 } else {
@@ -64,6 +69,24 @@ public record Flags(String command, String table, String column, String row, Lis
         return b.build();
     }
 
+    /** What a command line does, which decides the flags it may carry. */
+    private enum Mode { SEAL, SEAL_ENVELOPE, OPEN, OPEN_GRANT }
+
+    /** The modes a flag is allowed in, and why it is refused elsewhere. */
+    private record Rule(Set<Mode> modes, String why) {}
+
+    /** The flags that belong to some modes only; every other flag goes with every mode. */
+    private static final Map<String, Rule> RULES = new LinkedHashMap<>();
+
+    static {
+        RULES.put("--envelope", new Rule(EnumSet.of(Mode.SEAL_ENVELOPE), "is for encrypt: decrypt reads envelopes by their form"));
+        RULES.put("--grant", new Rule(EnumSet.of(Mode.OPEN_GRANT), "opens values: encrypt needs the keyring"));
+        RULES.put("--binary", new Rule(EnumSet.of(Mode.SEAL, Mode.SEAL_ENVELOPE), "is for encrypt: decrypt reads either form"));
+        RULES.put("--context", new Rule(EnumSet.complementOf(EnumSet.of(Mode.SEAL)),
+                "binds envelopes here (--envelope); a keyring value is bound to --table/--column/--row"));
+        RULES.put("--ec", new Rule(EnumSet.complementOf(EnumSet.of(Mode.SEAL)), "is the encryption context of an envelope (--envelope)"));
+    }
+
     private static final class Builder {
         final String command;
         String table = "", column = "", row = "", keyring, masterKeyFile = "", kms = "", grant = "";
@@ -72,6 +95,7 @@ public record Flags(String command, String table, String column, String row, Lis
         String context;
         final Map<String, String> ec = new java.util.TreeMap<>();
         final List<String> names = new ArrayList<>(), values = new ArrayList<>();
+        final Set<String> seen = new HashSet<>();
 
         Builder(String command, Map<String, String> env) {
             this.command = command;
@@ -80,6 +104,7 @@ public record Flags(String command, String table, String column, String row, Lis
         }
 
         void set(String flag, String value) throws UsageException {
+            seen.add(flag);
             switch (flag) {
                 case "--table" -> table = value;
                 case "--column" -> column = value;
@@ -110,6 +135,12 @@ public record Flags(String command, String table, String column, String row, Lis
         }
 
         Flags build() throws UsageException {
+            Mode mode = command.equals("encrypt") ? (envelope ? Mode.SEAL_ENVELOPE : Mode.SEAL) : (grant.isEmpty() ? Mode.OPEN : Mode.OPEN_GRANT);
+            for (Map.Entry<String, Rule> r : RULES.entrySet()) {
+                if (seen.contains(r.getKey()) && !r.getValue().modes().contains(mode)) {
+                    throw new UsageException(r.getKey() + " " + r.getValue().why());
+                }
+            }
             boolean field = !table.isEmpty() || !column.isEmpty() || !row.isEmpty() || !names.isEmpty();
             if (context != null && field) {
                 throw new UsageException("--context or --table/--column/--row: one binding, not both");
@@ -117,25 +148,10 @@ public record Flags(String command, String table, String column, String row, Lis
             if (context == null && (table.isEmpty() || column.isEmpty() || row.isEmpty())) {
                 throw new UsageException("--table, --column and --row go together, and are needed (or --context, for an envelope)");
             }
-            if (envelope && (command.equals("decrypt") || !grant.isEmpty())) {
-                throw new UsageException("--envelope is for encrypt: decrypt reads envelopes by their form");
-            }
-            if (context != null && !envelope && command.equals("encrypt")) {
-                throw new UsageException("--context binds envelopes here (--envelope); a keyring value is bound to --table/--column/--row");
-            }
-            if (!grant.isEmpty()) {
-                if (command.equals("encrypt")) {
-                    throw new UsageException("--grant opens values: encrypt needs the keyring");
-                }
+            if (mode == Mode.OPEN_GRANT) {
                 keyring = ""; // a grant opens in the keyring's place (WARD_KEYRING is not read)
-            } else if (keyring.isEmpty() && command.equals("encrypt") && !envelope) {
+            } else if (mode == Mode.SEAL && keyring.isEmpty()) {
                 throw new UsageException("no keyring: pass --keyring or set WARD_KEYRING (or --envelope, under the key service alone)");
-            }
-            if (!ec.isEmpty() && !envelope && command.equals("encrypt")) {
-                throw new UsageException("--ec is the encryption context of an envelope (--envelope)");
-            }
-            if (binary && command.equals("decrypt")) {
-                throw new UsageException("--binary is for encrypt: decrypt reads either form");
             }
             if (!kms.isEmpty() && !masterKeyFile.isEmpty()) {
                 throw new UsageException("--kms and --master-key-file name two wrappers: pass one");

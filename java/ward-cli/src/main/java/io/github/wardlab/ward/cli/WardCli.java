@@ -84,13 +84,12 @@ public final class WardCli {
             }
         }
         if (f.kms().startsWith("local://")) {
-            String file = f.kms().substring("local://".length());
-            return load.apply(file.isEmpty() ? MasterKey.fromEnvironment(env) : MasterKey.load(Path.of(file)));
+            return load.apply(MasterKey.resolve(f.kms().substring("local://".length()), env));
         }
         if (!f.kms().isEmpty()) {
             throw new UsageException("--kms takes awskms://KEY?region=R[&endpoint=URL] or local://PATH");
         }
-        return load.apply(f.masterKeyFile().isEmpty() ? MasterKey.fromEnvironment(env) : MasterKey.load(Path.of(f.masterKeyFile())));
+        return load.apply(MasterKey.resolve(f.masterKeyFile(), env));
     }
 
     /** A value of the field layer: sealed or opened with the keyring, or opened with a grant. */

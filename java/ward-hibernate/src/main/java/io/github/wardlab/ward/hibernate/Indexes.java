@@ -7,34 +7,61 @@ import io.github.wardlab.ward.Normalizer;
 import io.github.wardlab.ward.WardException;
 import java.lang.reflect.Field;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.WeakHashMap;
+import java.util.concurrent.ConcurrentHashMap;
 import org.hibernate.SessionFactory;
 import org.hibernate.engine.spi.SessionFactoryImplementor;
 import org.hibernate.persister.entity.AbstractEntityPersister;
 import org.hibernate.persister.entity.EntityPersister;
 
-/** One {@link BlindIndexOf} attribute resolved: the sealed column it indexes and how. */
-record Indexes(Keyring keyring, String table, String column, BlindIndex.Options options) {
+/**
+ * One {@link BlindIndexOf} attribute resolved: the sealed column it indexes,
+ * and its index under each enabled key of the keyring, derived once (the
+ * keyring a session factory holds does not change).
+ */
+final class Indexes {
+    /** The resolved attributes of each session factory, by entity name and attribute. */
+    private static final Map<SessionFactory, Map<String, Indexes>> CACHE = Collections.synchronizedMap(new WeakHashMap<>());
+
+    private final BlindIndex primary;
+    private final List<BlindIndex> enabled;
+
+    private Indexes(Keyring keyring, String table, String column, BlindIndex.Options options) {
+        this.primary = BlindIndex.v2(keyring, table, column, options); // a bad size or name fails here
+        List<BlindIndex> all = new ArrayList<>(List.of(primary));
+        for (Keyring.Key k : keyring.keys().values()) {
+            if (k.id() != keyring.primary().id() && !k.state().equals("disabled")) {
+                BlindIndex.Options o = new BlindIndex.Options(options.database(), options.name(), options.normalizer(), options.size(), k.id());
+                all.add(BlindIndex.v2(keyring, table, column, o));
+            }
+        }
+        this.enabled = List.copyOf(all);
+    }
+
     /** The index under the keyring's primary. */
     BlindIndex primary() {
-        return BlindIndex.v2(keyring, table, column, options);
+        return primary;
     }
 
     /** The index of value under each enabled key of the keyring, the primary's first. */
     List<byte[]> all(String value) {
-        List<byte[]> out = new ArrayList<>(List.of(primary().compute(value)));
-        for (Keyring.Key k : keyring.keys().values()) {
-            if (k.id() != keyring.primary().id() && !k.state().equals("disabled")) {
-                BlindIndex.Options o = new BlindIndex.Options(options.database(), options.name(), options.normalizer(), options.size(), k.id());
-                out.add(BlindIndex.v2(keyring, table, column, o).compute(value));
-            }
+        List<byte[]> out = new ArrayList<>(enabled.size());
+        for (BlindIndex b : enabled) {
+            out.add(b.compute(value));
         }
         return out;
     }
 
     /** The index attribute of an entity class, looked up in a session factory's mapping. */
     static Indexes of(SessionFactory sf, Class<?> entity, String attribute) {
+        Map<String, Indexes> resolved = CACHE.computeIfAbsent(sf, k -> new ConcurrentHashMap<>());
+        return resolved.computeIfAbsent(entity.getName() + "#" + attribute, k -> resolve(sf, entity, attribute));
+    }
+
+    private static Indexes resolve(SessionFactory sf, Class<?> entity, String attribute) {
         SessionFactoryImplementor sfi = sf.unwrap(SessionFactoryImplementor.class);
         EntityPersister p = sfi.getMappingMetamodel().getEntityDescriptor(entity);
         Field f = field(entity, attribute);
@@ -72,9 +99,7 @@ record Indexes(Keyring keyring, String table, String column, BlindIndex.Options 
         String[] cols = p.getPropertyColumnNames(p.getPropertyIndex(b.value()));
         String table = p.getTableName();
         BlindIndex.Options o = new BlindIndex.Options(database, b.name(), Normalizer.parse(b.normalizer(), 1), b.size(), 0);
-        Indexes ix = new Indexes(keyring, table.substring(table.lastIndexOf('.') + 1), cols[0], o);
-        ix.primary(); // a bad size or name fails here, at the first use
-        return ix;
+        return new Indexes(keyring, table.substring(table.lastIndexOf('.') + 1), cols[0], o);
     }
 
     /** A declared field of c or its superclasses. */

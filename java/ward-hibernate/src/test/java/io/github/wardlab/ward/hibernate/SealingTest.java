@@ -18,11 +18,10 @@ import jakarta.persistence.criteria.CriteriaBuilder;
 import jakarta.persistence.criteria.CriteriaUpdate;
 import jakarta.persistence.criteria.Root;
 import java.nio.file.Path;
+import io.github.wardlab.ward.testdb.TestDatabases;
+import io.github.wardlab.ward.testdb.TestDatabases.Db;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -55,70 +54,9 @@ class SealingTest {
         return Keyring.parse(json.writeValueAsBytes(file.get("keyring")), MasterKey.parse(file.get("master_key").asText()));
     }
 
-    /** Where the tests run: H2 in memory, or a fresh MariaDB database. */
-    record Db(String url, String user, String password, Runnable drop) {
-        Connection connect() throws SQLException {
-            return DriverManager.getConnection(url, user, password);
-        }
-    }
-
-    /** The databases each test runs on: H2, and MariaDB and PostgreSQL when WARD_TEST_MYSQL_URL and WARD_TEST_POSTGRES_URL name them (CI). */
+    /** The databases each test runs on (TestDatabases.kinds). */
     static List<String> databases() {
-        List<String> out = new ArrayList<>(List.of("h2"));
-        for (String[] d : new String[][] {{"mariadb", "WARD_TEST_MYSQL_URL"}, {"postgres", "WARD_TEST_POSTGRES_URL"}}) {
-            String url = System.getenv(d[1]);
-            if (url != null && !url.isEmpty()) {
-                out.add(d[0]);
-            } else if (System.getenv("WARD_CI") != null) {
-                fail(d[1] + " is not set in CI");
-            }
-        }
-        return out;
-    }
-
-    static Db create(String kind) throws Exception {
-        return switch (kind) {
-            case "h2" -> new Db("jdbc:h2:mem:ward" + System.nanoTime() + ";DB_CLOSE_DELAY=-1", "", "", () -> {});
-            case "mariadb" -> mariadb();
-            default -> postgres();
-        };
-    }
-
-    /** A fresh database on CI's MariaDB: mysql://USER@localhost/DB?socket=PATH, the password in MYSQL_PWD (.ci/mariadb). */
-    static Db mariadb() throws Exception {
-        URI u = URI.create(System.getenv("WARD_TEST_MYSQL_URL"));
-        String socket = u.getQuery().replaceFirst("^.*socket=([^&]*).*$", "$1");
-        String user = u.getUserInfo(), pw = System.getenv().getOrDefault("MYSQL_PWD", "");
-        return fresh("jdbc:mariadb://localhost/%s?localSocket=" + socket, "", user, pw);
-    }
-
-    /**
-     * A fresh database on CI's PostgreSQL, over its Unix socket through
-     * junixsocket's socket factory: postgres://USER@/DB?host=DIR&port=PORT (.ci/postgres).
-     */
-    static Db postgres() throws Exception {
-        URI u = URI.create(System.getenv("WARD_TEST_POSTGRES_URL"));
-        String dir = u.getQuery().replaceFirst("^.*host=([^&]*).*$", "$1"), port = u.getQuery().replaceFirst("^.*port=([^&]*).*$", "$1");
-        String url = "jdbc:postgresql://localhost/%s?sslmode=disable&socketFactory=org.newsclub.net.unix.AFUNIXSocketFactory$FactoryArg&socketFactoryArg="
-                + dir + "/.s.PGSQL." + port;
-        String user = u.getRawAuthority().replaceFirst("@.*$", ""); // postgres://ward@/…: no host, so no user info either
-        return fresh(url, "postgres", user, "");
-    }
-
-    /** A database of its own on a server (url with %s for its name; admin, the database to create it from), dropped after. */
-    static Db fresh(String url, String admin, String user, String pw) throws SQLException {
-        String name = "ward_java_" + Long.toHexString(System.nanoTime());
-        String base = String.format(url, admin);
-        try (Connection c = DriverManager.getConnection(base, user, pw)) {
-            c.createStatement().executeUpdate("CREATE DATABASE " + name);
-        }
-        return new Db(String.format(url, name), user, pw, () -> {
-            try (Connection c = DriverManager.getConnection(base, user, pw)) {
-                c.createStatement().executeUpdate("DROP DATABASE " + name);
-            } catch (SQLException e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        return TestDatabases.kinds();
     }
 
     void open(String kind) throws Exception {
@@ -128,7 +66,7 @@ class SealingTest {
     /** A session factory on a fresh database of kind, with ward's settings besides the keyring. */
     void open(String kind, java.util.Map<String, Object> settings) throws Exception {
         keyring = keyring();
-        db = create(kind);
+        db = TestDatabases.create(kind, "ward_java_");
         Configuration cfg = new Configuration().addAnnotatedClass(Message.class).addAnnotatedClass(Note.class).addAnnotatedClass(Ticket.class)
                 .addAnnotatedClass(Account.class);
         cfg.setProperty("hibernate.connection.url", db.url());

@@ -1,6 +1,5 @@
 package io.github.wardlab.ward.boot;
 
-import io.github.wardlab.ward.KeyService;
 import io.github.wardlab.ward.Ledger;
 import io.github.wardlab.ward.LedgerState;
 import io.github.wardlab.ward.Keyring;
@@ -10,6 +9,7 @@ import io.github.wardlab.ward.hibernate.WardIntegrator;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.Map;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -41,7 +41,7 @@ public class WardJpaAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean(Keyring.class)
     public Keyring wardKeyring(WardProperties props) {
-        return keyring(props, System.getenv(MasterKey.ENV));
+        return keyring(props, System.getenv());
     }
 
     /**
@@ -74,16 +74,8 @@ public class WardJpaAutoConfiguration {
         }
     }
 
-    /** The keyring the properties name; env is WARD_MASTER_KEY's value. */
-    static Keyring keyring(WardProperties props, String env) {
-        KeyService mk;
-        if (props.getMasterKeyFile() != null && !props.getMasterKeyFile().isEmpty()) {
-            mk = MasterKey.load(Path.of(props.getMasterKeyFile()));
-        } else if (env != null && !env.isEmpty()) {
-            mk = MasterKey.parse(env);
-        } else {
-            throw new IllegalStateException("ward.keyring needs a master key: ward.master-key-file, or " + MasterKey.ENV);
-        }
-        return Keyring.load(Path.of(props.getKeyring()), mk);
+    /** The keyring the properties name; env is the process's environment. */
+    static Keyring keyring(WardProperties props, Map<String, String> env) {
+        return Keyring.load(Path.of(props.getKeyring()), MasterKey.resolve(props.getMasterKeyFile(), env));
     }
 }

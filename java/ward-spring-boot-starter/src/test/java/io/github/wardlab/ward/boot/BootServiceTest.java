@@ -12,12 +12,10 @@ import io.github.wardlab.ward.boot.demo.AccountRepository;
 import io.github.wardlab.ward.boot.demo.DemoApplication;
 import io.github.wardlab.ward.boot.demo.Message;
 import io.github.wardlab.ward.boot.demo.MessageRepository;
-import java.net.URI;
+import io.github.wardlab.ward.testdb.TestDatabases;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.DriverManager;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -48,58 +46,23 @@ import org.springframework.security.crypto.password.DelegatingPasswordEncoder;
 class BootServiceTest {
     static final String SPRING_ID = "argon2@SpringSecurity_v5_8";
 
-    /** The MariaDB databases made, dropped after the tests: server URL, user, password, name. */
-    static final List<String[]> CREATED = new ArrayList<>();
+    /** The server databases made, dropped after the tests. */
+    static final List<TestDatabases.Db> CREATED = new ArrayList<>();
 
     @AfterAll
-    static void drop() throws Exception {
-        for (String[] d : CREATED) {
-            try (Connection c = DriverManager.getConnection(d[0], d[1], d[2])) {
-                c.createStatement().executeUpdate("DROP DATABASE " + d[3]);
-            }
-        }
+    static void drop() {
+        CREATED.forEach(d -> d.drop().run());
     }
 
     static List<String> databases() {
-        List<String> out = new ArrayList<>(List.of("h2"));
-        for (String[] d : new String[][] {{"mariadb", "WARD_TEST_MYSQL_URL"}, {"postgres", "WARD_TEST_POSTGRES_URL"}}) {
-            String url = System.getenv(d[1]);
-            if (url != null && !url.isEmpty()) {
-                out.add(d[0]);
-            } else if (System.getenv("WARD_CI") != null) {
-                fail(d[1] + " is not set in CI");
-            }
-        }
-        return out;
+        return TestDatabases.kinds();
     }
 
-    /** The JDBC URL, user and password of a fresh database of kind. */
-    static String[] database(String kind) throws Exception {
-        if (kind.equals("h2")) {
-            return new String[] {"jdbc:h2:mem:boot" + System.nanoTime() + ";DB_CLOSE_DELAY=-1", "sa", ""};
-        }
-        String url, admin, user, pw;
-        if (kind.equals("mariadb")) { // mysql://USER@localhost/DB?socket=PATH, the password in MYSQL_PWD (.ci/mariadb)
-            URI u = URI.create(System.getenv("WARD_TEST_MYSQL_URL"));
-            url = "jdbc:mariadb://localhost/%s?localSocket=" + u.getQuery().replaceFirst("^.*socket=([^&]*).*$", "$1");
-            admin = "";
-            user = u.getUserInfo();
-            pw = System.getenv().getOrDefault("MYSQL_PWD", "");
-        } else { // postgres://USER@/DB?host=DIR&port=PORT (.ci/postgres), over the Unix socket through junixsocket
-            URI u = URI.create(System.getenv("WARD_TEST_POSTGRES_URL"));
-            String dir = u.getQuery().replaceFirst("^.*host=([^&]*).*$", "$1"), port = u.getQuery().replaceFirst("^.*port=([^&]*).*$", "$1");
-            url = "jdbc:postgresql://localhost/%s?sslmode=disable&socketFactory=org.newsclub.net.unix.AFUNIXSocketFactory$FactoryArg&socketFactoryArg="
-                    + dir + "/.s.PGSQL." + port;
-            admin = "postgres";
-            user = u.getRawAuthority().replaceFirst("@.*$", "");
-            pw = "";
-        }
-        String name = "ward_boot_" + Long.toHexString(System.nanoTime());
-        try (Connection c = DriverManager.getConnection(String.format(url, admin), user, pw)) {
-            c.createStatement().executeUpdate("CREATE DATABASE " + name);
-        }
-        CREATED.add(new String[] {String.format(url, admin), user, pw, name});
-        return new String[] {String.format(url, name), user, pw};
+    /** A fresh database of kind, dropped after the tests. */
+    static TestDatabases.Db database(String kind) throws Exception {
+        TestDatabases.Db db = TestDatabases.create(kind, "ward_boot_");
+        CREATED.add(db);
+        return db;
     }
 
     /** The Go vectors' keyring and master key, as files: the service is configured with paths. */
@@ -112,11 +75,11 @@ class BootServiceTest {
     }
 
     static ConfigurableApplicationContext start(String kind, Path dir) throws Exception {
-        String[] db = database(kind);
+        TestDatabases.Db db = database(kind);
         Path[] kr = keyring(dir);
         return new SpringApplicationBuilder(DemoApplication.class).web(WebApplicationType.NONE)
-                .properties(Map.of("spring.datasource.url", db[0], "spring.datasource.username", db[1],
-                        "spring.datasource.password", db[2], "spring.jpa.hibernate.ddl-auto", "create-drop",
+                .properties(Map.of("spring.datasource.url", db.url(), "spring.datasource.username", db.user(),
+                        "spring.datasource.password", db.password(), "spring.jpa.hibernate.ddl-auto", "create-drop",
                         "ward.keyring", kr[0].toString(), "ward.master-key-file", kr[1].toString()))
                 .run();
     }

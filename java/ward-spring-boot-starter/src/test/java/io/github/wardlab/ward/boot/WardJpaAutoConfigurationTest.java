@@ -66,11 +66,13 @@ class WardJpaAutoConfigurationTest {
         Path[] kr = BootServiceTest.keyring(dir);
         WardProperties p = new WardProperties();
         p.setKeyring(kr[0].toString());
-        assertThatThrownBy(() -> WardJpaAutoConfiguration.keyring(p, null)).isInstanceOf(IllegalStateException.class)
+        assertThatThrownBy(() -> WardJpaAutoConfiguration.keyring(p, Map.of())).isInstanceOf(WardException.class)
                 .hasMessageContaining(MasterKey.ENV);
-        assertThat(WardJpaAutoConfiguration.keyring(p, Files.readString(kr[1])).primary()).isNotNull();
-        assertThatThrownBy(() -> WardJpaAutoConfiguration.keyring(p, otherKey()))
+        assertThat(WardJpaAutoConfiguration.keyring(p, Map.of(MasterKey.ENV, Files.readString(kr[1]))).primary()).isNotNull();
+        assertThatThrownBy(() -> WardJpaAutoConfiguration.keyring(p, Map.of(MasterKey.ENV, otherKey())))
                 .isInstanceOf(WardException.class);
+        p.setMasterKeyFile(kr[1].toString()); // the file wins over the environment
+        assertThat(WardJpaAutoConfiguration.keyring(p, Map.of(MasterKey.ENV, otherKey())).primary()).isNotNull();
     }
 
     @Test

@@ -6,6 +6,7 @@ import io.github.wardlab.ward.MasterKey;
 import io.github.wardlab.ward.password.Params;
 import io.github.wardlab.ward.password.Policy;
 import java.nio.file.Path;
+import java.util.Map;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -28,11 +29,11 @@ public class WardPasswordAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean(PasswordEncoder.class)
     public PasswordEncoder passwordEncoder(WardPasswordProperties props) {
-        return WardPasswordEncoder.delegating(policy(props, System.getenv(MasterKey.ENV)));
+        return WardPasswordEncoder.delegating(policy(props, System.getenv()));
     }
 
-    /** The policy the properties describe; env is WARD_MASTER_KEY's value. */
-    static Policy policy(WardPasswordProperties props, String env) {
+    /** The policy the properties describe; env is the process's environment. */
+    static Policy policy(WardPasswordProperties props, Map<String, String> env) {
         Params preset = switch (props.getPreset()) {
             case "owasp" -> Params.owasp();
             case "strong" -> Params.strong();
@@ -45,8 +46,7 @@ public class WardPasswordAutoConfiguration {
             }
             return p;
         }
-        KeyService mk = props.getMasterKeyFile() != null ? MasterKey.load(Path.of(props.getMasterKeyFile()))
-                : MasterKey.parse(env == null ? "" : env);
+        KeyService mk = MasterKey.resolve(props.getMasterKeyFile(), env);
         return p.withPepper(Keyring.load(Path.of(props.getKeyring()), mk), props.isRequirePepper());
     }
 }

@@ -1,8 +1,17 @@
 package io.github.wardlab.ward.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.github.wardlab.ward.MasterKey;
+import io.github.wardlab.ward.WardException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
@@ -35,6 +44,27 @@ class WardPasswordAutoConfigurationTest {
     void badSettingsFailTheStart() {
         runner.withPropertyValues("ward.password.preset=md5").run(ctx -> assertThat(ctx).hasFailed());
         runner.withPropertyValues("ward.password.require-pepper=true").run(ctx -> assertThat(ctx).hasFailed());
+    }
+
+    /** ward.password.keyring peppers new hashes; its master key is the file's, else WARD_MASTER_KEY. */
+    @Test
+    void peppersWithTheNamedKeyring(@TempDir Path dir) throws Exception {
+        ObjectMapper json = new ObjectMapper();
+        JsonNode file = json.readTree(Path.of("..", "..", "field", "testdata", "context-v4.json").toFile());
+        Path kr = Files.write(dir.resolve("keyring.json"), json.writeValueAsBytes(file.get("keyring")));
+        Path mk = Files.writeString(dir.resolve("master.key"), file.get("master_key").asText());
+        runner.withPropertyValues("ward.password.keyring=" + kr, "ward.password.master-key-file=" + mk, "ward.password.require-pepper=true")
+                .run(ctx -> {
+                    PasswordEncoder pe = ctx.getBean(PasswordEncoder.class);
+                    String hash = pe.encode("pw");
+                    assertThat(hash).contains(",keyid=");
+                    assertThat(pe.matches("pw", hash)).isTrue();
+                });
+        WardPasswordProperties p = new WardPasswordProperties();
+        p.setKeyring(kr.toString());
+        assertThatThrownBy(() -> WardPasswordAutoConfiguration.policy(p, Map.of())).isInstanceOf(WardException.class)
+                .hasMessageContaining(MasterKey.ENV);
+        assertThat(WardPasswordAutoConfiguration.policy(p, Map.of(MasterKey.ENV, Files.readString(mk))).pepper()).isNotNull();
     }
 
     @Test
