@@ -33,6 +33,8 @@ public final class Column {
     private final byte[] scope;
     private final byte[] names;
     private final LedgerState ledger; // null: the caller decides the version
+    private final SubjectKeys subjects; // null: no per-subject values
+    private final int subjectIndex; // the subject's column among bind, for subjects
 
     /** A column of table, binding the named columns' values, in that order. */
     public Column(Keyring keyring, String table, String column, String... bind) {
@@ -48,16 +50,19 @@ public final class Column {
     }
 
     private Column(Keyring keyring, KeySource source, String table, String column, String... bind) {
-        this(keyring, source, null, table, column, bind);
+        this(keyring, source, null, null, -1, table, column, bind);
     }
 
-    private Column(Keyring keyring, KeySource source, LedgerState ledger, String table, String column, String... bind) {
+    private Column(Keyring keyring, KeySource source, LedgerState ledger, SubjectKeys subjects, int subjectIndex, String table, String column,
+            String... bind) {
         if (table.isEmpty() || column.isEmpty()) {
             throw new WardException.Binding("a column needs a table and a column name");
         }
         this.keyring = keyring;
         this.source = source;
         this.ledger = ledger;
+        this.subjects = subjects;
+        this.subjectIndex = subjectIndex;
         this.table = table;
         this.column = column;
         this.bind = List.of(bind);
@@ -78,7 +83,28 @@ public final class Column {
      * the Python package write v3 instead, ward-java writes v4 only.
      */
     public Column checkedBy(LedgerState verified) {
-        return new Column(keyring, source, java.util.Objects.requireNonNull(verified, "verified"), table, column, bind.toArray(String[]::new));
+        return new Column(keyring, source, java.util.Objects.requireNonNull(verified, "verified"), subjects, subjectIndex, table, column,
+                bind.toArray(String[]::new));
+    }
+
+    /**
+     * This column sealed per subject, as Go's {@code field.PerSubject}:
+     * seals go under the subject's own key ({@link SubjectKeys}: the
+     * subject named by the bound column subjectColumn, which the column
+     * must bind), and values under subject keys open with them; values
+     * under keyring keys still open with the keyring. A subject forgotten,
+     * holding their key privately, or without one is
+     * {@link WardException.SubjectRefused}.
+     */
+    public Column perSubject(SubjectKeys keys, String subjectColumn) {
+        if (keyring == null) {
+            throw new WardException.NotGranted("a grant opens keyring values; per-subject values need the keyring");
+        }
+        int i = bind.indexOf(subjectColumn);
+        if (i < 0) {
+            throw new WardException.Binding("the subject's column " + subjectColumn + " is not among the columns " + this + " binds");
+        }
+        return new Column(keyring, source, ledger, java.util.Objects.requireNonNull(keys, "keys"), i, table, column, bind.toArray(String[]::new));
     }
 
     /** The v4 scope of a column: {@code "ward/field/v4" 0 ‖ ℓ(table) ‖ ℓ(column)}. */
@@ -125,6 +151,9 @@ public final class Column {
         if (keyring == null) {
             throw new WardException.NotGranted("a grant opens values; sealing needs the keyring");
         }
+        if (subjects != null) {
+            return subjects.seal(subject(values), plaintext, scope, contextV4(row, values));
+        }
         if (ledger != null && !ledger.allows(LedgerState.CIPHERTEXT_V4)) {
             throw new WardException.UnsupportedVersion("the fleet of " + ledger.database() + " has not opened " + LedgerState.CIPHERTEXT_V4
                     + ": a process still reads v3 only (ward writes v4 once every registered process reads it)");
@@ -142,7 +171,20 @@ public final class Column {
         byte[] ct = Ciphertext.decode(stored);
         Ciphertext.Header h = Ciphertext.header(ct);
         byte[] context = h.version() == 4 ? contextV4(row, values) : contextV3(row, values);
-        return Ciphertext.open(ct, h, source.resolve(h, scope), context);
+        byte[] key = h.keyClass() == Ciphertext.CLASS_SUBJECT && subjects != null ? subjects.resolve(subject(values), h, scope) : source.resolve(h, scope);
+        return Ciphertext.open(ct, h, key, context);
+    }
+
+    /** The subject a per-subject value of a row belongs to: its bound subject column's value. */
+    private String subject(Object[] values) {
+        if (values.length != bind.size()) {
+            throw new WardException.Binding("the column binds " + bind.size() + " columns, " + values.length + " values given");
+        }
+        byte[] b = encodeBound(values[subjectIndex]);
+        if (b == null) {
+            throw new WardException.Binding("a per-subject value needs its subject");
+        }
+        return new String(b, StandardCharsets.UTF_8);
     }
 
     /** Opens a stored value of a row as UTF-8 text. */

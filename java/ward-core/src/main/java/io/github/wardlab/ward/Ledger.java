@@ -9,8 +9,10 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.HexFormat;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Pattern;
@@ -117,7 +119,9 @@ public final class Ledger {
                 opened.add(f.path("name").asText(""));
             }
         }
-        return new LedgerState(db, counter, epoch, opened);
+        Map<String, Long> counters = new HashMap<>();
+        st.path("counters").properties().forEach(c -> counters.put(c.getKey(), c.getValue().asLong(0)));
+        return new LedgerState(db, counter, epoch, opened, counters);
     }
 
     private static void checkMac(Keyring kr, long epoch, String db, String body, byte[] mac) {

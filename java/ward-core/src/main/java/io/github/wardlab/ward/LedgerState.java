@@ -1,5 +1,6 @@
 package io.github.wardlab.ward;
 
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -11,14 +12,27 @@ import java.util.Set;
  * @param counter the ledger's counter: each change raises it
  * @param epoch the keyring state epoch its MAC is under
  * @param openedForms the forms the fleet opened, such as {@code ciphertext:v4}
+ * @param counters the ledger's named counters, such as {@code subject.floor:NS}
+ *     (how often a namespace's key floor was raised)
  */
-public record LedgerState(String database, long counter, long epoch, Set<String> openedForms) {
+public record LedgerState(String database, long counter, long epoch, Set<String> openedForms, Map<String, Long> counters) {
     /** The form of ciphertext v4. */
     public static final String CIPHERTEXT_V4 = "ciphertext:v4";
 
-    /** A state with an unmodifiable copy of the forms. */
+    /** A state with unmodifiable copies of the forms and counters. */
     public LedgerState {
         openedForms = Set.copyOf(openedForms);
+        counters = Map.copyOf(counters);
+    }
+
+    /** A state without named counters. */
+    public LedgerState(String database, long counter, long epoch, Set<String> openedForms) {
+        this(database, counter, epoch, openedForms, Map.of());
+    }
+
+    /** The named counter's value, 0 when the ledger has none of that name. */
+    public long counter(String name) {
+        return counters.getOrDefault(name, 0L);
     }
 
     /** Whether the fleet opened form: every registered process reads it, so it may be written. */

@@ -139,6 +139,22 @@ public class WardException extends RuntimeException {
         }
     }
 
+    /**
+     * A subject key that is not there to use: the subject was forgotten
+     * (its key deleted, a tombstone left), never given one (ward-java never
+     * creates a subject key), holds it privately (wrapped under the user's
+     * password) or lost it, or its newest version is under the namespace's
+     * key floor.
+     */
+    public static final class SubjectRefused extends WardException {
+        private static final long serialVersionUID = 1L;
+
+        /** A refusal saying which. */
+        public SubjectRefused(String message) {
+            super(message);
+        }
+    }
+
     /** What a grant does not open: ciphertext v3, a subject's key, or sealing. */
     public static final class NotGranted extends WardException {
         private static final long serialVersionUID = 1L;

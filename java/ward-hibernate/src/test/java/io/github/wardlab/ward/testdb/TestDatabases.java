@@ -2,12 +2,16 @@ package io.github.wardlab.ward.testdb;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
+import java.io.PrintWriter;
 import java.net.URI;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.logging.Logger;
+import javax.sql.DataSource;
 
 /**
  * The databases the JPA tests run on, shared by ward-hibernate's and the
@@ -24,6 +28,52 @@ public final class TestDatabases {
         /** A new connection to it. */
         public Connection connect() throws SQLException {
             return DriverManager.getConnection(url, user, password);
+        }
+
+        /** A DataSource of new connections to it (DriverManager's). */
+        public DataSource dataSource() {
+            return new DataSource() {
+                @Override
+                public Connection getConnection() throws SQLException {
+                    return connect();
+                }
+
+                @Override
+                public Connection getConnection(String u, String p) throws SQLException {
+                    return DriverManager.getConnection(url, u, p);
+                }
+
+                @Override
+                public PrintWriter getLogWriter() {
+                    return null;
+                }
+
+                @Override
+                public void setLogWriter(PrintWriter out) {}
+
+                @Override
+                public void setLoginTimeout(int seconds) {}
+
+                @Override
+                public int getLoginTimeout() {
+                    return 0;
+                }
+
+                @Override
+                public Logger getParentLogger() throws SQLFeatureNotSupportedException {
+                    throw new SQLFeatureNotSupportedException();
+                }
+
+                @Override
+                public <T> T unwrap(Class<T> iface) throws SQLException {
+                    throw new SQLException("not a wrapper");
+                }
+
+                @Override
+                public boolean isWrapperFor(Class<?> iface) {
+                    return false;
+                }
+            };
         }
     }
 

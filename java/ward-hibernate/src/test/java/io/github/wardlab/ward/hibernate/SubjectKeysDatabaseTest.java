@@ -1,0 +1,97 @@
+package io.github.wardlab.ward.hibernate;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.github.wardlab.ward.Ciphertext;
+import io.github.wardlab.ward.Column;
+import io.github.wardlab.ward.Keyring;
+import io.github.wardlab.ward.MasterKey;
+import io.github.wardlab.ward.SubjectKeys;
+import io.github.wardlab.ward.WardException;
+import io.github.wardlab.ward.testdb.TestDatabases;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.util.HexFormat;
+import java.util.List;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * ward-core's subject keys on the databases themselves (this module has
+ * their drivers): H2, and CI's MariaDB and PostgreSQL, with the column
+ * types the Go library creates there (BYTEA, BLOB, VARBINARY). Go's
+ * vector keys open Go's values; a seal goes into the subject's newest
+ * key; a forget as Go leaves it (key rows deleted, a tombstone) refuses
+ * both, at once with no TTL.
+ */
+class SubjectKeysDatabaseTest {
+    static List<String> databases() {
+        return TestDatabases.kinds();
+    }
+
+    static String blob(String kind) {
+        return switch (kind) {
+            case "postgres" -> "BYTEA";
+            case "mariadb" -> "BLOB";
+            default -> "VARBINARY(1024)";
+        };
+    }
+
+    @ParameterizedTest
+    @MethodSource("databases")
+    void goKeysOpenSealAndForget(String kind) throws Exception {
+        ObjectMapper json = new ObjectMapper();
+        JsonNode g = json.readTree(Path.of("..", "..", "field", "subject", "testdata", "subject-v4.json").toFile());
+        Keyring kr = Keyring.parse(json.writeValueAsBytes(g.get("keyring")), MasterKey.parse(g.get("master_key").asText()));
+        TestDatabases.Db db = TestDatabases.create(kind, "ward_subject_");
+        try (Connection c = db.connect()) {
+            String b = blob(kind);
+            c.createStatement().executeUpdate("CREATE TABLE ward_subject_keys (namespace VARCHAR(255) NOT NULL, subject VARCHAR(255) NOT NULL, version BIGINT NOT NULL,"
+                    + " first SMALLINT, wrapped " + b + " NOT NULL, created_at BIGINT NOT NULL, held SMALLINT NOT NULL DEFAULT 0, recovery " + b + ", scoped " + b
+                    + ", PRIMARY KEY (namespace, subject, version))");
+            c.createStatement().executeUpdate("CREATE TABLE ward_subject_tombstones (namespace VARCHAR(255) NOT NULL, subject VARCHAR(255) NOT NULL,"
+                    + " forgotten_at BIGINT NOT NULL, epoch BIGINT NOT NULL, mac VARCHAR(4000) NOT NULL, PRIMARY KEY (namespace, subject))");
+            c.createStatement().executeUpdate("CREATE TABLE ward_ledger (id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body VARCHAR(4000) NOT NULL, mac VARCHAR(200) NOT NULL)");
+            for (JsonNode k : g.get("keys")) {
+                try (PreparedStatement st = c.prepareStatement("INSERT INTO ward_subject_keys (namespace, subject, version, wrapped, created_at, held) VALUES (?, ?, ?, ?, 0, ?)")) {
+                    st.setString(1, g.get("namespace").asText());
+                    st.setString(2, k.get("subject").asText());
+                    st.setLong(3, k.get("version").asLong());
+                    st.setBytes(4, HexFormat.of().parseHex(k.get("wrapped_hex").asText()));
+                    st.setInt(5, k.get("held").asInt());
+                    st.executeUpdate();
+                }
+            }
+            try (PreparedStatement st = c.prepareStatement("INSERT INTO ward_ledger (id, counter, body, mac) VALUES (1, ?, ?, ?)")) {
+                JsonNode l = g.get("ledger");
+                st.setLong(1, l.get("counter").asLong());
+                st.setString(2, l.get("body").asText());
+                st.setString(3, l.get("mac").asText());
+                st.executeUpdate();
+            }
+            SubjectKeys keys = new SubjectKeys(db.dataSource(), kr, g.get("namespace").asText(), "ward_ledger", java.time.Duration.ZERO);
+            Column col = new Column(kr, g.get("table").asText(), g.get("column").asText(), "user_id").perSubject(keys, "user_id");
+            for (JsonNode v : g.get("values")) {
+                if (!v.get("subject").asText().equals("carol")) {
+                    byte[] ct = HexFormat.of().parseHex(v.get("ciphertext_hex").asText());
+                    assertEquals(v.get("plaintext").asText(), new String(col.open(ct, v.get("row").asLong(), v.get("subject").asText()), StandardCharsets.UTF_8));
+                }
+            }
+            byte[] sealed = col.seal("on the database itself".getBytes(StandardCharsets.UTF_8), 7L, "alice");
+            assertEquals(g.get("keys").get(0).get("version").asLong(), Ciphertext.keyId(sealed));
+            assertEquals("on the database itself", new String(col.open(sealed, 7L, "alice"), StandardCharsets.UTF_8));
+            // ward subject forget alice, as Go leaves it
+            c.createStatement().executeUpdate("DELETE FROM ward_subject_keys WHERE subject = 'alice'");
+            c.createStatement().executeUpdate("INSERT INTO ward_subject_tombstones VALUES ('users', 'alice', 0, 1, '00')");
+            assertThrows(WardException.SubjectRefused.class, () -> col.open(sealed, 7L, "alice"));
+            assertThrows(WardException.SubjectRefused.class, () -> col.seal(new byte[1], 8L, "alice"));
+        } finally {
+            db.drop().run();
+        }
+    }
+}
