@@ -112,16 +112,18 @@ public final class Ledger {
                 throw new WardException.StaleKeyring(String.format("the database uses key %08x, which this keyring lacks: load the current keyring file", k.path("id").asLong()));
             }
         }
-        Set<String> opened = new HashSet<>();
+        Set<String> opened = new HashSet<>(), waiting = new HashSet<>(), marks = new HashSet<>();
         for (JsonNode f : st.path("forms")) {
             JsonNode when = f.get("opened"); // Unix milliseconds when every process read it; absent until then
-            if (when != null && (when.isBoolean() ? when.asBoolean() : when.canConvertToLong() && when.asLong() != 0)) {
-                opened.add(f.path("name").asText(""));
-            }
+            boolean open = when != null && (when.isBoolean() ? when.asBoolean() : when.canConvertToLong() && when.asLong() != 0);
+            (open ? opened : waiting).add(f.path("name").asText(""));
+        }
+        for (JsonNode m : st.path("marks")) {
+            marks.add(m.isTextual() ? m.asText() : m.path("name").asText(""));
         }
         Map<String, Long> counters = new HashMap<>();
         st.path("counters").properties().forEach(c -> counters.put(c.getKey(), c.getValue().asLong(0)));
-        return new LedgerState(db, counter, epoch, opened, counters);
+        return new LedgerState(db, counter, epoch, opened, counters, waiting, marks);
     }
 
     private static void checkMac(Keyring kr, long epoch, String db, String body, byte[] mac) {

@@ -155,6 +155,20 @@ public class WardException extends RuntimeException {
         }
     }
 
+    /**
+     * The database depends on forms this process does not declare it reads
+     * (open, or at a join waiting to open): it must not serve, as Go's
+     * {@code fleetgate.MissingError}.
+     */
+    public static final class FormsMissing extends WardException {
+        private static final long serialVersionUID = 1L;
+
+        /** A refusal naming the forms. */
+        public FormsMissing(String message) {
+            super(message);
+        }
+    }
+
     /** What a grant does not open: ciphertext v3, a subject's key, or sealing. */
     public static final class NotGranted extends WardException {
         private static final long serialVersionUID = 1L;

@@ -46,6 +46,31 @@ public final class WardHibernate {
     }
 
     /**
+     * The fleet forms (FORMAT.md, "Process registry") a process with this
+     * session factory reads: {@code sealed:TABLE.COLUMN} for each
+     * {@link Sealed} attribute of a mapped entity, sorted, for {@code
+     * FleetMember.join} beside ward-java's own ({@code FleetMember.READS}),
+     * so a form opened for one of these columns waits for this process.
+     */
+    public static java.util.List<String> forms(org.hibernate.SessionFactory sf) {
+        java.util.TreeSet<String> out = new java.util.TreeSet<>();
+        sf.unwrap(org.hibernate.engine.spi.SessionFactoryImplementor.class).getMappingMetamodel().forEachEntityDescriptor(p -> {
+            if (!(p instanceof org.hibernate.persister.entity.AbstractEntityPersister ap)) {
+                return;
+            }
+            String table = ap.getTableName().substring(ap.getTableName().lastIndexOf('.') + 1);
+            for (Class<?> c = p.getMappedClass(); c != null && c != Object.class; c = c.getSuperclass()) {
+                for (java.lang.reflect.Field f : c.getDeclaredFields()) {
+                    if (f.getAnnotation(Sealed.class) != null) {
+                        out.add("sealed:" + table + "." + ap.getPropertyColumnNames(f.getName())[0]);
+                    }
+                }
+            }
+        });
+        return java.util.List.copyOf(out);
+    }
+
+    /**
      * The SQL condition a {@code @Table(check = @CheckConstraint(...))} (or a
      * migration) puts on a sealed
      * column, so that what bypasses the entity listeners — HQL and Criteria

@@ -119,6 +119,13 @@ class SealingTest {
         return null;
     }
 
+    /** The fleet forms of the mapped entities: one per @Sealed attribute, by table and column. */
+    @org.junit.jupiter.api.Test
+    void fleetForms() throws Exception {
+        open("h2");
+        assertEquals(List.of("sealed:accounts.email", "sealed:messages.body", "sealed:notes.text", "sealed:tickets.subject"), WardHibernate.forms(sf));
+    }
+
     @ParameterizedTest
     @MethodSource("databases")
     void persistFlushAndMerge(String kind) throws Exception {

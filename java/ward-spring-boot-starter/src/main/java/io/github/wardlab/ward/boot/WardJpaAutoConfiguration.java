@@ -1,5 +1,6 @@
 package io.github.wardlab.ward.boot;
 
+import io.github.wardlab.ward.FleetMember;
 import io.github.wardlab.ward.Ledger;
 import io.github.wardlab.ward.LedgerState;
 import io.github.wardlab.ward.Keyring;
@@ -9,8 +10,12 @@ import io.github.wardlab.ward.hibernate.WardIntegrator;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import jakarta.persistence.EntityManagerFactory;
 import javax.sql.DataSource;
+import org.hibernate.SessionFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -60,6 +65,32 @@ public class WardJpaAutoConfiguration {
                 properties.put(WardHibernate.LEDGER, verify(dataSource.getIfAvailable(), keyring, props.getLedgerTable()));
             }
         };
+    }
+
+    /**
+     * With {@code ward.fleet.join}, this process's registration in the
+     * DataSource's process registry (a verified ledger required), with
+     * ward-java's forms, one per {@code @Sealed} attribute of the
+     * application's entities and {@code ward.fleet.forms}; it leaves when
+     * the context closes (a SIGTERM's shutdown hook included).
+     * Heartbeat failures are logged without any key or value.
+     */
+    @Bean(destroyMethod = "close")
+    @ConditionalOnProperty("ward.fleet.join")
+    public FleetMember wardFleetMember(Keyring keyring, WardProperties props, ObjectProvider<DataSource> dataSource,
+            ObjectProvider<EntityManagerFactory> emf) {
+        DataSource ds = dataSource.getIfAvailable();
+        if (ds == null) {
+            throw new IllegalStateException("ward.fleet.join needs the application's DataSource");
+        }
+        List<String> forms = new ArrayList<>(props.getFleet().getForms());
+        EntityManagerFactory f = emf.getIfAvailable();
+        if (f != null) {
+            forms.addAll(WardHibernate.forms(f.unwrap(SessionFactory.class)));
+        }
+        System.Logger log = System.getLogger(WardJpaAutoConfiguration.class.getName());
+        return FleetMember.join(ds, keyring, props.getFleet().getTable(), props.getLedgerTable(), forms, FleetMember.DEFAULT_HEARTBEAT,
+                e -> log.log(System.Logger.Level.WARNING, "ward fleet heartbeat: " + e.getClass().getSimpleName() + ": " + e.getMessage()));
     }
 
     /** The ledger of the DataSource's database, verified; a typed error (the start fails) otherwise. */

@@ -23,7 +23,17 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  *       opened it); blind indexes take its database ID. On in production.
  *   <li>{@code ward.ledger-table}: the ledger's table ({@code ward_ledger});
  *   <li>{@code ward.database}: the database's ID for blind indexes, when the
- *       ledger is not verified here.
+ *       ledger is not verified here;
+ *   <li>{@code ward.fleet.join}: register this process in the database's
+ *       process registry ({@code FleetMember}) with the keys it holds and
+ *       the forms it reads, heartbeaten until the application stops, so a
+ *       rotation or a new form waits for it as for a Go process; on in
+ *       production with Go processes or the Go CLI's {@code --db};
+ *   <li>{@code ward.fleet.forms}: forms it reads besides ward-java's own and
+ *       one {@code sealed:TABLE.COLUMN} per {@code @Sealed} attribute (for
+ *       example {@code password:argon2id,password:bcrypt} for the hashes
+ *       its password encoder reads);
+ *   <li>{@code ward.fleet.table}: the registry's table ({@code ward_fleet}).
  * </ul>
  */
 @ConfigurationProperties("ward")
@@ -33,6 +43,49 @@ public class WardProperties {
     private boolean verifyLedger;
     private String ledgerTable = "ward_ledger";
     private String database;
+    private final Fleet fleet = new Fleet();
+
+    /** The {@code ward.fleet.*} properties. */
+    public static class Fleet {
+        private boolean join;
+        private java.util.List<String> forms = new java.util.ArrayList<>();
+        private String table = "ward_fleet";
+
+        /** Whether the process joins the registry. */
+        public boolean isJoin() {
+            return join;
+        }
+
+        /** Sets whether the process joins the registry. */
+        public void setJoin(boolean join) {
+            this.join = join;
+        }
+
+        /** The forms declared besides ward-java's and the sealed columns'. */
+        public java.util.List<String> getForms() {
+            return forms;
+        }
+
+        /** Sets the forms declared besides ward-java's and the sealed columns'. */
+        public void setForms(java.util.List<String> forms) {
+            this.forms = forms;
+        }
+
+        /** The registry's table. */
+        public String getTable() {
+            return table;
+        }
+
+        /** Sets the registry's table. */
+        public void setTable(String table) {
+            this.table = table;
+        }
+    }
+
+    /** The {@code ward.fleet.*} properties. */
+    public Fleet getFleet() {
+        return fleet;
+    }
 
     /** The keyring file, or null. */
     public String getKeyring() {

@@ -128,4 +128,40 @@ class WardJpaAutoConfigurationTest {
                 .isInstanceOf(WardException.Ledger.class).hasMessageContaining("older copy"));
         assertThatThrownBy(() -> WardJpaAutoConfiguration.verify(null, null, "ward_ledger")).isInstanceOf(IllegalStateException.class);
     }
+
+    /** ward.fleet.join registers the process with ward.fleet.forms, and the context's close leaves; no ledger fails the start. */
+    @Test
+    void theFleet(@TempDir Path dir) throws Exception {
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        com.fasterxml.jackson.databind.JsonNode v = json.readTree(Path.of("..", "..", "ledger", "testdata", "ledger-v1.json").toFile());
+        Path lkr = Files.write(dir.resolve("ledger-kr.json"), json.writeValueAsBytes(v.get("keyring")));
+        Path lmk = Files.writeString(dir.resolve("ledger-mk.b64"), v.get("master_key").asText());
+        org.h2.jdbcx.JdbcDataSource ds = new org.h2.jdbcx.JdbcDataSource();
+        ds.setURL("jdbc:h2:mem:fleet" + System.nanoTime() + ";DB_CLOSE_DELAY=-1");
+        ApplicationContextRunner joining = runner.withPropertyValues("ward.keyring=" + lkr, "ward.master-key-file=" + lmk, "ward.fleet.join=true",
+                "ward.fleet.forms=password:argon2id,password:bcrypt").withBean(javax.sql.DataSource.class, () -> ds);
+        joining.run(ctx -> assertThat(ctx).hasFailed()); // no ledger: no registration
+        try (java.sql.Connection c = ds.getConnection()) {
+            c.createStatement().executeUpdate("CREATE TABLE ward_ledger (id INT PRIMARY KEY, counter BIGINT, body VARCHAR(4000), mac VARCHAR(64))");
+            var row = v.get("rows").get(1);
+            var st = c.prepareStatement("INSERT INTO ward_ledger VALUES (1, 2, ?, ?)");
+            st.setString(1, row.get("body").asText());
+            st.setString(2, row.get("mac").asText());
+            st.executeUpdate();
+        }
+        String[] id = new String[1];
+        joining.run(ctx -> {
+            io.github.wardlab.ward.FleetMember m = ctx.getBean(io.github.wardlab.ward.FleetMember.class);
+            id[0] = m.id();
+            assertThat(m.forms()).contains("password:argon2id", "password:bcrypt", "ciphertext:v4");
+        });
+        try (java.sql.Connection c = ds.getConnection();
+                var rs = c.createStatement().executeQuery("SELECT exited, caps FROM ward_fleet WHERE id = '" + id[0] + "'")) {
+            assertThat(rs.next()).isTrue();
+            assertThat(rs.getInt(1)).isEqualTo(1); // the context closed: it left
+            assertThat(rs.getString(2)).contains("password:bcrypt");
+        }
+        runner.withPropertyValues("ward.keyring=" + lkr, "ward.master-key-file=" + lmk)
+                .run(ctx -> assertThat(ctx).doesNotHaveBean(io.github.wardlab.ward.FleetMember.class));
+    }
 }

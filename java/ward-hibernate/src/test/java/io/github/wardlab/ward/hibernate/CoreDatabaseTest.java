@@ -2,11 +2,13 @@ package io.github.wardlab.ward.hibernate;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.github.wardlab.ward.Ciphertext;
 import io.github.wardlab.ward.Column;
+import io.github.wardlab.ward.FleetMember;
 import io.github.wardlab.ward.Keyring;
 import io.github.wardlab.ward.MasterKey;
 import io.github.wardlab.ward.SubjectKeys;
@@ -16,20 +18,23 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.util.HexFormat;
 import java.util.List;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * ward-core's subject keys on the databases themselves (this module has
- * their drivers): H2, and CI's MariaDB and PostgreSQL, with the column
- * types the Go library creates there (BYTEA, BLOB, VARBINARY). Go's
- * vector keys open Go's values; a seal goes into the subject's newest
+ * ward-core's database paths on the databases themselves (this module has
+ * their drivers): H2, and CI's MariaDB and PostgreSQL. Subject keys, with
+ * the column types the Go library creates there (BYTEA, BLOB, VARBINARY):
+ * Go's vector keys open Go's values; a seal goes into the subject's newest
  * key; a forget as Go leaves it (key rows deleted, a tombstone) refuses
- * both, at once with no TTL.
+ * both, at once with no TTL. The process registry: a JVM process joins
+ * (the table created in each dialect), its row carries its keys and
+ * forms, a heartbeat updates it, and leaving marks it exited.
  */
-class SubjectKeysDatabaseTest {
+class CoreDatabaseTest {
     static List<String> databases() {
         return TestDatabases.kinds();
     }
@@ -40,6 +45,51 @@ class SubjectKeysDatabaseTest {
             case "mariadb" -> "BLOB";
             default -> "VARBINARY(1024)";
         };
+    }
+
+    /** The vector's keyring, and a database of kind holding its ledger. */
+    static void ledger(Connection c, JsonNode g) throws Exception {
+        c.createStatement().executeUpdate("CREATE TABLE ward_ledger (id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body VARCHAR(4000) NOT NULL, mac VARCHAR(200) NOT NULL)");
+        try (PreparedStatement st = c.prepareStatement("INSERT INTO ward_ledger (id, counter, body, mac) VALUES (1, ?, ?, ?)")) {
+            JsonNode l = g.get("ledger");
+            st.setLong(1, l.get("counter").asLong());
+            st.setString(2, l.get("body").asText());
+            st.setString(3, l.get("mac").asText());
+            st.executeUpdate();
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("databases")
+    void aJvmProcessJoinsBeatsAndLeaves(String kind) throws Exception {
+        ObjectMapper json = new ObjectMapper();
+        JsonNode g = json.readTree(Path.of("..", "..", "field", "subject", "testdata", "subject-v4.json").toFile());
+        Keyring kr = Keyring.parse(json.writeValueAsBytes(g.get("keyring")), MasterKey.parse(g.get("master_key").asText()));
+        TestDatabases.Db db = TestDatabases.create(kind, "ward_fleet_");
+        try (Connection c = db.connect()) {
+            ledger(c, g);
+            FleetMember m = FleetMember.join(db.dataSource(), kr, List.of("sealed:messages.body"), null);
+            String query = "SELECT keyring, exited, mac, caps, seen FROM ward_fleet WHERE id = '" + m.id() + "'";
+            long seen;
+            try (ResultSet rs = c.createStatement().executeQuery(query)) {
+                assertTrue(rs.next());
+                assertEquals(kr.id(), rs.getString(1));
+                assertEquals(0, rs.getInt(2));
+                assertTrue(rs.getString(4).contains("sealed:messages.body"), rs.getString(4));
+                seen = rs.getLong(5);
+            }
+            Thread.sleep(5);
+            m.beat();
+            m.close();
+            try (ResultSet rs = c.createStatement().executeQuery(query)) {
+                assertTrue(rs.next());
+                assertEquals(1, rs.getInt(2));
+                assertTrue(rs.getLong(5) > seen);
+            }
+            FleetMember.join(db.dataSource(), kr, List.of(), null).close(); // the table is there: joined again
+        } finally {
+            db.drop().run();
+        }
     }
 
     @ParameterizedTest
@@ -56,7 +106,7 @@ class SubjectKeysDatabaseTest {
                     + ", PRIMARY KEY (namespace, subject, version))");
             c.createStatement().executeUpdate("CREATE TABLE ward_subject_tombstones (namespace VARCHAR(255) NOT NULL, subject VARCHAR(255) NOT NULL,"
                     + " forgotten_at BIGINT NOT NULL, epoch BIGINT NOT NULL, mac VARCHAR(4000) NOT NULL, PRIMARY KEY (namespace, subject))");
-            c.createStatement().executeUpdate("CREATE TABLE ward_ledger (id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body VARCHAR(4000) NOT NULL, mac VARCHAR(200) NOT NULL)");
+            ledger(c, g);
             for (JsonNode k : g.get("keys")) {
                 try (PreparedStatement st = c.prepareStatement("INSERT INTO ward_subject_keys (namespace, subject, version, wrapped, created_at, held) VALUES (?, ?, ?, ?, 0, ?)")) {
                     st.setString(1, g.get("namespace").asText());
@@ -66,13 +116,6 @@ class SubjectKeysDatabaseTest {
                     st.setInt(5, k.get("held").asInt());
                     st.executeUpdate();
                 }
-            }
-            try (PreparedStatement st = c.prepareStatement("INSERT INTO ward_ledger (id, counter, body, mac) VALUES (1, ?, ?, ?)")) {
-                JsonNode l = g.get("ledger");
-                st.setLong(1, l.get("counter").asLong());
-                st.setString(2, l.get("body").asText());
-                st.setString(3, l.get("mac").asText());
-                st.executeUpdate();
             }
             SubjectKeys keys = new SubjectKeys(db.dataSource(), kr, g.get("namespace").asText(), "ward_ledger", java.time.Duration.ZERO);
             Column col = new Column(kr, g.get("table").asText(), g.get("column").asText(), "user_id").perSubject(keys, "user_id");

@@ -1,0 +1,206 @@
+package io.github.wardlab.ward;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.sqlite.SQLiteDataSource;
+
+/**
+ * The process registry: Go's row vectors (v1 and v2 MACs), and a JVM
+ * process in a fleet the Go CLI runs — listed as a valid row with its keys
+ * and forms, a rotation waiting for it until it leaves, a vanished row
+ * registered again, v2 rows once the fleet opened integrity:v2 — and the
+ * joins refused while the database depends on a form it lacks.
+ */
+class FleetMemberTest {
+    static final ObjectMapper JSON = new ObjectMapper();
+
+    static FleetRow row(JsonNode p) {
+        List<Long> keys = new ArrayList<>();
+        p.get("keys").forEach(k -> keys.add(k.asLong()));
+        List<String> forms = new ArrayList<>();
+        p.path("forms").forEach(f -> forms.add(f.asText()));
+        return new FleetRow(p.get("id").asText(), p.get("host").asText(), p.get("pid").asLong(), p.get("keyring").asText(), p.get("generation").asLong(),
+                keys, Instant.parse(p.get("started").asText()).toEpochMilli(), Instant.parse(p.get("seen").asText()).toEpochMilli(),
+                p.get("exited").asBoolean(), forms);
+    }
+
+    @Test
+    void goldenRowMacs() throws Exception {
+        JsonNode v1 = Vectors.read("fleet/testdata/registry-v1.json");
+        Keyring kr1 = Vectors.keyring(v1);
+        for (JsonNode r : v1.get("rows")) {
+            assertEquals(r.get("mac_hex").asText(), row(r.get("process")).macV1(kr1));
+        }
+        JsonNode v2 = Vectors.read("fleet/testdata/registry-v2.json");
+        Keyring kr2 = Vectors.keyring(v2);
+        for (JsonNode r : v2.get("rows")) {
+            String mac = r.get("mac_hex").asText();
+            long epoch = Long.parseLong(mac.substring(3, 11), 16);
+            assertEquals(mac, row(r.get("process")).macV2(kr2, epoch, v2.get("database").asText()));
+            assertNotEquals(mac, row(r.get("process")).macV2(kr2, epoch, "db-ffffffffffffffff")); // bound to its database
+        }
+    }
+
+    static void requireGo() {
+        String cli = System.getenv("WARD_GO_CLI");
+        if (cli == null || cli.isEmpty()) {
+            if (System.getenv("WARD_CI") != null) {
+                fail("WARD_GO_CLI is not set in CI");
+            }
+            assumeTrue(false, "WARD_GO_CLI is not set");
+        }
+    }
+
+    /** The Go CLI's exit code and output. */
+    static Object[] goRun(String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(System.getenv("WARD_GO_CLI")));
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        return new Object[] {p.waitFor(), out};
+    }
+
+    /** This process's row as `ward fleet --json` lists it, or null. */
+    static JsonNode listed(String id, String... keys) throws Exception {
+        List<String> args = new ArrayList<>(List.of("fleet", "--json"));
+        args.addAll(List.of(keys));
+        JsonNode all = JSON.readTree(LedgerTest.go(args.toArray(String[]::new)));
+        for (JsonNode p : all.get(0).get("processes")) {
+            if (p.get("id").asText().equals(id)) {
+                return p;
+            }
+        }
+        return null;
+    }
+
+    @Test
+    void aRotationWaitsForAJvmProcessUntilItLeaves(@TempDir Path dir) throws Exception {
+        requireGo();
+        Path mk = dir.resolve("mk.b64"), krFile = dir.resolve("kr.json"), db = Files.createFile(dir.resolve("app.db"));
+        LedgerTest.go("keyring", "gen-master-key", "--out", mk.toString());
+        LedgerTest.go("keyring", "new", "--keyring", krFile.toString(), "--master-key-file", mk.toString());
+        LedgerTest.go("keyring", "add", "--promote", "--keyring", krFile.toString(), "--master-key-file", mk.toString(), "--db", "sqlite:" + db);
+        Keyring kr = Keyring.load(krFile, MasterKey.load(mk));
+        SQLiteDataSource ds = new SQLiteDataSource();
+        ds.setUrl("jdbc:sqlite:" + db);
+        String[] keys = {"--keyring", krFile.toString(), "--master-key-file", mk.toString(), "--db", "sqlite:" + db};
+        List<WardException> errors = new CopyOnWriteArrayList<>();
+        FleetMember m = FleetMember.join(ds, kr, "ward_fleet", "ward_ledger", List.of("sealed:notes.body"), Duration.ofMillis(200), errors::add);
+        JsonNode p = listed(m.id(), keys);
+        assertTrue(p != null && !p.path("tampered").asBoolean() && !p.get("exited").asBoolean(), String.valueOf(p));
+        assertEquals(ProcessHandle.current().pid(), p.get("pid").asLong());
+        assertTrue(p.get("keys").toString().contains(Long.toString(kr.primary().id())), p.toString());
+        assertTrue(p.get("forms").toString().contains("sealed:notes.body") && p.get("forms").toString().contains("ciphertext:v4"), p.toString());
+
+        // The rotation adds a key this process never loads: it waits for it, and names it.
+        List<String> rotate = new ArrayList<>(List.of("keyring", "rotate", "--wait", "3s"));
+        rotate.addAll(List.of(keys));
+        Object[] waited = goRun(rotate.toArray(String[]::new));
+        assertNotEquals(0, waited[0], (String) waited[1]);
+        assertTrue(((String) waited[1]).contains(m.id()) || ((String) waited[1]).contains(":" + ProcessHandle.current().pid()), (String) waited[1]);
+
+        // A database writer deletes the row: the next heartbeat registers again.
+        try (Connection c = ds.getConnection()) {
+            c.createStatement().executeUpdate("DELETE FROM ward_fleet");
+        }
+        // The rotation wrote the ledger under the newer file: the heartbeat says so, and still registers.
+        assertThrows(WardException.StaleKeyring.class, m::beat);
+        assertTrue(listed(m.id(), keys) != null);
+
+        m.close();
+        assertTrue(listed(m.id(), keys).get("exited").asBoolean());
+        Object[] rotated = goRun(rotate.toArray(String[]::new));
+        assertEquals(0, rotated[0], (String) rotated[1]);
+    }
+
+    /** Go's subject vector in SQLite, its ledger's forms as edit leaves them (MAC'd as the keyring's holder would). */
+    static SQLiteDataSource vectorDatabase(Path dir, JsonNode g, Keyring kr, java.util.function.Consumer<ArrayNode> edit) throws Exception {
+        SQLiteDataSource ds = new SQLiteDataSource();
+        ds.setUrl("jdbc:sqlite:" + dir.resolve("v.db"));
+        ObjectNode body = (ObjectNode) JSON.readTree(g.get("ledger").get("body").asText());
+        body.put("counter", body.get("counter").asLong() + 1);
+        edit.accept(body.withArrayProperty("forms"));
+        String text = JSON.writeValueAsString(body);
+        try (Connection c = ds.getConnection()) {
+            c.createStatement().executeUpdate("CREATE TABLE IF NOT EXISTS ward_ledger (id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL)");
+            c.createStatement().executeUpdate("DELETE FROM ward_ledger");
+            var st = c.prepareStatement("INSERT INTO ward_ledger VALUES (1, ?, ?, ?)");
+            st.setLong(1, body.get("counter").asLong());
+            st.setString(2, text);
+            st.setString(3, LedgerTest.mac(kr.stateMacKey(body.get("epoch").asLong(), false), text));
+            st.executeUpdate();
+        }
+        return ds;
+    }
+
+    @Test
+    void aJoinIsRefusedWhileTheDatabaseDependsOnAFormItLacks(@TempDir Path dir) throws Exception {
+        JsonNode g = Vectors.read("field/subject/testdata/subject-v4.json");
+        Keyring kr = Vectors.keyring(g);
+        for (boolean opened : new boolean[] {true, false}) {
+            SQLiteDataSource ds = vectorDatabase(dir, g, kr, forms -> {
+                ObjectNode f = forms.addObject().put("name", "sealed:notes.body").put("release", "ward 2026.12").put("since", 1796000000000L);
+                if (opened) {
+                    f.put("opened", 1796000002000L);
+                }
+            });
+            WardException.FormsMissing e = assertThrows(WardException.FormsMissing.class, () -> FleetMember.join(ds, kr, List.of(), null));
+            assertTrue(e.getMessage().contains("sealed:notes.body (" + (opened ? "open" : "waiting") + ")"), e.getMessage());
+            try (Connection c = ds.getConnection(); ResultSet rs = c.createStatement().executeQuery("SELECT count(*) FROM ward_fleet WHERE exited = 0")) {
+                rs.next();
+                assertEquals(0, rs.getInt(1)); // nothing left registered
+            }
+            try (FleetMember m = FleetMember.join(ds, kr, List.of("sealed:notes.body"), null)) {
+                assertTrue(m.forms().contains("sealed:notes.body"));
+            }
+        }
+        assertThrows(WardException.Binding.class, () -> FleetMember.join(new SQLiteDataSource(), kr, List.of("no-kind"), null));
+        assertThrows(WardException.Binding.class, () -> FleetMember.join(new SQLiteDataSource(), kr, List.of("sealed:a,b"), null));
+    }
+
+    /** Once the fleet opened integrity:v2, the row is v2 (bound to the database), and the Go CLI verifies it. */
+    @Test
+    void rowsAreV2OnceTheFleetOpenedIntegrityV2(@TempDir Path dir) throws Exception {
+        JsonNode g = Vectors.read("field/subject/testdata/subject-v4.json");
+        Keyring kr = Vectors.keyring(g);
+        SQLiteDataSource ds = vectorDatabase(dir, g, kr,
+                forms -> forms.addObject().put("name", FleetMember.INTEGRITY_V2).put("release", "ward 2026.12").put("since", 1796000000000L).put("opened", 1796000002000L));
+        try (FleetMember m = FleetMember.join(ds, kr, List.of(), null)) {
+            String mac;
+            try (Connection c = ds.getConnection(); ResultSet rs = c.createStatement().executeQuery("SELECT mac FROM ward_fleet")) {
+                rs.next();
+                mac = rs.getString(1);
+            }
+            assertTrue(mac.startsWith(String.format("v2:%08x:", kr.primary().id())), mac);
+            String cli = System.getenv("WARD_GO_CLI");
+            if (cli != null && !cli.isEmpty()) {
+                Path krFile = Files.write(dir.resolve("kr.json"), JSON.writeValueAsBytes(g.get("keyring")));
+                Path mk = Files.writeString(dir.resolve("mk"), g.get("master_key").asText());
+                JsonNode p = listed(m.id(), "--keyring", krFile.toString(), "--master-key-file", mk.toString(), "--db", "sqlite:" + dir.resolve("v.db"));
+                assertFalse(p.path("tampered").asBoolean(), p.toString());
+            }
+        }
+    }
+}
