@@ -286,7 +286,7 @@ public final class FleetMember implements AutoCloseable {
         }
         try (Connection c = db.getConnection()) {
             if (!write(c, false) && !leaving) {
-                insert(c);
+                reregister(c);
             }
         } catch (SQLException e) {
             throw new WardException("fleet heartbeat (" + table + "): SQLSTATE " + e.getSQLState());
@@ -295,6 +295,35 @@ public final class FleetMember implements AutoCloseable {
             throw unverified;
         }
         checkForms(ledger, false);
+    }
+
+    /**
+     * Writes the row again after a heartbeat updated none: a database
+     * writer deleted it, or the database went back to before the process
+     * joined. A row that is there after all (one left by close is never
+     * revived, and a database may count only the rows an UPDATE changed) is
+     * a duplicate, and nothing is written, as in Go.
+     */
+    private void reregister(Connection c) throws SQLException {
+        try {
+            insert(c);
+        } catch (SQLException e) {
+            if (!duplicate(e)) {
+                throw e;
+            }
+        }
+    }
+
+    /**
+     * Whether e is a unique violation: SQLSTATE class 23 (PostgreSQL,
+     * MySQL, MariaDB, H2), or SQLite's SQLITE_CONSTRAINT (its driver sets no
+     * SQLSTATE).
+     */
+    static boolean duplicate(SQLException e) {
+        if (e instanceof java.sql.SQLIntegrityConstraintViolationException || (e.getSQLState() != null && e.getSQLState().startsWith("23"))) {
+            return true;
+        }
+        return e.getClass().getName().startsWith("org.sqlite.") && (e.getErrorCode() & 0xff) == 19;
     }
 
     private void beatReporting() {

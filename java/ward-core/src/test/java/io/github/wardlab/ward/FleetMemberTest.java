@@ -174,6 +174,10 @@ class FleetMemberTest {
             }
             try (FleetMember m = FleetMember.join(ds, kr, List.of("sealed:notes.body"), null)) {
                 assertTrue(m.forms().contains("sealed:notes.body"));
+                try (Connection c = ds.getConnection()) { // marked exited behind its back: the new row is a duplicate, ignored
+                    c.createStatement().executeUpdate("UPDATE ward_fleet SET exited = 1 WHERE id = '" + m.id() + "'");
+                }
+                m.beat();
             }
         }
         assertThrows(WardException.Binding.class, () -> FleetMember.join(new SQLiteDataSource(), kr, List.of("no-kind"), null));

@@ -80,6 +80,10 @@ class CoreDatabaseTest {
             }
             Thread.sleep(5);
             m.beat();
+            // A row marked exited behind the process's back is never revived (its MAC no longer holds): the heartbeat's new row is a duplicate, and ignored.
+            c.createStatement().executeUpdate("UPDATE ward_fleet SET exited = 1 WHERE id = '" + m.id() + "'");
+            m.beat();
+            c.createStatement().executeUpdate("UPDATE ward_fleet SET exited = 0 WHERE id = '" + m.id() + "'");
             m.close();
             try (ResultSet rs = c.createStatement().executeQuery(query)) {
                 assertTrue(rs.next());
