@@ -13,6 +13,7 @@ from .errors import (
     AuthenticationError,
     BindingError,
     CorruptFileError,
+    FormsMissingError,
     KeyDisabledError,
     LedgerError,
     StaleKeyringError,
@@ -26,6 +27,7 @@ from .errors import (
     WrongWrapperError,
 )
 from .field import Column, RowMAC, field_scope
+from .fleet import FleetMember
 from .grant import Grant
 from .keyring import Keyring
 from .kms import AwsKms, MasterKey
@@ -34,7 +36,7 @@ __version__ = "0.4.0"
 
 __all__ = [
     "AuthenticationError", "AwsKms", "BindingError", "BlindIndex", "Indexer", "Column", "CorruptFileError",
-    "Grant", "KeyDisabledError", "Keyring", "LedgerError", "StaleKeyringError", "MalformedError", "MasterKey",
+    "FleetMember", "FormsMissingError", "Grant", "KeyDisabledError", "Keyring", "LedgerError", "StaleKeyringError", "MalformedError", "MasterKey",
     "NotGrantedError", "RowMAC", "SubjectRefusedError", "UnknownKeyError", "UnsupportedVersionError",
     "WardError", "WrongContextError", "WrongWrapperError", "field_scope",
 ]

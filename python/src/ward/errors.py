@@ -57,5 +57,11 @@ class SubjectRefusedError(WardError):
     """A subject key that may not be used here: forgotten, private, lost or missing."""
 
 
+class FormsMissingError(WardError):
+    """The database depends on forms this process does not declare it reads
+    (open, or at a join waiting to open): it must not serve (Go's
+    ``fleetgate.MissingError``)."""
+
+
 class BindingError(WardError):
     """A bound value of a type with no canonical encoding (floats, objects)."""
