@@ -42,6 +42,8 @@ public final class Keyring implements KeySource {
     private final Key primary;
     private final Map<Long, byte[]> stateKeys;
     private final Map<String, Anchor> anchors;
+    private final java.util.Set<Long> removed; // keys removed for good: their material is gone
+    private final Map<String, byte[]> retained; // what was kept of them, by ID and purpose (retainedId)
 
     /** Where the keyring file anchors a database's ledger: the counter and state epoch it last saw. */
     record Anchor(long counter, long epoch) {}
@@ -86,6 +88,8 @@ public final class Keyring implements KeySource {
             primary = p;
             stateKeys = stateKeys(payload.get("state_keys"));
             anchors = anchors(payload.get("anchors"));
+            removed = removed(payload.get("removed"), ks.keySet());
+            retained = retained(payload.get("retained"), removed);
         } catch (WardException.UnsupportedVersion e) {
             throw new WardException.CorruptFile("a keyring payload: " + e.getMessage());
         }
@@ -109,6 +113,53 @@ public final class Keyring implements KeySource {
             out.put(s.get("epoch").asLong(), Wire.b64std(text(s, "secret"), "secret"));
         }
         return out;
+    }
+
+    /** At most this many removed keys, and retained derivations, as Go's keyring. */
+    static final int MAX_RETAINED = 4096;
+
+    /** The IDs of keys removed for good (never reused, never a held key's). */
+    private static java.util.Set<Long> removed(JsonNode list, java.util.Set<Long> held) {
+        java.util.Set<Long> out = new java.util.HashSet<>();
+        if (list == null || list.isNull()) {
+            return out;
+        }
+        if (!list.isArray() || list.size() > MAX_RETAINED) {
+            throw new WardException.CorruptFile("a keyring's removed keys: not a list, or too many");
+        }
+        for (JsonNode id : list) {
+            long v = id.asLong(0);
+            if (!id.canConvertToLong() || v <= 0 || v > 0xffffffffL || held.contains(v)) {
+                throw new WardException.CorruptFile("a keyring's removed keys: a bad ID");
+            }
+            out.add(v);
+        }
+        return out;
+    }
+
+    /** What was kept of removed keys ({@code [{"id", "purpose", "key"}]}: 32 bytes each), by retainedId. */
+    private static Map<String, byte[]> retained(JsonNode list, java.util.Set<Long> removed) {
+        Map<String, byte[]> out = new HashMap<>();
+        if (list == null || list.isNull()) {
+            return out;
+        }
+        if (!list.isArray() || list.size() > MAX_RETAINED) {
+            throw new WardException.CorruptFile("a keyring's retained derivations: not a list, or too many");
+        }
+        for (JsonNode r : list) {
+            long id = r.path("id").asLong(0);
+            String purpose = r.path("purpose").asText("");
+            byte[] key = Wire.b64std(text(r, "key"), "retained key");
+            if (key.length != 32 || purpose.length() > 256 || !removed.contains(id)) {
+                throw new WardException.CorruptFile("a keyring's retained derivation: of a key not removed, or of the wrong size");
+            }
+            out.put(retainedId(id, purpose), key);
+        }
+        return out;
+    }
+
+    private static String retainedId(long id, String purpose) {
+        return id + "\0" + purpose;
     }
 
     private static Map<String, Anchor> anchors(JsonNode obj) {
@@ -236,11 +287,23 @@ public final class Keyring implements KeySource {
     /**
      * HKDF-SHA-256 of a key's material for a named purpose ({@code
      * Keyring.DeriveFromKey} in Go): the password pepper's key is
-     * {@code deriveFromKey(id, "password-pepper", 32)}. A typed error for a
-     * key this keyring lacks or disabled (a retired key's kept derivations
-     * are not read yet).
+     * {@code deriveFromKey(id, "password-pepper", 32)}. For a key removed
+     * by {@code ward keyring retire}, what the file kept of it (its pepper
+     * derivation, 32 bytes), so hashes peppered with it still verify; a
+     * typed error for another purpose or length, a key this keyring lacks
+     * or disabled.
      */
     public byte[] deriveFromKey(long id, String purpose, int length) {
+        if (!keys.containsKey(id)) {
+            byte[] kept = length == 32 ? retained.get(retainedId(id, purpose)) : null;
+            if (kept != null) {
+                return kept.clone();
+            }
+            if (removed.contains(id)) {
+                throw new WardException.UnknownKey(String.format("key %08x was removed from this keyring (retired): nothing of it was kept for %s",
+                        id, Wire.clip(purpose, 40)));
+            }
+        }
         Key k = key(id);
         return Crypto.hkdf(material.get(k.id()), null,
                 Wire.concat("ward keyring key-derive v1\0".getBytes(StandardCharsets.US_ASCII), purpose.getBytes(StandardCharsets.UTF_8)), length);

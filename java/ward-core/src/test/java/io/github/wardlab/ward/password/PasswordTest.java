@@ -1,5 +1,6 @@
 package io.github.wardlab.ward.password;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -9,6 +10,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.github.wardlab.ward.Keyring;
 import io.github.wardlab.ward.MasterKey;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.Set;
@@ -99,6 +101,35 @@ class PasswordTest {
             n++;
         }
         assertEquals(3, n);
+    }
+
+    /**
+     * A key retired by {@code ward keyring retire} keeps its pepper
+     * derivation in the file (keyring/testdata/retained-v1.json): a hash
+     * peppered with it, as Go wrote it before the retirement, still
+     * verifies, and asks for a rehash; nothing else of the key is there.
+     */
+    @Test
+    void aRetiredKeysKeptPepperStillVerifies() throws Exception {
+        JsonNode file = read("keyring/testdata/retained-v1.json");
+        Keyring kr = Keyring.parse(JSON.writeValueAsBytes(file.get("keyring")), MasterKey.parse(file.get("master_key").asText()));
+        long removed = file.get("removed").asLong();
+        byte[] kept = java.util.HexFormat.of().parseHex(file.get("pepper_hex").asText());
+        assertArrayEquals(kept, kr.deriveFromKey(removed, Hasher.PEPPER_PURPOSE, 32));
+        assertThrows(io.github.wardlab.ward.WardException.UnknownKey.class, () -> kr.deriveFromKey(removed, "another purpose", 32));
+        assertThrows(io.github.wardlab.ward.WardException.UnknownKey.class, () -> kr.deriveFromKey(removed, Hasher.PEPPER_PURPOSE, 16));
+        // The hash Go's hasher wrote while the key was primary: Argon2id of base64(HMAC-SHA-256(pepper, pw)), keyid= the key.
+        javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+        mac.init(new javax.crypto.spec.SecretKeySpec(kept, "HmacSHA256"));
+        byte[] input = java.util.Base64.getEncoder().withoutPadding().encode(mac.doFinal("pw".getBytes(StandardCharsets.UTF_8)));
+        Params p = Params.argon2id(64, 1, 1);
+        byte[] salt = new byte[16];
+        Decoded d = new Decoded(p, "phc", salt, null, null, removed, false, false);
+        String hash = Hasher.encode(p, removed, salt, Compute.run(d, input, p.keyLen()));
+        Hasher h = new Hasher(Policy.defaults().withPepper(kr, true));
+        Hasher.Result r = h.verify("pw", hash);
+        assertTrue(r.matched() && r.needsRehash(), hash);
+        assertFalse(h.verify("pw!", hash).matched());
     }
 
     @Test
