@@ -123,7 +123,14 @@ public final class Ledger {
         }
         Map<String, Long> counters = new HashMap<>();
         st.path("counters").properties().forEach(c -> counters.put(c.getKey(), c.getValue().asLong(0)));
-        return new LedgerState(db, counter, epoch, opened, counters, waiting, marks);
+        java.util.List<LedgerState.Index> indexes = new java.util.ArrayList<>();
+        for (JsonNode i : st.path("indexes")) {
+            String column = i.path("column").asText("");
+            indexes.add(new LedgerState.Index(i.path("table").asText(""), column, i.path("name").asText(column), i.path("index").asText(""),
+                    i.path("spare").asText(""), i.path("normalizer").asText(""), i.path("normalizer_version").asInt(0), i.path("size").asInt(0),
+                    i.path("epoch").asLong(0), i.hasNonNull("rekey")));
+        }
+        return new LedgerState(db, counter, epoch, opened, counters, waiting, marks, indexes);
     }
 
     private static void checkMac(Keyring kr, long epoch, String db, String body, byte[] mac) {

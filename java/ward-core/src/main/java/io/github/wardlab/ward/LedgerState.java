@@ -17,9 +17,29 @@ import java.util.Set;
  * @param waitingForms the forms whose wait has begun and not ended: the
  *     fleet opens each once every registered process reads it
  * @param marks the ledger's marks, such as {@code integrity:fleet-v2}
+ * @param indexes the blind indexes v2 the ledger records, each with the
+ *     integrity epoch its stored values are computed under
  */
 public record LedgerState(String database, long counter, long epoch, Set<String> openedForms, Map<String, Long> counters, Set<String> waitingForms,
-        Set<String> marks) {
+        Set<String> marks, java.util.List<Index> indexes) {
+    /**
+     * A recorded blind index (FORMAT.md, "Keyring ledger", {@code indexes}):
+     * what Go's {@code ledger.IndexColumn} holds.
+     *
+     * @param table the table
+     * @param column the sealed column it indexes
+     * @param name the index's name (the column's by default)
+     * @param index the column holding it
+     * @param spare the second column of a re-keyable index, or ""
+     * @param normalizer the normaliser's name
+     * @param normalizerVersion the normaliser's version
+     * @param size the index's bytes
+     * @param epoch the integrity epoch its stored values are computed under (0: v1)
+     * @param rekeying whether a re-key is under way
+     */
+    public record Index(String table, String column, String name, String index, String spare, String normalizer, int normalizerVersion, int size,
+            long epoch, boolean rekeying) {}
+
     /** The form of ciphertext v4. */
     public static final String CIPHERTEXT_V4 = "ciphertext:v4";
 
@@ -29,11 +49,22 @@ public record LedgerState(String database, long counter, long epoch, Set<String>
         counters = Map.copyOf(counters);
         waitingForms = Set.copyOf(waitingForms);
         marks = Set.copyOf(marks);
+        indexes = java.util.List.copyOf(indexes);
     }
 
     /** A state without named counters, waits or marks. */
     public LedgerState(String database, long counter, long epoch, Set<String> openedForms) {
-        this(database, counter, epoch, openedForms, Map.of(), Set.of(), Set.of());
+        this(database, counter, epoch, openedForms, Map.of(), Set.of(), Set.of(), java.util.List.of());
+    }
+
+    /** The ledger's record of the index of table.column named name, or null. */
+    public Index index(String table, String column, String name) {
+        for (Index i : indexes) {
+            if (i.table().equals(table) && i.column().equals(column) && i.name().equals(name)) {
+                return i;
+            }
+        }
+        return null;
     }
 
     /** The named counter's value, 0 when the ledger has none of that name. */

@@ -11,9 +11,13 @@ import java.lang.annotation.Target;
  * ward's listener on every insert and update, so that a sealed column is
  * searched by equality: {@code where e.emailIdx in :idx} with
  * {@link WardHibernate#blindIndexes}. The index is the Go library's
- * {@code field.NewIndex} of the sealed column — keyed by the keyring's
- * primary (its epoch), bound to the database's ID ({@link
- * WardHibernate#DATABASE}) — so Go and Java find each other's rows.
+ * {@code field.NewIndex} of the sealed column — keyed by the integrity
+ * epoch the verified ledger records for the index ({@link
+ * WardHibernate#LEDGER}; Go's {@code Ledger.Index}), else the keyring's
+ * primary, and bound to the database's ID ({@link WardHibernate#DATABASE})
+ * — so Go and Java find each other's rows. An index the ledger records as
+ * re-keyable (a spare column), being re-keyed, v1, or of another shape is
+ * refused at the first write ({@code WardException.Binding}).
  */
 @Retention(RetentionPolicy.RUNTIME)
 @Target(ElementType.FIELD)

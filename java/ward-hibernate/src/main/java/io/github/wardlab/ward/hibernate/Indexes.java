@@ -33,7 +33,7 @@ final class Indexes {
         this.primary = BlindIndex.v2(keyring, table, column, options); // a bad size or name fails here
         List<BlindIndex> all = new ArrayList<>(List.of(primary));
         for (Keyring.Key k : keyring.keys().values()) {
-            if (k.id() != keyring.primary().id() && !k.state().equals("disabled")) {
+            if (k.id() != primary.epoch() && !k.state().equals("disabled")) {
                 BlindIndex.Options o = new BlindIndex.Options(options.database(), options.name(), options.normalizer(), options.size(), k.id());
                 all.add(BlindIndex.v2(keyring, table, column, o));
             }
@@ -41,12 +41,12 @@ final class Indexes {
         this.enabled = List.copyOf(all);
     }
 
-    /** The index under the keyring's primary. */
+    /** The index a write stores: under the epoch the ledger records for it, else the keyring's primary. */
     BlindIndex primary() {
         return primary;
     }
 
-    /** The index of value under each enabled key of the keyring, the primary's first. */
+    /** The index of value under each enabled key of the keyring, the written one's first. */
     List<byte[]> all(String value) {
         List<byte[]> out = new ArrayList<>(enabled.size());
         for (BlindIndex b : enabled) {
@@ -97,9 +97,40 @@ final class Indexes {
             throw new WardException.Binding(where + ": a blind index needs the database's ID: the setting " + WardHibernate.LEDGER + " or " + WardHibernate.DATABASE);
         }
         String[] cols = p.getPropertyColumnNames(p.getPropertyIndex(b.value()));
-        String table = p.getTableName();
-        BlindIndex.Options o = new BlindIndex.Options(database, b.name(), Normalizer.parse(b.normalizer(), 1), b.size(), 0);
-        return new Indexes(keyring, table.substring(table.lastIndexOf('.') + 1), cols[0], o);
+        String table = p.getTableName().substring(p.getTableName().lastIndexOf('.') + 1);
+        Normalizer n = Normalizer.parse(b.normalizer(), 1);
+        long epoch = ledger == null ? 0 : recordedEpoch(ledger, where, table, cols[0], b, n, p.getPropertyColumnNames(f.getName())[0]);
+        return new Indexes(keyring, table, cols[0], new BlindIndex.Options(database, b.name(), n, b.size(), epoch));
+    }
+
+    /**
+     * The epoch the verified ledger records for the index (Go's {@code
+     * Ledger.Index}: the one its processes write and look up under, which
+     * only a re-key changes), or 0 (the keyring's primary) for an index it
+     * does not record yet. A record of another shape, of a re-keyable index
+     * (two columns: Go's {@code Ledger.Indexer}, which follows the re-key's
+     * phases), of a re-key under way, or of a v1 index, is refused: this
+     * attribute would write what Go's look-ups miss.
+     */
+    static long recordedEpoch(LedgerState ledger, String where, String table, String column, BlindIndexOf b, Normalizer n, String indexColumn) {
+        LedgerState.Index rec = ledger.index(table, column, b.name().isEmpty() ? column : b.name());
+        if (rec == null) {
+            return 0;
+        }
+        if (!rec.spare().isEmpty() || rec.rekeying() || rec.epoch() == 0) {
+            throw new WardException.Binding(where + ": the ledger records this index as re-keyable, being re-keyed or v1 (its spare column "
+                    + clip(rec.spare()) + "): @BlindIndexOf writes one column under one epoch; index it with the Go library's Ledger.Indexer");
+        }
+        if (!rec.normalizer().equals(n.name()) || rec.normalizerVersion() != n.version() || rec.size() != b.size() || !rec.index().equals(indexColumn)) {
+            throw new WardException.Binding(where + ": the ledger records this index in " + clip(rec.index()) + " as " + clip(rec.normalizer()) + " v"
+                    + rec.normalizerVersion() + " of " + rec.size() + " bytes, not in " + indexColumn + " as " + n.name() + " v" + n.version() + " of " + b.size());
+        }
+        return rec.epoch();
+    }
+
+    /** A recorded name, at most 40 characters, for an error. */
+    private static String clip(String s) {
+        return s.length() > 40 ? s.substring(0, 40) + "…" : s;
     }
 
     /** A declared field of c or its superclasses. */

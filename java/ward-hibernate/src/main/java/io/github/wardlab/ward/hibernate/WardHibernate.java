@@ -40,7 +40,7 @@ public final class WardHibernate {
         return Indexes.of(sf, entity, indexAttribute).all(value);
     }
 
-    /** The blind index of value under the keyring's primary: what an insert writes now. */
+    /** The blind index of value an insert writes now: under the epoch the verified ledger records for it, else the keyring's primary. */
     public static byte[] blindIndex(org.hibernate.SessionFactory sf, Class<?> entity, String indexAttribute, String value) {
         return Indexes.of(sf, entity, indexAttribute).primary().compute(value);
     }

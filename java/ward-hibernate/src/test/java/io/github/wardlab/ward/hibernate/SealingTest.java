@@ -1,5 +1,6 @@
 package io.github.wardlab.ward.hibernate;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -17,9 +18,9 @@ import io.github.wardlab.ward.hibernate.Entities.Ticket;
 import jakarta.persistence.criteria.CriteriaBuilder;
 import jakarta.persistence.criteria.CriteriaUpdate;
 import jakarta.persistence.criteria.Root;
-import java.nio.file.Path;
 import io.github.wardlab.ward.testdb.TestDatabases;
 import io.github.wardlab.ward.testdb.TestDatabases.Db;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.util.ArrayList;
@@ -322,5 +323,44 @@ class SealingTest {
         close();
         open(kind, java.util.Map.of(WardHibernate.LEDGER, open, WardHibernate.DATABASE, "db-ffffffffffffffff"));
         assertThrows(WardException.Binding.class, () -> tx(s -> s.persist(new Account(2, "bob@example.com"))));
+    }
+
+    /** A ledger recording the index of accounts.email under epoch, in another shape when size is not 16 or spare is set. */
+    static io.github.wardlab.ward.LedgerState recording(long epoch, int size, String spare) {
+        var index = new io.github.wardlab.ward.LedgerState.Index("accounts", "email", "email", "email_idx", spare, "fold", 1, size, epoch, false);
+        return new io.github.wardlab.ward.LedgerState(DATABASE, 2, 3, java.util.Set.of(io.github.wardlab.ward.LedgerState.CIPHERTEXT_V4), java.util.Map.of(),
+                java.util.Set.of(), java.util.Set.of(), List.of(index));
+    }
+
+    /**
+     * The index's epoch is the ledger's, as Go's Ledger.Index writes and looks
+     * up (not the keyring's primary, after a rotation Go's index has not
+     * followed yet); a record of another shape or of a re-keyable index is
+     * refused, nothing stored.
+     */
+    @ParameterizedTest
+    @MethodSource("databases")
+    void theIndexTakesTheEpochTheLedgerRecords(String kind) throws Exception {
+        var file = new com.fasterxml.jackson.databind.ObjectMapper().readTree(Path.of("..", "..", "field", "testdata", "blind-index-v2.json").toFile());
+        Keyring two = Keyring.parse(new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsBytes(file.get("keyring")),
+                MasterKey.parse(file.get("master_key").asText()));
+        long older = two.keys().keySet().stream().filter(id -> id != two.primary().id()).findFirst().orElseThrow();
+        open(kind, java.util.Map.of(WardHibernate.KEYRING, two, WardHibernate.LEDGER, recording(older, 16, "")));
+        tx(s -> s.persist(new Account(1, "alice@example.com")));
+        byte[] want = io.github.wardlab.ward.BlindIndex.v2(two, "accounts", "email",
+                new io.github.wardlab.ward.BlindIndex.Options(DATABASE, "email", io.github.wardlab.ward.Normalizer.FOLD, 16, older)).compute("alice@example.com");
+        try (Connection c = db.connect(); ResultSet rs = c.createStatement().executeQuery("SELECT email_idx FROM accounts WHERE id = 1")) {
+            assertTrue(rs.next());
+            assertArrayEquals(want, rs.getBytes(1));
+        }
+        assertArrayEquals(want, WardHibernate.blindIndex(sf, Account.class, "emailIdx", "alice@example.com"));
+        assertArrayEquals(want, WardHibernate.blindIndexes(sf, Account.class, "emailIdx", "alice@example.com").get(0));
+        close();
+        for (var other : List.of(recording(older, 32, ""), recording(older, 16, "email_idx2"))) {
+            open(kind, java.util.Map.of(WardHibernate.KEYRING, two, WardHibernate.LEDGER, other));
+            assertThrows(WardException.Binding.class, () -> tx(s -> s.persist(new Account(2, "bob@example.com"))));
+            assertEquals(0L, (long) sf.fromTransaction(s -> s.createSelectionQuery("select count(a) from Account a", Long.class).getSingleResult()));
+            close();
+        }
     }
 }
