@@ -17,8 +17,12 @@ import java.util.concurrent.ConcurrentHashMap;
  * A loaded keyring file ({@code ward-keyring/v2}, FORMAT.md "Keyring file
  * v2"): opens ciphertext v3 and v4 of class 1 under any of its enabled
  * keys, seals ciphertext v4 under its primary, and derives the keyring's
- * named keys. A keyring is read-only and safe for concurrent use; it never
- * writes the file (rotations are the Go CLI's: {@code ward keyring rotate}).
+ * named keys. A keyring loaded from its file follows the Go fleet's
+ * rotations: a value under a key it lacks, and a ledger written under a
+ * newer file, make it read the file again ({@link #refresh}: at most once a
+ * second, a newer generation of the same keyring only). It is safe for
+ * concurrent use, and never writes the file (rotations are the Go CLI's:
+ * {@code ward keyring rotate}).
  */
 public final class Keyring implements KeySource {
     /** The largest keyring file read, as the Go library's. */
@@ -34,68 +38,85 @@ public final class Keyring implements KeySource {
         }
     }
 
-    private final long generation;
     private final byte[] root;
     private final byte[] rootSalt;
-    private final Map<Long, Key> keys;
-    private final Map<Long, byte[]> material;
-    private final Key primary;
-    private final Map<Long, byte[]> stateKeys;
-    private final Map<String, Anchor> anchors;
-    private final java.util.Set<Long> removed; // keys removed for good: their material is gone
-    private final Map<String, byte[]> retained; // what was kept of them, by ID and purpose (retainedId)
+    private volatile State st; // what the file held when last read: refresh swaps it whole
+    private final Path source; // the file it was loaded from, or null (parse): refresh reads it again
+    private final KeyService sourceService;
+    private final Object refreshLock = new Object();
+    private long refreshedAt = System.nanoTime() - REFRESH_EVERY_NANOS;
+
+    /** A refresh reads the file at most once a second, as Go's and the Python package's. */
+    private static final long REFRESH_EVERY_NANOS = 1_000_000_000L;
+
+    /** One generation of the file's keys: what every method reads once, so a refresh is never seen half-done. */
+    private static final class State {
+        final long generation;
+        final Map<Long, Key> keys;
+        final Map<Long, byte[]> material;
+        final Key primary;
+        final Map<Long, byte[]> stateKeys;
+        final Map<String, Anchor> anchors;
+        final java.util.Set<Long> removed; // keys removed for good: their material is gone
+        final Map<String, byte[]> retained; // what was kept of them, by ID and purpose (retainedId)
+        final Map<ScopeId, byte[]> scoped = new ConcurrentHashMap<>();
+        final Map<ScopeId, byte[]> checks = new ConcurrentHashMap<>();
+
+        State(JsonNode payload) {
+            try {
+                generation = payload.path("generation").asLong(0);
+                Map<Long, Key> ks = new LinkedHashMap<>();
+                Map<Long, byte[]> ms = new HashMap<>();
+                JsonNode list = payload.get("keys");
+                if (list == null || !list.isArray()) {
+                    throw new WardException.CorruptFile("a keyring payload without keys");
+                }
+                Key p = null;
+                for (JsonNode k : list) {
+                    Key key = new Key(k.path("id").asLong(-1), Algorithm.ofName(text(k, "alg")), text(k, "state"));
+                    byte[] m = Wire.b64std(text(k, "material"), "material");
+                    if (key.id() < 0 || key.id() > 0xffffffffL || m.length != key.alg().keySize()) {
+                        throw new WardException.CorruptFile(String.format("key %08x: an ID or material of the wrong size", key.id()));
+                    }
+                    if ("primary".equals(key.state())) {
+                        if (p != null) {
+                            throw new WardException.CorruptFile("a keyring needs exactly one primary key");
+                        }
+                        p = key;
+                    }
+                    ks.put(key.id(), key);
+                    ms.put(key.id(), m);
+                }
+                if (p == null) {
+                    throw new WardException.CorruptFile("a keyring needs exactly one primary key");
+                }
+                keys = Collections.unmodifiableMap(ks);
+                material = ms;
+                primary = p;
+                stateKeys = stateKeys(payload.get("state_keys"));
+                anchors = anchors(payload.get("anchors"));
+                removed = removed(payload.get("removed"), ks.keySet());
+                retained = retained(payload.get("retained"), removed);
+            } catch (WardException.UnsupportedVersion e) {
+                throw new WardException.CorruptFile("a keyring payload: " + e.getMessage());
+            }
+        }
+    }
 
     /** Where the keyring file anchors a database's ledger: the counter and state epoch it last saw. */
     record Anchor(long counter, long epoch) {}
     /** A key and a scope: what K_scope and its check key are derived for. */
     private record ScopeId(long key, ByteBuffer scope) {}
 
-    private final Map<ScopeId, byte[]> scoped = new ConcurrentHashMap<>();
-    private final Map<ScopeId, byte[]> checks = new ConcurrentHashMap<>();
-
-    private Keyring(JsonNode payload) {
-        try {
-            generation = payload.path("generation").asLong(0);
-            root = Wire.b64std(text(payload, "root"), "root");
-            rootSalt = Wire.b64std(text(payload, "root_salt"), "root_salt");
-            Map<Long, Key> ks = new LinkedHashMap<>();
-            Map<Long, byte[]> ms = new HashMap<>();
-            JsonNode list = payload.get("keys");
-            if (list == null || !list.isArray()) {
-                throw new WardException.CorruptFile("a keyring payload without keys");
-            }
-            Key p = null;
-            for (JsonNode k : list) {
-                Key key = new Key(k.path("id").asLong(-1), Algorithm.ofName(text(k, "alg")), text(k, "state"));
-                byte[] m = Wire.b64std(text(k, "material"), "material");
-                if (key.id() < 0 || key.id() > 0xffffffffL || m.length != key.alg().keySize()) {
-                    throw new WardException.CorruptFile(String.format("key %08x: an ID or material of the wrong size", key.id()));
-                }
-                if ("primary".equals(key.state())) {
-                    if (p != null) {
-                        throw new WardException.CorruptFile("a keyring needs exactly one primary key");
-                    }
-                    p = key;
-                }
-                ks.put(key.id(), key);
-                ms.put(key.id(), m);
-            }
-            if (p == null) {
-                throw new WardException.CorruptFile("a keyring needs exactly one primary key");
-            }
-            keys = Collections.unmodifiableMap(ks);
-            material = ms;
-            primary = p;
-            stateKeys = stateKeys(payload.get("state_keys"));
-            anchors = anchors(payload.get("anchors"));
-            removed = removed(payload.get("removed"), ks.keySet());
-            retained = retained(payload.get("retained"), removed);
-        } catch (WardException.UnsupportedVersion e) {
-            throw new WardException.CorruptFile("a keyring payload: " + e.getMessage());
-        }
+    private Keyring(JsonNode payload, Path source, KeyService sourceService) {
+        root = Wire.b64std(text(payload, "root"), "root");
+        rootSalt = Wire.b64std(text(payload, "root_salt"), "root_salt");
         if (root.length != 32 || rootSalt.length != 32) {
             throw new WardException.CorruptFile("a keyring root of the wrong size");
         }
+        st = new State(payload);
+        this.source = source;
+        this.sourceService = sourceService;
     }
 
     private static Map<Long, byte[]> stateKeys(JsonNode list) {
@@ -188,17 +209,69 @@ public final class Keyring implements KeySource {
         return v.asText();
     }
 
-    /** Reads and opens a keyring file with the key service that wraps it. */
+    /**
+     * Reads and opens a keyring file with the key service that wraps it;
+     * {@link #refresh} reads it again (a value under a key it lacks, and a
+     * ledger written under a newer file, call it on their own).
+     */
     public static Keyring load(Path path, KeyService ks) {
+        return read(path, ks, path);
+    }
+
+    private static Keyring read(Path path, KeyService ks, Path source) {
         try {
-            return parse(Files.readBounded(path, MAX_FILE, "a keyring file"), ks);
+            return parse(Files.readBounded(path, MAX_FILE, "a keyring file"), ks, source);
         } catch (IOException e) {
             throw new WardException("reading the keyring file " + path + ": " + e.getClass().getSimpleName());
         }
     }
 
-    /** Opens a keyring file's bytes with the key service that wraps it. */
+    /** Opens a keyring file's bytes with the key service that wraps it (it never re-reads them). */
     public static Keyring parse(byte[] file, KeyService ks) {
+        return parse(file, ks, null);
+    }
+
+    /**
+     * Reads the file this keyring was loaded from again, at most once a
+     * second, and takes it if it is a newer generation of the same keyring
+     * (Go's {@code Keyring.Reload}: it never goes back), so a long-running
+     * process follows another's rotation: the primary, the keys, the state
+     * keys and anchors of the new file, and a retired key's values no longer
+     * open. Whether it moved on; false for a keyring parsed from bytes. A
+     * file that holds another keyring is {@link WardException.CorruptFile}.
+     */
+    public boolean refresh() {
+        if (source == null) {
+            return false;
+        }
+        synchronized (refreshLock) {
+            long now = System.nanoTime();
+            if (now - refreshedAt < REFRESH_EVERY_NANOS) {
+                return false;
+            }
+            refreshedAt = now;
+            Keyring fresh = read(source, sourceService, null);
+            if (!java.security.MessageDigest.isEqual(fresh.root, root) || !java.security.MessageDigest.isEqual(fresh.rootSalt, rootSalt)) {
+                throw new WardException.CorruptFile("the keyring file now holds keyring " + fresh.id() + ", not " + id());
+            }
+            if (fresh.st.generation <= st.generation) {
+                return false;
+            }
+            st = fresh.st;
+            return true;
+        }
+    }
+
+    /** refresh, for a caller that reports its own error when it fails. */
+    boolean refreshQuietly() {
+        try {
+            return refresh();
+        } catch (WardException e) {
+            return false;
+        }
+    }
+
+    private static Keyring parse(byte[] file, KeyService ks, Path source) {
         JsonNode doc;
         try {
             doc = JSON.readTree(file);
@@ -220,7 +293,7 @@ public final class Keyring implements KeySource {
         byte[] aad = (fmt + "\0" + provider + "\0" + keyId).getBytes(StandardCharsets.UTF_8);
         byte[] plain = unwrap(doc, aad, ks, "keyring");
         try {
-            return new Keyring(JSON.readTree(plain));
+            return new Keyring(JSON.readTree(plain), source, ks);
         } catch (IOException e) {
             throw new WardException.CorruptFile("a keyring payload that is not JSON");
         } finally {
@@ -266,17 +339,17 @@ public final class Keyring implements KeySource {
 
     /** The file's generation: each write of the keyring raises it. */
     public long generation() {
-        return generation;
+        return st.generation;
     }
 
     /** The key new values are sealed under. */
     public Key primary() {
-        return primary;
+        return st.primary;
     }
 
     /** Every key, by ID. */
     public Map<Long, Key> keys() {
-        return keys;
+        return st.keys;
     }
 
     /** HKDF-SHA-256 of the root for a named purpose ({@code Keyring.Derive} in Go). */
@@ -294,18 +367,19 @@ public final class Keyring implements KeySource {
      * or disabled.
      */
     public byte[] deriveFromKey(long id, String purpose, int length) {
-        if (!keys.containsKey(id)) {
-            byte[] kept = length == 32 ? retained.get(retainedId(id, purpose)) : null;
+        State s = st;
+        if (!s.keys.containsKey(id)) {
+            byte[] kept = length == 32 ? s.retained.get(retainedId(id, purpose)) : null;
             if (kept != null) {
                 return kept.clone();
             }
-            if (removed.contains(id)) {
+            if (s.removed.contains(id)) {
                 throw new WardException.UnknownKey(String.format("key %08x was removed from this keyring (retired): nothing of it was kept for %s",
                         id, Wire.clip(purpose, 40)));
             }
         }
-        Key k = key(id);
-        return Crypto.hkdf(material.get(k.id()), null,
+        Key k = key(s, id);
+        return Crypto.hkdf(material(st, k), null,
                 Wire.concat("ward keyring key-derive v1\0".getBytes(StandardCharsets.US_ASCII), purpose.getBytes(StandardCharsets.UTF_8)), length);
     }
 
@@ -321,8 +395,8 @@ public final class Keyring implements KeySource {
      * lacks ({@code UnknownKey}: a retired epoch) or disabled.
      */
     public byte[] integrityKeyAt(long epoch, byte[] purpose) {
-        Key k = key(epoch);
-        return Crypto.hkdf(material.get(k.id()), null,
+        Key k = key(st, epoch);
+        return Crypto.hkdf(material(st, k), null,
                 Wire.concat("ward keyring key-derive v1\0ward integrity v1\0".getBytes(StandardCharsets.US_ASCII), purpose), 32);
     }
 
@@ -336,12 +410,12 @@ public final class Keyring implements KeySource {
     byte[] stateMacKey(long epoch, boolean rootOnly) {
         byte[] salt;
         if (epoch == 0) {
-            if (!stateKeys.isEmpty() && !rootOnly) {
+            if (!st.stateKeys.isEmpty() && !rootOnly) {
                 return null;
             }
             salt = null;
         } else {
-            salt = stateKeys.get(epoch);
+            salt = st.stateKeys.get(epoch);
             if (salt == null) {
                 return null;
             }
@@ -351,22 +425,30 @@ public final class Keyring implements KeySource {
 
     /** The anchor of a database's ledger in this file, or null. */
     Anchor anchor(String database) {
-        return anchors.get(database);
+        return st.anchors.get(database);
     }
 
     /** The databases this file anchors. */
     java.util.Set<String> anchored() {
-        return anchors.keySet();
+        return st.anchors.keySet();
     }
 
     /** Whether this keyring holds a key of that ID (in any state). */
     boolean holds(long id) {
-        return keys.containsKey(id);
+        return st.keys.containsKey(id);
     }
 
-    /** The enabled key of an ID, or a typed error. */
+    /** The enabled key of an ID, or a typed error (after one re-read of the file, for an ID the keyring lacks). */
     Key key(long id) {
-        Key k = keys.get(id);
+        return key(st, id);
+    }
+
+    /** The enabled key of an ID in s, else in the file read again once (s is then this keyring's new state), or a typed error. */
+    private Key key(State s, long id) {
+        Key k = s.keys.get(id);
+        if (k == null && refreshQuietly()) {
+            k = st.keys.get(id);
+        }
         if (k == null) {
             throw new WardException.UnknownKey(String.format("key %08x is not in this keyring", id));
         }
@@ -376,14 +458,26 @@ public final class Keyring implements KeySource {
         return k;
     }
 
-    /** K_scope of a key for a scope, kept for the keyring's life. */
+    /** K_scope of a key for a scope, kept for the file generation's life. */
     byte[] scoped(Key k, byte[] scope) {
-        return scoped.computeIfAbsent(new ScopeId(k.id(), ByteBuffer.wrap(scope.clone())), s -> Ciphertext.scopedKey(k.alg(), material.get(k.id()), scope));
+        return scoped(st, k, scope);
     }
 
-    /** K_check of a key's K_scope (v4), kept for the keyring's life as K_scope is. */
+    private static byte[] scoped(State s, Key k, byte[] scope) {
+        byte[] m = s.material.get(k.id());
+        if (m == null) { // a key of an earlier generation, retired since
+            throw new WardException.UnknownKey(String.format("key %08x is not in this keyring", k.id()));
+        }
+        return s.scoped.computeIfAbsent(new ScopeId(k.id(), ByteBuffer.wrap(scope.clone())), x -> Ciphertext.scopedKey(k.alg(), m, scope));
+    }
+
+    /** K_check of a key's K_scope (v4), kept as K_scope is. */
     byte[] checkKey(Key k, byte[] scope) {
-        return checks.computeIfAbsent(new ScopeId(k.id(), ByteBuffer.wrap(scope.clone())), s -> Ciphertext.v4CheckKey(k.alg(), scoped(k, scope)));
+        return checkKey(st, k, scope);
+    }
+
+    private static byte[] checkKey(State s, Key k, byte[] scope) {
+        return s.checks.computeIfAbsent(new ScopeId(k.id(), ByteBuffer.wrap(scope.clone())), x -> Ciphertext.v4CheckKey(k.alg(), scoped(s, k, scope)));
     }
 
     /** The AEAD key that opens a class-1 value of header h under scope. */
@@ -393,10 +487,11 @@ public final class Keyring implements KeySource {
             throw new WardException.UnknownKey("a subject key sealed this value, not a keyring key");
         }
         Key k = key(h.keyId());
+        State s = st; // the state key() read, or a newer one with the same key
         if (k.alg() != h.alg()) {
             throw new WardException.UnknownKey(String.format("the value's algorithm is not key %08x's", k.id()));
         }
-        return h.version() == 4 ? scoped(k, scope) : material.get(k.id());
+        return h.version() == 4 ? scoped(s, k, scope) : material(s, k);
     }
 
     /** Opens a binary v3 or v4 ciphertext bound to context (v4: under scope). */
@@ -407,12 +502,23 @@ public final class Keyring implements KeySource {
 
     /** Seals plaintext under the primary's K_scope as ciphertext v4, bound to context. */
     public byte[] seal(byte[] plaintext, byte[] context, byte[] scope) {
-        return Ciphertext.sealV4(primary.alg(), Ciphertext.CLASS_KEYRING, primary.id(), scoped(primary, scope), checkKey(primary, scope), plaintext, context);
+        State s = st;
+        Key p = s.primary;
+        return Ciphertext.sealV4(p.alg(), Ciphertext.CLASS_KEYRING, p.id(), scoped(s, p, scope), checkKey(s, p, scope), plaintext, context);
+    }
+
+    private static byte[] material(State s, Key k) {
+        byte[] m = s.material.get(k.id());
+        if (m == null) {
+            throw new WardException.UnknownKey(String.format("key %08x is not in this keyring", k.id()));
+        }
+        return m;
     }
 
     @Override
     public String toString() {
-        return "Keyring(" + id() + ", generation " + generation + ", " + keys.size() + " keys)";
+        State s = st;
+        return "Keyring(" + id() + ", generation " + s.generation + ", " + s.keys.size() + " keys)";
     }
 
 }

@@ -65,7 +65,17 @@ public final class Ledger {
                 if (!rs.next()) {
                     throw new WardException.Ledger("the database's ledger (" + table + ") is empty: a database writer deleted it");
                 }
-                return verifyRow(kr, rs.getLong(1), rs.getString(2), rs.getString(3));
+                long counter = rs.getLong(1);
+                String body = rs.getString(2), mac = rs.getString(3);
+                try {
+                    return verifyRow(kr, counter, body, mac);
+                } catch (WardException.StaleKeyring e) {
+                    // Another process may have saved a newer keyring file since this one was loaded (a rotation): read it once.
+                    if (!kr.refreshQuietly()) {
+                        throw e;
+                    }
+                    return verifyRow(kr, counter, body, mac);
+                }
             }
         } catch (SQLException e) {
             throw new WardException.Ledger("reading the ledger (" + table + "): SQLSTATE " + e.getSQLState()

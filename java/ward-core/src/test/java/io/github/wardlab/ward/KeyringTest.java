@@ -57,4 +57,44 @@ class KeyringTest {
         assertThrows(WardException.class, () -> MasterKey.parse("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="));
         assertThrows(WardException.class, () -> MasterKey.fromEnvironment(Map.of()));
     }
+
+    /**
+     * A keyring loaded from its file follows the Go CLI's rotation: a value
+     * under the key added since opens (the file read again), and the next
+     * generation is taken; an older copy put back is never taken, another
+     * keyring in its place is CorruptFile, and one parsed from bytes never
+     * re-reads.
+     */
+    @Test
+    void followsTheFileForward(@TempDir Path dir) throws Exception {
+        FleetMemberTest.requireGo();
+        Path mk = dir.resolve("mk.b64"), file = dir.resolve("kr.json");
+        LedgerTest.go("keyring", "gen-master-key", "--out", mk.toString());
+        LedgerTest.go("keyring", "new", "--keyring", file.toString(), "--master-key-file", mk.toString());
+        byte[] first = Files.readAllBytes(file);
+        Keyring kr = Keyring.load(file, MasterKey.load(mk)), parsed = Keyring.parse(first, MasterKey.load(mk));
+        long generation = kr.generation(), primary = kr.primary().id();
+        LedgerTest.go("keyring", "add", "--promote", "--keyring", file.toString(), "--master-key-file", mk.toString());
+        Path in = Files.writeString(dir.resolve("in"), "under the new key");
+        Process p = new ProcessBuilder(System.getenv("WARD_GO_CLI"), "encrypt", "--binary", "--table", "t", "--column", "c", "--row", "1",
+                "--keyring", file.toString(), "--master-key-file", mk.toString()).redirectInput(in.toFile()).start();
+        byte[] ct = p.getInputStream().readAllBytes();
+        assertEquals(0, p.waitFor());
+        Column col = new Column(kr, "t", "c");
+        assertEquals("under the new key", new String(col.open(ct, 1L), java.nio.charset.StandardCharsets.UTF_8)); // read the file again
+        assertTrue(kr.generation() > generation);
+        assertTrue(kr.primary().id() != primary);
+        assertThrows(WardException.UnknownKey.class, () -> new Column(parsed, "t", "c").open(ct, 1L));
+        assertFalse(parsed.refresh());
+
+        long now = kr.generation();
+        Files.write(file, first); // an older copy put back: never taken
+        Thread.sleep(1100); // a refresh reads the file at most once a second
+        assertFalse(kr.refresh());
+        assertEquals(now, kr.generation());
+        LedgerTest.go("keyring", "new", "--keyring", dir.resolve("other.json").toString(), "--master-key-file", mk.toString());
+        Files.copy(dir.resolve("other.json"), file, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        Thread.sleep(1100);
+        assertThrows(WardException.CorruptFile.class, kr::refresh);
+    }
 }

@@ -122,7 +122,8 @@ class LedgerTest {
         Path mk = dir.resolve("mk.b64"), kr = dir.resolve("kr.json"), db = Files.createFile(dir.resolve("app.db"));
         go("keyring", "gen-master-key", "--out", mk.toString());
         go("keyring", "new", "--keyring", kr.toString(), "--master-key-file", mk.toString());
-        Keyring before = Keyring.load(kr, MasterKey.load(mk)); // a copy from before the database's ledger
+        Keyring before = Keyring.load(Files.copy(kr, dir.resolve("kr-before.json")), MasterKey.load(mk)); // a copy from before the database's ledger
+        Keyring following = Keyring.load(kr, MasterKey.load(mk)); // the file itself, loaded before the ledger: it reads the newer file
         go("keyring", "add", "--promote", "--keyring", kr.toString(), "--master-key-file", mk.toString(), "--db", "sqlite:" + db);
         Keyring now = Keyring.load(kr, MasterKey.load(mk));
         try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + db)) {
@@ -130,6 +131,8 @@ class LedgerTest {
             assertTrue(st.database().startsWith("db-"), st.database());
             assertEquals(1, st.counter());
             assertThrows(WardException.StaleKeyring.class, () -> Ledger.verify(c, before));
+            assertEquals(st, Ledger.verify(c, following));
+            assertEquals(now.generation(), following.generation());
             c.createStatement().executeUpdate("UPDATE ward_ledger SET body = replace(body, '\"counter\":1', '\"counter\":1 ')");
             assertThrows(WardException.Ledger.class, () -> Ledger.verify(c, now));
             c.createStatement().executeUpdate("DELETE FROM ward_ledger");
