@@ -129,6 +129,28 @@ public final class Ciphertext {
         return out;
     }
 
+    /**
+     * A v3 ciphertext under a key's material (a keyring key, or a subject
+     * key): the check under the v3 check key, AD = 11 header bytes ‖ context
+     * (field context v3), as the Go library writes while a process of the
+     * fleet reads v3 only.
+     */
+    static byte[] sealV3(Algorithm alg, int keyClass, long keyId, byte[] material, byte[] plaintext, byte[] context) {
+        byte[] nonce = Crypto.random(alg.nonceSize());
+        byte[] head = new byte[HEADER];
+        head[0] = 3;
+        head[1] = (byte) keyClass;
+        head[2] = (byte) alg.code();
+        Wire.putU32(head, 3, keyId);
+        byte[] checkKey = Crypto.hkdf(material, null, V3_CHECK_INFO, alg.keySize());
+        System.arraycopy(check(alg, checkKey, nonce, context), 0, head, V4_AD_HEADER, HEADER - V4_AD_HEADER);
+        byte[] out = new byte[HEADER + nonce.length + plaintext.length + Crypto.TAG];
+        System.arraycopy(head, 0, out, 0, HEADER);
+        System.arraycopy(nonce, 0, out, HEADER, nonce.length);
+        Crypto.sealInto(alg, material, nonce, plaintext, Wire.concat(head, context), out, HEADER + nonce.length);
+        return out;
+    }
+
     /** The text form: {@code w<version>:} and unpadded base64url of ct. */
     public static String toText(byte[] ct) {
         return "w" + header(ct).version() + ":" + Base64.getUrlEncoder().withoutPadding().encodeToString(ct);

@@ -21,8 +21,8 @@ import java.util.UUID;
  *
  * <p>Write v4 only once the fleet reads it: a database whose ledger has not
  * opened the form {@code ciphertext:v4} still has processes that read v3
- * only. {@link #checkedBy} puts a column under a verified ledger's rule;
- * without it the caller decides.
+ * only. {@link #checkedBy} puts a column under a verified ledger's rule
+ * (v3 until then); without it the column writes v4 and the caller decides.
  */
 public final class Column {
     private final Keyring keyring; // null for a grant's column: it opens, never seals
@@ -77,10 +77,9 @@ public final class Column {
 
     /**
      * This column under the write rule of a verified ledger ({@link
-     * Ledger#verify}): it seals only when the fleet has opened ciphertext
-     * v4 (every registered process reads it), and otherwise refuses with
-     * {@link WardException.UnsupportedVersion} — where the Go library and
-     * the Python package write v3 instead, ward-java writes v4 only.
+     * Ledger#verify}), as the Go library's and the Python package's: it
+     * seals ciphertext v4 once the fleet has opened it (every registered
+     * process reads it), and v3 until then.
      */
     public Column checkedBy(LedgerState verified) {
         return new Column(keyring, source, java.util.Objects.requireNonNull(verified, "verified"), subjects, subjectIndex, table, column,
@@ -146,22 +145,21 @@ public final class Column {
         return out.toByteArray();
     }
 
-    /** Seals plaintext for a row as ciphertext v4 (binary form). */
+    /** Seals plaintext for a row (binary form): ciphertext v4, or v3 under a ledger whose fleet has not opened v4. */
     public byte[] seal(byte[] plaintext, Object row, Object... values) {
         if (keyring == null) {
             throw new WardException.NotGranted("a grant opens values; sealing needs the keyring");
         }
         if (subjects != null) {
-            return subjects.seal(subject(values), plaintext, scope, contextV4(row, values));
+            return subjects.seal(subject(values), plaintext, scope, contextV4(row, values), contextV3(row, values));
         }
-        if (ledger != null && !ledger.allows(LedgerState.CIPHERTEXT_V4)) {
-            throw new WardException.UnsupportedVersion("the fleet of " + ledger.database() + " has not opened " + LedgerState.CIPHERTEXT_V4
-                    + ": a process still reads v3 only (ward writes v4 once every registered process reads it)");
+        if (ledger != null && !ledger.allows(LedgerState.CIPHERTEXT_V4)) { // a process of the fleet still reads v3 only
+            return keyring.sealV3(plaintext, contextV3(row, values));
         }
         return keyring.seal(plaintext, contextV4(row, values), scope);
     }
 
-    /** Seals a string's UTF-8 bytes for a row as ciphertext v4, in the text form. */
+    /** Seals a string's UTF-8 bytes for a row, in the text form. */
     public String sealText(String plaintext, Object row, Object... values) {
         return Ciphertext.toText(seal(plaintext.getBytes(StandardCharsets.UTF_8), row, values));
     }

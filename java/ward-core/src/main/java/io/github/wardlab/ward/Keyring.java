@@ -507,6 +507,13 @@ public final class Keyring implements KeySource {
         return Ciphertext.sealV4(p.alg(), Ciphertext.CLASS_KEYRING, p.id(), scoped(s, p, scope), checkKey(s, p, scope), plaintext, context);
     }
 
+    /** Seals plaintext under the primary's material as ciphertext v3, bound to context (field context v3). */
+    public byte[] sealV3(byte[] plaintext, byte[] context) {
+        State s = st;
+        Key p = s.primary;
+        return Ciphertext.sealV3(p.alg(), Ciphertext.CLASS_KEYRING, p.id(), material(s, p), plaintext, context);
+    }
+
     private static byte[] material(State s, Key k) {
         byte[] m = s.material.get(k.id());
         if (m == null) {

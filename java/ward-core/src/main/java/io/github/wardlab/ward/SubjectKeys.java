@@ -30,7 +30,7 @@ import javax.sql.DataSource;
  * holds privately or lost; a seal for a subject with a tombstone; and a
  * seal into a key version under the namespace's key floor (a rolled-back
  * key table). It seals only after the database's ledger verifies, and
- * writes ciphertext v4 only once the fleet opened it.
+ * writes ciphertext v4 only once the fleet opened it (v3 until then).
  *
  * <p>Unwrapped keys are kept for {@link #DEFAULT_TTL} (as Go's), never
  * longer: a subject forgotten by another process stops opening here within
@@ -195,24 +195,24 @@ public final class SubjectKeys {
     }
 
     /**
-     * Seals for subject under their newest keyring-wrapped key as ciphertext
-     * v4 bound to context: only after the ledger verifies and once the fleet
-     * opened v4, never for a forgotten subject or under the key floor.
+     * Seals for subject under their newest keyring-wrapped key: only after
+     * the ledger verifies, as ciphertext v4 bound to contextV4 once the
+     * fleet opened v4 and v3 bound to contextV3 until then, never for a
+     * forgotten subject or under the key floor.
      */
-    byte[] seal(String subject, byte[] plaintext, byte[] scope, byte[] context) {
+    byte[] seal(String subject, byte[] plaintext, byte[] scope, byte[] contextV4, byte[] contextV3) {
         LedgerState st = ledger();
-        if (!st.allows(LedgerState.CIPHERTEXT_V4)) {
-            throw new WardException.UnsupportedVersion("the fleet of " + st.database() + " has not opened " + LedgerState.CIPHERTEXT_V4
-                    + ": a process still reads v3 only (ward-java writes v4 once every registered process reads it)");
-        }
         refuseForgotten(subject);
         Key k = key(subject, null);
         if (k.version() < keyFloor(st.counter("subject.floor:" + namespace))) {
             throw new WardException.SubjectRefused("the subject's newest key version is under the namespace's key floor, which a grant's revocation raised"
                     + " (a database writer deleted the newer ones, or restored the key table): a Go process gives the subject a new version first");
         }
+        if (!st.allows(LedgerState.CIPHERTEXT_V4)) { // a process of the fleet still reads v3 only
+            return Ciphertext.sealV3(k.alg(), Ciphertext.CLASS_SUBJECT, k.version(), k.material(), plaintext, contextV3);
+        }
         byte[] kScope = Ciphertext.scopedKey(k.alg(), k.material(), scope);
-        return Ciphertext.sealV4(k.alg(), Ciphertext.CLASS_SUBJECT, k.version(), kScope, Ciphertext.v4CheckKey(k.alg(), kScope), plaintext, context);
+        return Ciphertext.sealV4(k.alg(), Ciphertext.CLASS_SUBJECT, k.version(), kScope, Ciphertext.v4CheckKey(k.alg(), kScope), plaintext, contextV4);
     }
 
     private void refuseForgotten(String subject) {

@@ -75,7 +75,7 @@ class LedgerTest {
         assertThrows(WardException.StaleKeyring.class, () -> Ledger.verifyRow(kr, 2, newer, mac));
     }
 
-    /** A column under a ledger's rule writes v4 only once the fleet opened it; opening is never gated. */
+    /** A column under a ledger's rule writes v4 only once the fleet opened it, v3 until then; opening is never gated. */
     @Test
     void theWriteRule() throws Exception {
         JsonNode v = vectors();
@@ -85,10 +85,15 @@ class LedgerTest {
         Column col = new Column(kr, "messages", "body", "owner");
         String stored = col.sealText("hi", 1, "alice");
         Column ruled = col.checkedBy(st);
-        assertThrows(WardException.UnsupportedVersion.class, () -> ruled.sealText("hi", 1, "alice"));
+        String v3 = ruled.sealText("hi", 1, "alice");
+        assertTrue(v3.startsWith("w3:"), v3);
+        assertEquals("hi", col.openText(v3, 1, "alice"));
+        assertThrows(WardException.WrongContext.class, () -> col.openText(v3, 2, "alice"));
         assertEquals("hi", ruled.openText(stored, 1, "alice"));
         Column opened = col.checkedBy(new LedgerState(st.database(), st.counter(), st.epoch(), java.util.Set.of(LedgerState.CIPHERTEXT_V4)));
-        assertEquals("hi", col.openText(opened.sealText("hi", 1, "alice"), 1, "alice"));
+        String v4 = opened.sealText("hi", 1, "alice");
+        assertTrue(v4.startsWith("w4:"), v4);
+        assertEquals("hi", col.openText(v4, 1, "alice"));
     }
 
     @Test

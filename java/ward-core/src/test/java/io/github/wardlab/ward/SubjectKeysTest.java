@@ -195,10 +195,15 @@ class SubjectKeysTest {
         assertTrue(bobVersion > 0);
     }
 
+    /** v3 until the fleet opened v4 (a process still reads v3 only), as Go and Python write. */
     @Test
-    void writesV4OnlyOnceTheFleetOpenedIt() throws Exception {
+    void writesV3UntilTheFleetOpensV4() throws Exception {
         plantEdited(b -> b.remove("forms"));
-        assertThrows(WardException.UnsupportedVersion.class, () -> column().seal(new byte[1], 9L, "alice"));
+        byte[] ct = column().seal("while a v3-only process runs".getBytes(StandardCharsets.UTF_8), 9L, "alice");
+        assertEquals(3, Ciphertext.header(ct).version());
+        assertEquals(Ciphertext.CLASS_SUBJECT, Ciphertext.header(ct).keyClass());
+        assertEquals("while a v3-only process runs", new String(column().open(ct, 9L, "alice"), StandardCharsets.UTF_8));
+        assertThrows(WardException.WrongContext.class, () -> column().open(ct, 10L, "alice"));
     }
 
     /** After a revocation raised the namespace's key floor, a subject whose newest version is under it is not sealed for. */

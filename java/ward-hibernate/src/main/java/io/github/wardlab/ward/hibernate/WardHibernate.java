@@ -22,9 +22,9 @@ public final class WardHibernate {
     /**
      * The setting holding the database's verified ledger (a {@code
      * LedgerState} from {@code Ledger.verify(connection, keyring)} at
-     * start): every sealed column writes under its rule (v4 only once the
-     * fleet opened it; otherwise a write is refused), and blind indexes
-     * take its database ID. It is the ledger as verified then: a form the
+     * start): every sealed column writes under its rule (v4 once the fleet
+     * opened it, v3 until then), and blind indexes take its database ID and
+     * the epoch it records for them. It is the ledger as verified then: a form the
      * fleet opens later takes effect at the next start.
      */
     public static final String LEDGER = "ward.ledger";

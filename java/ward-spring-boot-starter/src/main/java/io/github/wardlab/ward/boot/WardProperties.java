@@ -19,8 +19,9 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  *   <li>{@code ward.verify-ledger}: verify the database's keyring ledger at
  *       start ({@code Ledger.verify} on a connection of the application's
  *       DataSource): a ledger that does not verify fails the start, and
- *       every sealed column writes under its rule (v4 only once the fleet
- *       opened it); blind indexes take its database ID. On in production.
+ *       every sealed column writes under its rule (v4 once the fleet opened
+ *       it, v3 until then); blind indexes take its database ID. On in
+ *       production.
  *   <li>{@code ward.ledger-table}: the ledger's table ({@code ward_ledger});
  *   <li>{@code ward.database}: the database's ID for blind indexes, when the
  *       ledger is not verified here;
