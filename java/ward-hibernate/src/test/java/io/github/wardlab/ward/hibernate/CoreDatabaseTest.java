@@ -47,7 +47,17 @@ class CoreDatabaseTest {
         };
     }
 
-    /** The vector's keyring, and a database of kind holding its ledger. */
+    /** Go's subject vector, whose keyring and ledger both tests use. */
+    static JsonNode vector() throws Exception {
+        return new ObjectMapper().readTree(Path.of("..", "..", "field", "subject", "testdata", "subject-v4.json").toFile());
+    }
+
+    /** The vector's keyring. */
+    static Keyring keyring(JsonNode g) throws Exception {
+        return Keyring.parse(new ObjectMapper().writeValueAsBytes(g.get("keyring")), MasterKey.parse(g.get("master_key").asText()));
+    }
+
+    /** The vector's ledger, in a table of its own on c's database. */
     static void ledger(Connection c, JsonNode g) throws Exception {
         c.createStatement().executeUpdate("CREATE TABLE ward_ledger (id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body VARCHAR(4000) NOT NULL, mac VARCHAR(200) NOT NULL)");
         try (PreparedStatement st = c.prepareStatement("INSERT INTO ward_ledger (id, counter, body, mac) VALUES (1, ?, ?, ?)")) {
@@ -62,9 +72,8 @@ class CoreDatabaseTest {
     @ParameterizedTest
     @MethodSource("databases")
     void aJvmProcessJoinsBeatsAndLeaves(String kind) throws Exception {
-        ObjectMapper json = new ObjectMapper();
-        JsonNode g = json.readTree(Path.of("..", "..", "field", "subject", "testdata", "subject-v4.json").toFile());
-        Keyring kr = Keyring.parse(json.writeValueAsBytes(g.get("keyring")), MasterKey.parse(g.get("master_key").asText()));
+        JsonNode g = vector();
+        Keyring kr = keyring(g);
         TestDatabases.Db db = TestDatabases.create(kind, "ward_fleet_");
         try (Connection c = db.connect()) {
             ledger(c, g);
@@ -99,9 +108,8 @@ class CoreDatabaseTest {
     @ParameterizedTest
     @MethodSource("databases")
     void goKeysOpenSealAndForget(String kind) throws Exception {
-        ObjectMapper json = new ObjectMapper();
-        JsonNode g = json.readTree(Path.of("..", "..", "field", "subject", "testdata", "subject-v4.json").toFile());
-        Keyring kr = Keyring.parse(json.writeValueAsBytes(g.get("keyring")), MasterKey.parse(g.get("master_key").asText()));
+        JsonNode g = vector();
+        Keyring kr = keyring(g);
         TestDatabases.Db db = TestDatabases.create(kind, "ward_subject_");
         try (Connection c = db.connect()) {
             String b = blob(kind);

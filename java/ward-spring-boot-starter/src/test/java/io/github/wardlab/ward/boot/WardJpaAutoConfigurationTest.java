@@ -94,9 +94,8 @@ class WardJpaAutoConfigurationTest {
             assertThat(props).containsEntry(WardHibernate.DATABASE, "db-0123456789abcdef").doesNotContainKey(WardHibernate.LEDGER);
         });
         // Go's ledger vector, in an H2 database of its own: its keyring verifies it.
-        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
-        com.fasterxml.jackson.databind.JsonNode v = json.readTree(Path.of("..", "..", "ledger", "testdata", "ledger-v1.json").toFile());
-        Path lkr = Files.write(dir.resolve("ledger-kr.json"), json.writeValueAsBytes(v.get("keyring")));
+        com.fasterxml.jackson.databind.JsonNode v = ledgerVector();
+        Path lkr = Files.write(dir.resolve("ledger-kr.json"), new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsBytes(v.get("keyring")));
         Path lmk = Files.writeString(dir.resolve("ledger-mk.b64"), v.get("master_key").asText());
         org.h2.jdbcx.JdbcDataSource ds = new org.h2.jdbcx.JdbcDataSource();
         ds.setURL("jdbc:h2:mem:ledger" + System.nanoTime() + ";DB_CLOSE_DELAY=-1");
@@ -105,14 +104,7 @@ class WardJpaAutoConfigurationTest {
         Map<String, Object> props = new HashMap<>();
         verifying.run(ctx -> assertThatThrownBy(() -> ctx.getBean(HibernatePropertiesCustomizer.class).customize(props))
                 .isInstanceOf(WardException.Ledger.class)); // no ledger: nothing is written there
-        try (java.sql.Connection c = ds.getConnection()) {
-            c.createStatement().executeUpdate("CREATE TABLE ward_ledger (id INT PRIMARY KEY, counter BIGINT, body VARCHAR(4000), mac VARCHAR(64))");
-            var row = v.get("rows").get(1);
-            var st = c.prepareStatement("INSERT INTO ward_ledger VALUES (1, 2, ?, ?)");
-            st.setString(1, row.get("body").asText());
-            st.setString(2, row.get("mac").asText());
-            st.executeUpdate();
-        }
+        plantLedger(ds, v);
         verifying.run(ctx -> {
             ctx.getBean(HibernatePropertiesCustomizer.class).customize(props);
             assertThat(((io.github.wardlab.ward.LedgerState) props.get(WardHibernate.LEDGER)).database()).isEqualTo("db-0123456789abcdef");
@@ -132,23 +124,15 @@ class WardJpaAutoConfigurationTest {
     /** ward.fleet.join registers the process with ward.fleet.forms, and the context's close leaves; no ledger fails the start. */
     @Test
     void theFleet(@TempDir Path dir) throws Exception {
-        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
-        com.fasterxml.jackson.databind.JsonNode v = json.readTree(Path.of("..", "..", "ledger", "testdata", "ledger-v1.json").toFile());
-        Path lkr = Files.write(dir.resolve("ledger-kr.json"), json.writeValueAsBytes(v.get("keyring")));
+        com.fasterxml.jackson.databind.JsonNode v = ledgerVector();
+        Path lkr = Files.write(dir.resolve("ledger-kr.json"), new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsBytes(v.get("keyring")));
         Path lmk = Files.writeString(dir.resolve("ledger-mk.b64"), v.get("master_key").asText());
         org.h2.jdbcx.JdbcDataSource ds = new org.h2.jdbcx.JdbcDataSource();
         ds.setURL("jdbc:h2:mem:fleet" + System.nanoTime() + ";DB_CLOSE_DELAY=-1");
         ApplicationContextRunner joining = runner.withPropertyValues("ward.keyring=" + lkr, "ward.master-key-file=" + lmk, "ward.fleet.join=true",
                 "ward.fleet.forms=password:argon2id,password:bcrypt").withBean(javax.sql.DataSource.class, () -> ds);
         joining.run(ctx -> assertThat(ctx).hasFailed()); // no ledger: no registration
-        try (java.sql.Connection c = ds.getConnection()) {
-            c.createStatement().executeUpdate("CREATE TABLE ward_ledger (id INT PRIMARY KEY, counter BIGINT, body VARCHAR(4000), mac VARCHAR(64))");
-            var row = v.get("rows").get(1);
-            var st = c.prepareStatement("INSERT INTO ward_ledger VALUES (1, 2, ?, ?)");
-            st.setString(1, row.get("body").asText());
-            st.setString(2, row.get("mac").asText());
-            st.executeUpdate();
-        }
+        plantLedger(ds, v);
         String[] id = new String[1];
         joining.run(ctx -> {
             io.github.wardlab.ward.FleetMember m = ctx.getBean(io.github.wardlab.ward.FleetMember.class);
@@ -163,5 +147,22 @@ class WardJpaAutoConfigurationTest {
         }
         runner.withPropertyValues("ward.keyring=" + lkr, "ward.master-key-file=" + lmk)
                 .run(ctx -> assertThat(ctx).doesNotHaveBean(io.github.wardlab.ward.FleetMember.class));
+    }
+
+    /** Go's ledger vector (ledger/testdata/ledger-v1.json). */
+    static com.fasterxml.jackson.databind.JsonNode ledgerVector() throws Exception {
+        return new com.fasterxml.jackson.databind.ObjectMapper().readTree(Path.of("..", "..", "ledger", "testdata", "ledger-v1.json").toFile());
+    }
+
+    /** The vector's current ledger row, in ds's database. */
+    static void plantLedger(javax.sql.DataSource ds, com.fasterxml.jackson.databind.JsonNode v) throws Exception {
+        try (java.sql.Connection c = ds.getConnection()) {
+            c.createStatement().executeUpdate("CREATE TABLE ward_ledger (id INT PRIMARY KEY, counter BIGINT, body VARCHAR(4000), mac VARCHAR(64))");
+            var row = v.get("rows").get(1);
+            var st = c.prepareStatement("INSERT INTO ward_ledger VALUES (1, 2, ?, ?)");
+            st.setString(1, row.get("body").asText());
+            st.setString(2, row.get("mac").asText());
+            st.executeUpdate();
+        }
     }
 }
