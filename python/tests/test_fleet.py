@@ -135,6 +135,10 @@ def test_a_join_is_refused_while_the_database_depends_on_a_form_it_lacks(tmp_pat
         FleetMember.join(connect, kr, ["no-kind"])
     with pytest.raises(ValueError):
         FleetMember.join(connect, kr, ["sealed:a,b"])
+    with pytest.raises(ValueError):
+        FleetMember.join(connect, kr, heartbeat=0)
+    with pytest.raises(ValueError):
+        FleetMember.join(connect, kr, table="fleet; DROP TABLE x")
 
 
 def test_rows_are_v2_once_the_fleet_opened_integrity_v2(tmp_path):

@@ -161,7 +161,10 @@ class FleetMember:
             m._keys_col = "`keys`" if dialect == "mysql" else '"keys"'
             m._ledger = verify(conn, keyring, ledger_table)
             cur = conn.cursor()
-            cur.execute(_ddl(m._table, dialect))
+            try:
+                cur.execute(_ddl(m._table, dialect))
+            finally:
+                cur.close()
             conn.commit()
             m._insert(conn)
         finally:
@@ -169,7 +172,10 @@ class FleetMember:
         try:
             m._check_forms(m._verify(), joining=True)  # after the row is in: a wait that begins later includes it
         except WardError:
-            m.close()
+            try:
+                m.close()  # leave at once: it never served
+            except Exception:  # the refusal says what happened; a row left behind goes stale
+                pass
             raise
         m._thread = threading.Thread(target=m._loop, args=(heartbeat,), name="ward-fleet-heartbeat", daemon=True)
         m._thread.start()

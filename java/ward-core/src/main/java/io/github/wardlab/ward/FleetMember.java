@@ -120,8 +120,8 @@ public final class FleetMember implements AutoCloseable {
         if (!IDENT.matcher(table).matches()) {
             throw new WardException.Binding("a registry table name that is not an identifier");
         }
-        if (heartbeat.isNegative() || heartbeat.isZero()) {
-            throw new WardException.Binding("a heartbeat must be positive");
+        if (heartbeat.toMillis() < 1) {
+            throw new WardException.Binding("a heartbeat of at least a millisecond");
         }
         TreeSet<String> declared = new TreeSet<>(READS);
         for (String f : forms) {

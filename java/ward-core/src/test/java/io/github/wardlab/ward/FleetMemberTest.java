@@ -193,6 +193,9 @@ class FleetMemberTest {
         }
         assertThrows(WardException.Binding.class, () -> FleetMember.join(new SQLiteDataSource(), kr, List.of("no-kind"), null));
         assertThrows(WardException.Binding.class, () -> FleetMember.join(new SQLiteDataSource(), kr, List.of("sealed:a,b"), null));
+        assertThrows(WardException.Binding.class, () -> FleetMember.join(new SQLiteDataSource(), kr, "ward_fleet", "ward_ledger", List.of(), Duration.ZERO, null));
+        assertThrows(WardException.Binding.class, () -> FleetMember.join(new SQLiteDataSource(), kr, "fleet; DROP TABLE x", "ward_ledger", List.of(),
+                Duration.ofSeconds(1), null));
     }
 
     /** Once the fleet opened integrity:v2, the row is v2 (bound to the database), and the Go CLI verifies it. */
