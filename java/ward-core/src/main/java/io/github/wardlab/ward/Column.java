@@ -33,7 +33,7 @@ public final class Column {
     private final byte[] scope;
     private final byte[] names;
     private final LedgerState ledger; // null: the caller decides the version
-    private final SubjectKeys subjects; // null: no per-subject values
+    private final SubjectSource subjects; // null: no per-subject values
     private final int subjectIndex; // the subject's column among bind, for subjects
 
     /** A column of table, binding the named columns' values, in that order. */
@@ -53,7 +53,7 @@ public final class Column {
         this(keyring, source, null, null, -1, table, column, bind);
     }
 
-    private Column(Keyring keyring, KeySource source, LedgerState ledger, SubjectKeys subjects, int subjectIndex, String table, String column,
+    private Column(Keyring keyring, KeySource source, LedgerState ledger, SubjectSource subjects, int subjectIndex, String table, String column,
             String... bind) {
         if (table.isEmpty() || column.isEmpty()) {
             throw new WardException.Binding("a column needs a table and a column name");
@@ -87,23 +87,35 @@ public final class Column {
     }
 
     /**
-     * This column sealed per subject, as Go's {@code field.PerSubject}:
-     * seals go under the subject's own key ({@link SubjectKeys}: the
-     * subject named by the bound column subjectColumn, which the column
-     * must bind), and values under subject keys open with them; values
-     * under keyring keys still open with the keyring. A subject forgotten,
-     * holding their key privately, or without one is
-     * {@link WardException.SubjectRefused}.
+     * This column sealed per subject, as Go's {@code field.PerSubject}: values
+     * under subject keys open with keys (the subject is the value of the
+     * bound column subjectColumn, which the column must bind), and values
+     * under keyring keys still open with the keyring (or the grant). With
+     * {@link SubjectKeys} (a keyring's column) seals go under the subject's
+     * own key; a grant's sources ({@link GrantSubjects}, {@link
+     * SubjectGrant}) open only. A subject forgotten, holding their key
+     * privately, or without one is {@link WardException.SubjectRefused}.
      */
-    public Column perSubject(SubjectKeys keys, String subjectColumn) {
-        if (keyring == null) {
-            throw new WardException.NotGranted("a grant opens keyring values; per-subject values need the keyring");
+    public Column perSubject(SubjectSource keys, String subjectColumn) {
+        if (keys instanceof SubjectKeys && keyring == null) {
+            throw new WardException.NotGranted("a grant's column opens subjects' values through GrantSubjects or a SubjectGrant, not SubjectKeys");
         }
         int i = bind.indexOf(subjectColumn);
         if (i < 0) {
             throw new WardException.Binding("the subject's column " + subjectColumn + " is not among the columns " + this + " binds");
         }
         return new Column(keyring, source, ledger, java.util.Objects.requireNonNull(keys, "keys"), i, table, column, bind.toArray(String[]::new));
+    }
+
+    /**
+     * The column a subject grant opens (its table and column), binding the
+     * named columns, subjectColumn among them: it opens that subject's
+     * ciphertext v4 values and never seals.
+     */
+    public static Column of(SubjectGrant grant, String subjectColumn, String... bind) {
+        return new Column(null, (h, scope) -> {
+            throw new WardException.NotGranted("a subject grant opens values under the subject's key only");
+        }, grant.table(), grant.column(), bind).perSubject(grant, subjectColumn);
     }
 
     /** The v4 scope of a column: {@code "ward/field/v4" 0 ‖ ℓ(table) ‖ ℓ(column)}. */
@@ -150,8 +162,8 @@ public final class Column {
         if (keyring == null) {
             throw new WardException.NotGranted("a grant opens values; sealing needs the keyring");
         }
-        if (subjects != null) {
-            return subjects.seal(subject(values), plaintext, scope, contextV4(row, values), contextV3(row, values));
+        if (subjects instanceof SubjectKeys keys) {
+            return keys.seal(subject(values), plaintext, scope, contextV4(row, values), contextV3(row, values));
         }
         if (ledger != null && !ledger.allows(LedgerState.CIPHERTEXT_V4)) { // a process of the fleet still reads v3 only
             return keyring.sealV3(plaintext, contextV3(row, values));

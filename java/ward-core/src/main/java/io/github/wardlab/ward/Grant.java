@@ -45,6 +45,7 @@ public final class Grant implements KeySource {
     private final String keyringId;
     private final List<String> scopes;
     private final Map<Slot, Granted> keys = new HashMap<>();
+    private final Map<String, String> subjectColumns = new HashMap<>(); // table.column -> namespace, of per-subject columns
 
     private Grant(JsonNode doc, JsonNode payload) {
         id = text(doc, "id");
@@ -69,8 +70,11 @@ public final class Grant implements KeySource {
             }
             String table = text(k, "table"), column = text(k, "column");
             String ns = k.path("namespace").isTextual() ? k.path("namespace").asText() : "";
-            // A per-subject column's key opens its subjects' wrapped keys (not read here yet).
+            // A per-subject column's key opens its subjects' wraps of that column (GrantSubjects).
             byte[] scope = ns.isEmpty() ? Column.scope(table, column) : subjectGrantScope(ns, table, column);
+            if (!ns.isEmpty()) {
+                subjectColumns.put(table + "." + column, ns);
+            }
             keys.put(new Slot(ByteBuffer.wrap(scope), keyId), new Granted(alg, material));
             named.add(table + "." + column);
             ids.add(String.format("%08x", keyId));
@@ -82,6 +86,20 @@ public final class Grant implements KeySource {
         if (!new ArrayList<>(named).equals(scopes) || !new ArrayList<>(ids).equals(headerKeys)) {
             throw new WardException.CorruptFile("a grant's header does not name its keys");
         }
+    }
+
+    /** The namespace of table.column's subject keys, for a grant of a per-subject column; null otherwise. */
+    String subjectNamespace(String table, String column) {
+        return subjectColumns.get(table + "." + column);
+    }
+
+    /** Opens a subject's wrap of a granted per-subject column (a key row's {@code scoped} entry), bound to context. */
+    byte[] openWrap(String table, String column, byte[] wrap, byte[] context) {
+        String ns = subjectNamespace(table, column);
+        if (ns == null) {
+            throw new WardException.NotGranted("the grant does not open " + Wire.clip(table, 40) + "." + Wire.clip(column, 40) + " under subjects' keys");
+        }
+        return open(wrap, context, subjectGrantScope(ns, table, column));
     }
 
     /** The scope a per-subject column's keys are wrapped under for grants. */

@@ -36,7 +36,7 @@ import javax.sql.DataSource;
  * longer: a subject forgotten by another process stops opening here within
  * it. Safe for concurrent use.
  */
-public final class SubjectKeys {
+public final class SubjectKeys implements SubjectSource {
     /** The table of wrapped subject keys. */
     public static final String KEYS_TABLE = "ward_subject_keys";
     /** The table of forgotten subjects' tombstones. */
@@ -86,10 +86,9 @@ public final class SubjectKeys {
         return namespace;
     }
 
-    /** W(ns, subject, version): what a key row's seal is bound to. */
+    /** W(ns, subject, version): what a key row's wraps are bound to (its seal under the keyring after a label, a grant's wrap as it is). */
     static byte[] wrapContext(String namespace, String subject, long version) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
-        out.writeBytes(WRAP_LABEL);
         Wire.lp(out, namespace);
         Wire.lp(out, subject);
         byte[] v = new byte[4];
@@ -100,7 +99,7 @@ public final class SubjectKeys {
 
     /** A keyring-wrapped subject key's algorithm and material, checked against its row. */
     static Key unwrap(Keyring kr, String namespace, String subject, long version, byte[] wrapped, long until) {
-        byte[] payload = kr.open(wrapped, wrapContext(namespace, subject, version), new byte[0]);
+        byte[] payload = kr.open(wrapped, Wire.concat(WRAP_LABEL, wrapContext(namespace, subject, version)), new byte[0]);
         if (payload.length < 6 || payload[0] != 1) {
             throw new WardException.UnsupportedVersion("a subject key payload of an unknown version");
         }
@@ -170,7 +169,8 @@ public final class SubjectKeys {
     }
 
     /** The AEAD key of a class-2 value of subject: K_scope for v4, the key itself for v3. */
-    byte[] resolve(String subject, Ciphertext.Header h, byte[] scope) {
+    @Override
+    public byte[] resolve(String subject, Ciphertext.Header h, byte[] scope) {
         if (h.keyClass() != Ciphertext.CLASS_SUBJECT) {
             throw new WardException.UnknownKey("a keyring key sealed this value, not a subject key");
         }

@@ -17,6 +17,33 @@ final class Wire {
         out.write((int) n);
     }
 
+    /** Reads an unsigned LEB128 varint of at most 63 bits; -1 when in ends first or it is longer. */
+    static long readUvarint(java.io.ByteArrayInputStream in) {
+        long v = 0;
+        for (int shift = 0; shift < 63; shift += 7) {
+            int b = in.read();
+            if (b < 0) {
+                return -1;
+            }
+            v |= (long) (b & 0x7f) << shift;
+            if (b < 0x80) {
+                return v;
+            }
+        }
+        return -1;
+    }
+
+    /** Reads a length-prefixed field, or null when in ends first. */
+    static byte[] readLp(java.io.ByteArrayInputStream in) {
+        long n = readUvarint(in);
+        if (n < 0 || n > in.available()) {
+            return null;
+        }
+        byte[] out = new byte[(int) n];
+        in.read(out, 0, out.length);
+        return out;
+    }
+
     /** Appends b length-prefixed: uvarint(len(b)) ‖ b. */
     static void lp(ByteArrayOutputStream out, byte[] b) {
         uvarint(out, b.length);

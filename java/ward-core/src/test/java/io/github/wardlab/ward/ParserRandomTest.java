@@ -64,6 +64,19 @@ class ParserRandomTest {
         }
     }
 
+    /** Subject grants, and a key row's scoped column (GrantSubjects). */
+    @Test
+    void subjectGrantsAndScopedWraps() throws Exception {
+        JsonNode v = Vectors.read("field/subject/testdata/subject-v4.json");
+        byte[] seed = Vectors.JSON.writeValueAsBytes(v.get("subject_grant_alice"));
+        byte[] scoped = Vectors.hex(Vectors.read("field/subject/testdata/grant-subject-v1.json").get("keys").get(0).get("scoped_hex").asText());
+        Random rnd = new Random(4);
+        for (int i = 0; i < ROUNDS / 10; i++) {
+            holds("SubjectGrant.parse", SubjectGrant::parse, mutate(rnd, seed));
+            holds("GrantSubjects.scoped", GrantSubjects::scoped, mutate(rnd, scoped));
+        }
+    }
+
     /** seed with a few bytes changed, cut or grown, or random bytes. */
     static byte[] mutate(Random rnd, byte[] seed) {
         if (rnd.nextInt(8) == 0) {
