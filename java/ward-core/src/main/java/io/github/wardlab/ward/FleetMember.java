@@ -361,6 +361,114 @@ public final class FleetMember implements AutoCloseable {
         }
     }
 
+    /** The most registry rows a readiness check reads, as Go's: a database writer can fill the table. */
+    static final int MAX_ROWS = 10_000;
+
+    /**
+     * Whether every process registered in the connection's database reads
+     * form, as Go's {@code fleet.Registry.Ready} decides for a writer that is
+     * not registered (the command line): the verified ledger st records it
+     * open; or it records no wait for it and every live registration of
+     * this keyring declares it. A row that fails its MAC, a row of a release
+     * from before forms, a registry over {@value #MAX_ROWS} rows or a field
+     * over its bound answer no. No registry is a fleet of none: yes.
+     */
+    public static boolean ready(Connection c, Keyring kr, LedgerState st, String table, String form) throws SQLException {
+        if (st.allows(form)) {
+            return true;
+        }
+        if (st.waitingForms().contains(form) || !IDENT.matcher(table).matches()) {
+            return false;
+        }
+        String product = c.getMetaData().getDatabaseProductName().toLowerCase(Locale.ROOT);
+        String keysCol = product.contains("mysql") || product.contains("mariadb") ? "`keys`" : "\"keys\"";
+        String sql = "SELECT " + bounded("id", 1024) + ", " + bounded("host", 1024) + ", pid, " + bounded("keyring", 1024) + ", generation, "
+                + bounded(keysCol, 1 << 20) + ", started, seen, exited, " + bounded("mac", 128) + ", " + bounded("caps", 1 << 20) + " FROM " + table;
+        List<String[]> rows = new ArrayList<>();
+        try (java.sql.Statement q = c.createStatement()) {
+            q.setMaxRows(MAX_ROWS + 1);
+            try (ResultSet rs = q.executeQuery(sql)) {
+                while (rs.next()) {
+                    if (rows.size() == MAX_ROWS) {
+                        return false;
+                    }
+                    String[] r = new String[11];
+                    for (int i = 0; i < r.length; i++) {
+                        r[i] = rs.getString(i + 1);
+                    }
+                    rows.add(r);
+                }
+            }
+        } catch (SQLException e) {
+            try (ResultSet t = c.getMetaData().getTables(null, null, null, new String[] {"TABLE"})) {
+                while (t.next()) {
+                    if (t.getString("TABLE_NAME").equalsIgnoreCase(table)) {
+                        throw e; // there, and unreadable
+                    }
+                }
+            }
+            return true; // no process ever registered
+        }
+        for (String[] r : rows) {
+            if (!kr.id().equals(r[3]) || "1".equals(r[8])) {
+                continue; // another keyring's, or left
+            }
+            FleetRow row = parseRow(r);
+            if (row == null || row.forms().isEmpty() || !row.forms().contains(form) || !macHolds(row, r[9], kr, st)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static String bounded(String col, int max) {
+        return "CASE WHEN LENGTH(" + col + ") > " + max + " THEN NULL ELSE " + col + " END";
+    }
+
+    /** A registry row read back, or null when a field is over its bound or malformed. */
+    static FleetRow parseRow(String[] r) {
+        for (int i : new int[] {0, 1, 3, 5, 9, 10}) {
+            if (r[i] == null) {
+                return null;
+            }
+        }
+        try {
+            List<Long> keys = new ArrayList<>();
+            for (String k : r[5].isEmpty() ? new String[0] : r[5].split(",", -1)) {
+                if (!k.matches("[0-9a-f]{8}")) {
+                    return null;
+                }
+                keys.add(Long.parseLong(k, 16));
+            }
+            List<String> forms = r[10].isEmpty() ? List.of() : List.of(r[10].split(",", -1));
+            return new FleetRow(r[0], r[1], Long.parseLong(r[2]), r[3], Long.parseLong(r[4]), keys, Long.parseLong(r[6]), Long.parseLong(r[7]),
+                    "1".equals(r[8]), forms);
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
+    /** Whether tag is row's MAC: v2 under the epoch it names, bound to st's database; v1 unless the ledger refuses v1 rows. */
+    static boolean macHolds(FleetRow row, String tag, Keyring kr, LedgerState st) {
+        String want;
+        if (tag.startsWith("v2:")) {
+            String[] parts = tag.split(":", -1);
+            if (parts.length != 3 || !parts[1].matches("[0-9a-f]{8}")) {
+                return false;
+            }
+            try {
+                want = row.macV2(kr, Long.parseLong(parts[1], 16), st.database());
+            } catch (WardException e) { // an epoch this keyring does not hold: ended, or never its
+                return false;
+            }
+        } else if (st.marks().contains("integrity:fleet-v2")) {
+            return false;
+        } else {
+            want = row.macV1(kr);
+        }
+        return java.security.MessageDigest.isEqual(want.getBytes(java.nio.charset.StandardCharsets.US_ASCII), tag.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+    }
+
     static String hostName() {
         try {
             String h = Files.readString(Path.of("/proc/sys/kernel/hostname")).strip();

@@ -221,4 +221,55 @@ class FleetMemberTest {
             }
         }
     }
+
+    /**
+     * ready, Go's Registry.Ready for a writer that is not registered (the
+     * command line's --db): no registry, or every live registration declaring
+     * the form, says yes; a valid row without it, a row of a release from
+     * before forms, a row failing its MAC, or the ledger's wait for the form
+     * says no; the ledger's opened form says yes whatever the rows.
+     */
+    @Test
+    void readyAsGoDecidesForAnUnregisteredWriter(@TempDir Path dir) throws Exception {
+        JsonNode g = Vectors.read("field/subject/testdata/subject-v4.json");
+        Keyring kr = Vectors.keyring(g);
+        SQLiteDataSource ds = vectorDatabase(dir, g, kr, forms -> forms.removeAll()); // the vector's ledger opened v4: here it records no wait
+        String v4 = LedgerState.CIPHERTEXT_V4;
+        try (Connection c = ds.getConnection()) {
+            LedgerState st = Ledger.verify(c, kr);
+            assertTrue(FleetMember.ready(c, kr, st, "ward_fleet", v4)); // no process ever registered
+            try (FleetMember m = FleetMember.join(ds, kr, List.of(), null)) {
+                assertTrue(FleetMember.ready(c, kr, st, "ward_fleet", v4));
+                long now = System.currentTimeMillis();
+                FleetRow old = new FleetRow("p-00000000000000aa", "old", 7, kr.id(), kr.generation(), List.of(kr.primary().id()), now, now, false,
+                        List.of("ciphertext:v3"));
+                var ins = c.prepareStatement("INSERT INTO ward_fleet VALUES (?, 'old', 7, ?, ?, ?, ?, ?, 0, ?, ?)");
+                ins.setString(1, old.id());
+                ins.setString(2, kr.id());
+                ins.setLong(3, kr.generation());
+                ins.setString(4, old.keysText());
+                ins.setLong(5, now);
+                ins.setLong(6, now);
+                ins.setString(7, old.macV1(kr));
+                ins.setString(8, old.formsText());
+                ins.executeUpdate();
+                assertFalse(FleetMember.ready(c, kr, st, "ward_fleet", v4)); // a valid row that reads v3 only
+                assertTrue(FleetMember.ready(c, kr, st, "ward_fleet", "ciphertext:v3"));
+                c.createStatement().executeUpdate("UPDATE ward_fleet SET exited = 1 WHERE id = '" + old.id() + "'");
+                assertTrue(FleetMember.ready(c, kr, st, "ward_fleet", v4)); // it left
+                c.createStatement().executeUpdate("UPDATE ward_fleet SET host = 'elsewhere' WHERE id = '" + m.id() + "'");
+                assertFalse(FleetMember.ready(c, kr, st, "ward_fleet", v4)); // fails its MAC
+            }
+        }
+        SQLiteDataSource waiting = vectorDatabase(dir, g, kr, forms -> forms.removeAll().addObject().put("name", v4).put("release", "ward 2026.12").put("since", 1L));
+        try (Connection c = waiting.getConnection()) {
+            assertFalse(FleetMember.ready(c, kr, Ledger.verify(c, kr), "ward_fleet", v4));
+        }
+        SQLiteDataSource open = vectorDatabase(dir, g, kr, forms -> forms.removeAll().addObject().put("name", v4).put("release", "ward 2026.12").put("since", 1L)
+                .put("opened", 2L));
+        try (Connection c = open.getConnection()) {
+            c.createStatement().executeUpdate("UPDATE ward_fleet SET exited = 0, host = 'planted'"); // live rows failing their MACs: no matter
+            assertTrue(FleetMember.ready(c, kr, Ledger.verify(c, kr), "ward_fleet", v4));
+        }
+    }
 }

@@ -13,12 +13,14 @@ import java.util.Set;
  * --row and --bind NAME=VALUE in the column's bind order), the form
  * (--binary) and where the keys are (--keyring, else WARD_KEYRING, or for
  * decrypt a grant file, --grant; the file's wrapper from --kms URL,
- * --master-key-file, else WARD_KMS or WARD_MASTER_KEY). There is no flag that takes a key: a
- * key on a command line is in every process listing.
+ * --master-key-file, else WARD_KMS or WARD_MASTER_KEY), and for encrypt the
+ * database the value is for (--db: the ciphertext version every process
+ * registered there reads). There is no flag that takes a key: a key on a
+ * command line is in every process listing.
  */
 public record Flags(String command, String table, String column, String row, List<String> bindNames,
                     List<String> bindValues, boolean binary, String keyring, String masterKeyFile, String kms, String grant,
-                    EnvelopeFlags envelope) {
+                    EnvelopeFlags envelope, String db) {
 
     /**
      * Envelope encryption (Go's {@code --envelope}, {@code --context},
@@ -35,7 +37,7 @@ public record Flags(String command, String table, String column, String row, Lis
     /** Parses args ({@code encrypt|decrypt [flags]}), with env for the defaults. */
     public static Flags parse(String[] args, Map<String, String> env) throws UsageException {
         if (args.length == 0 || !(args[0].equals("encrypt") || args[0].equals("decrypt"))) {
-            throw new UsageException("usage: ward-java encrypt|decrypt --table T --column C --row R [--bind NAME=VALUE]... [--binary] [--keyring F | --grant F | --envelope [--context C] [--ec K=V,…]] [--kms URL | --master-key-file F]");
+            throw new UsageException("usage: ward-java encrypt|decrypt --table T --column C --row R [--bind NAME=VALUE]... [--binary] [--keyring F [--db URL] | --grant F | --envelope [--context C] [--ec K=V,…]] [--kms URL | --master-key-file F]");
         }
         Builder b = new Builder(args[0], env);
         for (int i = 1; i < args.length; i++) {
@@ -85,11 +87,12 @@ public record Flags(String command, String table, String column, String row, Lis
         RULES.put("--context", new Rule(EnumSet.complementOf(EnumSet.of(Mode.SEAL)),
                 "binds envelopes here (--envelope); a keyring value is bound to --table/--column/--row"));
         RULES.put("--ec", new Rule(EnumSet.complementOf(EnumSet.of(Mode.SEAL)), "is the encryption context of an envelope (--envelope)"));
+        RULES.put("--db", new Rule(EnumSet.of(Mode.SEAL), "is for encrypt under the keyring: the database the value is for"));
     }
 
     private static final class Builder {
         final String command;
-        String table = "", column = "", row = "", keyring, masterKeyFile = "", kms = "", grant = "";
+        String table = "", column = "", row = "", keyring, masterKeyFile = "", kms = "", grant = "", db = "";
         final String kmsEnv;
         boolean binary, envelope;
         String context;
@@ -113,6 +116,7 @@ public record Flags(String command, String table, String column, String row, Lis
                 case "--master-key-file" -> masterKeyFile = value;
                 case "--kms" -> kms = value;
                 case "--grant" -> grant = value;
+                case "--db" -> db = value;
                 case "--context" -> context = value;
                 case "--ec" -> { // k=v,k2=v2, as Go's --ec; repeatable
                     for (String pair : value.split(",", -1)) {
@@ -160,7 +164,7 @@ public record Flags(String command, String table, String column, String row, Lis
                 kms = kmsEnv; // WARD_KMS, else WARD_MASTER_KEY
             }
             return new Flags(command, table, column, row, List.copyOf(names), List.copyOf(values), binary, keyring, masterKeyFile, kms, grant,
-                    new EnvelopeFlags(envelope, context, Map.copyOf(ec)));
+                    new EnvelopeFlags(envelope, context, Map.copyOf(ec)), db);
         }
     }
 }

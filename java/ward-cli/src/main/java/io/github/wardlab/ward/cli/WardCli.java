@@ -3,9 +3,12 @@ package io.github.wardlab.ward.cli;
 import io.github.wardlab.ward.Ciphertext;
 import io.github.wardlab.ward.Column;
 import io.github.wardlab.ward.Envelope;
+import io.github.wardlab.ward.FleetMember;
 import io.github.wardlab.ward.Grant;
 import io.github.wardlab.ward.KeyService;
 import io.github.wardlab.ward.Keyring;
+import io.github.wardlab.ward.Ledger;
+import io.github.wardlab.ward.LedgerState;
 import io.github.wardlab.ward.MasterKey;
 import io.github.wardlab.ward.WardException;
 import io.github.wardlab.ward.awskms.AwsKms;
@@ -24,7 +27,8 @@ import java.util.function.Function;
  * {@code ward-java encrypt|decrypt}: the Go CLI's value commands on the JVM,
  * so operators and tests drive Java as they drive Go ({@code ward}) and
  * Python ({@code ward-py}). encrypt seals stdin for a row (ciphertext v4,
- * the text form and a newline, or with --binary the bytes); decrypt opens a
+ * or with --db the version every process registered there reads; the text
+ * form and a newline, or with --binary the bytes); decrypt opens a
  * value of either form and version 3 or 4 from stdin. Exit codes are the Go
  * CLI's: 0 done, 1 the value does not open or a key or file is refused, 2
  * a usage error. Errors name what failed and never hold a key or a value.
@@ -52,7 +56,7 @@ public final class WardCli {
         try {
             byte[] input = readInput(in);
             boolean envelope = f.envelope().seal() || (f.command().equals("decrypt") && Envelope.isEnvelope(input));
-            byte[] result = envelope ? envelope(f, env, input) : keyringValue(f, env, input);
+            byte[] result = envelope ? envelope(f, env, input) : keyringValue(f, env, input, err);
             out.write(result);
             out.flush();
             Arrays.fill(result, (byte) 0);
@@ -93,7 +97,7 @@ public final class WardCli {
     }
 
     /** A value of the field layer: sealed or opened with the keyring, or opened with a grant. */
-    static byte[] keyringValue(Flags f, Map<String, String> env, byte[] input) throws UsageException {
+    static byte[] keyringValue(Flags f, Map<String, String> env, byte[] input, PrintStream err) throws UsageException {
         if (f.envelope().context() != null || !f.envelope().ec().isEmpty()) {
             throw new UsageException("--context and --ec bind envelopes; this value is not one (bind it with --table/--column/--row)");
         }
@@ -105,12 +109,49 @@ public final class WardCli {
         if (f.grant().isEmpty()) {
             Keyring kr = open(f, env, ks -> Keyring.load(Path.of(f.keyring()), ks));
             col = new Column(kr, f.table(), f.column(), bind);
+            if (!f.db().isEmpty()) {
+                col = gated(col, kr, f.db(), err);
+            }
         } else {
             Grant g = open(f, env, ks -> Grant.load(Path.of(f.grant()), ks));
             col = new Column(g, f.table(), f.column(), bind);
         }
         Object[] values = f.bindValues().toArray();
         return f.command().equals("encrypt") ? encrypt(col, f, input, values) : decrypt(col, f, input, values);
+    }
+
+    /**
+     * The column under the write rule of the fleet registered in the
+     * database url names (Go's encrypt --db): its ledger verified against the
+     * keyring, ciphertext v4 once every process registered there reads it
+     * (FleetMember.ready), v3 until then, said on stderr. url is the Go
+     * CLI's sqlite:PATH (an existing file) or a JDBC URL.
+     */
+    static Column gated(Column col, Keyring kr, String url, PrintStream err) throws UsageException {
+        String jdbc;
+        if (url.startsWith("sqlite:")) {
+            String path = url.substring("sqlite:".length()).replaceFirst("^//", "");
+            if (!java.nio.file.Files.isRegularFile(Path.of(path))) {
+                throw new UsageException("--db: no database at " + path + " (ward-java opens existing databases only)");
+            }
+            jdbc = "jdbc:sqlite:" + path;
+        } else if (url.startsWith("jdbc:")) {
+            jdbc = url;
+        } else {
+            throw new UsageException("--db takes sqlite:PATH or a JDBC URL (jdbc:postgresql://HOST/DB, jdbc:mariadb://HOST/DB)");
+        }
+        try (java.sql.Connection c = java.sql.DriverManager.getConnection(jdbc)) {
+            LedgerState st = Ledger.verify(c, kr);
+            if (!FleetMember.ready(c, kr, st, FleetMember.DEFAULT_TABLE, LedgerState.CIPHERTEXT_V4)) {
+                err.println("ward-java: writing ciphertext v3: not every process registered in --db reads v4 yet (see ward fleet)");
+                return col.checkedBy(st);
+            }
+            java.util.Set<String> opened = new java.util.HashSet<>(st.openedForms());
+            opened.add(LedgerState.CIPHERTEXT_V4);
+            return col.checkedBy(new LedgerState(st.database(), st.counter(), st.epoch(), opened, st.counters(), st.waitingForms(), st.marks(), st.indexes()));
+        } catch (java.sql.SQLException e) {
+            throw new WardException("--db: the database: SQLSTATE " + e.getSQLState());
+        }
     }
 
     /**

@@ -178,6 +178,54 @@ class CliDifferentialTest {
         org.junit.jupiter.api.Assertions.assertTrue(wrong.err().contains("WrongWrapper"), wrong.err());
     }
 
+    /**
+     * encrypt --db as the Go CLI's: ciphertext v4 while every process
+     * registered in the database reads it (here none is), v3 once a live
+     * registration does not say so (a row that fails its MAC), said on
+     * stderr; the Go CLI writes the same version in each state and opens
+     * what ward-java wrote. --db is refused for decrypt and for a path with
+     * no database.
+     */
+    @org.junit.jupiter.api.Test
+    void encryptDbWritesWhatTheFleetReads(@TempDir Path dir) throws Exception {
+        Cli go = external("WARD_GO_CLI");
+        Assumptions.assumeTrue(go != null, "WARD_GO_CLI (the Go ward binary) is not set");
+        Path mk = dir.resolve("mk.b64"), kr = dir.resolve("kr.json"), db = Files.createFile(dir.resolve("app.db"));
+        ok(go.run(dir, new byte[0], List.of("keyring", "gen-master-key", "--out", mk.toString())));
+        List<String> keys = List.of("--keyring", kr.toString(), "--master-key-file", mk.toString());
+        ok(go.run(dir, new byte[0], concat(List.of("keyring", "new"), keys)));
+        ok(go.run(dir, new byte[0], concat(List.of("keyring", "add", "--promote"), keys, List.of("--db", "sqlite:" + db))));
+        List<String> row = List.of("--table", "notes", "--column", "title", "--row", "3", "--db", "sqlite:" + db);
+        for (String version : List.of("w4:", "w3:")) {
+            if (version.equals("w3:")) { // a live registration that fails its MAC: it may read v3 only
+                io.github.wardlab.ward.FleetMember.join(sqlite(db), io.github.wardlab.ward.Keyring.load(kr, io.github.wardlab.ward.MasterKey.load(mk)),
+                        List.of(), null).close();
+                try (java.sql.Connection c = java.sql.DriverManager.getConnection("jdbc:sqlite:" + db)) {
+                    c.createStatement().executeUpdate("UPDATE ward_fleet SET exited = 0, host = 'planted'");
+                }
+            }
+            for (Cli sealer : List.of(go, JAVA)) {
+                Run sealed = sealer.run(dir, "for the fleet".getBytes(StandardCharsets.UTF_8), concat(List.of("encrypt"), keys, row));
+                String text = new String(ok(sealed), StandardCharsets.US_ASCII);
+                org.junit.jupiter.api.Assertions.assertTrue(text.startsWith(version), text);
+                org.junit.jupiter.api.Assertions.assertEquals(version.equals("w3:"), sealed.err().contains("v3"), sealed.err());
+                assertEquals("for the fleet", new String(ok(go.run(dir, sealed.out(), concat(List.of("decrypt"), keys, row.subList(0, 6)))), StandardCharsets.UTF_8));
+            }
+        }
+        assertEquals(2, JAVA.run(dir, new byte[1], concat(List.of("decrypt"), keys, row)).code());
+        assertEquals(2, JAVA.run(dir, new byte[1], concat(List.of("encrypt"), keys, List.of("--table", "t", "--column", "c", "--row", "1", "--db",
+                "sqlite:" + dir.resolve("none.db")))).code());
+        assertEquals(2, JAVA.run(dir, new byte[1], concat(List.of("encrypt"), keys, List.of("--table", "t", "--column", "c", "--row", "1", "--db",
+                "ftp://host/db"))).code());
+        org.junit.jupiter.api.Assertions.assertFalse(Files.exists(dir.resolve("none.db")));
+    }
+
+    static javax.sql.DataSource sqlite(Path db) {
+        org.sqlite.SQLiteDataSource ds = new org.sqlite.SQLiteDataSource();
+        ds.setUrl("jdbc:sqlite:" + db);
+        return ds;
+    }
+
     /** Envelopes both ways between the Go CLI and ward-java: bound to a row and an encryption context, or to a raw context. */
     @org.junit.jupiter.api.Test
     void envelopesBothWays(@TempDir Path dir) throws Exception {
