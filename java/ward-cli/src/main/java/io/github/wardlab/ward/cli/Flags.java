@@ -84,8 +84,8 @@ public record Flags(String command, String table, String column, String row, Lis
         RULES.put("--envelope", new Rule(EnumSet.of(Mode.SEAL_ENVELOPE), "is for encrypt: decrypt reads envelopes by their form"));
         RULES.put("--grant", new Rule(EnumSet.of(Mode.OPEN_GRANT), "opens values: encrypt needs the keyring"));
         RULES.put("--binary", new Rule(EnumSet.of(Mode.SEAL, Mode.SEAL_ENVELOPE), "is for encrypt: decrypt reads either form"));
-        RULES.put("--context", new Rule(EnumSet.complementOf(EnumSet.of(Mode.SEAL)),
-                "binds envelopes here (--envelope); a keyring value is bound to --table/--column/--row"));
+        RULES.put("--context", new Rule(EnumSet.complementOf(EnumSet.of(Mode.OPEN_GRANT)),
+                "is not a grant's: a grant opens values of the columns it names (--table/--column/--row)"));
         RULES.put("--ec", new Rule(EnumSet.complementOf(EnumSet.of(Mode.SEAL)), "is the encryption context of an envelope (--envelope)"));
         RULES.put("--db", new Rule(EnumSet.of(Mode.SEAL), "is for encrypt under the keyring: the database the value is for"));
     }

@@ -98,8 +98,11 @@ public final class WardCli {
 
     /** A value of the field layer: sealed or opened with the keyring, or opened with a grant. */
     static byte[] keyringValue(Flags f, Map<String, String> env, byte[] input, PrintStream err) throws UsageException {
-        if (f.envelope().context() != null || !f.envelope().ec().isEmpty()) {
-            throw new UsageException("--context and --ec bind envelopes; this value is not one (bind it with --table/--column/--row)");
+        if (!f.envelope().ec().isEmpty()) {
+            throw new UsageException("--ec binds envelopes; this value is not one");
+        }
+        if (f.envelope().context() != null) {
+            return rawContextValue(f, env, input);
         }
         if (f.grant().isEmpty() && f.keyring().isEmpty()) {
             throw new UsageException("no keyring: pass --keyring or set WARD_KEYRING (or --grant FILE)");
@@ -118,6 +121,25 @@ public final class WardCli {
         }
         Object[] values = f.bindValues().toArray();
         return f.command().equals("encrypt") ? encrypt(col, f, input, values) : decrypt(col, f, input, values);
+    }
+
+    /**
+     * A keyring value bound to a raw --context instead of a row (the Go
+     * CLI's kr.Seal and kr.Open): ciphertext v3 under the primary, class 1,
+     * the context as it is; --db needs a row's column.
+     */
+    static byte[] rawContextValue(Flags f, Map<String, String> env, byte[] input) throws UsageException {
+        if (!f.db().isEmpty()) {
+            throw new UsageException("--db needs --table, --column and --row: the fleet's forms are a column's");
+        }
+        Keyring kr = open(f, env, ks -> Keyring.load(Path.of(f.keyring()), ks));
+        byte[] context = f.envelope().context().getBytes(StandardCharsets.UTF_8);
+        if (f.command().equals("decrypt")) {
+            byte[] stored = input.length > 0 && input[0] == 'w' ? new String(input, StandardCharsets.US_ASCII).strip().getBytes(StandardCharsets.US_ASCII) : input;
+            return kr.open(Ciphertext.decode(stored), context, new byte[0]);
+        }
+        byte[] ct = kr.sealV3(input, context);
+        return f.binary() ? ct : (Ciphertext.toText(ct) + "\n").getBytes(StandardCharsets.US_ASCII);
     }
 
     /**

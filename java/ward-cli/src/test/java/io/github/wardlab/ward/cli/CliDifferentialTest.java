@@ -220,6 +220,22 @@ class CliDifferentialTest {
         org.junit.jupiter.api.Assertions.assertFalse(Files.exists(dir.resolve("none.db")));
     }
 
+    /** A keyring value bound to a raw --context: the Go CLI's opens in ward-java and ward-java's in the Go CLI; another context does not. */
+    @org.junit.jupiter.api.Test
+    void rawContextsBothWays(@TempDir Path dir) throws Exception {
+        Cli go = external("WARD_GO_CLI");
+        Assumptions.assumeTrue(go != null, "WARD_GO_CLI (the Go ward binary) is not set");
+        Path mk = dir.resolve("mk.b64"), kr = dir.resolve("kr.json");
+        ok(go.run(dir, new byte[0], List.of("keyring", "gen-master-key", "--out", mk.toString())));
+        List<String> keys = List.of("--keyring", kr.toString(), "--master-key-file", mk.toString());
+        ok(go.run(dir, new byte[0], concat(List.of("keyring", "new"), keys)));
+        for (Cli[] pair : new Cli[][] {{go, JAVA}, {JAVA, go}}) {
+            byte[] ct = ok(pair[0].run(dir, "raw context é".getBytes(StandardCharsets.UTF_8), concat(List.of("encrypt", "--context", "invoice 7"), keys)));
+            assertEquals("raw context é", new String(ok(pair[1].run(dir, ct, concat(List.of("decrypt", "--context", "invoice 7"), keys))), StandardCharsets.UTF_8));
+            assertEquals(1, pair[1].run(dir, ct, concat(List.of("decrypt", "--context", "invoice 8"), keys)).code());
+        }
+    }
+
     static javax.sql.DataSource sqlite(Path db) {
         org.sqlite.SQLiteDataSource ds = new org.sqlite.SQLiteDataSource();
         ds.setUrl("jdbc:sqlite:" + db);

@@ -292,7 +292,14 @@ class WardCliTest {
                 {"encrypt", "--envelope=yes", "--context", "c"}}) {
             assertEquals(2, run(utf8("x"), Map.of("WARD_MASTER_KEY", masterKeyText), bad).code(), String.join(" ", bad));
         }
-        assertEquals(2, run(sealed.out(), Map.of("WARD_MASTER_KEY", masterKeyText),
-                new String[] {"decrypt", "--context", "c", "--keyring", keyring.toString()}).code()); // a keyring value, bound to a context
+        assertEquals(1, run(sealed.out(), Map.of("WARD_MASTER_KEY", masterKeyText),
+                new String[] {"decrypt", "--context", "c", "--keyring", keyring.toString()}).code()); // a row's value does not open under a raw context
+        // A keyring value bound to a raw context (the Go CLI's --context): v3, opening under that context only.
+        String[] kr = {"--keyring", keyring.toString()};
+        Run raw3 = run(utf8("bound"), Map.of("WARD_MASTER_KEY", masterKeyText), concat(new String[] {"encrypt", "--context", "ctx"}, kr));
+        assertTrue(raw3.text().startsWith("w3:"), raw3.text());
+        assertEquals("bound", run(raw3.out(), Map.of("WARD_MASTER_KEY", masterKeyText), concat(new String[] {"decrypt", "--context", "ctx"}, kr)).text());
+        assertEquals(1, run(raw3.out(), Map.of("WARD_MASTER_KEY", masterKeyText), concat(new String[] {"decrypt", "--context", "other"}, kr)).code());
+        assertEquals(2, run(utf8("x"), Map.of("WARD_MASTER_KEY", masterKeyText), concat(new String[] {"encrypt", "--context", "ctx", "--db", "sqlite:x"}, kr)).code());
     }
 }
