@@ -205,44 +205,30 @@ public final class FleetMember implements AutoCloseable {
 
     private void insert(Connection c) throws SQLException {
         FleetRow r = row(false);
-        try (PreparedStatement st = c.prepareStatement("INSERT INTO " + table + " (id, host, pid, keyring, generation, " + keysCol
-                + ", started, seen, exited, mac, caps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)")) {
-            st.setString(1, r.id());
-            st.setString(2, r.host());
-            st.setLong(3, r.pid());
-            st.setString(4, r.keyring());
-            st.setLong(5, r.generation());
-            st.setString(6, r.keysText());
-            st.setLong(7, r.started());
-            st.setLong(8, r.seen());
-            st.setString(9, mac(r));
-            st.setString(10, r.formsText());
-            st.executeUpdate();
-        }
+        execute(c, "INSERT INTO " + table + " (id, host, pid, keyring, generation, " + keysCol + ", started, seen, exited, mac, caps)"
+                + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)", r.id(), r.host(), r.pid(), r.keyring(), r.generation(), r.keysText(), r.started(),
+                r.seen(), mac(r), r.formsText());
     }
 
     /** Writes the row now; whether a row was there to update. */
     private boolean write(Connection c, boolean exited) throws SQLException {
         FleetRow r = row(exited);
-        try (PreparedStatement st = c.prepareStatement("UPDATE " + table + " SET generation = ?, " + keysCol
-                + " = ?, seen = ?, exited = ?, mac = ?, caps = ? WHERE id = ? AND exited = 0")) {
-            st.setLong(1, r.generation());
-            st.setString(2, r.keysText());
-            st.setLong(3, r.seen());
-            st.setInt(4, exited ? 1 : 0);
-            st.setString(5, mac(r));
-            st.setString(6, r.formsText());
-            st.setString(7, id);
-            return st.executeUpdate() > 0;
+        return execute(c, "UPDATE " + table + " SET generation = ?, " + keysCol + " = ?, seen = ?, exited = ?, mac = ?, caps = ? WHERE id = ? AND exited = 0",
+                r.generation(), r.keysText(), r.seen(), exited ? 1 : 0, mac(r), r.formsText(), id) > 0;
+    }
+
+    /** Runs one statement with its parameters; the rows it changed. */
+    private static int execute(Connection c, String sql, Object... args) throws SQLException {
+        try (PreparedStatement st = c.prepareStatement(sql)) {
+            for (int i = 0; i < args.length; i++) {
+                st.setObject(i + 1, args[i]);
+            }
+            return st.executeUpdate();
         }
     }
 
     private LedgerState verifyLedger() {
-        try (Connection c = db.getConnection()) {
-            return ledger = Ledger.verify(c, keyring, ledgerTable, false);
-        } catch (SQLException e) {
-            throw new WardException.Ledger("no connection to read the ledger: SQLSTATE " + e.getSQLState());
-        }
+        return ledger = Ledger.verify(db, keyring, ledgerTable);
     }
 
     /** Refuses the forms this process lacks: open ones, and at a join waiting ones. */

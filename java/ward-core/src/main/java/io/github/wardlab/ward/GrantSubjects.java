@@ -51,15 +51,11 @@ public final class GrantSubjects implements SubjectSource {
         if (wrap == null) {
             throw new WardException.SubjectRefused("the subject's key holds no wrap for this grant: forgotten, private, or not sealed since the grant");
         }
-        byte[] payload = grant.openWrap(table, column, wrap, SubjectKeys.wrapContext(namespace, subject, h.keyId()));
-        if (payload.length < 6 || payload[0] != 1) {
-            throw new WardException.UnsupportedVersion("a granted key payload of an unknown version");
-        }
-        Algorithm alg = Algorithm.ofCode(payload[1] & 0xff);
-        if (Wire.u32(payload, 2) != h.keyId() || payload.length != 6 + alg.keySize() || alg != h.alg()) {
+        SubjectKeys.Key k = SubjectKeys.payload(grant.openWrap(table, column, wrap, SubjectKeys.wrapContext(namespace, subject, h.keyId())), h.keyId(), 0);
+        if (k.alg() != h.alg()) {
             throw new WardException.Malformed("a granted key that does not match its row");
         }
-        return Arrays.copyOfRange(payload, 6, payload.length);
+        return k.material();
     }
 
     private byte[] read(String subject, long version) {

@@ -83,6 +83,19 @@ public final class Ledger {
         }
     }
 
+    /**
+     * Verifies the ledger on a connection of its own from db (the members
+     * and stores that keep a DataSource); a database that cannot be reached
+     * is a typed {@link WardException.Ledger} naming its SQLSTATE only.
+     */
+    public static LedgerState verify(javax.sql.DataSource db, Keyring kr, String table) {
+        try (Connection c = db.getConnection()) {
+            return verify(c, kr, table, false);
+        } catch (SQLException e) {
+            throw new WardException.Ledger("no connection to read the ledger: SQLSTATE " + e.getSQLState());
+        }
+    }
+
     static String shareLock(String product) {
         String p = product == null ? "" : product.toLowerCase(java.util.Locale.ROOT);
         if (p.contains("postgres")) {

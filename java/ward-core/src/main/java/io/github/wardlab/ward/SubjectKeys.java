@@ -99,7 +99,15 @@ public final class SubjectKeys implements SubjectSource {
 
     /** A keyring-wrapped subject key's algorithm and material, checked against its row. */
     static Key unwrap(Keyring kr, String namespace, String subject, long version, byte[] wrapped, long until) {
-        byte[] payload = kr.open(wrapped, Wire.concat(WRAP_LABEL, wrapContext(namespace, subject, version)), new byte[0]);
+        return payload(kr.open(wrapped, Wire.concat(WRAP_LABEL, wrapContext(namespace, subject, version)), new byte[0]), version, until);
+    }
+
+    /**
+     * A subject key payload (v1: 1, the algorithm's code, BE32 version, the
+     * key), checked against the version of the row it came from: the
+     * keyring's wrap of it, or a grant's.
+     */
+    static Key payload(byte[] payload, long version, long until) {
         if (payload.length < 6 || payload[0] != 1) {
             throw new WardException.UnsupportedVersion("a subject key payload of an unknown version");
         }
@@ -185,11 +193,7 @@ public final class SubjectKeys implements SubjectSource {
     public LedgerState ledger() {
         LedgerState l = ledger;
         if (l == null) {
-            try (Connection c = db.getConnection()) {
-                l = ledger = Ledger.verify(c, keyring, ledgerTable, false);
-            } catch (SQLException e) {
-                throw new WardException.Ledger("no connection to read the ledger: SQLSTATE " + e.getSQLState());
-            }
+            l = ledger = Ledger.verify(db, keyring, ledgerTable);
         }
         return l;
     }

@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -85,13 +83,7 @@ class EnvelopeTest {
     /** The Go CLI seals, Java opens; Java seals, the Go CLI opens: bound to a row, or to a raw context and encryption context. */
     @Test
     void bothWaysWithTheGoCli(@TempDir Path dir) throws Exception {
-        String cli = System.getenv("WARD_GO_CLI");
-        if (cli == null || cli.isEmpty()) {
-            if (System.getenv("WARD_CI") != null) {
-                fail("WARD_GO_CLI is not set in CI");
-            }
-            assumeTrue(false, "WARD_GO_CLI is not set");
-        }
+        Vectors.requireGoCli();
         Path mkFile = dir.resolve("mk.b64");
         go(new byte[0], "keyring", "gen-master-key", "--out", mkFile.toString());
         MasterKey mk = MasterKey.load(mkFile);

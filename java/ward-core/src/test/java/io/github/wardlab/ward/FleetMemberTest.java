@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -63,16 +61,6 @@ class FleetMemberTest {
         }
     }
 
-    static void requireGo() {
-        String cli = System.getenv("WARD_GO_CLI");
-        if (cli == null || cli.isEmpty()) {
-            if (System.getenv("WARD_CI") != null) {
-                fail("WARD_GO_CLI is not set in CI");
-            }
-            assumeTrue(false, "WARD_GO_CLI is not set");
-        }
-    }
-
     /** The Go CLI's exit code and output. */
     static Object[] goRun(String... args) throws Exception {
         List<String> cmd = new ArrayList<>(List.of(System.getenv("WARD_GO_CLI")));
@@ -103,7 +91,7 @@ class FleetMemberTest {
      */
     @Test
     void aRotationWaitsForAJvmProcessAndOneLoadedFromTheFileFollowsIt(@TempDir Path dir) throws Exception {
-        requireGo();
+        Vectors.requireGoCli();
         Path mk = dir.resolve("mk.b64"), krFile = dir.resolve("kr.json"), db = Files.createFile(dir.resolve("app.db"));
         LedgerTest.go("keyring", "gen-master-key", "--out", mk.toString());
         LedgerTest.go("keyring", "new", "--keyring", krFile.toString(), "--master-key-file", mk.toString());

@@ -67,7 +67,7 @@ class KeyringTest {
      */
     @Test
     void followsTheFileForward(@TempDir Path dir) throws Exception {
-        FleetMemberTest.requireGo();
+        Vectors.requireGoCli();
         Path mk = dir.resolve("mk.b64"), file = dir.resolve("kr.json");
         LedgerTest.go("keyring", "gen-master-key", "--out", mk.toString());
         LedgerTest.go("keyring", "new", "--keyring", file.toString(), "--master-key-file", mk.toString());

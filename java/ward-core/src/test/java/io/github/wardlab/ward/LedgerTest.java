@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.charset.StandardCharsets;
@@ -117,13 +115,7 @@ class LedgerTest {
     /** The Go CLI writes the ledger into a SQLite database (a key added with --db); Java reads and verifies it over JDBC. */
     @Test
     void aLedgerTheGoCliWroteVerifiesOverJdbc(@TempDir Path dir) throws Exception {
-        String cli = System.getenv("WARD_GO_CLI");
-        if (cli == null || cli.isEmpty()) {
-            if (System.getenv("WARD_CI") != null) {
-                fail("WARD_GO_CLI is not set in CI");
-            }
-            assumeTrue(false, "WARD_GO_CLI is not set");
-        }
+        Vectors.requireGoCli();
         Path mk = dir.resolve("mk.b64"), kr = dir.resolve("kr.json"), db = Files.createFile(dir.resolve("app.db"));
         go("keyring", "gen-master-key", "--out", mk.toString());
         go("keyring", "new", "--keyring", kr.toString(), "--master-key-file", mk.toString());

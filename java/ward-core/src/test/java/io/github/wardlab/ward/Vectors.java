@@ -58,4 +58,15 @@ final class Vectors {
         }
         return out.toArray();
     }
+
+    /** Skips a test without the Go CLI (WARD_GO_CLI), or fails it in CI, which always builds it. */
+    static void requireGoCli() {
+        String cli = System.getenv("WARD_GO_CLI");
+        if (cli == null || cli.isEmpty()) {
+            if (System.getenv("WARD_CI") != null) {
+                org.junit.jupiter.api.Assertions.fail("WARD_GO_CLI is not set in CI");
+            }
+            org.junit.jupiter.api.Assumptions.assumeTrue(false, "WARD_GO_CLI is not set");
+        }
+    }
 }
