@@ -29,6 +29,7 @@ from .errors import (
 from .field import Column, RowMAC, field_scope
 from .fleet import FleetMember
 from .grant import Grant
+from .journal import ForgetJournal
 from .keyring import Keyring
 from .kms import AwsKms, MasterKey
 
@@ -36,7 +37,7 @@ __version__ = "0.4.0"
 
 __all__ = [
     "AuthenticationError", "AwsKms", "BindingError", "BlindIndex", "Indexer", "Column", "CorruptFileError",
-    "FleetMember", "FormsMissingError", "Grant", "KeyDisabledError", "Keyring", "LedgerError", "StaleKeyringError", "MalformedError", "MasterKey",
+    "FleetMember", "ForgetJournal", "FormsMissingError", "Grant", "KeyDisabledError", "Keyring", "LedgerError", "StaleKeyringError", "MalformedError", "MasterKey",
     "NotGrantedError", "RowMAC", "SubjectRefusedError", "UnknownKeyError", "UnsupportedVersionError",
     "WardError", "WrongContextError", "WrongWrapperError", "field_scope",
 ]

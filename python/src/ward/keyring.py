@@ -88,6 +88,22 @@ def unwrap_file(doc: Mapping[str, Any], aad: bytes, ks: KeyService, purpose: str
         raise CorruptFileError("the file failed authentication") from None
 
 
+# MAX_RETAINED bounds a keyring's removed keys, as Go's keyring.
+MAX_RETAINED = 4096
+
+
+def _removed(ids: Any, held: Mapping[int, Any]) -> frozenset[int]:
+    """The IDs of keys ``ward keyring retire`` removed for good (their
+    integrity epochs ended): never a held key's."""
+    if ids is None:
+        return frozenset()
+    if not isinstance(ids, list) or len(ids) > MAX_RETAINED:
+        raise CorruptFileError("a keyring's removed keys: not a list, or too many")
+    if any(type(i) is not int or not 0 < i <= 0xFFFFFFFF or i in held for i in ids):
+        raise CorruptFileError("a keyring's removed keys: a bad ID")
+    return frozenset(ids)
+
+
 class Keyring:
     """A loaded keyring. Opens ciphertext v1–v4 of class 1 under its keys,
     seals under its primary, derives blind-index and ledger keys."""
@@ -105,6 +121,7 @@ class Keyring:
                 self.keys[key.id] = key
             self.state_keys = {int(s["epoch"]): b64std(s["secret"], "secret") for s in payload.get("state_keys") or []}
             self.anchors: dict[str, dict[str, Any]] = dict(payload.get("anchors") or {})
+            self.removed = _removed(payload.get("removed"), self.keys)
         except (KeyError, TypeError, ValueError) as e:
             raise CorruptFileError(f"a keyring payload: {type(e).__name__}") from None
         if len(self._root) != 32 or len(self._root_salt) != 32:

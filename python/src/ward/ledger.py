@@ -3,6 +3,9 @@ keyring and its anchor before this package writes anything."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import hmac
 import json
 from dataclasses import dataclass, field
@@ -30,6 +33,52 @@ class LedgerState:
         """Whether the fleet opened a form (``ciphertext:v4``): every
         registered process reads it, so it may be written."""
         return form in self.opened_forms
+
+    @property
+    def marks(self) -> frozenset[str]:
+        """The ledger's marks, such as ``integrity:private-v2:NS``."""
+        return frozenset(m if isinstance(m, str) else str(m.get("name", "")) for m in self.body.get("marks") or [])
+
+    def tally(self, name: str) -> Tally:
+        """A counter's tally (FORMAT.md, "Tallies"): the recorded one, or one
+        starting at the counter's count (a counter from before tallies), as
+        Go's ``State.Tally``; a malformed one is a :class:`LedgerError`."""
+        t = (self.body.get("tallies") or {}).get(name)
+        if t is None:
+            n = int((self.body.get("counters") or {}).get(name, 0))
+            return Tally(n, n, b"")
+        try:
+            tally = Tally(int(t.get("count", 0)), int(t.get("since", 0)), base64.b64decode(t.get("head", ""), validate=True))
+        except (ValueError, TypeError, AttributeError, binascii.Error):
+            raise LedgerError(f"the ledger's tally {name[:60]!r} is malformed") from None
+        if not tally.valid():
+            raise LedgerError(f"the ledger's tally {name[:60]!r} is malformed")
+        return tally
+
+
+@dataclass(frozen=True)
+class Tally:
+    """A ledger's tally (FORMAT.md, "Tallies"): a counter's count, the count
+    its hash chain started at, and the chain's newest link (32 bytes, empty
+    at its start), as Go's ``ledger.Tally``."""
+
+    count: int
+    since: int
+    head: bytes = b""
+
+    def add(self, identity: bytes) -> "Tally":
+        """The tally with one more identity counted: head' = SHA-256("ward
+        tally v1" 0x00 || head || identity), 32 zero bytes for no head."""
+        head = hashlib.sha256(b"ward tally v1\x00" + (self.head or bytes(32)) + identity).digest()
+        return Tally(self.count + 1, self.since, head)
+
+    def valid(self) -> bool:
+        """Whether the head is empty or 32 bytes, the chain starts no later
+        than the count, and the head is empty exactly at its start."""
+        return len(self.head) in (0, 32) and 0 <= self.since <= self.count < 1 << 64 and (len(self.head) > 0) == (self.count > self.since)
+
+    def __str__(self) -> str:
+        return f"{self.count}/{self.since}/{self.head.hex() if self.head else '-'}"
 
 
 def verify_row(kr: Keyring, counter: int, body: str, mac_hex: str) -> LedgerState:

@@ -15,6 +15,7 @@ from ._db import query
 from ._wire import lp
 from .ciphertext import CLASS_SUBJECT, Header, scoped_key, seal_v3, seal_v4
 from .errors import SubjectRefusedError, UnknownKeyError, WardError
+from .journal import ForgetJournal
 from .keyring import Keyring
 from .ledger import DEFAULT_TABLE, LedgerState, verify
 
@@ -52,10 +53,19 @@ class SubjectKeys:
 
     Unwrapped keys are cached for ``ttl`` seconds (30, as in Go), never
     longer: a subject forgotten by another process stops opening here
-    within it, however long the job runs."""
+    within it, however long the job runs.
 
-    def __init__(self, conn: Any, keyring: Keyring, namespace: str, ledger_table: str = DEFAULT_TABLE, ttl: float = DEFAULT_TTL):
+    With the fleet's forget ``journal`` (:class:`ward.ForgetJournal`), a
+    seal is also refused for a subject the journal records as private whose
+    newest key in the database is keyring-wrapped: a database writer
+    deleted the user-held key rows or put back older ones (Go's
+    ``subject.ErrPrivateKeysChanged``). Without it, such a seal goes under
+    the put-back key, which the keyring's holder can open."""
+
+    def __init__(self, conn: Any, keyring: Keyring, namespace: str, ledger_table: str = DEFAULT_TABLE, ttl: float = DEFAULT_TTL,
+                 journal: ForgetJournal | None = None):
         self.conn, self.keyring, self.namespace = conn, keyring, namespace
+        self.journal = journal
         self.ledger_table = ledger_table
         self.ttl = ttl
         self._keys: dict[tuple[str, int], tuple[aead.Algorithm, bytes, float]] = {}
@@ -131,6 +141,9 @@ class SubjectKeys:
         st = self.ledger()
         self._refuse_forgotten(subject)
         v, alg, material = self.key(subject)
+        if self.journal is not None and self.journal.is_private(st.database, self.namespace, subject, lambda: verify(self.conn, self.keyring, self.ledger_table)):
+            raise SubjectRefusedError("the forget journal records the subject as private, but its newest key in the database is keyring-wrapped "
+                                      "(a database writer deleted its user-held keys or put back older ones): nothing is sealed under it")
         if v < key_floor(int((st.body.get("counters") or {}).get("subject.floor:" + self.namespace, 0))):
             raise SubjectRefusedError("the subject's newest key version is under the namespace's key floor, which a grant's revocation raised "
                                       "(a database writer deleted the newer ones, or restored the key table): a Go process gives the subject a new version first")

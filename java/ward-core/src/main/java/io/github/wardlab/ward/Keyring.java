@@ -433,6 +433,11 @@ public final class Keyring implements KeySource {
         return st.anchors.keySet();
     }
 
+    /** Whether {@code ward keyring retire} removed the key of that ID from this file for good (its integrity epoch ended). */
+    boolean removedKey(long id) {
+        return st.removed.contains(id);
+    }
+
     /** Whether this keyring holds a key of that ID (in any state). */
     boolean holds(long id) {
         return st.keys.containsKey(id);

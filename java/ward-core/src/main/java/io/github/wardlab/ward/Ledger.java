@@ -153,7 +153,22 @@ public final class Ledger {
                     i.path("spare").asText(""), i.path("normalizer").asText(""), i.path("normalizer_version").asInt(0), i.path("size").asInt(0),
                     i.path("epoch").asLong(0), i.hasNonNull("rekey")));
         }
-        return new LedgerState(db, counter, epoch, opened, counters, waiting, marks, indexes);
+        return new LedgerState(db, counter, epoch, opened, counters, waiting, marks, indexes, tallies(st.path("tallies")));
+    }
+
+    /** The ledger's tallies ({@code {"name": {"count", "since", "head"}}}, the head base64), each valid or a typed error. */
+    private static Map<String, Tally> tallies(JsonNode node) {
+        Map<String, Tally> out = new HashMap<>();
+        for (var e : node.properties()) {
+            JsonNode t = e.getValue();
+            String head = t.path("head").asText("");
+            Tally tally = new Tally(t.path("count").asLong(0), t.path("since").asLong(0), head.isEmpty() ? null : Wire.b64std(head, "a tally's head"));
+            if (!tally.valid()) {
+                throw new WardException.Ledger("the ledger's tally " + Wire.clip(e.getKey(), 60) + " is malformed");
+            }
+            out.put(e.getKey(), tally);
+        }
+        return out;
     }
 
     private static void checkMac(Keyring kr, long epoch, String db, String body, byte[] mac) {

@@ -19,9 +19,11 @@ import java.util.Set;
  * @param marks the ledger's marks, such as {@code integrity:fleet-v2}
  * @param indexes the blind indexes v2 the ledger records, each with the
  *     integrity epoch its stored values are computed under
+ * @param tallies the tallies of counters counted by identity, such as
+ *     {@code subject.private:NS} (FORMAT.md, "Tallies")
  */
 public record LedgerState(String database, long counter, long epoch, Set<String> openedForms, Map<String, Long> counters, Set<String> waitingForms,
-        Set<String> marks, java.util.List<Index> indexes) {
+        Set<String> marks, java.util.List<Index> indexes, Map<String, Tally> tallies) {
     /**
      * A recorded blind index (FORMAT.md, "Keyring ledger", {@code indexes}):
      * what Go's {@code ledger.IndexColumn} holds.
@@ -50,11 +52,26 @@ public record LedgerState(String database, long counter, long epoch, Set<String>
         waitingForms = Set.copyOf(waitingForms);
         marks = Set.copyOf(marks);
         indexes = java.util.List.copyOf(indexes);
+        tallies = Map.copyOf(tallies);
     }
 
     /** A state without named counters, waits or marks. */
     public LedgerState(String database, long counter, long epoch, Set<String> openedForms) {
-        this(database, counter, epoch, openedForms, Map.of(), Set.of(), Set.of(), java.util.List.of());
+        this(database, counter, epoch, openedForms, Map.of(), Set.of(), Set.of(), java.util.List.of(), Map.of());
+    }
+
+    /**
+     * The named counter's tally: the recorded one, or one starting at the
+     * counter's count (a counter from before tallies), as Go's {@code
+     * State.Tally}.
+     */
+    public Tally tally(String name) {
+        Tally t = tallies.get(name);
+        if (t != null) {
+            return t;
+        }
+        long n = counter(name);
+        return new Tally(n, n, null);
     }
 
     /** The ledger's record of the index of table.column named name, or null. */

@@ -32,6 +32,13 @@ import javax.sql.DataSource;
  * key table). It seals only after the database's ledger verifies, and
  * writes ciphertext v4 only once the fleet opened it (v3 until then).
  *
+ * <p>With the fleet's forget journal ({@link #withJournal}), a seal is also
+ * refused for a subject the journal records as private whose newest key
+ * in the database is keyring-wrapped: a database writer deleted the
+ * user-held key rows, or put back keys from before the subject went
+ * private (Go's {@code subject.ErrPrivateKeysChanged}). Without it, such a
+ * seal goes under the put-back key, which the keyring's holder can open.
+ *
  * <p>Unwrapped keys are kept for {@link #DEFAULT_TTL} (as Go's), never
  * longer: a subject forgotten by another process stops opening here within
  * it. Safe for concurrent use.
@@ -59,6 +66,7 @@ public final class SubjectKeys implements SubjectSource {
     private final String ledgerTable;
     private final long ttlNanos;
     private final Map<CacheId, Key> cache = new LinkedHashMap<>();
+    private final ForgetJournal journal;
     private volatile LedgerState ledger;
 
     /** The keys of namespace in db, with the default ledger table and TTL. */
@@ -68,6 +76,11 @@ public final class SubjectKeys implements SubjectSource {
 
     /** The keys of namespace in db; the ledger is verified from ledgerTable, keys kept for ttl (zero: not kept). */
     public SubjectKeys(DataSource db, Keyring keyring, String namespace, String ledgerTable, Duration ttl) {
+        this(db, keyring, namespace, ledgerTable, ttl, null);
+    }
+
+    private SubjectKeys(DataSource db, Keyring keyring, String namespace, String ledgerTable, Duration ttl, ForgetJournal journal) {
+        this.journal = journal;
         this.db = Objects.requireNonNull(db, "db");
         this.keyring = Objects.requireNonNull(keyring, "keyring");
         if (namespace == null || namespace.isEmpty()) {
@@ -79,6 +92,15 @@ public final class SubjectKeys implements SubjectSource {
         this.namespace = namespace;
         this.ledgerTable = ledgerTable;
         this.ttlNanos = ttl.toNanos();
+    }
+
+    /**
+     * These keys, asking journal at each seal whether the subject went
+     * private (the folder the fleet's Go processes append to with {@code
+     * --forget-journal} or {@code subject.Config.Journal}).
+     */
+    public SubjectKeys withJournal(ForgetJournal journal) {
+        return new SubjectKeys(db, keyring, namespace, ledgerTable, Duration.ofNanos(ttlNanos), Objects.requireNonNull(journal, "journal"));
     }
 
     /** The namespace. */
@@ -208,6 +230,10 @@ public final class SubjectKeys implements SubjectSource {
         LedgerState st = ledger();
         refuseForgotten(subject);
         Key k = key(subject, null);
+        if (journal != null && journal.isPrivate(st.database(), namespace, subject, () -> Ledger.verify(db, keyring, ledgerTable))) {
+            throw new WardException.SubjectRefused("the forget journal records the subject as private, but its newest key in the database is keyring-wrapped"
+                    + " (a database writer deleted its user-held keys or put back older ones): nothing is sealed under it");
+        }
         if (k.version() < keyFloor(st.counter("subject.floor:" + namespace))) {
             throw new WardException.SubjectRefused("the subject's newest key version is under the namespace's key floor, which a grant's revocation raised"
                     + " (a database writer deleted the newer ones, or restored the key table): a Go process gives the subject a new version first");

@@ -78,6 +78,32 @@ class ParserRandomTest {
     }
 
     /** seed with a few bytes changed, cut or grown, or random bytes. */
+    @Test
+    void forgetJournalLines() throws Exception {
+        JsonNode v = Vectors.read("forgetlog/testdata/vectors.json");
+        ForgetJournal.Keys keys = ForgetJournalTest.keys(v, v.get("epoch").asLong());
+        JournalRecords.Checker checker = new JournalRecords.Checker() {
+            public byte[] macKey(JournalRecords.Rec r) {
+                return r.chained() ? keys.at(r.epoch()) : keys.mac();
+            }
+
+            public boolean ended(long epoch) {
+                return epoch % 2 == 0;
+            }
+        };
+        JournalRecords recs = new JournalRecords("db-0123456789abcdef", checker);
+        Random rnd = new Random(5);
+        JsonNode records = v.get("records");
+        for (int i = 0; i < ROUNDS; i++) {
+            byte[] in = mutate(rnd, records.get(rnd.nextInt(records.size())).get("line").asText().getBytes(StandardCharsets.UTF_8));
+            byte[] line = java.util.Arrays.copyOf(in, in.length + 1);
+            line[in.length] = '\n';
+            holds("JournalRecords.add", b -> recs.add(b, b.length), line);
+            int n = i % 7;
+            holds("JournalRecords.committed", b -> recs.committed("7573657273", new Tally(n, 0, n == 0 ? null : new byte[32])), line);
+        }
+    }
+
     static byte[] mutate(Random rnd, byte[] seed) {
         if (rnd.nextInt(8) == 0) {
             byte[] b = new byte[rnd.nextInt(64)];

@@ -170,7 +170,7 @@ public final class WardCli {
             }
             java.util.Set<String> opened = new java.util.HashSet<>(st.openedForms());
             opened.add(LedgerState.CIPHERTEXT_V4);
-            return col.checkedBy(new LedgerState(st.database(), st.counter(), st.epoch(), opened, st.counters(), st.waitingForms(), st.marks(), st.indexes()));
+            return col.checkedBy(new LedgerState(st.database(), st.counter(), st.epoch(), opened, st.counters(), st.waitingForms(), st.marks(), st.indexes(), st.tallies()));
         } catch (java.sql.SQLException e) {
             throw new WardException("--db: the database: SQLSTATE " + e.getSQLState());
         }
