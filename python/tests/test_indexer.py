@@ -106,3 +106,55 @@ def test_refusals(conn, kr):
     conn.execute("UPDATE ward_ledger SET body = replace(body, '\"slot\"', '\"x\"'), mac = '00'")
     with pytest.raises(LedgerError):
         x.write(conn, "a@x")
+
+
+def test_the_go_cli_rekeys_while_a_python_process_follows(tmp_path):
+    """Go's indexer vector (ledger/testdata/indexer-v1.json) in SQLite: after
+    a rotation, ``ward keyring reindex`` gives up naming a Python process that
+    joined and follows nothing, and completes once it follows the indexer;
+    every row is then found in the spare column, the old one empty."""
+    from test_fleet import go
+    from ward import Column, FleetMember
+    g = vectors("ledger/testdata/indexer-v1.json")
+    mk, kr_file, db = tmp_path / "mk", tmp_path / "kr.json", tmp_path / "app.db"
+    mk.write_text(g["master_key"])
+    kr_file.write_text(json.dumps(g["keyring"]))
+    with sqlite3.connect(db) as c:
+        c.execute(g["schema"])
+        c.execute("CREATE TABLE ward_ledger (id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL)")
+        c.execute("INSERT INTO ward_ledger (id, counter, body, mac) VALUES (1, ?, ?, ?)", (g["ledger"]["counter"], g["ledger"]["body"], g["ledger"]["mac"]))
+    kr = Keyring.load(str(kr_file), MasterKey.load(str(mk)))
+    x, email = Indexer(kr, "users", "email"), Column("users", "email", kr)
+    emails = ["a@example.com", "B@example.com", "c@example.com"]
+
+    def insert(i: int, e: str) -> None:
+        c = sqlite3.connect(db, isolation_level=None, timeout=30)
+        try:
+            c.execute("BEGIN IMMEDIATE")
+            a, b = x.write(c, e)
+            c.execute("INSERT INTO users (id, email, email_idx, email_idx2) VALUES (?, ?, ?, ?)", (i, email.seal(e, i), a, b))
+            c.execute("COMMIT")
+        finally:
+            c.close()
+
+    for i, e in enumerate(emails):
+        insert(i, e)
+    keys = ("--keyring", str(kr_file), "--master-key-file", str(mk), "--db", f"sqlite:{db}")
+    go("keyring", "rotate", *keys)
+    errors: list[Exception] = []
+    m = FleetMember.join(lambda: sqlite3.connect(db, timeout=30), kr, ["sealed:users.email"], heartbeat=0.2, on_error=errors.append)
+    try:
+        waited = go("keyring", "reindex", "--wait", "1500ms", *keys, ok=False)
+        assert waited.returncode == 1 and m.id in waited.stderr, waited.stderr
+        m.follow(x)
+        done = go("keyring", "reindex", "--wait", "100s", *keys)
+        assert "3 rows indexed, now in email_idx2" in done.stdout, done.stdout
+    finally:
+        m.close()
+    assert errors == [], errors
+    insert(3, "d@example.com")
+    with sqlite3.connect(db) as c:
+        for i, e in enumerate([*emails, "d@example.com"]):
+            a, b = x.lookup(c, e.upper())
+            assert a is None
+            assert c.execute("SELECT id, email_idx FROM users WHERE email_idx2 = ?", (b,)).fetchone() == (i, None), e

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import unicodedata
 
+import hashlib
 import re
 import struct
 
@@ -158,6 +159,20 @@ class Indexer:
         if epoch == 0:
             return BlindIndex(self._kr, self.table, self.column, size, name)
         return BlindIndex(self._kr, self.table, self.column, size, name, database=database, name=self.name, epoch=epoch)
+
+    def acks(self, st: Any) -> list[str]:
+        """The forms a process following this index declares under the
+        ledger state ``st``: Go's ``ledger.IndexAck`` of the re-key's
+        phases so far (none between re-keys)."""
+        for rec in st.body.get("indexes") or []:
+            if rec.get("table") == self.table and rec.get("column") == self.column and rec.get("name") == self.name:
+                rk = rec.get("rekey")
+                if not rk or not rec.get("spare"):
+                    return []
+                h = hashlib.sha256(f"{self.table}\x00{self.column}\x00{self.name}".encode()).digest()[:8].hex()
+                phases = ["both", "filled"] if rk.get("phase") == "filled" else ["both"]
+                return [f"integrity:index.{h}@{int(rk['epoch']):08x}.{p}" for p in phases]
+        return []
 
     @staticmethod
     def _slots(rec: dict, cur: bytes | None, nxt: bytes | None) -> tuple[bytes | None, bytes | None]:

@@ -129,6 +129,8 @@ class FleetMember:
                 raise ValueError(f"not a form: {str(f)[:40]!r} (kind:name, printable, no commas)")
             declared.add(f)
         self.forms = tuple(sorted(declared))
+        self._base = self.forms
+        self._followed: list[Any] = []
         self._connect, self._kr, self._table, self._ledger_table = connect, keyring, ident(table), ident(ledger_table)
         self._on_error = on_error or (lambda e: None)
         self.id = "p-" + os.urandom(8).hex()
@@ -215,10 +217,21 @@ class FleetMember:
                           " WHERE id = ? AND exited = 0",
                           (r.generation, r.keys_text, r.seen, int(exited), self._mac(r), r.forms_text, self.id))
 
+    def follow(self, indexer: Any) -> "FleetMember":
+        """Follow a re-keyable blind index (:class:`ward.Indexer`): from the
+        next heartbeat on, declare each phase of its re-key the ledger
+        records (Go's ``ledger.IndexAck``), so ``ward keyring reindex``
+        counts this process rather than waiting for it. Sound only when the
+        process writes the index's columns through the indexer alone (its
+        ``write`` reads the phase in each write's transaction)."""
+        self._followed.append(indexer)
+        return self
+
     def _verify(self) -> LedgerState:
         conn = self._connect()
         try:
             self._ledger = verify(conn, self._kr, self._ledger_table)  # reads a newer keyring file once when the ledger is newer
+            self.forms = tuple(sorted(set(self._base).union(*(x.acks(self._ledger) for x in self._followed))))
             return self._ledger
         finally:
             conn.close()

@@ -68,7 +68,9 @@ public final class FleetMember implements AutoCloseable {
     private final String table;
     private final String ledgerTable;
     private final String keysCol;
-    private final List<String> forms;
+    private final List<String> base; // what it declared at join
+    private volatile List<String> forms; // and the re-key phases it follows
+    private final List<Indexer> followed = new java.util.concurrent.CopyOnWriteArrayList<>();
     private final Consumer<WardException> onError;
     private final String id;
     private final String host;
@@ -84,6 +86,7 @@ public final class FleetMember implements AutoCloseable {
         this.table = table;
         this.ledgerTable = ledgerTable;
         this.keysCol = product.contains("mysql") || product.contains("mariadb") ? "`keys`" : "\"keys\"";
+        this.base = forms;
         this.forms = forms;
         this.onError = onError;
         byte[] b = new byte[8];
@@ -176,9 +179,31 @@ public final class FleetMember implements AutoCloseable {
         return id;
     }
 
-    /** The forms this process declares it reads, sorted. */
+    /** The forms this process declares it reads, sorted: those it joined with, and the re-key phases of the indexes it follows. */
     public List<String> forms() {
         return forms;
+    }
+
+    /**
+     * Follows a re-keyable blind index: from the next heartbeat on, this
+     * process declares each phase of the index's re-key the ledger records
+     * (Go's {@code ledger.IndexAck}), so that {@code ward keyring reindex}
+     * counts it rather than waiting for it. Sound only when this process
+     * writes the index's columns through x alone ({@link Indexer#write}
+     * reads the phase in each write's transaction).
+     */
+    public FleetMember follow(Indexer x) {
+        followed.add(Objects.requireNonNull(x, "x"));
+        return this;
+    }
+
+    /** The forms to declare under st: those of the join, and the acknowledgements of every followed index's re-key. */
+    private void declare(LedgerState st) {
+        TreeSet<String> all = new TreeSet<>(base);
+        for (Indexer x : followed) {
+            all.addAll(x.acks(st));
+        }
+        forms = List.copyOf(all);
     }
 
     /** The row as it is now: what the keyring holds, seen now. */
@@ -266,7 +291,7 @@ public final class FleetMember implements AutoCloseable {
         }
         WardException unverified = null;
         try {
-            verifyLedger();
+            declare(verifyLedger());
         } catch (WardException e) { // still report what the process holds, under the last verified state
             unverified = e;
         }

@@ -147,13 +147,18 @@ public final class Ledger {
         Map<String, Long> counters = new HashMap<>();
         st.path("counters").properties().forEach(c -> counters.put(c.getKey(), c.getValue().asLong(0)));
         java.util.List<LedgerState.Index> indexes = new java.util.ArrayList<>();
-        for (JsonNode i : st.path("indexes")) {
-            String column = i.path("column").asText("");
-            indexes.add(new LedgerState.Index(i.path("table").asText(""), column, i.path("name").asText(column), i.path("index").asText(""),
-                    i.path("spare").asText(""), i.path("normalizer").asText(""), i.path("normalizer_version").asInt(0), i.path("size").asInt(0),
-                    i.path("epoch").asLong(0), i.hasNonNull("rekey")));
-        }
+        st.path("indexes").forEach(i -> indexes.add(index(i)));
         return new LedgerState(db, counter, epoch, opened, counters, waiting, marks, indexes, tallies(st.path("tallies")));
+    }
+
+    /** A recorded blind index ({@code indexes[i]}: Go's {@code ledger.IndexColumn}). */
+    private static LedgerState.Index index(JsonNode i) {
+        String column = i.path("column").asText("");
+        JsonNode rk = i.get("rekey");
+        return new LedgerState.Index(i.path("table").asText(""), column, i.path("name").asText(column), i.path("index").asText(""),
+                i.path("spare").asText(""), i.path("normalizer").asText(""), i.path("normalizer_version").asInt(0), i.path("size").asInt(0),
+                i.path("epoch").asLong(0), i.path("slot").asInt(0),
+                rk == null || rk.isNull() ? null : new LedgerState.Rekey(rk.path("epoch").asLong(0), rk.path("phase").asText("")));
     }
 
     /** The ledger's tallies ({@code {"name": {"count", "since", "head"}}}, the head base64), each valid or a typed error. */

@@ -37,10 +37,30 @@ public record LedgerState(String database, long counter, long epoch, Set<String>
      * @param normalizerVersion the normaliser's version
      * @param size the index's bytes
      * @param epoch the integrity epoch its stored values are computed under (0: v1)
-     * @param rekeying whether a re-key is under way
+     * @param slot which column holds the current values: 0 the index, 1 the spare
+     * @param rekey the re-key under way, or null
      */
     public record Index(String table, String column, String name, String index, String spare, String normalizer, int normalizerVersion, int size,
-            long epoch, boolean rekeying) {}
+            long epoch, int slot, Rekey rekey) {
+        /** Whether a re-key is under way. */
+        public boolean rekeying() {
+            return rekey != null;
+        }
+    }
+
+    /**
+     * A blind index's re-key under way ({@code ward keyring reindex}): the
+     * epoch of the values it writes into the other slot, and its phase.
+     *
+     * @param epoch the re-key's integrity epoch
+     * @param phase {@value #BOTH} (processes write both slots) or {@value #FILLED} (the new slot alone)
+     */
+    public record Rekey(long epoch, String phase) {
+        /** The first phase: every process writes both slots and looks up both. */
+        public static final String BOTH = "both";
+        /** The second phase: every process writes the new slot alone and still looks up both. */
+        public static final String FILLED = "filled";
+    }
 
     /** The form of ciphertext v4. */
     public static final String CIPHERTEXT_V4 = "ciphertext:v4";

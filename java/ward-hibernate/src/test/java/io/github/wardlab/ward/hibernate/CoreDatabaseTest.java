@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.github.wardlab.ward.Ciphertext;
 import io.github.wardlab.ward.Column;
 import io.github.wardlab.ward.FleetMember;
+import io.github.wardlab.ward.Indexer;
 import io.github.wardlab.ward.Keyring;
 import io.github.wardlab.ward.MasterKey;
 import io.github.wardlab.ward.SubjectKeys;
@@ -145,6 +146,52 @@ class CoreDatabaseTest {
             c.createStatement().executeUpdate("INSERT INTO ward_subject_tombstones VALUES ('users', 'alice', 0, 1, '00')");
             assertThrows(WardException.SubjectRefused.class, () -> col.open(sealed, 7L, "alice"));
             assertThrows(WardException.SubjectRefused.class, () -> col.seal(new byte[1], 8L, "alice"));
+        } finally {
+            db.drop().run();
+        }
+    }
+
+    /**
+     * Indexer on each database, over Go's indexer vector (its ledger, as a Go
+     * process's Ledger.Indexer recorded it): a write in a transaction reads
+     * the ledger there under a shared lock — on PostgreSQL and MariaDB a
+     * change of the ledger (a re-key's next phase) from another connection
+     * waits until that transaction ends — and a look-up finds the row.
+     */
+    @ParameterizedTest
+    @MethodSource("databases")
+    void anIndexerWritesUnderTheLedgersSharedLock(String kind) throws Exception {
+        JsonNode g = new ObjectMapper().readTree(Path.of("..", "..", "ledger", "testdata", "indexer-v1.json").toFile());
+        Keyring kr = keyring(g);
+        TestDatabases.Db db = TestDatabases.create(kind, "ward_indexer_");
+        try (Connection c = db.connect(); Connection other = db.connect()) {
+            ledger(c, g);
+            c.createStatement().executeUpdate("CREATE TABLE users (id BIGINT PRIMARY KEY, email_idx " + blob(kind) + ", email_idx2 " + blob(kind) + ")");
+            Indexer x = new Indexer(kr, "users", "email");
+            c.setAutoCommit(false);
+            byte[][] w = x.write(c, "Alice@Example.com");
+            try (PreparedStatement st = c.prepareStatement("INSERT INTO users (id, email_idx, email_idx2) VALUES (1, ?, ?)")) {
+                st.setBytes(1, w[0]);
+                st.setBytes(2, w[1]);
+                st.executeUpdate();
+            }
+            if (!kind.equals("h2")) { // H2 takes no shared row lock: its writes lock the table
+                other.createStatement().execute(kind.equals("postgres") ? "SET lock_timeout = '300ms'" : "SET SESSION innodb_lock_wait_timeout = 1");
+                assertThrows(java.sql.SQLException.class, () -> other.createStatement().executeUpdate("UPDATE ward_ledger SET counter = counter WHERE id = 1"),
+                        "the ledger changed under a write's transaction");
+            }
+            c.commit();
+            c.setAutoCommit(true);
+            assertEquals(1, other.createStatement().executeUpdate("UPDATE ward_ledger SET counter = counter WHERE id = 1"));
+            byte[][] k = x.lookup(c, "alice@example.com");
+            try (PreparedStatement st = c.prepareStatement("SELECT id FROM users WHERE email_idx = ? OR email_idx2 = ?")) {
+                st.setBytes(1, k[0]);
+                st.setBytes(2, k[1]);
+                try (ResultSet rs = st.executeQuery()) {
+                    assertTrue(rs.next());
+                    assertEquals(1, rs.getLong(1));
+                }
+            }
         } finally {
             db.drop().run();
         }

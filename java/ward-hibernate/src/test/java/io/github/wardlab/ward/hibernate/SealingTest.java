@@ -328,7 +328,7 @@ class SealingTest {
 
     /** A ledger recording the index of accounts.email under epoch, in another shape when size is not 16 or spare is set. */
     static io.github.wardlab.ward.LedgerState recording(long epoch, int size, String spare) {
-        var index = new io.github.wardlab.ward.LedgerState.Index("accounts", "email", "email", "email_idx", spare, "fold", 1, size, epoch, false);
+        var index = new io.github.wardlab.ward.LedgerState.Index("accounts", "email", "email", "email_idx", spare, "fold", 1, size, epoch, 0, null);
         return new io.github.wardlab.ward.LedgerState(DATABASE, 2, 3, java.util.Set.of(io.github.wardlab.ward.LedgerState.CIPHERTEXT_V4), java.util.Map.of(),
                 java.util.Set.of(), java.util.Set.of(), List.of(index), java.util.Map.of());
     }
