@@ -172,7 +172,8 @@ class _Records:
     def __init__(self, database: str, mac_key: Callable[[Record], bytes | None], ended: Callable[[int], bool]):
         self.database, self.mac_key, self.ended = database, mac_key, ended
         self.invalid = self.other = self.forgets = 0
-        self.private: dict[str, list[Record]] = {}
+        self.private: dict[str, list[Record]] = {}  # namespace (hex) -> its private records
+        self._by_subject: dict[tuple[str, str], list[Record]] = {}
         self._chain: dict[str, tuple[Tally, int, set[Record]]] = {}
 
     def add(self, line: bytes) -> None:
@@ -195,10 +196,12 @@ class _Records:
         if not rec.private:
             self.forgets += 1  # this package reads only private records
             return
-        self.private.setdefault(f[2].lower(), []).append(dataclasses.replace(rec, proven=proven))
+        rec = dataclasses.replace(rec, proven=proven)
+        self.private.setdefault(f[2].lower(), []).append(rec)
+        self._by_subject.setdefault((f[2].lower(), rec.subject), []).append(rec)
 
     def of(self, namespace_hex: str, subject: str) -> list[Record]:
-        return [r for r in self.private.get(namespace_hex, []) if r.subject == subject]
+        return list(self._by_subject.get((namespace_hex, subject), ()))
 
     def committed(self, namespace_hex: str, start: Tally) -> set[Record]:
         """The records on the chain back from start."""
