@@ -44,7 +44,7 @@ type privateGolden struct {
 	Namespace string          `json:"namespace"`
 	Database  string          `json:"database"`
 	Ledger    ledgerRow       `json:"ledger"`
-	Keys      []storedKey        `json:"keys"`
+	Keys      []storedKey     `json:"keys"`
 	Journal   []string        `json:"journal"`
 	// Subjects says, per subject, whether the journal records it as
 	// private and whether a seal under its newest key is refused.
