@@ -91,6 +91,28 @@ func keyRows(t *testing.T, db *sql.DB, where string) []storedKey {
 	return out
 }
 
+// insertKeys inserts key rows of a namespace as stored.
+func insertKeys(t *testing.T, db *sql.DB, namespace string, keys []storedKey) {
+	t.Helper()
+	for _, k := range keys {
+		wr, _ := hex.DecodeString(k.Wrapped)
+		if _, err := db.Exec(`INSERT INTO ward_subject_keys (namespace, subject, version, first, wrapped, created_at, held) VALUES (?, ?, ?, NULL, ?, 0, ?)`, namespace, k.Subject, k.Version, wr, k.Held); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// plantLedgerRow makes row the database's only ledger row (the table
+// created if missing).
+func plantLedgerRow(t *testing.T, db *sql.DB, row ledgerRow) {
+	t.Helper()
+	db.Exec(`CREATE TABLE IF NOT EXISTS ward_ledger (id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL)`)
+	db.Exec(`DELETE FROM ward_ledger`)
+	if _, err := db.Exec(`INSERT INTO ward_ledger (id, counter, body, mac) VALUES (1, ?, ?, ?)`, row.Counter, row.Body, row.MAC); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rotate adds a key to w's keyring, records it and promotes it: a new
 // integrity epoch. With retire, the store's keys move to it and the old
 // key is retired and removed: the old epoch ends.
@@ -193,12 +215,7 @@ func writePrivateGolden(t *testing.T, path string) {
 	if _, err := w.db.Exec(`DELETE FROM ward_subject_keys WHERE subject = 'alice'`); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range alice {
-		wr, _ := hex.DecodeString(k.Wrapped)
-		if _, err := w.db.Exec(`INSERT INTO ward_subject_keys (namespace, subject, version, first, wrapped, created_at, held) VALUES ('users', ?, ?, NULL, ?, 0, ?)`, k.Subject, k.Version, wr, k.Held); err != nil {
-			t.Fatal(err)
-		}
-	}
+	insertKeys(t, w.db, "users", alice)
 	g := privateGolden{Comment: "the forget journal's private records as a reader in another language meets them (FORMAT.md, Private record v2); written once with -update-private",
 		MasterKey: w.mk.Encode(), Namespace: "users", Database: st.Database, Ledger: readLedgerRow(t, w.db), Keys: keyRows(t, w.db, "")}
 	files, _ := filepath.Glob(filepath.Join(dir, "*"+forgetlog.Ext))
@@ -239,10 +256,7 @@ func TestGoldenPrivateJournal(t *testing.T) {
 	kr := golden.Keyring(t, g.MasterKey, g.Keyring)
 	db, _ := sql.Open("sqlite", dbtest.SQLiteDSN(filepath.Join(t.TempDir(), "g.db")))
 	defer db.Close()
-	db.Exec(`CREATE TABLE ward_ledger (id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL)`)
-	if _, err := db.Exec(`INSERT INTO ward_ledger (id, counter, body, mac) VALUES (1, ?, ?, ?)`, g.Ledger.Counter, g.Ledger.Body, g.Ledger.MAC); err != nil {
-		t.Fatal(err)
-	}
+	plantLedgerRow(t, db, g.Ledger)
 	dir := filepath.Join(t.TempDir(), "journal")
 	os.MkdirAll(dir, 0o700)
 	if err := os.WriteFile(filepath.Join(dir, "forgets-golden"+forgetlog.Ext), []byte(strings.Join(g.Journal, "")), 0o600); err != nil {
@@ -258,12 +272,7 @@ func TestGoldenPrivateJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range g.Keys {
-		wr, _ := hex.DecodeString(k.Wrapped)
-		if _, err := db.Exec(`INSERT INTO ward_subject_keys (namespace, subject, version, first, wrapped, created_at, held) VALUES (?, ?, ?, NULL, ?, 0, ?)`, g.Namespace, k.Subject, k.Version, wr, k.Held); err != nil {
-			t.Fatal(err)
-		}
-	}
+	insertKeys(t, db, g.Namespace, g.Keys)
 	if len(g.Subjects) != len(privateCases) {
 		t.Fatalf("%d subjects in the vector", len(g.Subjects))
 	}

@@ -39,13 +39,8 @@ type subjectV4Golden struct {
 	Table     string          `json:"table"`
 	Column    string          `json:"column"`
 	Bind      []string        `json:"bind"`
-	Keys      []struct {
-		Subject string `json:"subject"`
-		Version int64  `json:"version"`
-		Held    int    `json:"held"`
-		Wrapped string `json:"wrapped_hex"`
-	} `json:"keys"`
-	Values []struct {
+	Keys      []storedKey     `json:"keys"`
+	Values    []struct {
 		Row        int64  `json:"row"`
 		Subject    string `json:"subject"`
 		Plaintext  string `json:"plaintext"`
@@ -117,20 +112,7 @@ func writeSubjectV4Golden(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	g.Ledger = readLedgerRow(t, db)
-	rows, _ := db.Query(`SELECT subject, version, held, wrapped FROM ward_subject_keys ORDER BY subject`)
-	for rows.Next() {
-		var k struct {
-			Subject string `json:"subject"`
-			Version int64  `json:"version"`
-			Held    int    `json:"held"`
-			Wrapped string `json:"wrapped_hex"`
-		}
-		var w []byte
-		rows.Scan(&k.Subject, &k.Version, &k.Held, &w)
-		k.Wrapped = hex.EncodeToString(w)
-		g.Keys = append(g.Keys, k)
-	}
-	rows.Close()
+	g.Keys = keyRows(t, db, "")
 	if g.Keyring, err = kr.Marshal(ctx, mk); err != nil {
 		t.Fatal(err)
 	}
@@ -188,12 +170,7 @@ func TestGoldenSubjectV4(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range g.Keys {
-		w, _ := hex.DecodeString(k.Wrapped)
-		if _, err := db.Exec(`INSERT INTO ward_subject_keys (namespace, subject, version, first, wrapped, created_at, held) VALUES (?, ?, ?, NULL, ?, 0, ?)`, g.Namespace, k.Subject, k.Version, w, k.Held); err != nil {
-			t.Fatal(err)
-		}
-	}
+	insertKeys(t, db, g.Namespace, g.Keys)
 	col, _ := field.NewColumn(kr, g.Table, g.Column, field.Bind(g.Bind...), field.PerSubject(s, g.Bind[0]))
 	opened := 0
 	for _, v := range g.Values {
@@ -223,9 +200,7 @@ func TestGoldenSubjectV4(t *testing.T) {
 		row   ledgerRow
 		fails bool
 	}{{g.Ledger, false}, {g.OlderLedger, true}} {
-		db.Exec(`CREATE TABLE IF NOT EXISTS ward_ledger (id INTEGER PRIMARY KEY, counter BIGINT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL)`)
-		db.Exec(`DELETE FROM ward_ledger`)
-		db.Exec(`INSERT INTO ward_ledger (id, counter, body, mac) VALUES (1, ?, ?, ?)`, c.row.Counter, c.row.Body, c.row.MAC)
+		plantLedgerRow(t, db, c.row)
 		if err := l.Check(ctx, kr); (err != nil) != c.fails {
 			t.Errorf("ledger at counter %d: %v", c.row.Counter, err)
 		}

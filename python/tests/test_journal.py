@@ -7,6 +7,7 @@ a database writer put back is refused only with the journal."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sqlite3
@@ -55,7 +56,7 @@ def folder(tmp_path, text: str) -> str:
 
 
 def ledger(t: Tally, *marks: str):
-    body = {"marks": list(marks), "tallies": {"subject.private:users": {"count": t.count, "since": t.since, "head": __import__("base64").b64encode(t.head).decode()}}}
+    body = {"marks": list(marks), "tallies": {"subject.private:users": {"count": t.count, "since": t.since, "head": base64.b64encode(t.head).decode()}}}
     return lambda: LedgerState(DB, 1, 1, frozenset(), body)
 
 

@@ -171,7 +171,7 @@ class _Records:
 
     def __init__(self, database: str, mac_key: Callable[[Record], bytes | None], ended: Callable[[int], bool]):
         self.database, self.mac_key, self.ended = database, mac_key, ended
-        self.invalid = self.other = self.forgets = 0
+        self.invalid = 0
         self.private: dict[str, list[Record]] = {}  # namespace (hex) -> its private records
         self._by_subject: dict[tuple[str, str], list[Record]] = {}
         self._chain: dict[str, tuple[Tally, int, set[Record]]] = {}
@@ -190,12 +190,8 @@ class _Records:
         if not proven and (not rec.chained or not self.ended(rec.epoch)):
             self.invalid += 1
             return
-        if f[1] != self.database:
-            self.other += 1
-            return
-        if not rec.private:
-            self.forgets += 1  # this package reads only private records
-            return
+        if f[1] != self.database or not rec.private:
+            return  # another database's, or a forget: this package reads only private records
         rec = dataclasses.replace(rec, proven=proven)
         self.private.setdefault(f[2].lower(), []).append(rec)
         self._by_subject.setdefault((f[2].lower(), rec.subject), []).append(rec)

@@ -140,12 +140,11 @@ public final class ForgetJournal {
      * the subject needs its tally; its errors pass through.
      */
     public boolean isPrivate(String database, String namespace, String subject, Supplier<LedgerState> ledger) {
-        byte[] id;
+        String ns = hexOf(namespace), id = Wire.hex(subjectHash(keys.hash(), namespace, subject));
         List<JournalRecords.Rec> recs;
         synchronized (this) {
             refresh(database);
-            id = subjectHash(keys.hash(), namespace, subject);
-            recs = records.privateOf(hexOf(namespace), Wire.hex(id));
+            recs = records.privateOf(ns, id);
             long current = keys.current();
             for (JournalRecords.Rec r : recs) {
                 if (r.chained() && r.proven() && r.epoch() == current) {
@@ -161,8 +160,8 @@ public final class ForgetJournal {
             refresh(database);
             Tally tally = st.tally("subject.private:" + namespace);
             boolean v1 = !st.marks().contains("integrity:private-v2:" + namespace);
-            Set<JournalRecords.Rec> on = records.committed(hexOf(namespace), tally);
-            for (JournalRecords.Rec r : records.privateOf(hexOf(namespace), Wire.hex(id))) {
+            Set<JournalRecords.Rec> on = records.committed(ns, tally);
+            for (JournalRecords.Rec r : records.privateOf(ns, id)) {
                 if (on.contains(r) || (!r.chained() && v1)) {
                     return true;
                 }

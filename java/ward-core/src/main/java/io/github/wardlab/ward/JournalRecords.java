@@ -65,8 +65,6 @@ final class JournalRecords {
     private final Checker checker;
     private final Map<String, Private> privates = new HashMap<>(); // hex(namespace) → its private records
     int invalid;
-    int other;
-    int forgets;
 
     JournalRecords(String database, Checker checker) {
         this.database = database;
@@ -88,13 +86,8 @@ final class JournalRecords {
             return;
         }
         r = r.proven(proven);
-        if (!f[1].equals(database)) {
-            other++;
-            return;
-        }
-        if (!r.isPrivate()) {
-            forgets++; // ward-java reads only private records
-            return;
+        if (!f[1].equals(database) || !r.isPrivate()) {
+            return; // another database's, or a forget: ward-java reads only private records
         }
         Private p = privates.computeIfAbsent(f[2].toLowerCase(java.util.Locale.ROOT), x -> new Private());
         p.recs.add(r);
