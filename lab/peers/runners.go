@@ -243,6 +243,11 @@ type PythonField struct {
 	RawOpenNs       []float64 `json:"raw_open_ns"`
 	RawStoredOpenNs []float64 `json:"raw_stored_open_ns"`
 	OpenNs          []float64 `json:"open_ns"`
+	// The seal's parts, each alone in the same rounds: raw AES-GCM on a
+	// value with its nonce and the seal's associated data, and the
+	// context check (its AES block, CRC-32C and masking).
+	RawStoredADSealNs []float64 `json:"raw_stored_ad_seal_ns"`
+	CheckNs           []float64 `json:"check_ns"`
 }
 
 // WardPython runs python/ward_field.py with $WARD_PYTHON (else python3 if

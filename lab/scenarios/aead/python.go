@@ -87,11 +87,58 @@ func recordPython(env *lab.Env, got peers.PythonField, goNs map[caseKey][]float6
 			env.Record(st, lab.PairedRatio("aead", pythonOverheadStored(c.op, got.Size), p, "field_overhead", c.py, c.stored,
 				"per-round ratio of the Python package's time to raw AESGCM on a value that carries its nonce, same process"))
 		}
+		if c.op == "seal" {
+			recordPythonSealParts(env, got, p)
+		}
 		if g := goNs[caseKey{keyring.AES256GCM, c.op, got.Size, implV4, "on"}]; len(g) > 0 {
 			env.Record(lab.CrossRatio("aead", pythonVsGo(c.op, got.Size), p, "time_ratio", c.py, g,
 				"the Python package's time per value over Go's field layer (ciphertext v4, AES-256-GCM), same machine, same run"))
 		}
 	}
+}
+
+// pythonPart names one part of the Python package's seal, measured alone
+// or derived per round: "raw-ad" (raw AES-GCM on a value with its nonce and
+// the seal's associated data), "check" (the context check), "rest" (the
+// seal less both), "without-check" (the seal less its check, over raw with
+// its nonce).
+func pythonPart(part string, size int) string {
+	return fmt.Sprintf("python-seal-part/%s/%s", part, sizeName(size))
+}
+
+// recordPythonSealParts records where one size's Python seal goes, when
+// the peer measured its parts (an older peer does not).
+func recordPythonSealParts(env *lab.Env, got peers.PythonField, p map[string]any) {
+	if len(got.CheckNs) == 0 || len(got.RawStoredADSealNs) == 0 {
+		return
+	}
+	rawAD := lab.FromSamples("aead", pythonPart("raw-ad", got.Size), p, "time", "ns/op", got.RawStoredADSealNs)
+	rawAD.Note = "cryptography's AESGCM on a value that carries its nonce, with the seal's associated data (7 header bytes and the row's context)"
+	check := lab.FromSamples("aead", pythonPart("check", got.Size), p, "time", "ns/op", got.CheckNs)
+	check.Note = "the context check alone, as the package's seal computes it: an AES block of the check key (a kept ECB encryptor), CRC-32C of the context, the masking"
+	rest := lab.FromSamples("aead", pythonPart("rest", got.Size), p, "rest_ns", "ns", minus(minus(got.SealNs, got.RawStoredADSealNs), got.CheckNs))
+	rest.Note = "per round: the package's seal less raw AES-GCM with the seal's associated data and less the check: the interpreter's work of the layer (the call, the context, the value's assembly)"
+	env.Record(rawAD, check, rest, lab.PairedRatio("aead", pythonPart("without-check", got.Size), p, "without_check", minus(got.SealNs, got.CheckNs), got.RawStoredSealNs,
+		"per round: the package's seal less its context check, over raw AES-GCM on a value that carries its nonce (what the layer would cost without the check)"))
+}
+
+// pythonPartsTable says where a Python seal's time goes, size by size.
+func pythonPartsTable(rs lab.Results) (lab.Table, bool) {
+	t := lab.Table{Caption: "Where a Python seal's time goes: the package's seal, raw AES-GCM on a value with its nonce (without and with the seal's associated data), the context check alone, the rest (per-round differences), and the seal without its check over raw, medians with p05–p95",
+		Head: []string{"size", "seal", "raw with its nonce", "raw with nonce and AD", "the check", "the rest", "without the check, over raw"}}
+	for _, size := range pythonSizes {
+		check, ok := rs.Get(pythonPart("check", size), "time")
+		if !ok {
+			continue
+		}
+		seal, _ := rs.Get(pythonCase("seal", size), "time")
+		raw, _ := rs.Get(pythonRawStored("seal", size), "time")
+		rawAD, _ := rs.Get(pythonPart("raw-ad", size), "time")
+		rest, _ := rs.Get(pythonPart("rest", size), "rest_ns")
+		without, _ := rs.Get(pythonPart("without-check", size), "without_check")
+		t.Rows = append(t.Rows, []string{sizeLabel(size), micros(seal), micros(raw), micros(rawAD), micros(check), micros(rest), times(without)})
+	}
+	return t, len(t.Rows) > 0
 }
 
 // pythonTable sets the Python package beside Go per value.

@@ -53,6 +53,9 @@ func (s Scenario) Report(rs lab.Results) (lab.Section, error) {
 	if t, ok := pythonTable(rs); ok {
 		sec.Tables = append(sec.Tables, t)
 	}
+	if t, ok := pythonPartsTable(rs); ok {
+		sec.Tables = append(sec.Tables, t)
+	}
 	if t, ok := javaTable(rs); ok {
 		sec.Tables = append(sec.Tables, t)
 	}
