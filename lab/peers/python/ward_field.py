@@ -73,10 +73,15 @@ def main():
 
     stored = nonce + raw_ct
 
-    def raw_stored_seal(k):
-        for _ in range(k):
-            n = os.urandom(12)
-            n + raw.encrypt(n, pt, None)
+    def raw_stored_sealer(ad):
+        """Raw AES-GCM sealing values that carry their nonce, under ad."""
+        def seal(k):
+            for _ in range(k):
+                n = os.urandom(12)
+                n + raw.encrypt(n, pt, ad)
+        return seal
+
+    raw_stored_seal = raw_stored_sealer(None)
 
     def raw_stored_open(k):
         for _ in range(k):
@@ -86,14 +91,9 @@ def main():
     # 123456), and its check, each alone.
     sk = kr.scope_key(col.scope)
     context = col.context(4, 123456, ())
-    ad = sk.head + context
+    raw_stored_ad_seal = raw_stored_sealer(sk.head + context)
     check_block = ecb_encryptor(sk.check_key)
     u32 = struct.Struct(">I")
-
-    def raw_stored_ad_seal(k):
-        for _ in range(k):
-            n = os.urandom(12)
-            n + raw.encrypt(n, pt, ad)
 
     def check(k):
         for _ in range(k):
