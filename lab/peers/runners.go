@@ -228,7 +228,8 @@ const PythonEnv = "WARD_PYTHON"
 // installWardPython is what brings the Python package.
 const installWardPython = "python3 -m venv V && V/bin/pip install ./python, then set WARD_PYTHON=V/bin/python,"
 
-// PythonField is what python/ward_field.py measures: nanoseconds per
+// PythonField is what the Python package's benchmark (python3 -m
+// ward.bench --json, python/src/ward/bench.py) measures: nanoseconds per
 // value per round of the ward Python package's seal and open, and of raw
 // AES-GCM from the same cryptography package, interleaved: the AEAD call
 // alone (Raw…) and a value that carries its nonce (RawStored…, as the Go
@@ -250,19 +251,21 @@ type PythonField struct {
 	CheckNs           []float64 `json:"check_ns"`
 }
 
-// WardPython runs python/ward_field.py with $WARD_PYTHON (else python3 if
-// it imports the package) on a keyring file and its master key file.
+// WardPython runs the Python package's benchmark with $WARD_PYTHON (else
+// python3 if it imports the package) on a keyring file and its master key
+// file: one size, the keyring's primary.
 func (r *Runner) WardPython(ctx context.Context, keyringPath, masterKeyPath string, size, rounds, perRound int) (PythonField, error) {
-	const peer = "python/ward_field.py"
+	const peer = "ward.bench (python/)"
 	py := os.Getenv(PythonEnv)
 	if py == "" {
 		py = "python3"
 	}
-	if _, err := execOutput(ctx, py, "-c", "import ward, ward.field"); err != nil {
+	if _, err := execOutput(ctx, py, "-c", "import ward.bench"); err != nil {
 		return PythonField{}, &MissingError{Peer: peer, Need: "the ward Python package", Install: installWardPython}
 	}
 	var out PythonField
-	err := runJSON(ctx, &out, py, r.path(peer), keyringPath, masterKeyPath, strconv.Itoa(size), strconv.Itoa(rounds), strconv.Itoa(perRound))
+	err := runJSON(ctx, &out, py, "-m", "ward.bench", "--keyring", keyringPath, "--master-key-file", masterKeyPath,
+		"--size", strconv.Itoa(size), "--rounds", strconv.Itoa(rounds), "--values", strconv.Itoa(perRound), "--json")
 	return out, err
 }
 

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import vectors
 from ward import Column, Keyring, MasterKey, WrongContextError
+from ward._wire import encode_text
 from ward.errors import MalformedError, WardError
 
 V = vectors("keyring/testdata/v4-vectors.json")
@@ -19,6 +20,20 @@ V = vectors("keyring/testdata/v4-vectors.json")
 
 def keyring() -> Keyring:
     return Keyring.loads(json.dumps(V["keyring"]), MasterKey.parse(V["master_key"]))
+
+
+def sealing(kr: Keyring, how: str, bind: tuple[str, ...] = ()) -> Column:
+    """messages.body sealing under the keyring's primary (XChaCha20-Poly1305,
+    the general way) or, for "aes", under its AES-256-GCM key through a
+    ScopeKey: the common case's own sealer, as a column whose primary is
+    AES-GCM seals."""
+    col = Column("messages", "body", kr, bind=bind)
+    if how == "aes":
+        aes = next(k for k in kr.keys.values() if k.alg.name == "AES-256-GCM")
+        sk = kr.scope_key(col.scope, aes.id)
+        assert sk is not None
+        col._keep_sealer(sk)
+    return col
 
 
 def column_vectors() -> list[tuple[bytes, bytes]]:
@@ -60,14 +75,16 @@ def test_open_refuses_damage_typed():
         col.open(ct[:7], 42)
 
 
-def test_seal_common_and_general():
+@pytest.mark.parametrize("how", ["primary", "aes"])
+def test_seal_common_and_general(how):
     """The kept ScopeKey's values and the general path's open alike, for
     int and str row keys, bytes and str plaintext, long row keys (a
     two-byte length) and a column with bound columns."""
     kr = keyring()
-    col = Column("messages", "body", kr)
+    col = sealing(kr, how)
+    assert ("seal" in col.__dict__) == (how == "aes")  # the common case's sealer, or the method
     other = Column("messages", "body", kr)
-    bound = Column("messages", "body", kr, bind=["owner"])
+    bound = sealing(kr, how, bind=("owner",))
     long_row = "r" * 200
     for row in (1, 42, 2**62, "42", long_row):
         for pt in (b"", b"hello", "h\u00e9llo", b"x" * 1000):
@@ -84,11 +101,13 @@ def test_seal_common_and_general():
                 bound.open(b, row, "bob")
 
 
-def test_seal_from_threads():
-    """Each thread keeps its own encryptor of the check key: values sealed
-    from eight threads at once all open, with a check that diagnoses."""
+@pytest.mark.parametrize("how", ["primary", "aes"])
+def test_seal_from_threads(how):
+    """Threads share the check key's encryptor, each taking its own when
+    another is inside it: values sealed from eight threads at once all
+    open, with a check that diagnoses."""
     kr = keyring()
-    col = Column("messages", "body", kr)
+    col = sealing(kr, how)
     out: list[tuple[int, bytes]] = []
     lock = threading.Lock()
 
@@ -123,3 +142,108 @@ def test_common_sealer_hands_off_bound_values():
     with pytest.raises(WardError) as later:
         col.seal(b"x", 1, "alice")
     assert type(later.value) is type(first.value)
+
+
+def _opens_and_diagnoses(kr: Keyring, out: list[tuple[int, bytes]], pt: bytes) -> None:
+    reader = Column("messages", "body", kr)
+    for row, ct in out:
+        assert reader.open(ct, row) == pt
+        with pytest.raises(WrongContextError):  # the check says: another row
+            reader.open(ct, row + 1)
+
+
+def test_seal_when_the_shared_encryptor_refuses():
+    """The shared encryptor of the check key refusing a call (another
+    thread inside it): the seal takes this thread's own, and its values
+    open with a check that diagnoses, through the column's sealer and
+    ScopeKey.seal alike."""
+    kr = keyring()
+    col = Column("messages", "body", kr)
+    aes = next(k for k in kr.keys.values() if k.alg.name == "AES-256-GCM")
+    sk = kr.scope_key(col.scope, aes.id)
+    assert sk is not None
+
+    def busy(data: bytes) -> bytes:
+        raise RuntimeError("Already borrowed")
+
+    sk._block = busy
+    col._keep_sealer(sk)
+    out = [(i, col.seal(b"m", i)) for i in range(1, 4)]
+    out += [(i, sk.seal(b"m", col.context(4, i, ()))) for i in range(4, 7)]
+    assert hasattr(sk._threads, "update")
+    _opens_and_diagnoses(kr, out, b"m")
+
+
+def test_seal_while_another_thread_is_inside_the_shared_encryptor():
+    """A thread inside the shared encryptor (a 1 MiB update, run without
+    the GIL) while this one seals: the seal meets pyo3's refusal and takes
+    this thread's own encryptor; every value opens and diagnoses. Skipped
+    where the installed cryptography never releases the GIL in an update,
+    the one case where two threads cannot meet inside it."""
+    kr = keyring()
+    col = sealing(kr, "aes")
+    sk = col._seal_key
+    assert sk is not None
+    stop = threading.Event()
+
+    def hog() -> None:
+        big = bytes(1 << 20)
+        while not stop.is_set():
+            sk._block(big)
+
+    t = threading.Thread(target=hog)
+    t.start()
+    try:
+        met = False
+        for _ in range(20000):  # can two threads meet inside it here?
+            try:
+                sk._block(bytes(16))
+            except RuntimeError:
+                met = True
+                break
+        if not met:
+            pytest.skip("this cryptography never releases the GIL inside an update")
+        out = []
+        for i in range(1, 200001):
+            out.append((i, col.seal(b"m", i)))
+            if hasattr(sk._threads, "update"):
+                break
+    finally:
+        stop.set()
+        t.join()
+    assert hasattr(sk._threads, "update"), "no seal met the other thread inside the shared encryptor"
+    _opens_and_diagnoses(kr, out, b"m")
+
+
+def test_common_case_stays_on_its_own_functions(monkeypatch):
+    """Once installed, the common case's sealer and opener serve int and
+    str row keys of a column binding no other column without the general
+    way (which would open them too, only slower); another row, a text
+    value and bound values still go the general way."""
+    general = {"seal": 0, "open": 0}
+    for name in general:
+        method = getattr(Column, name)
+
+        def counted(self, *args, _name=name, _method=method, **kw):
+            general[_name] += 1
+            return _method(self, *args, **kw)
+
+        monkeypatch.setattr(Column, name, counted)
+    kr = keyring()
+    col = sealing(kr, "aes")
+    reader = Column("messages", "body", kr)
+    first = col.seal(b"first", 1)
+    assert reader.open(first, 1) == b"first"
+    assert general == {"seal": 0, "open": 1}  # the reader's first value installs its opener
+    for row in (2, -7, 2**70, "row-2", "r" * 0x7F):
+        ct = col.seal(b"v", row)
+        assert reader.open(ct, row) == b"v"
+    assert general == {"seal": 0, "open": 1}
+    with pytest.raises(WrongContextError):
+        reader.open(first, 2)
+    assert reader.open(encode_text(first), 1) == b"first"
+    assert general == {"seal": 0, "open": 3}
+    long = col.seal(b"v", "r" * 0x80)  # a row key of 0x80 bytes: a two-byte length
+    assert general["seal"] == 1
+    assert reader.open(long, "r" * 0x80) == b"v"
+    assert general["open"] == 4

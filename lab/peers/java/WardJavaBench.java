@@ -1,6 +1,7 @@
 // WardJavaBench measures ward's JVM core (java/ward-core) per value, as
-// python/ward_field.py measures the Python package: it seals and opens
-// messages.body of row 123456 (ciphertext v4 under the keyring's primary)
+// the Python package's benchmark (python3 -m ward.bench) measures that
+// package: it seals and opens messages.body of row 123456 (ciphertext v4
+// under the keyring's primary)
 // beside raw AES-GCM from the same JDK (java/ward-lab's JdkAesGcm:
 // javax.crypto "AES/GCM/NoPadding", a fresh 12-byte IV from SecureRandom,
 // the value carrying its IV as the Go lab's raw case does), in interleaved rounds timed by the thread's CPU

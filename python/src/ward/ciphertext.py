@@ -32,6 +32,7 @@ V4_CHECK_INFO = b"ward ciphertext v4 context check"
 V4_SCOPE_INFO = b"ward ciphertext v4 scope\x00"
 
 _U32 = struct.Struct(">I")
+_V4_PREFIX = struct.Struct(">7sI12s")  # a v4 AES-GCM value's header, check and nonce
 _PAD = bytes(4)  # a 12-byte nonce to the AES block of the check
 _urandom = os.urandom
 _crc32c = google_crc32c.value
@@ -128,13 +129,12 @@ def seal_v3(alg: Algorithm, key_class: int, key_id: int, material: bytes, plaint
 class ScopeKey:
     """A v4 K_scope of an AES-GCM key with what every value under it
     reuses: its AEAD object, its check key and, for sealing, its header
-    and a per-thread AES encryptor of the check key. Sealing and opening
-    through one cost what the AEAD costs plus the context check; building
-    these per value cost as much again. Column opens with its ``aead``
-    directly (FORMAT.md is the layout: header, check, 12-byte nonce,
-    sealed)."""
+    and an AES encryptor of the check key. Sealing and opening through one
+    cost what the AEAD costs plus the context check; building these per
+    value cost as much again. Column opens with its ``aead`` directly
+    (FORMAT.md is the layout: header, check, 12-byte nonce, sealed)."""
 
-    __slots__ = ("alg", "aead", "check_key", "head", "_encrypt", "_threads")
+    __slots__ = ("alg", "aead", "check_key", "head", "_encrypt", "_block", "_threads")
 
     def __init__(self, alg: Algorithm, key_class: int, key_id: int, k_scope: bytes):
         if alg.nonce_size != 12:
@@ -144,26 +144,38 @@ class ScopeKey:
         self._encrypt = self.aead.encrypt
         self.check_key = check_key(k_scope, V4_CHECK_INFO, alg.key_size)
         self.head = bytes((4, key_class, alg.code)) + key_id.to_bytes(4, "big")
-        self._threads = threading.local()  # each thread's encryptor of check_key
+        # The check's AES block of a nonce: one AES-ECB encryptor shared by
+        # every thread, and each thread's own when another is inside it
+        # (own_block).
+        self._block = aead.ecb_encryptor(self.check_key)
+        self._threads = threading.local()
 
     def seal(self, plaintext: bytes, context: bytes) -> bytes:
         """A v4 ciphertext of plaintext bound to context (seal_v4)."""
         nonce = _urandom(12)
-        sealed = self._encrypt(nonce, plaintext, self.head + context)
         try:
-            block = self._threads.update(nonce + _PAD)
-        except AttributeError:  # this thread's first value
-            block = self._new_encryptor()(nonce + _PAD)
+            block = self._block(nonce + _PAD)
+        except RuntimeError:  # another thread is inside the shared encryptor
+            block = self.own_block(nonce + _PAD)
         # masked_check's formula, inlined: the call and its look-ups cost
         # ~0.07x of a raw seal here (docs/LAB.md, "ward in Python")
-        return b"".join((self.head, _U32.pack(_crc32c(context) ^ _U32.unpack_from(block)[0]), nonce, sealed))
+        check = _crc32c(context) ^ _U32.unpack_from(block)[0]
+        return _V4_PREFIX.pack(self.head, check, nonce) + self._encrypt(nonce, plaintext, self.head + context)
 
-    def _new_encryptor(self) -> Callable[[bytes], bytes]:
-        """This thread's AES-ECB encryptor of the check key, kept (one
-        block per value: masked_check's block, without its look-ups); an
-        encryptor is not safe to share between threads."""
-        u = self._threads.update = aead.ecb_encryptor(self.check_key)
-        return u
+    def own_block(self, data: bytes) -> bytes:
+        """data under this thread's own AES-ECB encryptor of the check key,
+        made on the thread's first use. The shared encryptor serves every
+        thread while they take turns: a 16-byte update never releases the
+        GIL, and an encryptor another thread is inside refuses the call
+        (pyo3's borrow check raises RuntimeError, before any byte is
+        touched), which happens where threads run at once (a free-threaded
+        build); that thread's value then takes this way, one kept
+        encryptor per thread."""
+        try:
+            return self._threads.update(data)  # type: ignore[no-any-return]
+        except AttributeError:  # this thread's first
+            u = self._threads.update = aead.ecb_encryptor(self.check_key)
+            return u(data)
 
 
 def seal_v4(alg: Algorithm, key_class: int, key_id: int, k_scope: bytes, plaintext: bytes, context: bytes) -> bytes:

@@ -11,13 +11,14 @@ from typing import Any, Callable, Protocol, Sequence
 from ._wire import as_binary, encode_text, lp, uvarint
 from cryptography.exceptions import InvalidTag
 
-from .ciphertext import _PAD, _U32, CLASS_KEYRING, CLASS_SUBJECT, V3_HEADER, V4_AD_HEADER, Header, ScopeKey, _crc32c, _crc32c_extend, _urandom, open_with, parse_header
+from .ciphertext import _PAD, _U32, _V4_PREFIX, CLASS_KEYRING, CLASS_SUBJECT, V3_HEADER, V4_AD_HEADER, Header, ScopeKey, _crc32c, _crc32c_extend, _urandom, open_with, parse_header
 from .errors import BindingError, UnsupportedVersionError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _V4_KEYRING = bytes((4, CLASS_KEYRING))  # the first bytes of a v4 value under a keyring key
-_pack, _unpack_from = _U32.pack, _U32.unpack_from
+_unpack_from = _U32.unpack_from
 _OPEN_FROM = V3_HEADER + 12  # where a v4 AES-GCM value's sealed bytes start
+_prefix = _V4_PREFIX.pack  # header, check and nonce of a v4 AES-GCM value in one call
 _LENGTHS = [bytes((n,)) for n in range(0x80)]  # uvarint(n) of n < 0x80, kept: ℓ() of a row key
 
 
@@ -132,10 +133,10 @@ class Column:
         # keyring or grant never changes): v4 under keyring keys, AES-GCM.
         self._open_keys: dict[bytes, ScopeKey] = {}  # by the value's algorithm byte and key ID
         self._seal_key: ScopeKey | None = None
-        # A column binding no other column: the last value's 7-byte header,
-        # that header and the names' count (the AD before the row key), and
-        # its key's decrypt, which open tries first.
-        self._last_open: tuple[bytes, bytes, Any] | None = None
+        # A column binding no other column: by a value's 7-byte header, the
+        # AD before its row key (by the key's length) and its key's decrypt,
+        # which the common case's opener tries first (_common_opener).
+        self._open_heads: dict[bytes, tuple[list[bytes], Callable[[bytes, bytes, bytes], bytes]]] = {}
 
     def __repr__(self) -> str:
         return f"Column({self.table}.{self.column})"
@@ -160,14 +161,6 @@ class Column:
     def open(self, value: bytes | str, row: Any, *values: Any) -> bytes:
         """Open a stored value (text or binary form) of row, with the values
         of the bound columns in the column's bind order."""
-        last = self._last_open  # the key of the last value opened here, for the next
-        if last is not None and not values and type(value) is bytes and len(value) > _OPEN_FROM and value.startswith(last[0]):
-            r = b"%d" % row if type(row) is int else row_text(row)
-            n = len(r)
-            try:
-                return last[2](value[V3_HEADER:_OPEN_FROM], value[_OPEN_FROM:], last[1] + (_LENGTHS[n] if n < 0x80 else uvarint(n)) + r)
-            except InvalidTag:
-                pass  # the general way says why
         ct = value if type(value) is bytes and value[:1] != b"w" else as_binary(value)
         if ct[:2] == _V4_KEYRING and len(ct) > V3_HEADER + 12 and self.keys is not None:
             # The common case in one step, with the value's kept ScopeKey; a
@@ -175,7 +168,7 @@ class Column:
             sk = self._open_keys.get(ct[2:7]) or self._scope_key_of(ct)
             if sk is not None:
                 if not self.bind:
-                    self._last_open = (ct[:V4_AD_HEADER], ct[:V4_AD_HEADER] + self._names, sk.aead.decrypt)
+                    self._keep_opener(ct[:V4_AD_HEADER], sk)
                 ctx = self._row_context(row) if not values and not self.bind else _tail(self.bind, row, values, self._names)
                 try:
                     return sk.aead.decrypt(ct[V3_HEADER : V3_HEADER + 12], ct[V3_HEADER + 12 :], ct[:V4_AD_HEADER] + ctx)
@@ -203,6 +196,25 @@ class Column:
             self._open_keys[ct[2:7]] = sk
         return sk
 
+    def _keep_sealer(self, sk: ScopeKey) -> None:
+        """Seal under sk from now on; a column that binds no other column
+        through the common case's own function (_common_sealer), which
+        hands every other case to Column.seal."""
+        self._seal_key = sk
+        if not self.bind:
+            self.seal = _common_sealer(sk, self._names, functools.partial(Column.seal, self))  # type: ignore[method-assign]
+
+    def _keep_opener(self, head: bytes, sk: ScopeKey) -> None:
+        """Keep head's key for the common case's opener (at most 1,024
+        headers), and install that opener as this column's open."""
+        if head not in self._open_heads and len(self._open_heads) < 1024:
+            pre = head + self._names
+            self._open_heads[head] = ([pre + _LENGTHS[n] for n in range(0x80)], sk.aead.decrypt)
+        if "open" not in self.__dict__:
+            # From now on this column's open is the common case's own
+            # function, which hands every other case to this method.
+            self.open = _common_opener(self._open_heads, functools.partial(Column.open, self))  # type: ignore[method-assign]
+
     def _row_context(self, row: Any) -> bytes:
         """context(4, row, ()) of a column that binds no other column."""
         r = b"%d" % row if type(row) is int else row_text(row)
@@ -225,11 +237,9 @@ class Column:
         if self.write_version == 4:
             sk = self._seal_key
             if sk is None and hasattr(self.keys, "scope_key"):
-                sk = self._seal_key = self.keys.scope_key(self.scope)  # type: ignore[union-attr]
-                if sk is not None and not self.bind:
-                    # From now on this column's seal is the common case's own
-                    # function, which hands every other case to this method.
-                    self.seal = _common_sealer(sk, self._names, functools.partial(Column.seal, self))  # type: ignore[method-assign]
+                sk = self.keys.scope_key(self.scope)  # type: ignore[union-attr]
+                if sk is not None:
+                    self._keep_sealer(sk)
             if sk is not None:
                 return sk.seal(pt, self._row_context(row) if not values and not self.bind else _tail(self.bind, row, values, self._names))
         ctx = self.context(self.write_version, row, values)
@@ -243,6 +253,46 @@ class Column:
         return encode_text(self.seal(plaintext, row, *values))
 
 
+def _no_key(nonce: bytes, sealed: bytes, ad: bytes) -> bytes:
+    """The common case's opener before its first value: never reached (no
+    header equals its empty one), and would go the general way."""
+    raise InvalidTag
+
+
+def _common_opener(heads: dict[bytes, tuple[list[bytes], Callable[[bytes, bytes, bytes], bytes]]], general: Callable[..., bytes]) -> Callable[..., bytes]:
+    """Column.open for a column that binds no other column, once it has
+    opened a v4 AES-GCM value under a keyring key: bytes whose 7-byte
+    header is one of heads (kept by Column._keep_opener), with a row key
+    shorter than 0x80 bytes, open with the AD before the row key kept per
+    length; everything else, and every failure, goes to general
+    (Column.open), which says why. The last header's key is kept in the
+    closure: a dict look-up per value cost ~0.15x of a raw open here, the
+    method call and its look-ups ~0.1x (docs/LAB.md, "ward in Python
+    within 2x raw"). Threads may interleave the three assignments that switch
+    keys; a header paired with another key's decrypt fails authentication
+    and goes the general way, so no value opens under a wrong key."""
+    head, pres = b"", [b""]  # no 7-byte header equals b"": the first value looks its key up
+    decrypt: Callable[[bytes, bytes, bytes], bytes] = _no_key
+
+    def open(value: bytes | str, row: Any, *values: Any) -> bytes:
+        nonlocal head, pres, decrypt
+        if type(value) is bytes and not values and len(value) > _OPEN_FROM:
+            if value[:V4_AD_HEADER] != head:
+                kept = heads.get(value[:V4_AD_HEADER])
+                if kept is None:
+                    return general(value, row, *values)
+                head, (pres, decrypt) = value[:V4_AD_HEADER], kept
+            r = b"%d" % row if type(row) is int else row_text(row)
+            try:
+                return decrypt(value[V3_HEADER:_OPEN_FROM], value[_OPEN_FROM:], pres[len(r)] + r)
+            except (InvalidTag, IndexError):  # IndexError: a row key of 0x80 bytes or more
+                pass  # the general way says why, or opens it
+        return general(value, row, *values)
+
+    open.__doc__ = Column.open.__doc__
+    return open
+
+
 def _common_sealer(sk: ScopeKey, names: bytes, general: Callable[..., bytes]) -> Callable[..., bytes]:
     """Column.seal for a column that binds no other column, once its seal
     key is known: bytes sealed under sk for a row key shorter than 0x80
@@ -251,22 +301,26 @@ def _common_sealer(sk: ScopeKey, names: bytes, general: Callable[..., bytes]) ->
     everything else goes to general (Column.seal). The method call, the
     look-ups and the joins this spares cost ~0.3x of a raw seal here
     (docs/LAB.md, "ward in Python")."""
-    encrypt, head, threads, new_encryptor = sk._encrypt, sk.head, sk._threads, sk._new_encryptor
-    ctx = [names + _LENGTHS[n] for n in range(0x80)]  # a context before its row key, by the key's length
-    ads, crcs = [head + c for c in ctx], [_crc32c(c) for c in ctx]
+    encrypt, head, shared, own = sk._encrypt, sk.head, sk._block, sk.own_block
+    # By a row key's length: the AD before the row key and the CRC-32C of
+    # the context before it.
+    before = [(head + c, _crc32c(c)) for c in (names + _LENGTHS[n] for n in range(0x80))]
 
     def seal(plaintext: bytes | str, row: Any, *values: Any) -> bytes:
         if type(plaintext) is bytes and not values:
             r = b"%d" % row if type(row) is int else row_text(row)
-            n = len(r)
-            if n < 0x80:
-                nonce = _urandom(12)
-                sealed = encrypt(nonce, plaintext, ads[n] + r)
-                try:
-                    block = threads.update(nonce + _PAD)
-                except AttributeError:  # this thread's first value
-                    block = new_encryptor()(nonce + _PAD)
-                return b"".join((head, _pack(_crc32c_extend(crcs[n], r) ^ _unpack_from(block)[0]), nonce, sealed))
+            try:
+                ad, crc = before[len(r)]
+            except IndexError:  # a row key of 0x80 bytes or more: a longer length
+                return general(plaintext, row)
+            nonce = _urandom(12)
+            try:
+                block = shared(nonce + _PAD)
+            except RuntimeError:  # another thread is inside it (ScopeKey.own_block)
+                block = own(nonce + _PAD)
+            # the check's block before the AEAD, and the AEAD inside the
+            # return: ~0.06x of a raw seal less here than the other order
+            return _prefix(head, _crc32c_extend(crc, r) ^ _unpack_from(block)[0], nonce) + encrypt(nonce, plaintext, ad + r)
         return general(plaintext, row, *values)
 
     seal.__doc__ = Column.seal.__doc__
