@@ -90,13 +90,25 @@ func j2(t *testing.T, j *forgetlog.Journal, e *env) *forgetlog.Journal {
 }
 
 // restoreRows puts back a backup's rows of one subject (the second
-// column of the key table).
+// column of the key table; MySQL's driver reads it as bytes), and fails
+// if the backup holds none.
 func (e *env) restoreRows(t *testing.T, b backup, table, subject string) {
 	t.Helper()
+	n := 0
+	defer func() {
+		if n == 0 {
+			t.Fatalf("restoreRows: no row of %s in the backup of %s", subject, table)
+		}
+	}()
 	for _, vals := range b[table] {
-		if fmt.Sprint(vals[1]) != subject {
+		sub := vals[1]
+		if bs, ok := sub.([]byte); ok {
+			sub = string(bs)
+		}
+		if fmt.Sprint(sub) != subject {
 			continue
 		}
+		n++
 		ph := ""
 		for i := range vals {
 			if i > 0 {

@@ -549,10 +549,18 @@ type tombstone struct {
 }
 
 func (s *Store) tombstone(ctx context.Context, subject string) (*tombstone, error) {
+	return s.tombstoneIn(ctx, s.cfg.DB, subject)
+}
+
+// tombstoneIn is tombstone read through q (the store's database, or a
+// forget's transaction).
+func (s *Store) tombstoneIn(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, subject string) (*tombstone, error) {
 	p := s.cfg.Dialect.Placeholder
 	var at, epoch int64
 	var macHex string
-	err := s.cfg.DB.QueryRowContext(ctx, fmt.Sprintf(`SELECT forgotten_at, epoch, %s FROM %s WHERE namespace = %s AND subject = %s`,
+	err := q.QueryRowContext(ctx, fmt.Sprintf(`SELECT forgotten_at, epoch, %s FROM %s WHERE namespace = %s AND subject = %s`,
 		macCol.Value(), s.tombstones, p(1), p(2)), s.cfg.Namespace, subject).Scan(&at, &epoch, &macHex)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -807,6 +815,11 @@ func (s *Store) forget(ctx context.Context, tx *sql.Tx, database, subject string
 	}
 	if added, err = res.RowsAffected(); err != nil {
 		return 0, 0, err
+	}
+	if added == 0 { // a tombstone stands: the subject's own, or a writer's
+		if added, err = s.replaceForgedTombstone(ctx, tx, subject, at.Unix(), epoch, mac); err != nil {
+			return 0, 0, err
+		}
 	}
 	versions, err := s.keyVersions(ctx, tx, subject)
 	if err != nil {

@@ -541,6 +541,69 @@ func TestRewrapShards(t *testing.T) {
 	})
 }
 
+// TestForgetOverPlantedTombstone: a tombstone a database writer planted
+// for a live subject (a forged MAC, or another subject's row moved onto
+// it) decides nothing when the service forgets that subject: the forget
+// writes its own tombstone over it and counts it, so the subject is
+// forgotten by a tombstone that verifies, and a writer who then deletes
+// it and puts the key back is caught by the audit. (Found by
+// TestDatabaseWriterProperty's seed 17247542765186208199: the forget had
+// kept the planted row, counted nothing, and the later deletion went
+// unreported.) A forget of a subject already forgotten keeps its
+// tombstone and counts nothing.
+func TestForgetOverPlantedTombstone(t *testing.T) {
+	forEachDB(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		s := e.store(t, time.Nanosecond)
+		c := e.column(t, s)
+		e.insert(t, c, 1, "alice", "a")
+		e.insert(t, c, 2, "bob", "b")
+		if err := s.Forget(ctx, "carol"); err != nil { // a real tombstone, to move
+			t.Fatal(err)
+		}
+		e.exec(t, fmt.Sprintf(`INSERT INTO %s (namespace, subject, forgotten_at, epoch, mac) VALUES (?, ?, ?, ?, ?)`, e.tombs), "users", "alice", time.Now().Unix(), 1, "v2:00")
+		var at, epoch int64
+		var mac string
+		if err := e.db.QueryRow(e.d.Rebind(fmt.Sprintf(`SELECT forgotten_at, epoch, mac FROM %s WHERE subject = ?`, e.tombs)), "carol").Scan(&at, &epoch, &mac); err != nil {
+			t.Fatal(err)
+		}
+		e.exec(t, fmt.Sprintf(`INSERT INTO %s (namespace, subject, forgotten_at, epoch, mac) VALUES (?, ?, ?, ?, ?)`, e.tombs), "users", "bob", at, epoch, mac)
+		_, before, err := s.Audit(ctx)
+		if !errors.Is(err, ErrTombstoneTampered) {
+			t.Fatalf("audit with planted tombstones: %v", err)
+		}
+		keys := e.backup(t, e.keys)
+		for _, sub := range []string{"alice", "bob"} {
+			if err := s.Forget(ctx, sub); err != nil {
+				t.Fatal(err)
+			}
+			if gone, err := s.IsForgotten(ctx, sub); err != nil || !gone {
+				t.Fatalf("%s after a forget over a planted tombstone: forgotten %v, %v", sub, gone, err)
+			}
+		}
+		valid, counted, err := s.Audit(ctx)
+		if err != nil || valid != 3 || counted != before+2 {
+			t.Fatalf("audit after the forgets: %d valid, %d counted (before %d), %v", valid, counted, before, err)
+		}
+		if err := s.Forget(ctx, "alice"); err != nil { // again: her own tombstone stays, counted once
+			t.Fatal(err)
+		}
+		if _, again, err := s.Audit(ctx); err != nil || again != counted {
+			t.Fatalf("a second forget: %d counted, want %d, %v", again, counted, err)
+		}
+		// The writer deletes alice's tombstone and puts her key back: her
+		// value opens, as SECURITY.md says it may, and the audit says so.
+		e.exec(t, fmt.Sprintf(`DELETE FROM %s WHERE subject = ?`, e.tombs), "alice")
+		e.restoreRows(t, keys, e.keys, "alice")
+		if _, err := e.read(t, c, 1); err != nil {
+			t.Fatalf("alice's value with her key put back: %v", err)
+		}
+		if _, _, err := s.Audit(ctx); !errors.Is(err, ErrTombstoneTampered) {
+			t.Fatalf("audit after alice's tombstone was deleted and her key put back: %v", err)
+		}
+	})
+}
+
 // TestIsForgotten: a subject counts as forgotten on a tombstone that
 // verifies only; one a database writer planted, with a forged MAC, does
 // not make a live subject look forgotten.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -298,4 +299,28 @@ func (s *Store) TombstonesAt(ctx context.Context, id keyring.KeyID) (int, error)
 		}
 	}
 	return n, nil
+}
+
+// replaceForgedTombstone is a forget's answer to a tombstone row already
+// standing for subject (the insert added none): a row that verifies is the
+// subject's earlier forget and stays (0); a row that does not — planted or
+// altered by a database writer — decides nothing and is overwritten by
+// this forget's tombstone, which then counts as added (1), so the ledger's
+// tally and the journal hold this forget, and the writer who later deletes
+// the tombstone is caught by the audit.
+func (s *Store) replaceForgedTombstone(ctx context.Context, tx *sql.Tx, subject string, at, epoch int64, mac string) (int64, error) {
+	t, err := s.tombstoneIn(ctx, tx, subject)
+	if err != nil || (t != nil && t.valid) {
+		return 0, err
+	}
+	if t == nil { // a writer deleted it since the insert met it
+		return 0, fmt.Errorf("subject: the tombstone of %s/%s went during its forget: forget again", s.cfg.Namespace, subject)
+	}
+	p := s.cfg.Dialect.Placeholder
+	res, err := tx.ExecContext(ctx, fmt.Sprintf(`UPDATE %s SET forgotten_at = %s, epoch = %s, mac = %s WHERE namespace = %s AND subject = %s`,
+		s.tombstones, p(1), p(2), p(3), p(4), p(5)), at, epoch, mac, s.cfg.Namespace, subject)
+	if err != nil {
+		return 0, fmt.Errorf("subject: replacing the forged tombstone of %s/%s: %w", s.cfg.Namespace, subject, err)
+	}
+	return res.RowsAffected()
 }
