@@ -92,7 +92,7 @@ def test_refusals(files):
     code, _, err = run(*files, "--rounds", "1", "--values", "1")
     assert code == 2 and "XChaCha20-Poly1305" in err
     for argv, says in ((["--json"], "one size"), (["--rounds", "0"], "at least 1"), (["--size", "-1"], "--size"),
-                       (["--key-id", "xyz"], "hex key ID"), (["--key-id", "0"], "")):
+                       (["--key-id", "xyz"], "hex key ID"), (["--key-id", "0"], "not in this keyring")):
         code, _, err = run(*files, "--key-id", key_id("AES-256-GCM"), *argv)
         assert code == 2 and says in err, (argv, err)
     code, _, err = run("--master-key-file", files[3], "--keyring", "")
@@ -116,3 +116,9 @@ def test_kms_url(files):
     assert json.loads(out)["alg"] == "AES-256-GCM"
     code, _, err = run("--keyring", files[1], "--kms", "local://" + files[3] + ".missing", "--rounds", "1")
     assert code == 2
+
+
+def test_spread_nearest_rank():
+    """The table's median and p05–p95 take the nearest rank both ways."""
+    xs = [float(x) for x in range(1, 13)]  # 1..12: ranks 0.05 * 11 = 0.55 and 0.95 * 11 = 10.45
+    assert bench._spread(xs[::-1]) == (6.5, 2.0, 11.0)

@@ -137,9 +137,9 @@ def measure(kr: Keyring, size: int, rounds: int, values: int, key_id: int | None
 
 
 def _spread(xs: Sequence[float]) -> tuple[float, float, float]:
-    """Median, p05 and p95 (nearest rank) of xs."""
+    """Median, p05 and p95 (the nearest rank, both alike) of xs."""
     s = sorted(xs)
-    return statistics.median(s), s[int(0.05 * (len(s) - 1))], s[round(0.95 * (len(s) - 1))]
+    return statistics.median(s), s[round(0.05 * (len(s) - 1))], s[round(0.95 * (len(s) - 1))]
 
 
 def _ratios(a: Sequence[float], b: Sequence[float]) -> str:
