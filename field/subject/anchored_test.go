@@ -95,11 +95,6 @@ func j2(t *testing.T, j *forgetlog.Journal, e *env) *forgetlog.Journal {
 func (e *env) restoreRows(t *testing.T, b backup, table, subject string) {
 	t.Helper()
 	n := 0
-	defer func() {
-		if n == 0 {
-			t.Fatalf("restoreRows: no row of %s in the backup of %s", subject, table)
-		}
-	}()
 	for _, vals := range b[table] {
 		sub := vals[1]
 		if bs, ok := sub.([]byte); ok {
@@ -119,6 +114,9 @@ func (e *env) restoreRows(t *testing.T, b backup, table, subject string) {
 		if _, err := e.db.Exec(fmt.Sprintf(`INSERT INTO %s VALUES (%s)`, table, ph), vals...); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if n == 0 {
+		t.Fatalf("restoreRows: no row of %s in the backup of %s", subject, table)
 	}
 }
 

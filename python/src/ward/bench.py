@@ -38,7 +38,6 @@ import google_crc32c
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from . import __version__
-from .aead import ecb_encryptor
 from .errors import WardError
 from .field import Column
 from .keyring import Keyring
@@ -103,7 +102,7 @@ def _ops(kr: Keyring, key_id: int, size: int) -> dict[str, Op]:
             raw.decrypt(stored[:12], stored[12:], None)
 
     context = col.context(4, ROW, ())
-    check_block = ecb_encryptor(sk.check_key)
+    check_block = sk._block  # the seal's own encryptor of the check key
     u32 = struct.Struct(">I")
 
     def check(k: int) -> None:
